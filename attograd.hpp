@@ -1,0 +1,4 @@
+// Everything attograd offers, in one include.
+#pragma once
+
+#include "core/core.hpp"

@@ -1,0 +1,221 @@
+// The reverse-mode tape: one entry per recorded op, walked backwards from the loss.
+#include "core/autograd.hpp"
+
+#include "core/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace attograd {
+namespace {
+
+thread_local bool grad_mode = true;
+thread_local bool anomaly_mode = false;
+
+struct Entry {
+    std::int64_t seq;
+    const char* op;
+    std::vector<std::shared_ptr<detail::TensorImpl>> inputs;  // null where no grad is needed
+    std::weak_ptr<detail::TensorImpl> output;  // weak: a dead output makes the entry unreachable
+    autograd::BackwardFn backward;
+    bool reached = false;
+};
+
+struct Tape {
+    std::vector<Entry> entries;  // ordered by seq
+    std::int64_t next_seq = 0;
+    std::size_t sweep_at = 1024;
+
+    // Drops entries whose output no tensor holds any more. Walking from the back lets one
+    // pass cascade: dropping an entry releases its inputs, which may be earlier outputs.
+    void sweep() {
+        for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+            if (it->output.expired()) {
+                it->inputs.clear();
+                it->backward = nullptr;
+                it->op = nullptr;
+            }
+        }
+        std::erase_if(entries, [](const Entry& e) { return e.op == nullptr; });
+        sweep_at = std::max<std::size_t>(1024, entries.size() * 2);
+    }
+};
+
+Tape& tape() {
+    thread_local Tape instance;
+    return instance;
+}
+
+template <class T>
+bool all_finite(const Tensor& t) {
+    const T* p = t.data<T>();
+    for (std::int64_t i = 0; i < t.numel(); ++i)
+        if (!std::isfinite(p[i])) return false;
+    return true;
+}
+
+bool is_finite(const Tensor& t) {
+    if (!is_floating(t.dtype())) return true;
+    return t.dtype() == DType::Float32 ? all_finite<float>(t) : all_finite<double>(t);
+}
+
+// dst += src elementwise (same shape and dtype, both contiguous).
+void add_into(Tensor& dst, const Tensor& src) {
+    dispatch_floating(dst.dtype(), "backward", [&]<class T>(T) {
+        T* d = dst.data<T>();
+        const T* s = src.data<T>();
+        for (std::int64_t i = 0; i < dst.numel(); ++i) d[i] += s[i];
+    });
+}
+
+Tensor copy_of(const Tensor& t) {
+    Tensor out = empty(t.shape(), {.dtype = t.dtype()});
+    std::memcpy(out.raw_data(), t.raw_data(), static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype()));
+    return out;
+}
+
+}  // namespace
+
+bool grad_enabled() { return grad_mode; }
+
+NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
+NoGradGuard::~NoGradGuard() { grad_mode = previous_; }
+
+bool anomaly_mode_enabled() { return anomaly_mode; }
+
+AnomalyModeGuard::AnomalyModeGuard() : previous_(anomaly_mode) { anomaly_mode = true; }
+AnomalyModeGuard::~AnomalyModeGuard() { anomaly_mode = previous_; }
+
+namespace autograd {
+
+std::size_t tape_size() { return tape().entries.size(); }
+
+void clear_tape() {
+    Tape& t = tape();
+    // Destroy from the back so releasing inputs never outlives what points at them.
+    while (!t.entries.empty()) t.entries.pop_back();
+}
+
+bool Gradients::needs(std::size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
+
+void Gradients::add(std::size_t i, const Tensor& grad) {
+    if (!needs(i)) return;
+    if (anomaly_mode)
+        AG_CHECK(is_finite(grad), AutogradError,
+                 "anomaly: backward of '{}' produced NaN or Inf in the gradient of input {} {}", op_, i,
+                 grad.shape());
+    accumulate(*inputs_[i], grad, op_);
+}
+
+bool needs_record(std::initializer_list<const Tensor*> inputs) {
+    if (!grad_mode) return false;
+    for (const Tensor* t : inputs)
+        if (t->defined() && t->requires_grad()) return true;
+    return false;
+}
+
+bool needs_record(const std::vector<Tensor>& inputs) {
+    if (!grad_mode) return false;
+    for (const Tensor& t : inputs)
+        if (t.defined() && t.requires_grad()) return true;
+    return false;
+}
+
+void record(const char* op, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn backward) {
+    if (anomaly_mode)
+        AG_CHECK(is_finite(output), AutogradError, "anomaly: '{}' produced NaN or Inf in its output {}", op,
+                 output.shape());
+    Tape& t = tape();
+    if (t.entries.size() >= t.sweep_at) t.sweep();
+    Entry entry{.seq = t.next_seq++,
+                .op = op,
+                .inputs = {},
+                .output = output.impl(),
+                .backward = std::move(backward)};
+    entry.inputs.reserve(inputs.size());
+    for (const Tensor& in : inputs)
+        entry.inputs.push_back(in.defined() && in.requires_grad() ? in.impl() : nullptr);
+    auto& impl = *output.impl();
+    impl.requires_grad = true;
+    impl.grad_fn_seq = entry.seq;
+    t.entries.push_back(std::move(entry));
+}
+
+void accumulate(detail::TensorImpl& target, const Tensor& grad, std::string_view op) {
+    AG_ASSERT(grad.shape() == target.shape && grad.dtype() == target.dtype,
+              "'{}' backward gave a gradient {} {} for an input {} {}", op, grad.shape(), grad.dtype(),
+              target.shape, target.dtype);
+    if (!target.grad) {
+        // Take the buffer when nobody else holds it; otherwise copy, so a later in-place
+        // accumulation cannot write into another tensor's gradient.
+        const bool sole_owner = grad.impl().use_count() == 1 && grad.impl()->storage.use_count() == 1;
+        target.grad = sole_owner ? grad.impl() : copy_of(grad).impl();
+        return;
+    }
+    Tensor existing(target.grad);
+    if (target.grad.use_count() > 2 || target.grad->storage.use_count() > 1) {
+        existing = copy_of(existing);  // the current gradient is shared: never write into it
+        target.grad = existing.impl();
+    }
+    add_into(existing, grad);
+}
+
+void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_graph) {
+    AG_CHECK(root.defined(), AutogradError, "backward: called on an undefined tensor");
+    auto& impl = *root.impl();
+    AG_CHECK(impl.requires_grad, AutogradError,
+             "backward: tensor {} does not require grad and has no recorded history", impl.shape);
+    AG_CHECK(grad_output.shape() == impl.shape, ShapeError,
+             "backward: gradient shape {} does not match tensor shape {}", grad_output.shape(), impl.shape);
+    AG_CHECK(grad_output.dtype() == impl.dtype, DTypeError,
+             "backward: gradient dtype {} does not match tensor dtype {}", grad_output.dtype(), impl.dtype);
+    NoGradGuard no_grad;
+    if (impl.grad_fn_seq < 0) {  // a leaf: its gradient is the upstream gradient
+        accumulate(impl, grad_output, "backward");
+        return;
+    }
+    AG_CHECK(!impl.graph_released, AutogradError,
+             "backward: the tape entries of this tensor were already released by an earlier "
+             "backward; pass retain_graph = true to the first backward to go through them twice");
+    Tape& t = tape();
+    auto it = std::lower_bound(t.entries.begin(), t.entries.end(), impl.grad_fn_seq,
+                               [](const Entry& e, std::int64_t seq) { return e.seq < seq; });
+    AG_CHECK(it != t.entries.end() && it->seq == impl.grad_fn_seq, AutogradError,
+             "backward: the tape entry that produced this tensor is gone (the tape was cleared)");
+
+    // Seed the root; the walk below drops its gradient again unless it retains grad.
+    accumulate(impl, grad_output, "backward");
+    const auto last = static_cast<std::ptrdiff_t>(it - t.entries.begin());
+    for (std::ptrdiff_t i = last; i >= 0; --i) {
+        Entry& entry = t.entries[static_cast<std::size_t>(i)];
+        auto output = entry.output.lock();
+        if (!output || !output->grad) continue;
+        Tensor grad_out(output->grad);
+        if (!output->retains_grad) output->grad.reset();
+        Gradients grads(entry.inputs, entry.op);
+        entry.backward(grad_out, grads);
+        entry.reached = true;
+    }
+
+    if (!retain_graph) {
+        for (Entry& entry : t.entries) {
+            if (!entry.reached) continue;
+            if (auto output = entry.output.lock()) output->graph_released = true;
+        }
+        // Release consumed entries back to front (each may hold the last reference to an
+        // earlier entry's output).
+        for (auto e = t.entries.rbegin(); e != t.entries.rend(); ++e) {
+            if (!e->reached) continue;
+            e->inputs.clear();
+            e->backward = nullptr;
+        }
+        std::erase_if(t.entries, [](const Entry& e) { return e.reached; });
+        t.sweep();
+    } else {
+        for (Entry& entry : t.entries) entry.reached = false;
+    }
+}
+
+}  // namespace autograd
+}  // namespace attograd

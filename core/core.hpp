@@ -1,0 +1,9 @@
+// Umbrella header of core/: tensors, the tape, ops, gradcheck, formatting.
+#pragma once
+
+#include "core/autograd.hpp"
+#include "core/error.hpp"
+#include "core/format.hpp"
+#include "core/gradcheck.hpp"
+#include "core/ops.hpp"
+#include "core/tensor.hpp"

@@ -1,0 +1,7 @@
+// Every op: one header per op family.
+#pragma once
+
+#include "core/ops_elementwise.hpp"
+#include "core/ops_matmul.hpp"
+#include "core/ops_reduce.hpp"
+#include "core/ops_shape.hpp"

@@ -1,0 +1,328 @@
+// Elementwise ops: arithmetic with NumPy broadcasting, unary maths and activations.
+#include "core/ops_elementwise.hpp"
+
+#include "core/autograd.hpp"
+#include "core/broadcast_iter.hpp"
+#include "core/ops_reduce.hpp"
+
+#include <cmath>
+#include <cstring>
+#include <numbers>
+
+namespace attograd {
+namespace {
+
+void check_binary(const Tensor& a, const Tensor& b, std::string_view op) {
+    AG_CHECK(a.defined() && b.defined(), ValueError, "{}: undefined tensor argument", op);
+    AG_CHECK(a.dtype() == b.dtype(), DTypeError, "{}: dtypes differ: {} {} and {} {}", op, a.dtype(),
+             a.shape(), b.dtype(), b.shape());
+}
+
+// out = f(a, b) over the broadcast shape; R is the result element type.
+template <class T, class R, class F>
+Tensor broadcast_map(const Tensor& a, const Tensor& b, std::string_view op, F f) {
+    const Shape out_shape = broadcast_shapes(a.shape(), b.shape(), op);
+    Tensor out = empty(out_shape, {.dtype = dtype_of<R>()});
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    R* po = out.data<R>();
+    const std::int64_t n = out.numel();
+    if (a.shape() == out_shape && b.shape() == out_shape) {
+        for (std::int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+    } else if (b.numel() == 1 && a.shape() == out_shape) {
+        const T s = pb[0];
+        for (std::int64_t i = 0; i < n; ++i) po[i] = f(pa[i], s);
+    } else if (a.numel() == 1 && b.shape() == out_shape) {
+        const T s = pa[0];
+        for (std::int64_t i = 0; i < n; ++i) po[i] = f(s, pb[i]);
+    } else {
+        const std::array<Shape, 2> strides{broadcast_strides(a.shape(), out_shape),
+                                           broadcast_strides(b.shape(), out_shape)};
+        detail::for_each_run(out_shape, strides,
+                             [&](std::int64_t o, const auto& off, std::int64_t len, const auto& step) {
+                                 const T* ra = pa + off[0];
+                                 const T* rb = pb + off[1];
+                                 for (std::int64_t i = 0; i < len; ++i)
+                                     po[o + i] = f(ra[i * step[0]], rb[i * step[1]]);
+                             });
+    }
+    return out;
+}
+
+template <class F>
+Tensor binary_float(const Tensor& a, const Tensor& b, std::string_view op, F f) {
+    check_binary(a, b, op);
+    return dispatch_floating(a.dtype(), op, [&]<class T>(T) { return broadcast_map<T, T>(a, b, op, f); });
+}
+
+// y = f(x) elementwise for a float tensor.
+template <class F>
+Tensor unary_map(const Tensor& x, std::string_view op, F f) {
+    AG_CHECK(x.defined(), ValueError, "{}: undefined tensor argument", op);
+    return dispatch_floating(x.dtype(), op, [&]<class T>(T) {
+        Tensor out = empty(x.shape(), {.dtype = x.dtype()});
+        const T* px = x.data<T>();
+        T* po = out.data<T>();
+        for (std::int64_t i = 0; i < x.numel(); ++i) po[i] = static_cast<T>(f(px[i]));
+        return out;
+    });
+}
+
+// dx = g(dy, s) elementwise, where s is a saved tensor of the same shape (x or y).
+template <class G>
+Tensor backward_map(const Tensor& dy, const Tensor& saved, G g) {
+    return dispatch_floating(dy.dtype(), "backward", [&]<class T>(T) {
+        Tensor out = empty(dy.shape(), {.dtype = dy.dtype()});
+        const T* pd = dy.data<T>();
+        const T* ps = saved.data<T>();
+        T* po = out.data<T>();
+        for (std::int64_t i = 0; i < dy.numel(); ++i) po[i] = static_cast<T>(g(pd[i], ps[i]));
+        return out;
+    });
+}
+
+Tensor scalar_like(double value, const Tensor& like) { return scalar(value, {.dtype = like.dtype()}); }
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+    Tensor out = binary_float(a, b, "add", [](auto x, auto y) { return x + y; });
+    if (autograd::needs_record({&a, &b})) {
+        autograd::record("add", {a, b}, out,
+                         [sa = a.shape(), sb = b.shape()](const Tensor& dy, autograd::Gradients& g) {
+                             // d(a+b)/da = 1, reduced over a's broadcast dimensions; likewise for b.
+                             if (g.needs(0)) g.add(0, sum_to(dy, sa));
+                             if (g.needs(1)) g.add(1, sum_to(dy, sb));
+                         });
+    }
+    return out;
+}
+
+Tensor sub(const Tensor& a, const Tensor& b) {
+    Tensor out = binary_float(a, b, "sub", [](auto x, auto y) { return x - y; });
+    if (autograd::needs_record({&a, &b})) {
+        autograd::record("sub", {a, b}, out,
+                         [sa = a.shape(), sb = b.shape()](const Tensor& dy, autograd::Gradients& g) {
+                             if (g.needs(0)) g.add(0, sum_to(dy, sa));
+                             if (g.needs(1)) g.add(1, neg(sum_to(dy, sb)));
+                         });
+    }
+    return out;
+}
+
+Tensor mul(const Tensor& a, const Tensor& b) {
+    Tensor out = binary_float(a, b, "mul", [](auto x, auto y) { return x * y; });
+    if (autograd::needs_record({&a, &b})) {
+        autograd::record("mul", {a, b}, out, [a, b](const Tensor& dy, autograd::Gradients& g) {
+            // da = dy * b, db = dy * a (each reduced to its own shape).
+            if (g.needs(0)) g.add(0, sum_to(mul(dy, b), a.shape()));
+            if (g.needs(1)) g.add(1, sum_to(mul(dy, a), b.shape()));
+        });
+    }
+    return out;
+}
+
+Tensor div(const Tensor& a, const Tensor& b) {
+    Tensor out = binary_float(a, b, "div", [](auto x, auto y) { return x / y; });
+    if (autograd::needs_record({&a, &b})) {
+        autograd::record("div", {a, b}, out, [a, b](const Tensor& dy, autograd::Gradients& g) {
+            // da = dy / b, db = -dy * a / b^2.
+            const Tensor da = div(dy, b);
+            if (g.needs(0)) g.add(0, sum_to(da, a.shape()));
+            if (g.needs(1)) g.add(1, neg(sum_to(mul(da, div(a, b)), b.shape())));
+        });
+    }
+    return out;
+}
+
+Tensor neg(const Tensor& x) {
+    Tensor out = unary_map(x, "neg", [](auto v) { return -v; });
+    if (autograd::needs_record({&x}))
+        autograd::record("neg", {x}, out,
+                         [](const Tensor& dy, autograd::Gradients& g) { g.add(0, neg(dy)); });
+    return out;
+}
+
+Tensor exp(const Tensor& x) {
+    Tensor out = unary_map(x, "exp", [](auto v) { return std::exp(v); });
+    if (autograd::needs_record({&x})) {
+        // dx = dy * y
+        autograd::record("exp", {x}, out, [y = out.detach()](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, backward_map(dy, y, [](auto d, auto s) { return d * s; }));
+        });
+    }
+    return out;
+}
+
+Tensor log(const Tensor& x) {
+    Tensor out = unary_map(x, "log", [](auto v) { return std::log(v); });
+    if (autograd::needs_record({&x})) {
+        // dx = dy / x
+        autograd::record("log", {x}, out, [x](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, backward_map(dy, x, [](auto d, auto s) { return d / s; }));
+        });
+    }
+    return out;
+}
+
+Tensor sqrt(const Tensor& x) {
+    Tensor out = unary_map(x, "sqrt", [](auto v) { return std::sqrt(v); });
+    if (autograd::needs_record({&x})) {
+        // dx = dy / (2 y)
+        autograd::record("sqrt", {x}, out, [y = out.detach()](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, backward_map(dy, y, [](auto d, auto s) { return d / (2 * s); }));
+        });
+    }
+    return out;
+}
+
+Tensor pow(const Tensor& x, double exponent) {
+    Tensor out =
+        unary_map(x, "pow", [exponent](auto v) { return std::pow(v, static_cast<decltype(v)>(exponent)); });
+    if (autograd::needs_record({&x})) {
+        // dx = dy * p * x^(p-1)
+        autograd::record("pow", {x}, out, [x, exponent](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, backward_map(dy, x, [exponent](auto d, auto s) {
+                      using T = decltype(s);
+                      if (exponent == 0.0) return T(0);
+                      return d * static_cast<T>(exponent) * std::pow(s, static_cast<T>(exponent - 1.0));
+                  }));
+        });
+    }
+    return out;
+}
+
+Tensor abs(const Tensor& x) {
+    Tensor out = unary_map(x, "abs", [](auto v) { return std::abs(v); });
+    if (autograd::needs_record({&x})) {
+        // dx = dy * sign(x), sign(0) = 0
+        autograd::record("abs", {x}, out, [x](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, backward_map(dy, x, [](auto d, auto s) {
+                      using T = decltype(s);
+                      return s > 0 ? d : (s < 0 ? -d : T(0));
+                  }));
+        });
+    }
+    return out;
+}
+
+Tensor tanh(const Tensor& x) {
+    Tensor out = unary_map(x, "tanh", [](auto v) { return std::tanh(v); });
+    if (autograd::needs_record({&x})) {
+        // dx = dy * (1 - y^2)
+        autograd::record("tanh", {x}, out, [y = out.detach()](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, backward_map(dy, y, [](auto d, auto s) { return d * (1 - s * s); }));
+        });
+    }
+    return out;
+}
+
+Tensor sigmoid(const Tensor& x) {
+    // Branch on the sign so exp never overflows.
+    Tensor out = unary_map(x, "sigmoid", [](auto v) {
+        using T = decltype(v);
+        if (v >= 0) return T(1) / (T(1) + std::exp(-v));
+        const T e = std::exp(v);
+        return e / (T(1) + e);
+    });
+    if (autograd::needs_record({&x})) {
+        // dx = dy * y * (1 - y)
+        autograd::record("sigmoid", {x}, out, [y = out.detach()](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, backward_map(dy, y, [](auto d, auto s) { return d * s * (1 - s); }));
+        });
+    }
+    return out;
+}
+
+Tensor relu(const Tensor& x) {
+    Tensor out = unary_map(x, "relu", [](auto v) { return v > 0 ? v : decltype(v)(0); });
+    if (autograd::needs_record({&x})) {
+        // dx = dy * [y > 0]
+        autograd::record("relu", {x}, out, [y = out.detach()](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, backward_map(dy, y, [](auto d, auto s) { return s > 0 ? d : decltype(d)(0); }));
+        });
+    }
+    return out;
+}
+
+Tensor gelu(const Tensor& x) {
+    Tensor out = unary_map(x, "gelu", [](auto v) {
+        using T = decltype(v);
+        return T(0.5) * v * (T(1) + std::erf(v * static_cast<T>(std::numbers::sqrt2 / 2)));
+    });
+    if (autograd::needs_record({&x})) {
+        // dx = dy * (Phi(x) + x * phi(x)), phi the standard normal density
+        autograd::record("gelu", {x}, out, [x](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, backward_map(dy, x, [](auto d, auto s) {
+                      using T = decltype(s);
+                      const T cdf = T(0.5) * (T(1) + std::erf(s * static_cast<T>(std::numbers::sqrt2 / 2)));
+                      const T pdf = std::exp(T(-0.5) * s * s) *
+                                    static_cast<T>(std::numbers::inv_sqrtpi / std::numbers::sqrt2);
+                      return d * (cdf + s * pdf);
+                  }));
+        });
+    }
+    return out;
+}
+
+namespace {
+template <class Cmp>
+Tensor compare(const Tensor& a, const Tensor& b, std::string_view op, Cmp cmp) {
+    check_binary(a, b, op);
+    return dispatch_all(a.dtype(), [&]<class T>(T) { return broadcast_map<T, bool>(a, b, op, cmp); });
+}
+}  // namespace
+
+Tensor eq(const Tensor& a, const Tensor& b) {
+    return compare(a, b, "eq", [](auto x, auto y) { return x == y; });
+}
+Tensor lt(const Tensor& a, const Tensor& b) {
+    return compare(a, b, "lt", [](auto x, auto y) { return x < y; });
+}
+Tensor gt(const Tensor& a, const Tensor& b) {
+    return compare(a, b, "gt", [](auto x, auto y) { return x > y; });
+}
+
+Tensor clone(const Tensor& x) {
+    AG_CHECK(x.defined(), ValueError, "clone: undefined tensor argument");
+    Tensor out = empty(x.shape(), {.dtype = x.dtype()});
+    std::memcpy(out.raw_data(), x.raw_data(), static_cast<std::size_t>(x.numel()) * dtype_size(x.dtype()));
+    if (autograd::needs_record({&x}))
+        autograd::record("clone", {x}, out, [](const Tensor& dy, autograd::Gradients& g) { g.add(0, dy); });
+    return out;
+}
+
+Tensor to_dtype(const Tensor& x, DType dtype) {
+    AG_CHECK(x.defined(), ValueError, "to_dtype: undefined tensor argument");
+    if (x.dtype() == dtype) return x;
+    Tensor out = empty(x.shape(), {.dtype = dtype});
+    dispatch_all(x.dtype(), [&]<class S>(S) {
+        dispatch_all(dtype, [&]<class D>(D) {
+            const S* src = x.data<S>();
+            D* dst = out.data<D>();
+            for (std::int64_t i = 0; i < x.numel(); ++i) dst[i] = static_cast<D>(src[i]);
+        });
+    });
+    if (is_floating(dtype) && autograd::needs_record({&x})) {
+        autograd::record("to_dtype", {x}, out, [from = x.dtype()](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, to_dtype(dy, from));
+        });
+    }
+    return out;
+}
+
+Tensor operator+(const Tensor& a, const Tensor& b) { return add(a, b); }
+Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
+Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
+Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
+Tensor operator-(const Tensor& x) { return neg(x); }
+Tensor operator+(const Tensor& a, double b) { return add(a, scalar_like(b, a)); }
+Tensor operator-(const Tensor& a, double b) { return sub(a, scalar_like(b, a)); }
+Tensor operator*(const Tensor& a, double b) { return mul(a, scalar_like(b, a)); }
+Tensor operator/(const Tensor& a, double b) { return div(a, scalar_like(b, a)); }
+Tensor operator+(double a, const Tensor& b) { return add(scalar_like(a, b), b); }
+Tensor operator-(double a, const Tensor& b) { return sub(scalar_like(a, b), b); }
+Tensor operator*(double a, const Tensor& b) { return mul(scalar_like(a, b), b); }
+Tensor operator/(double a, const Tensor& b) { return div(scalar_like(a, b), b); }
+
+}  // namespace attograd

@@ -1,0 +1,105 @@
+// Matrix multiplication: 2-D and batched, with batch-dimension broadcasting.
+#include "core/ops_matmul.hpp"
+
+#include "core/autograd.hpp"
+#include "core/ops_reduce.hpp"
+#include "core/ops_shape.hpp"
+
+#include <Eigen/Core>
+
+namespace attograd {
+namespace {
+
+template <class T>
+using MatrixMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+template <class T>
+using ConstMatrixMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+
+Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
+
+// Offset (in matrices) of batch `index` of the output within an operand of `batch` shape.
+std::int64_t batch_offset(std::int64_t index, const Shape& out_batch, const Shape& strides) {
+    std::int64_t offset = 0;
+    for (auto d = static_cast<std::int64_t>(out_batch.size()) - 1; d >= 0; --d) {
+        const auto du = static_cast<std::size_t>(d);
+        offset += (index % out_batch[du]) * strides[du];
+        index /= out_batch[du];
+    }
+    return offset;
+}
+
+}  // namespace
+
+namespace detail {
+
+Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+    const Shape& sa = a.shape();
+    const Shape& sb = b.shape();
+    const std::int64_t a_rows = sa[sa.size() - 2], a_cols = sa.back();
+    const std::int64_t b_rows = sb[sb.size() - 2], b_cols = sb.back();
+    const std::int64_t n = transpose_a ? a_cols : a_rows;
+    const std::int64_t m = transpose_b ? b_rows : b_cols;
+    const Shape out_batch = broadcast_shapes(batch_of(sa), batch_of(sb), "matmul");
+    Shape out_shape = out_batch;
+    out_shape.push_back(n);
+    out_shape.push_back(m);
+    Tensor out = empty(out_shape, {.dtype = a.dtype()});
+    const Shape stride_a = broadcast_strides(batch_of(sa), out_batch);
+    const Shape stride_b = broadcast_strides(batch_of(sb), out_batch);
+    const std::int64_t batches = numel(out_batch);
+    dispatch_floating(a.dtype(), "matmul", [&]<class T>(T) {
+        const T* pa = a.data<T>();
+        const T* pb = b.data<T>();
+        T* po = out.data<T>();
+        const auto product = [&](std::int64_t i) {
+            const ConstMatrixMap<T> A(pa + batch_offset(i, out_batch, stride_a) * a_rows * a_cols, a_rows,
+                                      a_cols);
+            const ConstMatrixMap<T> B(pb + batch_offset(i, out_batch, stride_b) * b_rows * b_cols, b_rows,
+                                      b_cols);
+            MatrixMap<T> C(po + i * n * m, n, m);
+            if (!transpose_a && !transpose_b)
+                C.noalias() = A * B;
+            else if (transpose_a && !transpose_b)
+                C.noalias() = A.transpose() * B;
+            else if (!transpose_a)
+                C.noalias() = A * B.transpose();
+            else
+                C.noalias() = A.transpose() * B.transpose();
+        };
+        // Many small products: one per thread. One large product: Eigen parallelises it.
+        const bool parallel_batches =
+            batches > 1 && n * m * (transpose_a ? a_rows : a_cols) * batches > 32768;
+#pragma omp parallel for schedule(static) if (parallel_batches)
+        for (std::int64_t i = 0; i < batches; ++i) product(i);
+    });
+    return out;
+}
+
+}  // namespace detail
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+    AG_CHECK(a.defined() && b.defined(), ValueError, "matmul: undefined tensor argument");
+    AG_CHECK(a.dim() >= 2 && b.dim() >= 2, ShapeError, "matmul: needs tensors of rank >= 2, got {} x {}",
+             a.shape(), b.shape());
+    AG_CHECK(a.dtype() == b.dtype(), DTypeError, "matmul: dtypes differ: {} {} x {} {}", a.dtype(), a.shape(),
+             b.dtype(), b.shape());
+    AG_CHECK(a.shape().back() == b.shape()[b.shape().size() - 2], ShapeError,
+             "matmul: inner dimensions differ: {} x {}", a.shape(), b.shape());
+    if (b.dim() == 2 && a.dim() > 2) {
+        // [..., n, k] x [k, m]: fold the batch into the rows, one large GEMM instead of many.
+        Shape out_shape = a.shape();
+        out_shape.back() = b.shape().back();
+        return reshape(matmul(reshape(a, {-1, a.shape().back()}), b), out_shape);
+    }
+    Tensor out = detail::matmul_kernel(a, b, false, false);
+    if (autograd::needs_record({&a, &b})) {
+        autograd::record("matmul", {a, b}, out, [a, b](const Tensor& dy, autograd::Gradients& g) {
+            // da = dy b^T, db = a^T dy, reduced over broadcast batch dimensions
+            if (g.needs(0)) g.add(0, sum_to(detail::matmul_kernel(dy, b, false, true), a.shape()));
+            if (g.needs(1)) g.add(1, sum_to(detail::matmul_kernel(a, dy, true, false), b.shape()));
+        });
+    }
+    return out;
+}
+
+}  // namespace attograd

@@ -1,0 +1,174 @@
+// Reductions: sum, mean and max over axes, and sum_to for broadcast gradients.
+#include "core/ops_reduce.hpp"
+
+#include "core/autograd.hpp"
+#include "core/broadcast_iter.hpp"
+#include "core/ops_elementwise.hpp"
+#include "core/ops_shape.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace attograd {
+namespace {
+
+struct Reduction {
+    std::vector<bool> reduced;  // per input dimension
+    Shape keep_shape;           // input shape with reduced dims set to 1
+    Shape out_shape;            // keep_shape, or without the reduced dims
+    std::int64_t count = 1;     // elements folded into each output
+};
+
+Reduction plan(const Shape& shape, const std::vector<std::int64_t>& axes, bool keepdim, std::string_view op) {
+    const auto rank = static_cast<std::int64_t>(shape.size());
+    Reduction r{std::vector<bool>(shape.size(), false), shape, {}, 1};
+    for (auto axis : axes) {
+        AG_CHECK(rank > 0, IndexError, "{}: axis {} given for a 0-d tensor", op, axis);
+        const auto a = static_cast<std::size_t>(normalize_axis(axis, rank, op));
+        AG_CHECK(!r.reduced[a], IndexError, "{}: axis {} listed twice for shape {}", op, axis, shape);
+        r.reduced[a] = true;
+        r.keep_shape[a] = 1;
+        r.count *= shape[a];
+    }
+    for (std::size_t d = 0; d < shape.size(); ++d)
+        if (keepdim || !r.reduced[d]) r.out_shape.push_back(r.keep_shape[d]);
+    return r;
+}
+
+// out[keep_shape] = sum of x over the reduced dims, accumulated in double.
+Tensor sum_kernel(const Tensor& x, const Reduction& r) {
+    return dispatch_floating(x.dtype(), "sum", [&]<class T>(T) {
+        std::vector<double> acc(static_cast<std::size_t>(numel(r.keep_shape)), 0.0);
+        const T* px = x.data<T>();
+        const std::array<Shape, 1> strides{broadcast_strides(r.keep_shape, x.shape())};
+        detail::for_each_run(x.shape(), strides,
+                             [&](std::int64_t i, const auto& off, std::int64_t len, const auto& step) {
+                                 double* dst = acc.data() + off[0];
+                                 if (step[0] == 0) {
+                                     double s = 0.0;
+                                     for (std::int64_t k = 0; k < len; ++k) s += px[i + k];
+                                     *dst += s;
+                                 } else {
+                                     for (std::int64_t k = 0; k < len; ++k) dst[k * step[0]] += px[i + k];
+                                 }
+                             });
+        Tensor out = empty(r.out_shape, {.dtype = x.dtype()});
+        T* po = out.data<T>();
+        for (std::size_t k = 0; k < acc.size(); ++k) po[k] = static_cast<T>(acc[k]);
+        return out;
+    });
+}
+
+// Broadcasts dy (shaped like the reduction's output) back to the input shape.
+Tensor expand_back(const Tensor& dy, const Reduction& r, const Shape& in_shape) {
+    return add(reshape(dy, r.keep_shape), zeros(in_shape, {.dtype = dy.dtype()}));
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim) {
+    AG_CHECK(x.defined(), ValueError, "sum: undefined tensor argument");
+    const Reduction r = plan(x.shape(), axes, keepdim, "sum");
+    Tensor out = sum_kernel(x, r);
+    if (autograd::needs_record({&x})) {
+        autograd::record("sum", {x}, out,
+                         [r, in_shape = x.shape()](const Tensor& dy, autograd::Gradients& g) {
+                             // dx = dy broadcast over the reduced dimensions
+                             g.add(0, expand_back(dy, r, in_shape));
+                         });
+    }
+    return out;
+}
+
+Tensor sum(const Tensor& x) {
+    AG_CHECK(x.defined(), ValueError, "sum: undefined tensor argument");
+    std::vector<std::int64_t> axes(x.shape().size());
+    for (std::size_t i = 0; i < axes.size(); ++i) axes[i] = static_cast<std::int64_t>(i);
+    return sum(x, axes, false);
+}
+
+Tensor mean(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim) {
+    AG_CHECK(x.defined(), ValueError, "mean: undefined tensor argument");
+    const Reduction r = plan(x.shape(), axes, keepdim, "mean");
+    return sum(x, axes, keepdim) / static_cast<double>(r.count);
+}
+
+Tensor mean(const Tensor& x) {
+    AG_CHECK(x.defined(), ValueError, "mean: undefined tensor argument");
+    return sum(x) / static_cast<double>(x.numel());
+}
+
+MaxResult max(const Tensor& x, std::int64_t axis, bool keepdim) {
+    AG_CHECK(x.defined(), ValueError, "max: undefined tensor argument");
+    const std::int64_t a = normalize_axis(axis, x.dim(), "max");
+    const Shape& shape = x.shape();
+    const std::int64_t n = x.dim() == 0 ? 1 : shape[static_cast<std::size_t>(a)];
+    AG_CHECK(n > 0, ShapeError, "max: cannot reduce the empty axis {} of shape {}", axis, shape);
+    const Reduction r = plan(shape, x.dim() == 0 ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{a},
+                             keepdim, "max");
+    std::int64_t inner = 1;
+    for (std::size_t d = static_cast<std::size_t>(a) + 1; d < shape.size(); ++d) inner *= shape[d];
+    const std::int64_t outer = x.numel() / (n * inner);
+    Tensor indices = empty(r.out_shape, {.dtype = DType::Int64});
+    Tensor values = dispatch_floating(x.dtype(), "max", [&]<class T>(T) {
+        Tensor out = empty(r.out_shape, {.dtype = x.dtype()});
+        const T* px = x.data<T>();
+        T* pv = out.data<T>();
+        auto* pi = indices.data<std::int64_t>();
+        for (std::int64_t o = 0; o < outer; ++o) {
+            for (std::int64_t i = 0; i < inner; ++i) {
+                const T* base = px + o * n * inner + i;
+                std::int64_t best = 0;
+                // NaN propagates as in PyTorch: the first NaN wins.
+                for (std::int64_t k = 1; k < n; ++k) {
+                    const T current = base[best * inner], candidate = base[k * inner];
+                    if (std::isnan(current)) break;
+                    if (candidate > current || std::isnan(candidate)) best = k;
+                }
+                pv[o * inner + i] = base[best * inner];
+                pi[o * inner + i] = best;
+            }
+        }
+        return out;
+    });
+    if (autograd::needs_record({&x})) {
+        autograd::record("max", {x}, values,
+                         [indices, in_shape = x.shape(), n, inner](const Tensor& dy, autograd::Gradients& g) {
+                             // dx = dy scattered to the position of each maximum
+                             Tensor dx = zeros(in_shape, {.dtype = dy.dtype()});
+                             dispatch_floating(dy.dtype(), "max", [&]<class T>(T) {
+                                 const T* pd = dy.data<T>();
+                                 const auto* pi = indices.data<std::int64_t>();
+                                 T* px = dx.data<T>();
+                                 const std::int64_t m = dy.numel();
+                                 for (std::int64_t j = 0; j < m; ++j) {
+                                     const std::int64_t o = j / inner, i = j % inner;
+                                     px[(o * n + pi[j]) * inner + i] += pd[j];
+                                 }
+                             });
+                             g.add(0, dx);
+                         });
+    }
+    return {values, indices};
+}
+
+Tensor argmax(const Tensor& x, std::int64_t axis, bool keepdim) {
+    NoGradGuard no_grad;
+    return max(x, axis, keepdim).indices;
+}
+
+Tensor sum_to(const Tensor& grad, const Shape& shape) {
+    if (grad.shape() == shape) return grad;
+    const Shape& gs = grad.shape();
+    AG_CHECK(shape.size() <= gs.size() && broadcast_shapes(shape, gs, "sum_to") == gs, ShapeError,
+             "sum_to: shape {} does not broadcast to {}", shape, gs);
+    std::vector<std::int64_t> axes;
+    const std::size_t lead = gs.size() - shape.size();
+    for (std::size_t d = 0; d < gs.size(); ++d)
+        if (d < lead || (shape[d - lead] == 1 && gs[d] != 1)) axes.push_back(static_cast<std::int64_t>(d));
+    return reshape(sum(grad, axes, true), shape);
+}
+
+}  // namespace attograd

@@ -1,0 +1,36 @@
+// Reductions: sum, mean and max over axes, and sum_to for broadcast gradients.
+#pragma once
+
+#include "core/tensor.hpp"
+
+#include <vector>
+
+namespace attograd {
+
+/// Sum of every element -> 0-d tensor.
+Tensor sum(const Tensor& x);
+/// Sum over `axes` (negative allowed; duplicates rejected): x [..] -> reduced shape, with the
+/// reduced dimensions kept as size 1 when `keepdim`. Throws IndexError on a bad axis.
+Tensor sum(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim = false);
+/// Mean of every element -> 0-d tensor (NaN for an empty tensor, as in PyTorch).
+Tensor mean(const Tensor& x);
+/// Mean over `axes`, as sum.
+Tensor mean(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim = false);
+
+/// Result of max over an axis.
+struct MaxResult {
+    Tensor values;   ///< the maxima (differentiable; the gradient goes to the first maximum)
+    Tensor indices;  ///< int64 position of the first maximum along the axis
+};
+/// Max over one axis: x [.., n, ..] -> values and indices [.., ..] (or [.., 1, ..] with
+/// keepdim). Throws ShapeError when the axis is empty, IndexError on a bad axis.
+MaxResult max(const Tensor& x, std::int64_t axis, bool keepdim = false);
+/// Index of the maximum along `axis` (int64, not differentiable).
+Tensor argmax(const Tensor& x, std::int64_t axis, bool keepdim = false);
+
+/// Sums `grad` down to `shape`, the inverse of broadcasting `shape` up to grad's shape (one
+/// helper for every broadcast backward). Differentiable. Throws ShapeError when `shape` does
+/// not broadcast to grad's shape.
+Tensor sum_to(const Tensor& grad, const Shape& shape);
+
+}  // namespace attograd

@@ -1,0 +1,32 @@
+// Shapes, strides, axis normalisation and NumPy broadcasting rules.
+#pragma once
+
+#include <fmt/ranges.h>  // formats a Shape as [2, 3]
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace attograd {
+
+/// Sizes of a tensor's dimensions, outermost first (row-major).
+using Shape = std::vector<std::int64_t>;
+
+/// Number of elements (1 for a 0-d shape).
+std::int64_t numel(const Shape& shape);
+
+/// Row-major contiguous strides in elements.
+Shape contiguous_strides(const Shape& shape);
+
+/// Maps a possibly negative axis to [0, rank); throws IndexError naming `op` when out of range.
+std::int64_t normalize_axis(std::int64_t axis, std::int64_t rank, std::string_view op);
+
+/// NumPy broadcasting of two shapes (align right; sizes equal or one of them 1).
+/// Throws ShapeError naming `op` and both shapes when they do not broadcast.
+Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
+
+/// Strides that read a tensor of `shape` as if it had shape `out` (0 on broadcast dims).
+/// `shape` must broadcast to `out`.
+Shape broadcast_strides(const Shape& shape, const Shape& out);
+
+}  // namespace attograd

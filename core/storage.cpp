@@ -1,0 +1,88 @@
+// Caching allocator: freed blocks go to per-size-class free lists and are handed out again.
+#include "core/storage.hpp"
+
+#include <bit>
+#include <cstdlib>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+namespace attograd {
+namespace {
+
+constexpr std::size_t kAlignment = 64;
+constexpr std::size_t kMaxCachedBytes = std::size_t{512} << 20;  // per thread
+
+// Size classes: four per power of two, so rounding wastes at most 25 %.
+std::size_t size_class(std::size_t bytes) {
+    if (bytes <= 256) return (bytes + 63) / 64 * 64;
+    const std::size_t top = std::bit_floor(bytes - 1);
+    const std::size_t step = top / 4;
+    return (bytes + step - 1) / step * step;
+}
+
+// Set while the thread's cache exists: storage freed during thread or program teardown
+// (a static tensor, say) goes straight back to the system.
+thread_local bool cache_alive = false;
+
+struct Cache {
+    Cache() { cache_alive = true; }
+    std::unordered_map<std::size_t, std::vector<void*>> free_lists;
+    AllocatorStats stats;
+
+    ~Cache() {
+        release();
+        cache_alive = false;
+    }
+
+    void release() {
+        for (auto& [size, blocks] : free_lists)
+            for (void* block : blocks) std::free(block);
+        free_lists.clear();
+        stats.cached_bytes = 0;
+    }
+};
+
+Cache& cache() {
+    thread_local Cache instance;
+    return instance;
+}
+
+}  // namespace
+
+Storage::Storage(std::size_t bytes) : bytes_(bytes) {
+    const std::size_t rounded = size_class(bytes == 0 ? 1 : bytes);
+    Cache& c = cache();
+    auto it = c.free_lists.find(rounded);
+    if (it != c.free_lists.end() && !it->second.empty()) {
+        data_ = it->second.back();
+        it->second.pop_back();
+        c.stats.cached_bytes -= rounded;
+        ++c.stats.cache_hits;
+        return;
+    }
+    data_ = std::aligned_alloc(kAlignment, rounded);
+    if (data_ == nullptr) throw std::bad_alloc();
+    ++c.stats.system_allocs;
+}
+
+Storage::~Storage() {
+    const std::size_t rounded = size_class(bytes_ == 0 ? 1 : bytes_);
+    if (!cache_alive) {
+        std::free(data_);
+        return;
+    }
+    Cache& c = cache();
+    if (c.stats.cached_bytes + rounded > kMaxCachedBytes) {
+        std::free(data_);
+        return;
+    }
+    c.free_lists[rounded].push_back(data_);
+    c.stats.cached_bytes += rounded;
+}
+
+AllocatorStats allocator_stats() { return cache().stats; }
+
+void empty_cache() { cache().release(); }
+
+}  // namespace attograd

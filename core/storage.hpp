@@ -1,0 +1,43 @@
+// Reference-counted byte buffers, served by a caching allocator.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace attograd {
+
+/// A 64-byte aligned buffer shared by every tensor that views it (reshape shares storage).
+/// Buffers come from a per-thread cache of freed blocks, so a training loop that allocates the
+/// same sizes every step stops calling the system allocator (and stops page-faulting) after
+/// the first step.
+class Storage {
+public:
+    /// Allocates `bytes` bytes (uninitialised).
+    explicit Storage(std::size_t bytes);
+    ~Storage();
+    Storage(const Storage&) = delete;
+    Storage& operator=(const Storage&) = delete;
+
+    void* data() { return data_; }
+    const void* data() const { return data_; }
+    std::size_t bytes() const { return bytes_; }
+
+private:
+    void* data_;
+    std::size_t bytes_;
+};
+
+/// Statistics of the calling thread's buffer cache (for benchmarks and tests).
+struct AllocatorStats {
+    std::size_t cached_bytes = 0;   ///< bytes held in free lists, ready for reuse
+    std::size_t system_allocs = 0;  ///< calls that reached the system allocator
+    std::size_t cache_hits = 0;     ///< allocations served from the cache
+};
+
+/// The calling thread's allocator statistics.
+AllocatorStats allocator_stats();
+
+/// Returns every cached block of the calling thread to the system.
+void empty_cache();
+
+}  // namespace attograd

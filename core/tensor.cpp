@@ -1,0 +1,222 @@
+// Tensor handle methods and factories.
+#include "core/tensor.hpp"
+
+#include "core/autograd.hpp"
+#include "core/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace attograd {
+namespace {
+
+const detail::TensorImpl& checked(const std::shared_ptr<detail::TensorImpl>& impl) {
+    AG_CHECK(impl != nullptr, ValueError, "tensor: use of an undefined tensor");
+    return *impl;
+}
+
+void check_shape(const Shape& shape, std::string_view op) {
+    for (auto s : shape) AG_CHECK(s >= 0, ShapeError, "{}: negative dimension in shape {}", op, shape);
+}
+
+template <class Fill>
+Tensor filled(const Shape& shape, TensorOptions options, Fill&& fill) {
+    Tensor t = empty(shape, {.dtype = options.dtype});
+    dispatch_all(options.dtype, [&]<class T>(T) {
+        T* p = t.data<T>();
+        for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(fill(i));
+    });
+    if (options.requires_grad) t.requires_grad_();
+    return t;
+}
+
+}  // namespace
+
+const Shape& Tensor::shape() const { return checked(impl_).shape; }
+std::int64_t Tensor::dim() const { return static_cast<std::int64_t>(shape().size()); }
+std::int64_t Tensor::size(std::int64_t axis) const {
+    return shape()[static_cast<std::size_t>(normalize_axis(axis, dim(), "size"))];
+}
+std::int64_t Tensor::numel() const { return attograd::numel(shape()); }
+DType Tensor::dtype() const { return checked(impl_).dtype; }
+
+void* Tensor::raw_data() {
+    checked(impl_);
+    return impl_->storage->data();
+}
+const void* Tensor::raw_data() const {
+    checked(impl_);
+    return impl_->storage->data();
+}
+
+void Tensor::check_dtype(DType expected) const {
+    AG_CHECK(dtype() == expected, DTypeError, "data: tensor has dtype {}, accessed as {}", dtype(), expected);
+}
+
+double Tensor::item() const {
+    AG_CHECK(numel() == 1, ValueError, "item: needs a one-element tensor, got shape {}", shape());
+    return to_vector<double>()[0];
+}
+
+double Tensor::at(std::initializer_list<std::int64_t> index) const {
+    AG_CHECK(static_cast<std::int64_t>(index.size()) == dim(), IndexError,
+             "at: {} indices for a tensor of shape {}", index.size(), shape());
+    const Shape strides = contiguous_strides(shape());
+    std::int64_t offset = 0;
+    std::size_t d = 0;
+    for (std::int64_t i : index) {
+        const std::int64_t n = shape()[d];
+        AG_CHECK(i >= -n && i < n, IndexError, "at: index {} is out of range for dimension {} of shape {}", i,
+                 d, shape());
+        offset += (i < 0 ? i + n : i) * strides[d];
+        ++d;
+    }
+    return dispatch_all(
+        dtype(), [&]<class T>(T) { return static_cast<double>(static_cast<const T*>(raw_data())[offset]); });
+}
+
+bool Tensor::requires_grad() const { return checked(impl_).requires_grad; }
+
+Tensor& Tensor::requires_grad_(bool enabled) {
+    checked(impl_);
+    AG_CHECK(is_leaf(), AutogradError,
+             "requires_grad_: only leaf tensors can change requires_grad (this one, {}, was made "
+             "by a recorded op; use detach() first)",
+             shape());
+    AG_CHECK(!enabled || is_floating(dtype()), DTypeError,
+             "requires_grad_: only float tensors can require gradients, got {}", dtype());
+    impl_->requires_grad = enabled;
+    return *this;
+}
+
+bool Tensor::is_leaf() const { return checked(impl_).grad_fn_seq < 0; }
+
+Tensor Tensor::grad() const { return Tensor(checked(impl_).grad); }
+
+void Tensor::set_grad(const Tensor& grad) {
+    checked(impl_);
+    if (!grad.defined()) {
+        impl_->grad.reset();
+        return;
+    }
+    AG_CHECK(grad.shape() == shape(), ShapeError, "set_grad: gradient shape {} differs from tensor shape {}",
+             grad.shape(), shape());
+    AG_CHECK(grad.dtype() == dtype(), DTypeError, "set_grad: gradient dtype {} differs from tensor dtype {}",
+             grad.dtype(), dtype());
+    impl_->grad = grad.impl();
+}
+
+void Tensor::zero_grad() { checked(impl_), impl_->grad.reset(); }
+
+void Tensor::retain_grad() {
+    checked(impl_);
+    if (!is_leaf()) impl_->retains_grad = true;
+}
+
+void Tensor::backward(bool retain_graph) const {
+    AG_CHECK(numel() == 1, AutogradError,
+             "backward: implicit gradient needs a one-element tensor, got shape {}; pass the "
+             "upstream gradient explicitly",
+             shape());
+    autograd::run_backward(*this, ones(shape(), {.dtype = dtype()}), retain_graph);
+}
+
+void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
+    autograd::run_backward(*this, grad_output, retain_graph);
+}
+
+Tensor Tensor::detach() const {
+    const auto& self = checked(impl_);
+    auto impl = std::make_shared<detail::TensorImpl>();
+    impl->shape = self.shape;
+    impl->dtype = self.dtype;
+    impl->storage = self.storage;
+    return Tensor(std::move(impl));
+}
+
+Tensor empty(const Shape& shape, TensorOptions options) {
+    check_shape(shape, "empty");
+    auto impl = std::make_shared<detail::TensorImpl>();
+    impl->shape = shape;
+    impl->dtype = options.dtype;
+    impl->storage =
+        std::make_shared<Storage>(static_cast<std::size_t>(numel(shape)) * dtype_size(options.dtype));
+    Tensor t(std::move(impl));
+    if (options.requires_grad) t.requires_grad_();
+    return t;
+}
+
+Tensor zeros(const Shape& shape, TensorOptions options) {
+    check_shape(shape, "zeros");
+    Tensor t = empty(shape, {.dtype = options.dtype});
+    std::memset(t.raw_data(), 0, static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype()));
+    if (options.requires_grad) t.requires_grad_();
+    return t;
+}
+
+Tensor ones(const Shape& shape, TensorOptions options) { return full(shape, 1.0, options); }
+
+Tensor full(const Shape& shape, double value, TensorOptions options) {
+    check_shape(shape, "full");
+    return filled(shape, options, [value](std::int64_t) { return value; });
+}
+
+Tensor tensor(const std::vector<double>& values, const Shape& shape, TensorOptions options) {
+    check_shape(shape, "tensor");
+    AG_CHECK(static_cast<std::int64_t>(values.size()) == numel(shape), ShapeError,
+             "tensor: {} values do not fill shape {} ({} elements)", values.size(), shape, numel(shape));
+    return filled(shape, options, [&](std::int64_t i) { return values[static_cast<std::size_t>(i)]; });
+}
+
+Tensor index_tensor(const std::vector<std::int64_t>& values, const Shape& shape) {
+    check_shape(shape, "index_tensor");
+    AG_CHECK(static_cast<std::int64_t>(values.size()) == numel(shape), ShapeError,
+             "index_tensor: {} values do not fill shape {} ({} elements)", values.size(), shape,
+             numel(shape));
+    Tensor t = empty(shape, {.dtype = DType::Int64});
+    std::copy(values.begin(), values.end(), t.data<std::int64_t>());
+    return t;
+}
+
+Tensor scalar(double value, TensorOptions options) { return full({}, value, options); }
+
+Tensor arange(double start, double end, double step, TensorOptions options) {
+    AG_CHECK(step != 0.0 && std::isfinite(step), ValueError,
+             "arange: step must be finite and non-zero, got {}", step);
+    AG_CHECK((end - start) / step >= 0.0, ValueError,
+             "arange: step {} has the wrong sign for the range [{}, {})", step, start, end);
+    const auto n = static_cast<std::int64_t>(std::ceil((end - start) / step));
+    return filled({n}, options, [&](std::int64_t i) { return start + static_cast<double>(i) * step; });
+}
+
+Tensor arange(std::int64_t end, TensorOptions options) {
+    AG_CHECK(end >= 0, ValueError, "arange: end must be >= 0, got {}", end);
+    return filled({end}, options, [](std::int64_t i) { return static_cast<double>(i); });
+}
+
+Tensor randn(const Shape& shape, Generator& generator, TensorOptions options) {
+    check_shape(shape, "randn");
+    AG_CHECK(is_floating(options.dtype), DTypeError, "randn: needs a float dtype, got {}", options.dtype);
+    return filled(shape, options, [&](std::int64_t) { return generator.normal(); });
+}
+
+Tensor uniform(const Shape& shape, double low, double high, Generator& generator, TensorOptions options) {
+    check_shape(shape, "uniform");
+    AG_CHECK(low <= high, ValueError, "uniform: low {} exceeds high {}", low, high);
+    AG_CHECK(is_floating(options.dtype), DTypeError, "uniform: needs a float dtype, got {}", options.dtype);
+    return filled(shape, options, [&](std::int64_t) { return generator.uniform(low, high); });
+}
+
+Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, Generator& generator,
+               TensorOptions options) {
+    check_shape(shape, "randint");
+    AG_CHECK(low < high, ValueError, "randint: empty range [{}, {})", low, high);
+    return filled(shape, options,
+                  [&](std::int64_t) { return static_cast<double>(generator.randint(low, high)); });
+}
+
+Tensor zeros_like(const Tensor& like) { return zeros(like.shape(), {.dtype = like.dtype()}); }
+Tensor ones_like(const Tensor& like) { return ones(like.shape(), {.dtype = like.dtype()}); }
+
+}  // namespace attograd

@@ -1,0 +1,26 @@
+// Shared test helpers: gradcheck assertions and float64 random inputs.
+#pragma once
+
+#include "attograd.hpp"
+
+#include <doctest/doctest.h>
+
+namespace testing {
+
+using namespace attograd;
+
+/// A float64 leaf of `shape` with normal entries, requiring grad.
+inline Tensor rand64(const Shape& shape, std::uint64_t seed) {
+    Generator gen(seed);
+    return randn(shape, gen, {.dtype = DType::Float64, .requires_grad = true});
+}
+
+/// Asserts that gradcheck passes, printing its report (worst input and element) when not.
+#define CHECK_GRADCHECK(fn, inputs)                                      \
+    do {                                                                 \
+        const auto gradcheck_result = ::attograd::gradcheck(fn, inputs); \
+        INFO(gradcheck_result.report);                                   \
+        CHECK(gradcheck_result.ok);                                      \
+    } while (0)
+
+}  // namespace testing

@@ -1,0 +1,88 @@
+// The tape: accumulation, release after backward, retain_graph, NoGradGuard, anomaly mode.
+#include "helpers.hpp"
+
+using namespace attograd;
+using testing::rand64;
+
+TEST_CASE("a tensor used twice gets the sum of both gradients") {
+    Tensor x = tensor({1.0, 2.0, 3.0}, {3}, {.dtype = DType::Float64, .requires_grad = true});
+    Tensor y = sum(x * x + x);
+    y.backward();
+    CHECK(x.grad().at({0}) == doctest::Approx(3.0));
+    CHECK(x.grad().at({2}) == doctest::Approx(7.0));
+}
+
+TEST_CASE("leaf gradients accumulate across backward calls until zero_grad") {
+    Tensor x = tensor({2.0}, {1}, {.dtype = DType::Float64, .requires_grad = true});
+    sum(x * 3.0).backward();
+    sum(x * 3.0).backward();
+    CHECK(x.grad().at({0}) == doctest::Approx(6.0));
+    x.zero_grad();
+    CHECK_FALSE(x.grad().defined());
+}
+
+TEST_CASE("the tape is empty after backward and a second backward throws unless retained") {
+    autograd::clear_tape();
+    Tensor x = rand64({4, 3}, 1);
+    Tensor loss = sum(tanh(matmul(x, transpose(x, 0, 1))));
+    CHECK(autograd::tape_size() > 0);
+    loss.backward();
+    CHECK(autograd::tape_size() == 0);
+    CHECK_THROWS_WITH_AS(loss.backward(), doctest::Contains("already released"), AutogradError);
+
+    Tensor loss2 = sum(exp(x));
+    loss2.backward(true);
+    const double once = x.grad().at({0, 0});
+    loss2.backward();
+    CHECK(x.grad().at({0, 0}) == doctest::Approx(once + std::exp(x.at({0, 0}))));
+}
+
+TEST_CASE("entries no live tensor can reach are swept, so eval loops do not grow the tape") {
+    autograd::clear_tape();
+    Tensor w = rand64({8, 8}, 2);
+    for (int i = 0; i < 5000; ++i) {
+        Tensor unused = tanh(matmul(w, w));
+    }
+    CHECK(autograd::tape_size() < 2100);
+}
+
+TEST_CASE("NoGradGuard records nothing and detach cuts the graph") {
+    Tensor x = rand64({3}, 3);
+    {
+        NoGradGuard guard;
+        CHECK_FALSE((x * 2.0).requires_grad());
+    }
+    Tensor d = x.detach();
+    CHECK_FALSE(d.requires_grad());
+    CHECK(d.is_leaf());
+    CHECK((x * 2.0).requires_grad());
+}
+
+TEST_CASE("backward from a non-scalar needs an explicit gradient") {
+    Tensor x = rand64({3}, 4);
+    Tensor y = x * 2.0;
+    CHECK_THROWS_WITH_AS(y.backward(), doctest::Contains("one-element"), AutogradError);
+    y.backward(ones({3}, {.dtype = DType::Float64}));
+    CHECK(x.grad().at({1}) == doctest::Approx(2.0));
+    Tensor z = x * 2.0;
+    CHECK_THROWS_WITH_AS(z.backward(ones({4}, {.dtype = DType::Float64})), doctest::Contains("[4]"),
+                         ShapeError);
+}
+
+TEST_CASE("anomaly mode names the op that produced the first NaN") {
+    Tensor x = tensor({-1.0, 4.0}, {2}, {.dtype = DType::Float64, .requires_grad = true});
+    AnomalyModeGuard anomaly;
+    CHECK_THROWS_WITH_AS(sqrt(x), doctest::Contains("'sqrt'"), AutogradError);
+    Tensor z = tensor({0.0}, {1}, {.dtype = DType::Float64, .requires_grad = true});
+    Tensor s = sum(sqrt(z));  // forward is finite (0); backward divides by 0
+    CHECK_THROWS_WITH_AS(s.backward(), doctest::Contains("backward of 'sqrt'"), AutogradError);
+    autograd::clear_tape();
+}
+
+TEST_CASE("requires_grad_ is refused on non-leaves and on integer tensors") {
+    Tensor x = rand64({2}, 5);
+    Tensor y = x * 2.0;
+    CHECK_THROWS_AS(y.requires_grad_(), AutogradError);
+    Tensor ids = index_tensor({1, 2}, {2});
+    CHECK_THROWS_WITH_AS(ids.requires_grad_(), doctest::Contains("int64"), DTypeError);
+}
