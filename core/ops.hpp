@@ -2,6 +2,10 @@
 #pragma once
 
 #include "core/ops_elementwise.hpp"
+#include "core/ops_index.hpp"
+#include "core/ops_loss.hpp"
 #include "core/ops_matmul.hpp"
+#include "core/ops_random.hpp"
 #include "core/ops_reduce.hpp"
 #include "core/ops_shape.hpp"
+#include "core/ops_softmax.hpp"
