@@ -10,7 +10,7 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: demo test test-sanitize build deps bench clean
 
 demo: build
-	./$(BUILD)/examples/attograd_demo
+	./$(BUILD)/examples/mlp_classifier
 
 test: build
 	ctest --test-dir $(BUILD) -j$(JOBS) --output-on-failure

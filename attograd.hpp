@@ -2,3 +2,4 @@
 #pragma once
 
 #include "core/core.hpp"
+#include "nn/nn.hpp"

@@ -1,0 +1,4 @@
+// Umbrella header of nn/: modules, layers, attention.
+#pragma once
+
+#include "nn/module.hpp"
