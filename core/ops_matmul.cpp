@@ -87,9 +87,11 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
              "matmul: inner dimensions differ: {} x {}", a.shape(), b.shape());
     if (b.dim() == 2 && a.dim() > 2) {
         // [..., n, k] x [k, m]: fold the batch into the rows, one large GEMM instead of many.
+        // Rows spelled out: reshape cannot infer a -1 next to an inner dimension of 0.
         Shape out_shape = a.shape();
         out_shape.back() = b.shape().back();
-        return reshape(matmul(reshape(a, {-1, a.shape().back()}), b), out_shape);
+        const std::int64_t rows = numel(Shape(a.shape().begin(), a.shape().end() - 1));
+        return reshape(matmul(reshape(a, {rows, a.shape().back()}), b), out_shape);
     }
     Tensor out = detail::matmul_kernel(a, b, false, false);
     if (autograd::needs_record({&a, &b})) {
