@@ -7,6 +7,8 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
+
 namespace attograd {
 namespace {
 
@@ -85,6 +87,13 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
              b.dtype(), b.shape());
     AG_CHECK(a.shape().back() == b.shape()[b.shape().size() - 2], ShapeError,
              "matmul: inner dimensions differ: {} x {}", a.shape(), b.shape());
+    // Checked here so the message shows both full shapes, not only the batch parts.
+    for (std::int64_t i = 3; i <= std::min(a.dim(), b.dim()); ++i) {
+        const std::int64_t da = a.shape()[static_cast<std::size_t>(a.dim() - i)];
+        const std::int64_t db = b.shape()[static_cast<std::size_t>(b.dim() - i)];
+        AG_CHECK(da == db || da == 1 || db == 1, ShapeError,
+                 "matmul: batch dimensions do not broadcast: {} x {}", a.shape(), b.shape());
+    }
     if (b.dim() == 2 && a.dim() > 2) {
         // [..., n, k] x [k, m]: fold the batch into the rows, one large GEMM instead of many.
         // Rows spelled out: reshape cannot infer a -1 next to an inner dimension of 0.

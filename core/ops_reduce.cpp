@@ -38,6 +38,11 @@ ReducePlan plan(const Shape& shape, const std::vector<std::int64_t>& axes, bool 
     return r;
 }
 
+void check_floating(const Tensor& x, std::string_view op) {
+    AG_CHECK(is_floating(x.dtype()), DTypeError, "{}: expected a float32 or float64 tensor, got {} {}", op,
+             x.dtype(), x.shape());
+}
+
 // out[keep_shape] = sum of x over the reduced dims, accumulated in double.
 Tensor sum_kernel(const Tensor& x, const ReducePlan& r) {
     return dispatch_floating(x.dtype(), "sum", [&]<class T>(T) {
@@ -92,12 +97,14 @@ Tensor sum(const Tensor& x) {
 
 Tensor mean(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim) {
     AG_CHECK(x.defined(), ValueError, "mean: undefined tensor argument");
+    check_floating(x, "mean");  // before sum, whose error would name "sum"
     const ReducePlan r = plan(x.shape(), axes, keepdim, "mean");
     return sum(x, axes, keepdim) / static_cast<double>(r.count);
 }
 
 Tensor mean(const Tensor& x) {
     AG_CHECK(x.defined(), ValueError, "mean: undefined tensor argument");
+    check_floating(x, "mean");
     return sum(x) / static_cast<double>(x.numel());
 }
 
