@@ -1,6 +1,7 @@
 // Umbrella header of nn/: modules, layers, attention.
 #pragma once
 
+#include "nn/attention_mask.hpp"
 #include "nn/checkpoint.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
