@@ -1,4 +1,5 @@
 // Umbrella header of nn/: modules, layers, attention.
 #pragma once
 
+#include "nn/attention_mask.hpp"
 #include "nn/module.hpp"
