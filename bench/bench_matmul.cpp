@@ -16,7 +16,6 @@
 #include "openblas_core.hpp"
 
 #include <cblas.h>
-extern "C" void openblas_set_num_threads(int);
 #endif
 
 using namespace attograd;
@@ -108,7 +107,7 @@ int main(int argc, char** argv) {
     omp_set_num_threads(threads);
     Eigen::setNbThreads(threads);
 #ifdef ATTOGRAD_BENCH_OPENBLAS
-    openblas_set_num_threads(threads);
+    bench::set_openblas_threads(threads);
     const bool have_blas = true;
     fmt::print("OpenBLAS kernels: {}\n", bench::openblas_core());
 #else

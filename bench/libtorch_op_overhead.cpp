@@ -1,5 +1,6 @@
 // LibTorch peer of bench_op_overhead.cpp: the same chains of 10 ops on the same tiny tensors,
 // timed the same way (thread CPU time, median of repeats), microseconds per op.
+#include "openblas_core.hpp"
 #include "timing.hpp"
 
 #include <torch/torch.h>
@@ -29,9 +30,11 @@ torch::Tensor run_chain(const Case& c, const torch::Tensor& x) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    bench::use_fast_openblas_kernels(argv);
     const int repeats = bench::int_flag(argc, argv, "--repeats", 15);
     torch::manual_seed(0);
     torch::set_num_threads(1);
+    bench::set_openblas_threads(1);
     const auto small = [](std::vector<int64_t> s) { return torch::rand(s) * 0.5 + 0.5; };
     using T = torch::Tensor;
     std::vector<Case> cases;

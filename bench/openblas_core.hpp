@@ -9,11 +9,17 @@
 // Resolved at run time when OpenBLAS is loaded (linked directly, or under LibTorch); null
 // otherwise.
 extern "C" char* openblas_get_corename() __attribute__((weak));
+extern "C" void openblas_set_num_threads(int) __attribute__((weak));
 
 namespace bench {
 
 /// OpenBLAS's kernel family ("SkylakeX", "Haswell", ...), or "absent".
 inline std::string openblas_core() { return openblas_get_corename ? openblas_get_corename() : "absent"; }
+
+/// Sets OpenBLAS's own thread pool size (it ignores OpenMP's and LibTorch's settings).
+inline void set_openblas_threads(int threads) {
+    if (openblas_set_num_threads != nullptr) openblas_set_num_threads(threads);
+}
 
 /// Debian's OpenBLAS 0.3.21 (DYNAMIC_ARCH) does not recognise recent Xeons (this machine: family
 /// 6, model 207) and falls back to its generic SSE3 "Prescott" kernels, 5-8x slower than its
