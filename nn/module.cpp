@@ -64,7 +64,8 @@ std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) 
 std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
     std::vector<std::pair<std::string, const Module*>> out{{"", this}};
     for (const auto& [name, child] : children_)
-        for (auto& [sub, module] : child->named_modules()) out.emplace_back(sub.empty() ? name : name + "." + sub, module);
+        for (auto& [sub, module] : child->named_modules())
+            out.emplace_back(sub.empty() ? name : name + "." + sub, module);
     return out;
 }
 
@@ -83,8 +84,8 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     for (const auto& [name, t] : state)
         if (!own.contains(name)) unexpected.push_back(name);
     AG_CHECK(!strict || (missing.empty() && unexpected.empty()), ValueError,
-             "load_state_dict: {}: missing keys [{}], unexpected keys [{}]", type_name(), fmt::join(missing, ", "),
-             fmt::join(unexpected, ", "));
+             "load_state_dict: {}: missing keys [{}], unexpected keys [{}]", type_name(),
+             fmt::join(missing, ", "), fmt::join(unexpected, ", "));
     // Check everything before copying anything, so a failed load changes nothing.
     for (const auto& [name, target] : own) {
         auto it = state.find(name);
@@ -101,7 +102,7 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
         if (it == state.end()) continue;
         Tensor dst = target;
         std::memmove(dst.raw_data(), it->second.raw_data(),
-                    static_cast<std::size_t>(dst.numel()) * dtype_size(dst.dtype()));
+                     static_cast<std::size_t>(dst.numel()) * dtype_size(dst.dtype()));
     }
 }
 
@@ -151,4 +152,3 @@ std::string to_string(const Module& module) {
 }
 
 }  // namespace attograd::nn
-

@@ -39,7 +39,9 @@ public:
     /// Buffers (saved state that is not trained, e.g. running statistics) with their names.
     std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
     /// Direct submodules with their names.
-    const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const { return children_; }
+    const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& named_children() const {
+        return children_;
+    }
     /// Every module of the tree, this one first (name ""), with dot-joined names.
     std::vector<std::pair<std::string, const Module*>> named_modules() const;
 
@@ -100,7 +102,7 @@ std::string to_string(const Module& module);
 
 /// `fmt::print("{}", module)` prints to_string(module). Works for every Module subclass.
 template <class M>
-    requires std::is_base_of_v<attograd::nn::Module, M>
+requires std::is_base_of_v<attograd::nn::Module, M>
 struct fmt::formatter<M> : fmt::formatter<std::string_view> {
     auto format(const M& m, fmt::format_context& ctx) const {
         return fmt::formatter<std::string_view>::format(attograd::nn::to_string(m), ctx);

@@ -1,0 +1,69 @@
+// Attention masks: validating attn_mask / key_padding_mask / is_causal and combining them.
+#include "nn/attention_mask.hpp"
+
+#include "core/error.hpp"
+
+#include <limits>
+
+namespace attograd::nn {
+
+void check_attention_masks(const AttentionMasks& masks, std::int64_t batch, std::int64_t heads,
+                           std::int64_t tq, std::int64_t tk, std::string_view op) {
+    if (masks.attn_mask.defined()) {
+        const Tensor& m = masks.attn_mask;
+        AG_CHECK(m.dtype() == DType::Bool || is_floating(m.dtype()), DTypeError,
+                 "{}: attn_mask must be bool (true = not allowed) or float (added), got {}", op, m.dtype());
+        const bool two_d = m.shape() == Shape{tq, tk};
+        const bool three_d = m.shape() == Shape{batch * heads, tq, tk};
+        AG_CHECK(two_d || three_d, ShapeError,
+                 "{}: attn_mask must be [Tq, Tk] = {} or [B * h, Tq, Tk] = {}, got {}", op, Shape{tq, tk},
+                 Shape{batch * heads, tq, tk}, m.shape());
+    }
+    if (masks.key_padding_mask.defined()) {
+        const Tensor& m = masks.key_padding_mask;
+        AG_CHECK(m.dtype() == DType::Bool || is_floating(m.dtype()), DTypeError,
+                 "{}: key_padding_mask must be bool (true = padded) or float (added), got {}", op, m.dtype());
+        AG_CHECK(m.shape() == (Shape{batch, tk}), ShapeError,
+                 "{}: key_padding_mask must be [B, Tk] = {}, got {}", op, Shape{batch, tk}, m.shape());
+    }
+}
+
+Tensor combine_attention_masks(const AttentionMasks& masks, std::int64_t batch, std::int64_t heads,
+                               std::int64_t tq, std::int64_t tk, DType dtype, std::string_view op) {
+    check_attention_masks(masks, batch, heads, tq, tk, op);
+    if (masks.empty()) return {};
+    const bool per_head = masks.attn_mask.defined() && masks.attn_mask.dim() == 3;
+    const std::int64_t mb = per_head || masks.key_padding_mask.defined() ? batch : 1;
+    const std::int64_t mh = per_head ? heads : 1;
+    Tensor out = zeros({mb, mh, tq, tk}, {.dtype = dtype});
+    dispatch_floating(dtype, op, [&]<class T>(T) {
+        T* po = out.data<T>();
+        const T neg_inf = -std::numeric_limits<T>::infinity();
+        const std::int64_t plane = tq * tk;
+        // Reads element i of a bool or float mask as an additive value.
+        auto additive = [&](const Tensor& m, std::int64_t i) -> T {
+            if (m.dtype() == DType::Bool) return m.data<bool>()[i] ? neg_inf : T(0);
+            return m.dtype() == DType::Float32 ? static_cast<T>(m.data<float>()[i])
+                                               : static_cast<T>(m.data<double>()[i]);
+        };
+        for (std::int64_t b = 0; b < mb; ++b) {
+            for (std::int64_t h = 0; h < mh; ++h) {
+                T* p = po + (b * mh + h) * plane;
+                if (masks.attn_mask.defined()) {
+                    const std::int64_t base = per_head ? (b * heads + h) * plane : 0;
+                    for (std::int64_t i = 0; i < plane; ++i) p[i] += additive(masks.attn_mask, base + i);
+                }
+                if (masks.key_padding_mask.defined())
+                    for (std::int64_t t = 0; t < tq; ++t)
+                        for (std::int64_t s = 0; s < tk; ++s)
+                            p[t * tk + s] += additive(masks.key_padding_mask, b * tk + s);
+                if (masks.is_causal)
+                    for (std::int64_t t = 0; t < tq; ++t)
+                        for (std::int64_t s = t + 1; s < tk; ++s) p[t * tk + s] = neg_inf;
+            }
+        }
+    });
+    return out;
+}
+
+}  // namespace attograd::nn

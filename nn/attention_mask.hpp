@@ -1,0 +1,39 @@
+// Attention masks: validating attn_mask / key_padding_mask / is_causal and combining them.
+#pragma once
+
+#include "core/tensor.hpp"
+
+#include <string_view>
+
+namespace attograd::nn {
+
+/// The masks an attention call may take, with PyTorch's semantics (torch.nn.MultiheadAttention).
+/// Boolean masks are `true` where attention is NOT allowed; float masks are added to the scores.
+struct AttentionMasks {
+    /// bool or float, [Tq, Tk] (every batch and head) or [B * h, Tq, Tk] (per batch and head,
+    /// batch-major: index b * h + head). Undefined = none.
+    Tensor attn_mask;
+    /// bool or float, [B, Tk]: `true` (or the added float) at padded keys. Undefined = none.
+    Tensor key_padding_mask;
+    /// Query t may only attend to keys s <= t (requires Tq <= Tk is not needed: the upper
+    /// triangle s > t is masked).
+    bool is_causal = false;
+
+    /// True when no mask of any kind is set.
+    bool empty() const { return !attn_mask.defined() && !key_padding_mask.defined() && !is_causal; }
+};
+
+/// Checks the masks' shapes and dtypes for `batch` sequences, `heads` heads, `tq` queries and
+/// `tk` keys. Throws ShapeError / DTypeError whose message starts with `op` and names the
+/// argument, the expected and the given shape.
+void check_attention_masks(const AttentionMasks& masks, std::int64_t batch, std::int64_t heads,
+                           std::int64_t tq, std::int64_t tk, std::string_view op);
+
+/// The masks combined into one additive mask of `dtype`, shaped [B or 1, h or 1, Tq, Tk]
+/// (broadcastable to the scores [B, h, Tq, Tk]): 0 where allowed, -inf where masked, float mask
+/// values added. Undefined when `masks.empty()`. Validates first (check_attention_masks).
+/// A row whose keys are all -inf yields zero weights through attograd's softmax.
+Tensor combine_attention_masks(const AttentionMasks& masks, std::int64_t batch, std::int64_t heads,
+                               std::int64_t tq, std::int64_t tk, DType dtype, std::string_view op);
+
+}  // namespace attograd::nn
