@@ -2,4 +2,5 @@
 #pragma once
 
 #include "nn/attention_mask.hpp"
+#include "nn/attention_scores.hpp"
 #include "nn/module.hpp"
