@@ -20,9 +20,9 @@ constexpr std::array<std::pair<Score, std::string_view>, 4> kScoreNames{{{Score:
                                                                          {Score::Bilinear, "bilinear"}}};
 
 // Uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)] (PyTorch's nn.Linear default bound).
-Tensor init_uniform(const Shape& shape, std::int64_t fan_in, Generator* generator) {
+Tensor init_uniform(const Shape& shape, std::int64_t fan_in, Generator& generator) {
     const double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
-    return uniform(shape, -bound, bound, generator ? *generator : default_generator());
+    return uniform(shape, -bound, bound, generator);
 }
 
 // x [..., in] times w^T for a weight w [out, in] -> [..., out].
@@ -64,13 +64,13 @@ void AttentionScore::check_inputs(const Tensor& query, const Tensor& key) const 
 
 // --- additive ----------------------------------------------------------------------------------
 
-AdditiveScore::AdditiveScore(const AttentionScoreOptions& o)
+AdditiveScore::AdditiveScore(const AttentionScoreOptions& o, Generator& generator)
     : AttentionScore(Score::Additive, o.query_dim, o.key_dim) {
     AG_CHECK(o.hidden >= 0, ValueError, "AdditiveScore: hidden must be >= 0, got {}", o.hidden);
     const std::int64_t h = o.hidden == 0 ? query_dim() : o.hidden;
-    W_ = register_parameter("W", init_uniform({h, key_dim()}, key_dim(), o.generator));
-    U_ = register_parameter("U", init_uniform({h, query_dim()}, query_dim(), o.generator));
-    v_ = register_parameter("v", init_uniform({h}, h, o.generator));
+    W_ = register_parameter("W", init_uniform({h, key_dim()}, key_dim(), generator));
+    U_ = register_parameter("U", init_uniform({h, query_dim()}, query_dim(), generator));
+    v_ = register_parameter("v", init_uniform({h}, h, generator));
 }
 
 std::pair<Tensor, Tensor> AdditiveScore::project(const Tensor& query, const Tensor& key) const {
@@ -118,9 +118,9 @@ Tensor DotScore::forward_local(const Tensor& query, const Tensor& key, const Ten
 
 // --- bilinear ----------------------------------------------------------------------------------
 
-BilinearScore::BilinearScore(const AttentionScoreOptions& o)
+BilinearScore::BilinearScore(const AttentionScoreOptions& o, Generator& generator)
     : AttentionScore(Score::Bilinear, o.query_dim, o.key_dim) {
-    W_ = register_parameter("W", init_uniform({key_dim(), query_dim()}, query_dim(), o.generator));
+    W_ = register_parameter("W", init_uniform({key_dim(), query_dim()}, query_dim(), generator));
 }
 
 Tensor BilinearScore::forward(const Tensor& query, const Tensor& key) const {
@@ -135,16 +135,17 @@ Tensor BilinearScore::forward_local(const Tensor& query, const Tensor& key, cons
     return local_dot_score(times_transposed(query, W_), key, window_start, width);
 }
 
-std::shared_ptr<AttentionScore> make_score(Score score, const AttentionScoreOptions& options) {
+std::shared_ptr<AttentionScore> make_score(Score score, const AttentionScoreOptions& options,
+                                           Generator& generator) {
     switch (score) {
         case Score::Additive:
-            return std::make_shared<AdditiveScore>(options);
+            return std::make_shared<AdditiveScore>(options, generator);
         case Score::Dot:
             return std::make_shared<DotScore>(options, false);
         case Score::ScaledDot:
             return std::make_shared<DotScore>(options, true);
         case Score::Bilinear:
-            return std::make_shared<BilinearScore>(options);
+            return std::make_shared<BilinearScore>(options, generator);
     }
     throw InternalError("make_score: unknown Score");
 }

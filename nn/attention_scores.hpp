@@ -27,9 +27,6 @@ struct AttentionScoreOptions {
     std::int64_t query_dim = 0;  ///< Dq, width of a query (> 0)
     std::int64_t key_dim = 0;    ///< Dk, width of a key; 0 = query_dim
     std::int64_t hidden = 0;     ///< H, the additive score's hidden width; 0 = query_dim
-    /// Initialisation randomness; nullptr = default_generator(). Parameters start uniform in
-    /// [-1/sqrt(fan_in), 1/sqrt(fan_in)], the bound of PyTorch's nn.Linear default.
-    Generator* generator = nullptr;
 };
 
 /// Base of the score modules: maps queries [B, Tq, Dq] and keys [B, Tk, Dk] to scores
@@ -62,12 +59,15 @@ private:
     std::int64_t query_dim_, key_dim_;
 };
 
+// Parameters are drawn from the constructor's generator, uniform in [-1/sqrt(fan_in),
+// 1/sqrt(fan_in)] (the bound of PyTorch's nn.Linear default initialisation).
+
 /// v^T tanh(W x + U q) (Bahdanau et al. 2015). W x is computed once per key and U q once per
 /// query; one fused op (core/ops_additive_score.hpp) forms the pairs without storing
 /// [B, Tq, Tk, H] temporaries. Parameters `W` [H, Dk], `U` [H, Dq], `v` [H].
 class AdditiveScore final : public AttentionScore {
 public:
-    explicit AdditiveScore(const AttentionScoreOptions& options);
+    explicit AdditiveScore(const AttentionScoreOptions& options, Generator& generator = default_generator());
     Tensor forward(const Tensor& query, const Tensor& key) const override;
     Tensor forward_local(const Tensor& query, const Tensor& key, const Tensor& window_start,
                          std::int64_t width) const override;
@@ -103,7 +103,7 @@ public:
 /// once, then scored like dot products. Parameter `W` [Dk, Dq].
 class BilinearScore final : public AttentionScore {
 public:
-    explicit BilinearScore(const AttentionScoreOptions& options);
+    explicit BilinearScore(const AttentionScoreOptions& options, Generator& generator = default_generator());
     Tensor forward(const Tensor& query, const Tensor& key) const override;
     Tensor forward_local(const Tensor& query, const Tensor& key, const Tensor& window_start,
                          std::int64_t width) const override;
@@ -115,8 +115,9 @@ private:
     Tensor W_;
 };
 
-/// A score module of the given kind. Throws ValueError (query_dim < 1, key_dim or hidden < 0)
-/// and ShapeError (dot or scaled dot with Dq != Dk).
-std::shared_ptr<AttentionScore> make_score(Score score, const AttentionScoreOptions& options);
+/// A score module of the given kind, its parameters drawn from `generator`. Throws ValueError (query_dim < 1,
+/// key_dim or hidden < 0) and ShapeError (dot or scaled dot with Dq != Dk).
+std::shared_ptr<AttentionScore> make_score(Score score, const AttentionScoreOptions& options,
+                                           Generator& generator = default_generator());
 
 }  // namespace attograd::nn

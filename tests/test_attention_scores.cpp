@@ -12,7 +12,7 @@ namespace {
 std::shared_ptr<AttentionScore> score64(Score kind, std::int64_t dq, std::int64_t dk,
                                         std::int64_t hidden = 0) {
     Generator gen(7);
-    auto s = make_score(kind, {.query_dim = dq, .key_dim = dk, .hidden = hidden, .generator = &gen});
+    auto s = make_score(kind, {.query_dim = dq, .key_dim = dk, .hidden = hidden}, gen);
     s->to(DType::Float64);
     return s;
 }
@@ -82,8 +82,7 @@ TEST_CASE("the banded scores equal the all-pairs scores at the band's positions"
 
 TEST_CASE("score parameters carry their formula names and shapes") {
     Generator gen(1);
-    auto additive =
-        make_score(Score::Additive, {.query_dim = 3, .key_dim = 5, .hidden = 8, .generator = &gen});
+    auto additive = make_score(Score::Additive, {.query_dim = 3, .key_dim = 5, .hidden = 8}, gen);
     const auto p = additive->named_parameters();
     REQUIRE(p.size() == 3);
     CHECK(p[0].first == "W");
@@ -92,7 +91,7 @@ TEST_CASE("score parameters carry their formula names and shapes") {
     CHECK(p[1].second.shape() == Shape{8, 3});
     CHECK(p[2].first == "v");
     CHECK(p[2].second.shape() == Shape{8});
-    auto bilinear = make_score(Score::Bilinear, {.query_dim = 3, .key_dim = 5, .generator = &gen});
+    auto bilinear = make_score(Score::Bilinear, {.query_dim = 3, .key_dim = 5}, gen);
     REQUIRE(bilinear->named_parameters().size() == 1);
     CHECK(bilinear->named_parameters()[0].second.shape() == Shape{5, 3});
     CHECK(make_score(Score::Dot, {.query_dim = 3})->named_parameters().empty());
