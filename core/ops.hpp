@@ -1,6 +1,7 @@
 // Every op: one header per op family.
 #pragma once
 
+#include "core/ops_attention.hpp"
 #include "core/ops_elementwise.hpp"
 #include "core/ops_index.hpp"
 #include "core/ops_loss.hpp"
