@@ -214,7 +214,7 @@ T* data_or_null(Tensor& t) {
 }
 
 // Validates the options against the geometry and fills in the mask strides, scale and seeds.
-void prepare(Geometry& g, const Tensor& q, const AttentionOptions& o, const char* op) {
+void prepare(Geometry& g, const Tensor& q, const SdpaOptions& o, const char* op) {
     const Tensor& m = o.attn_mask;
     if (m.defined()) {
         AG_CHECK(m.dtype() == q.dtype(), DTypeError,
@@ -261,8 +261,8 @@ void check_inputs(const char* op, std::initializer_list<const Tensor*> inputs, s
 
 // Runs the kernels for q, k, v (one tensor when `packed`) and records the tape entries:
 // one for the output and one for the weights (whose backward runs only when they are used).
-AttentionResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, bool packed,
-                    Geometry g, const Shape& out_shape, const AttentionOptions& options) {
+SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, bool packed, Geometry g,
+               const Shape& out_shape, const SdpaOptions& options) {
     prepare(g, q, options, op);
     Tensor out = empty(out_shape, {.dtype = q.dtype()});
     Tensor weights = empty({g.batch, g.heads, g.tq, g.tk}, {.dtype = q.dtype()});
@@ -324,8 +324,8 @@ AttentionResult run(const char* op, const Tensor& q, const Tensor& k, const Tens
 
 }  // namespace
 
-AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                             const AttentionOptions& options) {
+SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                        const SdpaOptions& options) {
     constexpr const char* op = "scaled_dot_product_attention";
     check_inputs(op, {&q, &k, &v}, 4);
     const Shape &sq = q.shape(), &sk = k.shape(), &sv = v.shape();
@@ -343,8 +343,8 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
     return run(op, q, k, v, false, std::move(g), out_shape, options);
 }
 
-AttentionResult scaled_dot_product_attention_heads(const Tensor& q, const Tensor& k, const Tensor& v,
-                                                   std::int64_t num_heads, const AttentionOptions& options) {
+SdpaResult scaled_dot_product_attention_heads(const Tensor& q, const Tensor& k, const Tensor& v,
+                                              std::int64_t num_heads, const SdpaOptions& options) {
     constexpr const char* op = "scaled_dot_product_attention_heads";
     check_inputs(op, {&q, &k, &v}, 3);
     const Shape &sq = q.shape(), &sk = k.shape(), &sv = v.shape();
@@ -367,8 +367,8 @@ AttentionResult scaled_dot_product_attention_heads(const Tensor& q, const Tensor
     return run(op, q, k, v, false, std::move(g), {sq[0], sq[1], sv[2]}, options);
 }
 
-AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv, std::int64_t num_heads,
-                                                    const AttentionOptions& options) {
+SdpaResult scaled_dot_product_attention_packed(const Tensor& qkv, std::int64_t num_heads,
+                                               const SdpaOptions& options) {
     constexpr const char* op = "scaled_dot_product_attention_packed";
     check_inputs(op, {&qkv}, 3);
     const Shape& s = qkv.shape();

@@ -9,8 +9,9 @@
 
 namespace attograd {
 
-/// Options of the fused attention ops (PyTorch's `F.scaled_dot_product_attention` arguments).
-struct AttentionOptions {
+/// Options of the fused scaled-dot-product attention ("sdpa") ops: PyTorch's
+/// `F.scaled_dot_product_attention` arguments.
+struct SdpaOptions {
     /// Float mask added to the scores, broadcastable to [B, h, Tq, Tk] (rank <= 4; -inf where
     /// attention is not allowed). Must have the dtype of q. Undefined = no mask. It receives no
     /// gradient: a mask that requires grad is rejected.
@@ -25,8 +26,8 @@ struct AttentionOptions {
     Generator* generator = nullptr;
 };
 
-/// The two results of an attention op.
-struct AttentionResult {
+/// The two results of a fused attention op.
+struct SdpaResult {
     Tensor output;   ///< the weighted sum of values
     Tensor weights;  ///< [B, h, Tq, Tk] softmax weights, before dropout (rows sum to 1 or are 0)
 };
@@ -43,8 +44,8 @@ struct AttentionResult {
 /// Throws ShapeError (ranks, sizes or a mask that does not broadcast, with the shapes),
 /// DTypeError (not float, dtypes differ), ValueError (dropout_p outside [0, 1], scale not
 /// finite, a mask that requires grad).
-AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                             const AttentionOptions& options = {});
+SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                        const SdpaOptions& options = {});
 
 /// The same attention with the heads side by side in the last dimension, the layout a
 /// projection produces and multi-head attention's output projection consumes (no head split or
@@ -52,15 +53,14 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
 /// [B, Tq, h * dv] (heads concatenated as in PyTorch), weights [B, h, Tq, Tk]. Head i reads
 /// columns [i * d, (i + 1) * d). Throws as scaled_dot_product_attention, and ValueError when
 /// `num_heads` < 1 or does not divide the widths.
-AttentionResult scaled_dot_product_attention_heads(const Tensor& q, const Tensor& k, const Tensor& v,
-                                                   std::int64_t num_heads,
-                                                   const AttentionOptions& options = {});
+SdpaResult scaled_dot_product_attention_heads(const Tensor& q, const Tensor& k, const Tensor& v,
+                                              std::int64_t num_heads, const SdpaOptions& options = {});
 
 /// Self-attention on one packed projection: qkv [B, T, 3 * h * d] holds q, k and v side by side
 /// (PyTorch's `in_proj` layout: the first third is q) -> output [B, T, h * d], weights
 /// [B, h, T, T]. Its gradient is one tensor of qkv's shape. Throws as
 /// scaled_dot_product_attention_heads, and ShapeError when the width is not a multiple of 3.
-AttentionResult scaled_dot_product_attention_packed(const Tensor& qkv, std::int64_t num_heads,
-                                                    const AttentionOptions& options = {});
+SdpaResult scaled_dot_product_attention_packed(const Tensor& qkv, std::int64_t num_heads,
+                                               const SdpaOptions& options = {});
 
 }  // namespace attograd
