@@ -2,6 +2,7 @@
 #pragma once
 
 #include "core/ops_additive_score.hpp"
+#include "core/ops_attention.hpp"
 #include "core/ops_elementwise.hpp"
 #include "core/ops_index.hpp"
 #include "core/ops_local_attention.hpp"
