@@ -13,4 +13,5 @@
 #include "nn/linear.hpp"
 #include "nn/local_window.hpp"
 #include "nn/module.hpp"
+#include "nn/multihead_attention.hpp"
 #include "nn/sequential.hpp"
