@@ -1,0 +1,70 @@
+// The affine map of a fully connected layer: y = x W^T + b (PyTorch's F.linear).
+#include "core/ops_linear.hpp"
+
+#include "core/autograd.hpp"
+#include "core/ops_matmul.hpp"
+#include "core/ops_reduce.hpp"
+#include "core/ops_shape.hpp"
+
+namespace attograd {
+namespace {
+
+void check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    AG_CHECK(x.defined() && weight.defined(), ValueError, "linear: undefined tensor argument");
+    AG_CHECK(weight.dim() == 2, ShapeError, "linear: weight must be [out_features, in_features], got {}",
+             weight.shape());
+    AG_CHECK(x.dim() >= 1, ShapeError, "linear: x must have at least one dimension, got {}", x.shape());
+    AG_CHECK(x.shape().back() == weight.size(1), ShapeError,
+             "linear: x {} does not match weight {} (last dimension {} != in_features {})", x.shape(),
+             weight.shape(), x.shape().back(), weight.size(1));
+    AG_CHECK(x.dtype() == weight.dtype(), DTypeError, "linear: dtypes differ: x {} {}, weight {} {}",
+             x.dtype(), x.shape(), weight.dtype(), weight.shape());
+    dispatch_floating(x.dtype(), "linear", [](auto) {});
+    if (!bias.defined()) return;
+    AG_CHECK(bias.shape() == Shape{weight.size(0)}, ShapeError,
+             "linear: bias must be [{}] to match weight {}, got {}", weight.size(0), weight.shape(),
+             bias.shape());
+    AG_CHECK(bias.dtype() == x.dtype(), DTypeError, "linear: dtypes differ: x {}, bias {}", x.dtype(),
+             bias.dtype());
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+    check_linear(x, weight, bias);
+    // Y [rows, out] = X [rows, in] W^T, one GEMM reading W transposed in place.
+    const std::int64_t out_features = weight.size(0);
+    const std::int64_t rows = numel(Shape(x.shape().begin(), x.shape().end() - 1));
+    const Tensor x2 = reshape(x.detach(), {rows, x.shape().back()});
+    Tensor y2 = detail::matmul_kernel(x2, weight.detach(), false, true);
+    if (bias.defined()) {
+        dispatch_floating(y2.dtype(), "linear", [&]<class T>(T) {
+            T* py = y2.data<T>();
+            const T* pb = bias.data<T>();
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t j = 0; j < out_features; ++j) py[r * out_features + j] += pb[j];
+        });
+    }
+    Shape out_shape = x.shape();
+    out_shape.back() = out_features;
+    Tensor y = reshape(y2, out_shape);
+    if (autograd::needs_record({&x, &weight, &bias})) {
+        autograd::record("linear", {x, weight, bias}, y,
+                         [x_shape = x.shape(), weight, x2, rows](const Tensor& dy, autograd::Gradients& g) {
+                             const Tensor dy2 = reshape(dy, {rows, weight.size(0)});
+                             if (g.needs(0)) {
+                                 // dX = dY W (held by name, so the tape can take its buffer without a copy)
+                                 const Tensor dx =
+                                     reshape(detail::matmul_kernel(dy2, weight, false, false), x_shape);
+                                 g.add(0, dx);
+                             }
+                             // dW = dY^T X
+                             if (g.needs(1)) g.add(1, detail::matmul_kernel(dy2, x2, true, false));
+                             // db = sum of dY over the rows
+                             if (g.needs(2)) g.add(2, sum(dy2, {0}));
+                         });
+    }
+    return y;
+}
+
+}  // namespace attograd
