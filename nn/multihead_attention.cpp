@@ -1,6 +1,7 @@
 // MultiHeadAttention: projections, the fused attention kernel (or a score module), out_proj.
 #include "nn/multihead_attention.hpp"
 
+#include "core/autograd.hpp"
 #include "core/ops.hpp"
 #include "core/ops_linear.hpp"
 #include "nn/attention_recorder.hpp"
