@@ -8,4 +8,5 @@
 #include "nn/layer_norm.hpp"
 #include "nn/linear.hpp"
 #include "nn/module.hpp"
+#include "nn/multihead_attention.hpp"
 #include "nn/sequential.hpp"
