@@ -2,20 +2,12 @@
 #include "core/ops_linear.hpp"
 
 #include "core/autograd.hpp"
-
-#include <Eigen/Core>
+#include "core/ops_matmul.hpp"
+#include "core/ops_reduce.hpp"
+#include "core/ops_shape.hpp"
 
 namespace attograd {
 namespace {
-
-template <class T>
-using MatrixMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
-template <class T>
-using ConstMatrixMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
-template <class T>
-using ConstRowMap = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>;
-template <class T>
-using RowMap = Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>;
 
 void check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     AG_CHECK(x.defined() && weight.defined(), ValueError, "linear: undefined tensor argument");
@@ -40,47 +32,36 @@ void check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     check_linear(x, weight, bias);
-    // x [..., in] is read as X [rows, in]; y [..., out] as Y [rows, out].
-    const std::int64_t in = weight.size(1), out_features = weight.size(0);
-    const std::int64_t row_count = numel(Shape(x.shape().begin(), x.shape().end() - 1));
+    // Y [rows, out] = X [rows, in] W^T, one GEMM reading W transposed in place.
+    const std::int64_t out_features = weight.size(0);
+    const std::int64_t rows = numel(Shape(x.shape().begin(), x.shape().end() - 1));
+    const Tensor x2 = reshape(x.detach(), {rows, x.shape().back()});
+    Tensor y2 = detail::matmul_kernel(x2, weight.detach(), false, true);
+    if (bias.defined()) {
+        dispatch_floating(y2.dtype(), "linear", [&]<class T>(T) {
+            T* py = y2.data<T>();
+            const T* pb = bias.data<T>();
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t j = 0; j < out_features; ++j) py[r * out_features + j] += pb[j];
+        });
+    }
     Shape out_shape = x.shape();
     out_shape.back() = out_features;
-    Tensor y = empty(out_shape, {.dtype = x.dtype()});
-    dispatch_floating(x.dtype(), "linear", [&]<class T>(T) {
-        const ConstMatrixMap<T> X(x.data<T>(), row_count, in);
-        const ConstMatrixMap<T> W(weight.data<T>(), out_features, in);
-        MatrixMap<T> Y(y.data<T>(), row_count, out_features);
-        // Y = X W^T (+ b broadcast over the rows)
-        Y.noalias() = X * W.transpose();
-        if (bias.defined()) Y.rowwise() += ConstRowMap<T>(bias.data<T>(), out_features);
-    });
+    Tensor y = reshape(y2, out_shape);
     if (autograd::needs_record({&x, &weight, &bias})) {
         autograd::record("linear", {x, weight, bias}, y,
-                         [x, weight, row_count](const Tensor& dy, autograd::Gradients& g) {
-                             const std::int64_t in = weight.size(1), out_features = weight.size(0);
-                             dispatch_floating(dy.dtype(), "linear", [&]<class T>(T) {
-                                 const ConstMatrixMap<T> dY(dy.data<T>(), row_count, out_features);
-                                 if (g.needs(0)) {
-                                     // dX = dY W
-                                     Tensor dx = empty(x.shape(), {.dtype = x.dtype()});
-                                     MatrixMap<T>(dx.data<T>(), row_count, in).noalias() =
-                                         dY * ConstMatrixMap<T>(weight.data<T>(), out_features, in);
-                                     g.add(0, dx);
-                                 }
-                                 if (g.needs(1)) {
-                                     // dW = dY^T X
-                                     Tensor dw = empty(weight.shape(), {.dtype = weight.dtype()});
-                                     MatrixMap<T>(dw.data<T>(), out_features, in).noalias() =
-                                         dY.transpose() * ConstMatrixMap<T>(x.data<T>(), row_count, in);
-                                     g.add(1, dw);
-                                 }
-                                 if (g.needs(2)) {
-                                     // db = sum of dY over the rows
-                                     Tensor db = empty({out_features}, {.dtype = dy.dtype()});
-                                     RowMap<T>(db.data<T>(), out_features).noalias() = dY.colwise().sum();
-                                     g.add(2, db);
-                                 }
-                             });
+                         [x_shape = x.shape(), weight, x2, rows](const Tensor& dy, autograd::Gradients& g) {
+                             const Tensor dy2 = reshape(dy, {rows, weight.size(0)});
+                             if (g.needs(0)) {
+                                 // dX = dY W (held by name, so the tape can take its buffer without a copy)
+                                 const Tensor dx =
+                                     reshape(detail::matmul_kernel(dy2, weight, false, false), x_shape);
+                                 g.add(0, dx);
+                             }
+                             // dW = dY^T X
+                             if (g.needs(1)) g.add(1, detail::matmul_kernel(dy2, x2, true, false));
+                             // db = sum of dY over the rows
+                             if (g.needs(2)) g.add(2, sum(dy2, {0}));
                          });
     }
     return y;

@@ -303,7 +303,7 @@ TEST_CASE("Embedding and LayerNorm initialisation") {
     var /= 9900;
     CHECK(std::abs(mean) < 0.05);  // N(0, 1): the mean's sd is 0.01
     CHECK(var == doctest::Approx(1.0).epsilon(0.05));
-    for (std::size_t i = 9900; i < 10000; ++i) CHECK(v[i] == 0.0);  // the padding row
+    CHECK(std::all_of(v.begin() + 9900, v.end(), [](double e) { return e == 0.0; }));  // the padding row
     nn::LayerNorm norm({.normalized_shape = {2, 3}});
     CHECK(max_abs_diff(norm.weight(), ones({2, 3})) == 0);
     CHECK(max_abs_diff(norm.bias(), zeros({2, 3})) == 0);
@@ -342,7 +342,7 @@ TEST_CASE("Dropout zeroes about p of the elements while training and is the iden
     const auto v = drop.forward(x).to_vector<double>();
     const auto zeros_count = std::ranges::count(v, 0.0);
     CHECK(zeros_count == doctest::Approx(2500).epsilon(0.1));
-    for (double e : v) CHECK((e == 0.0 || std::abs(e - 1.0 / 0.75) < 1e-6));
+    CHECK(std::ranges::all_of(v, [](double e) { return e == 0.0 || std::abs(e - 1.0 / 0.75) < 1e-6; }));
     drop.eval();
     CHECK(max_abs_diff(drop.forward(x), x) == 0);
     nn::Dropout none({.p = 0.0}, gen);
