@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,16 +35,13 @@ struct Model : nn::Module {
     std::shared_ptr<nn::Linear> head;
     Model(const Config& c, Generator& gen) {
         embedding = register_module(
-            "embedding",
-            std::make_shared<nn::Embedding>(nn::EmbeddingOptions{.num_embeddings = 16, .embedding_dim = c.embed}, gen));
+            "embedding", std::make_shared<nn::Embedding>(
+                             nn::EmbeddingOptions{.num_embeddings = 16, .embedding_dim = c.embed}, gen));
         nn::MultiHeadAttentionOptions options{.embed_dim = c.embed, .num_heads = c.heads};
-        if (c.window >= 0) {
-            options.local = nn::LocalMode::Monotonic;
-            options.window = c.window;
-        }
         attention = register_module("attention", std::make_shared<nn::MultiHeadAttention>(options, gen));
         head = register_module(
-            "head", std::make_shared<nn::Linear>(nn::LinearOptions{.in_features = c.embed, .out_features = 16}, gen));
+            "head",
+            std::make_shared<nn::Linear>(nn::LinearOptions{.in_features = c.embed, .out_features = 16}, gen));
     }
     std::string type_name() const override { return "Model"; }
 };
@@ -52,14 +50,16 @@ double median_ms(const std::function<void()>& step) {
     for (int i = 0; i < 3; ++i) step();
     const auto once = std::chrono::steady_clock::now();
     step();
-    const double first = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - once).count();
+    const double first =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - once).count();
     const int steps = std::max(1, static_cast<int>(200.0 / std::max(first, 0.01)));
     std::vector<double> times;
     for (int r = 0; r < 7; ++r) {
         const auto start = std::chrono::steady_clock::now();
         for (int i = 0; i < steps; ++i) step();
-        times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
-                        steps);
+        times.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+            steps);
     }
     std::sort(times.begin(), times.end());
     return times[times.size() / 2];
@@ -73,9 +73,9 @@ double time_config(const Config& c) {
     const Tensor targets = randint(0, 16, {c.batch * c.time}, gen);
     return median_ms([&] {
         adam.zero_grad();
-        const Tensor x = model.embedding->forward(tokens);                                   // [B, T, E]
-        const Tensor y = model.attention->forward(x, {.need_weights = false}).output;        // [B, T, E]
-        const Tensor logits = reshape(model.head->forward(y), {c.batch * c.time, 16});       // [B T, 16]
+        const Tensor x = model.embedding->forward(tokens);                              // [B, T, E]
+        const Tensor y = model.attention->forward(x, {.need_weights = false}).output;   // [B, T, E]
+        const Tensor logits = reshape(model.head->forward(y), {c.batch * c.time, 16});  // [B T, 16]
         cross_entropy(logits, targets).backward();
         adam.step();
     });
@@ -99,9 +99,8 @@ std::map<std::string, double> libtorch_figures(const std::filesystem::path& self
 }  // namespace
 
 int main(int argc, char** argv) {
-    const std::vector<Config> configs = {{"small", 32, 32, 64, 4, -1},
-                                         {"large", 8, 256, 256, 8, -1},
-                                         {"local", 4, 512, 64, 4, 8}};
+    const std::vector<Config> configs = {
+        {"small", 32, 32, 64, 4, -1}, {"large", 8, 256, 256, 8, -1}, {"local", 4, 512, 64, 4, 8}};
     const std::string only = argc > 1 ? argv[1] : "";
     std::map<std::string, double> ours;
     for (const auto& c : configs)
@@ -116,7 +115,8 @@ int main(int argc, char** argv) {
             std::printf("%-7s %-28s %12.3f %12.3f %8.2fx\n", c.name.c_str(), shape.c_str(), ours[c.name],
                         torch.at(c.name), torch.at(c.name) / ours[c.name]);
         else
-            std::printf("%-7s %-28s %12.3f %12s %9s\n", c.name.c_str(), shape.c_str(), ours[c.name], "-", "-");
+            std::printf("%-7s %-28s %12.3f %12s %9s\n", c.name.c_str(), shape.c_str(), ours[c.name], "-",
+                        "-");
     }
     return 0;
 }

@@ -46,7 +46,8 @@ double time_config(const Config& c) {
     auto step = [&] {
         adam.zero_grad();
         const auto x = model.embedding(tokens);  // [T, B, E]
-        const auto y = std::get<0>(model.attention->forward(x, x, x, torch::Tensor(), /*need_weights=*/false, mask));
+        const auto y =
+            std::get<0>(model.attention->forward(x, x, x, torch::Tensor(), /*need_weights=*/false, mask));
         const auto logits = model.head(y).reshape({-1, 16});
         torch::nn::functional::cross_entropy(logits, targets).backward();
         adam.step();
@@ -54,14 +55,16 @@ double time_config(const Config& c) {
     for (int i = 0; i < 3; ++i) step();
     const auto once = std::chrono::steady_clock::now();
     step();
-    const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - once).count();
+    const double first_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - once).count();
     const int steps = std::max(1, static_cast<int>(200.0 / std::max(first_ms, 0.01)));
     std::vector<double> times;
     for (int r = 0; r < 7; ++r) {
         const auto start = std::chrono::steady_clock::now();
         for (int i = 0; i < steps; ++i) step();
-        times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
-                        steps);
+        times.push_back(
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
+            steps);
     }
     std::sort(times.begin(), times.end());
     return times[times.size() / 2];
@@ -70,9 +73,8 @@ double time_config(const Config& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const std::vector<Config> configs = {{"small", 32, 32, 64, 4, -1},
-                                         {"large", 8, 256, 256, 8, -1},
-                                         {"local", 4, 512, 64, 4, 8}};
+    const std::vector<Config> configs = {
+        {"small", 32, 32, 64, 4, -1}, {"large", 8, 256, 256, 8, -1}, {"local", 4, 512, 64, 4, 8}};
     const std::string only = argc > 1 ? argv[1] : "";
     for (const auto& c : configs) {
         if (!only.empty() && only != c.name) continue;

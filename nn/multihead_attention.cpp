@@ -4,7 +4,6 @@
 #include "core/autograd.hpp"
 #include "core/ops.hpp"
 #include "core/ops_linear.hpp"
-#include "nn/attention_recorder.hpp"
 #include "nn/linear.hpp"
 
 #include <cmath>
@@ -39,16 +38,10 @@ Tensor pad_mask_columns(const Tensor& mask, std::int64_t extra) {
     const auto* src = static_cast<const char*>(mask.raw_data());
     auto* dst = static_cast<char*>(out.raw_data());
     for (std::int64_t r = 0; r < rows; ++r)
-        std::memcpy(dst + static_cast<std::size_t>(r) * (row_bytes + static_cast<std::size_t>(extra) *
-                                                                           dtype_size(mask.dtype())),
+        std::memcpy(dst + static_cast<std::size_t>(r) *
+                              (row_bytes + static_cast<std::size_t>(extra) * dtype_size(mask.dtype())),
                     src + static_cast<std::size_t>(r) * row_bytes, row_bytes);
     return out;
-}
-
-// [B, T, h * d] -> [B * h, T, d]: each head's columns as its own sequence.
-Tensor split_heads(const Tensor& x, std::int64_t heads) {
-    const std::int64_t b = x.size(0), t = x.size(1), d = x.size(2) / heads;
-    return reshape(permute(reshape(x, {b, t, heads, d}), {0, 2, 1, 3}), {b * heads, t, d});
 }
 
 }  // namespace
@@ -59,12 +52,14 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions options, Genera
     AG_CHECK(o.embed_dim >= 1, ValueError, "{}: embed_dim must be >= 1, got {}", kOp, o.embed_dim);
     AG_CHECK(o.num_heads >= 1 && o.embed_dim % o.num_heads == 0, ValueError,
              "{}: num_heads {} must be >= 1 and divide embed_dim {}", kOp, o.num_heads, o.embed_dim);
-    AG_CHECK(o.kdim >= 0 && o.vdim >= 0, ValueError, "{}: kdim and vdim must be >= 0 (0 = embed_dim), got {} and {}",
-             kOp, o.kdim, o.vdim);
+    AG_CHECK(o.kdim >= 0 && o.vdim >= 0, ValueError,
+             "{}: kdim and vdim must be >= 0 (0 = embed_dim), got {} and {}", kOp, o.kdim, o.vdim);
     AG_CHECK(o.dropout >= 0.0 && o.dropout <= 1.0, ValueError, "{}: dropout must be in [0, 1], got {}", kOp,
              o.dropout);
-    AG_CHECK(o.batch_first, ValueError, "{}: inputs are always batch first [B, T, E]; batch_first = false is not "
-             "supported", kOp);
+    AG_CHECK(o.batch_first, ValueError,
+             "{}: inputs are always batch first [B, T, E]; batch_first = false is not "
+             "supported",
+             kOp);
     AG_CHECK(is_floating(o.dtype), DTypeError, "{}: dtype must be float32 or float64, got {}", kOp, o.dtype);
     if (o.kdim == 0) o.kdim = o.embed_dim;
     if (o.vdim == 0) o.vdim = o.embed_dim;
@@ -83,16 +78,11 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions options, Genera
     }
     out_proj_ = register_module(
         "out_proj",
-        std::make_shared<Linear>(LinearOptions{.in_features = e, .out_features = e, .bias = o.bias, .dtype = o.dtype},
-                                 generator));
+        std::make_shared<Linear>(
+            LinearOptions{.in_features = e, .out_features = e, .bias = o.bias, .dtype = o.dtype}, generator));
     if (o.bias) {  // PyTorch zeroes out_proj.bias after nn.Linear's initialisation
         Tensor b = out_proj_->bias();
         std::memset(b.raw_data(), 0, static_cast<std::size_t>(b.numel()) * dtype_size(b.dtype()));
-    }
-    if (o.score == Score::Additive || o.score == Score::Bilinear) {
-        score_ = register_module("score", make_score(o.score, {.query_dim = head_dim(), .key_dim = head_dim()},
-                                                     generator));
-        if (o.dtype != DType::Float32) score_->to(o.dtype);
     }
 }
 
@@ -101,36 +91,38 @@ MultiHeadAttention::~MultiHeadAttention() = default;
 std::string MultiHeadAttention::extra_repr() const {
     const auto& o = options_;
     return fmt::format(
-        "embed_dim={}, num_heads={}, dropout={}, bias={}, add_bias_kv={}, add_zero_attn={}, kdim={}, vdim={}, "
-        "score={}",
-        o.embed_dim, o.num_heads, o.dropout, o.bias, o.add_bias_kv, o.add_zero_attn, o.kdim, o.vdim,
-        to_string(o.score));
+        "embed_dim={}, num_heads={}, dropout={}, bias={}, add_bias_kv={}, add_zero_attn={}, kdim={}, vdim={}",
+        o.embed_dim, o.num_heads, o.dropout, o.bias, o.add_bias_kv, o.add_zero_attn, o.kdim, o.vdim);
 }
 
 void MultiHeadAttention::check_inputs(const Tensor& query, const Tensor& key, const Tensor& value) const {
     const auto& o = options_;
-    AG_CHECK(query.defined() && key.defined() && value.defined(), ValueError, "{}: undefined query, key or value",
-             kOp);
+    AG_CHECK(query.defined() && key.defined() && value.defined(), ValueError,
+             "{}: undefined query, key or value", kOp);
     AG_CHECK(query.dim() == 3 && query.size(2) == o.embed_dim, ShapeError,
              "{}: query must be [B, Tq, E] with E = {}, got {}", kOp, o.embed_dim, query.shape());
-    AG_CHECK(key.dim() == 3 && key.size(2) == o.kdim, ShapeError, "{}: key must be [B, Tk, kdim] with kdim = {}, got {}",
-             kOp, o.kdim, key.shape());
+    AG_CHECK(key.dim() == 3 && key.size(2) == o.kdim, ShapeError,
+             "{}: key must be [B, Tk, kdim] with kdim = {}, got {}", kOp, o.kdim, key.shape());
     AG_CHECK(value.dim() == 3 && value.size(2) == o.vdim, ShapeError,
              "{}: value must be [B, Tk, vdim] with vdim = {}, got {}", kOp, o.vdim, value.shape());
     AG_CHECK(key.size(0) == query.size(0) && value.size(0) == query.size(0), ShapeError,
-             "{}: batch sizes differ: query {}, key {}, value {}", kOp, query.shape(), key.shape(), value.shape());
+             "{}: batch sizes differ: query {}, key {}, value {}", kOp, query.shape(), key.shape(),
+             value.shape());
     AG_CHECK(key.size(1) == value.size(1), ShapeError, "{}: key {} and value {} have different lengths", kOp,
              key.shape(), value.shape());
     AG_CHECK(key.size(1) >= 1, ShapeError, "{}: needs at least one key, got key {}", kOp, key.shape());
     for (const Tensor* t : {&query, &key, &value})
-        AG_CHECK(t->dtype() == o.dtype, DTypeError, "{}: inputs must have the parameters' dtype {}, got {} {}", kOp,
-                 o.dtype, t->dtype(), t->shape());
+        AG_CHECK(t->dtype() == o.dtype, DTypeError,
+                 "{}: inputs must have the parameters' dtype {}, got {} {}", kOp, o.dtype, t->dtype(),
+                 t->shape());
 }
 
 MultiHeadAttention::Projected MultiHeadAttention::project(const Tensor& query, const Tensor& key,
                                                           const Tensor& value) const {
     const std::int64_t e = options_.embed_dim;
-    auto bias_part = [&](std::int64_t i) { return in_proj_bias_.defined() ? narrow(in_proj_bias_, 0, i * e, e) : Tensor(); };
+    auto bias_part = [&](std::int64_t i) {
+        return in_proj_bias_.defined() ? narrow(in_proj_bias_, 0, i * e, e) : Tensor();
+    };
     if (!packed_projection())
         return {linear(query, q_proj_weight_, bias_part(0)), linear(key, k_proj_weight_, bias_part(1)),
                 linear(value, v_proj_weight_, bias_part(2))};
@@ -143,18 +135,8 @@ MultiHeadAttention::Projected MultiHeadAttention::project(const Tensor& query, c
             linear(value, weight_part(2), bias_part(2))};
 }
 
-std::pair<Tensor, Tensor> MultiHeadAttention::attend_with_score(const Tensor& q, const Tensor& k, const Tensor& v,
-                                                                const Tensor& mask) const {
-    const std::int64_t b = q.size(0), tq = q.size(1), tk = k.size(1), h = options_.num_heads, d = head_dim();
-    Tensor scores = reshape(score_->forward(split_heads(q, h), split_heads(k, h)), {b, h, tq, tk});
-    if (mask.defined()) scores = scores + mask;
-    const Tensor weights = softmax(scores, -1);
-    const Tensor dropped = dropout(weights, options_.dropout, is_training(), *generator_);
-    const Tensor heads = matmul(dropped, reshape(split_heads(v, h), {b, h, tk, d}));  // [B, h, Tq, d]
-    return {reshape(permute(heads, {0, 2, 1, 3}), {b, tq, h * d}), weights};
-}
-
-MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const Tensor& key,
+                                                     const Tensor& value,
                                                      const MultiHeadAttentionArgs& args) const {
     check_inputs(query, key, value);
     const auto& o = options_;
@@ -164,18 +146,15 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
     const std::int64_t extra = (o.add_bias_kv ? 1 : 0) + (o.add_zero_attn ? 1 : 0);
     const Tensor mask =
         pad_mask_columns(combine_attention_masks(masks, batch, o.num_heads, tq, tk, o.dtype, kOp), extra);
-    const bool fused = !score_;
-    const SdpaOptions sdpa{.attn_mask = mask,
-                           .scale = o.score == Score::Dot ? std::optional<double>(1.0) : std::nullopt,
-                           .dropout_p = o.dropout,
-                           .training = is_training(),
-                           .generator = generator_};
+    const SdpaOptions sdpa{
+        .attn_mask = mask, .dropout_p = o.dropout, .training = is_training(), .generator = generator_};
 
     Tensor heads, weights;  // [B, Tq, E] (heads side by side) and [B, h, Tq, Tk']
     const bool self = query.impl() == key.impl() && key.impl() == value.impl();
-    if (fused && self && packed_projection() && extra == 0) {
+    if (self && packed_projection() && extra == 0) {
         // q, k, v from one GEMM; the kernel reads them in place and returns one gradient
-        auto r = scaled_dot_product_attention_packed(linear(query, in_proj_weight_, in_proj_bias_), o.num_heads, sdpa);
+        auto r = scaled_dot_product_attention_packed(linear(query, in_proj_weight_, in_proj_bias_),
+                                                     o.num_heads, sdpa);
         heads = r.output;
         weights = r.weights;
     } else {
@@ -190,21 +169,17 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
             k = concat({k, rows}, 1);
             v = concat({v, rows}, 1);
         }
-        if (fused) {
-            auto r = scaled_dot_product_attention_heads(q, k, v, o.num_heads, sdpa);
-            heads = r.output;
-            weights = r.weights;
-        } else {
-            std::tie(heads, weights) = attend_with_score(q, k, v, mask);
-        }
+        auto r = scaled_dot_product_attention_heads(q, k, v, o.num_heads, sdpa);
+        heads = r.output;
+        weights = r.weights;
     }
-    record_attention(this, weights);
     MultiHeadAttentionOutput out{.output = out_proj_->forward(heads), .weights = {}};
     if (args.need_weights) out.weights = args.average_attn_weights ? mean(weights, {1}) : weights;
     return out;
 }
 
-MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& x, const MultiHeadAttentionArgs& args) const {
+MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& x,
+                                                     const MultiHeadAttentionArgs& args) const {
     return forward(x, x, x, args);
 }
 

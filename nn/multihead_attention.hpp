@@ -3,7 +3,6 @@
 
 #include "core/generator.hpp"
 #include "nn/attention_mask.hpp"
-#include "nn/attention_scores.hpp"
 #include "nn/module.hpp"
 
 #include <memory>
@@ -25,10 +24,6 @@ struct MultiHeadAttentionOptions {
     /// attograd is always batch first ([B, T, E]); false is rejected (PyTorch's default is
     /// false: its sequence-first layout does not exist here).
     bool batch_first = true;
-    /// Beyond PyTorch: how each head scores its keys. ScaledDot (PyTorch's) and Dot run the
-    /// fused attention kernel; Additive and Bilinear score each head's projected queries and
-    /// keys (width E / h) with one score module shared by all heads, registered as "score".
-    Score score = Score::ScaledDot;
     DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)
 };
 
@@ -50,7 +45,8 @@ struct MultiHeadAttentionArgs {
 /// What MultiHeadAttention::forward returns.
 struct MultiHeadAttentionOutput {
     Tensor output;   ///< [B, Tq, E]
-    Tensor weights;  ///< [B, Tq, Tk'] or [B, h, Tq, Tk'] (Tk' counts bias_kv / zero_attn keys); undefined when !need_weights
+    Tensor weights;  ///< [B, Tq, Tk'] or [B, h, Tq, Tk'] (Tk' counts bias_kv / zero_attn keys); undefined
+                     ///< when !need_weights
 };
 
 /// Multi-head attention (Vaswani et al. 2017, §3.2.2) with torch.nn.MultiheadAttention's
@@ -68,7 +64,7 @@ struct MultiHeadAttentionOutput {
 ///
 /// Documented differences from PyTorch: inputs are always batch first; a query whose keys are
 /// all masked gets zero weights and a zero output (PyTorch: NaN); the returned weights are taken
-/// before dropout (PyTorch returns them after); the `score` option. Self-attention (the same
+/// before dropout (PyTorch returns them after). Self-attention (the same
 /// tensor as query, key and value, kdim == vdim == E, no bias_kv / zero_attn) runs one GEMM for
 /// the three projections and one fused attention op on the packed result.
 class MultiHeadAttention : public Module {
@@ -76,12 +72,12 @@ public:
     /// Draws the initial parameters from `generator`, which must outlive the module (dropout
     /// draws from it). Throws ValueError (embed_dim < 1, num_heads < 1 or not dividing
     /// embed_dim, kdim / vdim < 0, dropout outside [0, 1], batch_first = false), DTypeError.
-    explicit MultiHeadAttention(MultiHeadAttentionOptions options, Generator& generator = default_generator());
+    explicit MultiHeadAttention(MultiHeadAttentionOptions options,
+                                Generator& generator = default_generator());
     ~MultiHeadAttention() override;
 
     /// query [B, Tq, E], key [B, Tk, kdim], value [B, Tk, vdim] -> output [B, Tq, E] and the
-    /// weights (see MultiHeadAttentionOutput). Reports the per-head weights [B, h, Tq, Tk'] to
-    /// an active AttentionRecorder. Throws ShapeError naming the shapes (ranks, widths, batch
+    /// weights (see MultiHeadAttentionOutput). Throws ShapeError naming the shapes (ranks, widths, batch
     /// or key counts, masks), DTypeError (input or mask dtypes).
     MultiHeadAttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                      const MultiHeadAttentionArgs& args = {}) const;
@@ -114,15 +110,11 @@ private:
     };
     Projected project(const Tensor& query, const Tensor& key, const Tensor& value) const;
     void check_inputs(const Tensor& query, const Tensor& key, const Tensor& value) const;
-    // Per-head attention with a score module: q [B, Tq, E], k, v [B, Tk', E] -> ([B, Tq, E], weights).
-    std::pair<Tensor, Tensor> attend_with_score(const Tensor& q, const Tensor& k, const Tensor& v,
-                                                const Tensor& mask) const;
 
     MultiHeadAttentionOptions options_;
     Generator* generator_;
     Tensor in_proj_weight_, q_proj_weight_, k_proj_weight_, v_proj_weight_, in_proj_bias_, bias_k_, bias_v_;
     std::shared_ptr<Linear> out_proj_;
-    std::shared_ptr<AttentionScore> score_;
 };
 
 }  // namespace attograd::nn
