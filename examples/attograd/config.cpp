@@ -76,6 +76,7 @@ void validate(const RunConfig& config, const TaskInfo& task) {
     check_choice(m.score, std::array{"additive", "dot", "scaled-dot", "bilinear"}, "--score");
     check_choice(m.attention, std::array{"soft", "hard"}, "--attention");
     check_choice(m.local, std::array{"m", "p"}, "--local");
+    check_choice(m.estimator, std::array{"gumbel", "reinforce"}, "--estimator");
     check_choice(t.optim, std::array{"sgd", "adam", "adamw"}, "--optim");
     check_choice(t.schedule, std::array{"cosine", "constant"}, "--schedule");
     AG_CHECK(m.embed_dim >= 1, ValueError, "--embed-dim must be >= 1, got {}", m.embed_dim);
@@ -134,6 +135,7 @@ nlohmann::json to_json(const RunConfig& config) {
               {"ffn_dim", m.ffn_dim},
               {"score", m.score},
               {"attention", m.attention},
+              {"estimator", m.estimator},
               {"window", m.window},
               {"local", m.local},
               {"max_source_len", m.max_source_len},
@@ -176,6 +178,7 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.model.ffn_dim = field<std::int64_t>(json, "model", "ffn_dim");
     c.model.score = field<std::string>(json, "model", "score");
     c.model.attention = field<std::string>(json, "model", "attention");
+    c.model.estimator = field<std::string>(json, "model", "estimator");
     c.model.window = field<std::int64_t>(json, "model", "window");
     c.model.local = field<std::string>(json, "model", "local");
     c.model.max_source_len = field<std::int64_t>(json, "model", "max_source_len");
