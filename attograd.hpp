@@ -3,3 +3,4 @@
 
 #include "core/core.hpp"
 #include "nn/nn.hpp"
+#include "optim/optim.hpp"

@@ -1,4 +1,4 @@
-// Umbrella header of core/: tensors, the tape, ops, gradcheck, formatting.
+// Umbrella header of core/: tensors, the tape, ops, gradcheck, formatting, checkpoints.
 #pragma once
 
 #include "core/autograd.hpp"
@@ -6,4 +6,5 @@
 #include "core/format.hpp"
 #include "core/gradcheck.hpp"
 #include "core/ops.hpp"
+#include "core/serialization.hpp"
 #include "core/tensor.hpp"

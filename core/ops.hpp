@@ -3,8 +3,10 @@
 
 #include "core/ops_elementwise.hpp"
 #include "core/ops_index.hpp"
+#include "core/ops_linear.hpp"
 #include "core/ops_loss.hpp"
 #include "core/ops_matmul.hpp"
+#include "core/ops_norm.hpp"
 #include "core/ops_random.hpp"
 #include "core/ops_reduce.hpp"
 #include "core/ops_shape.hpp"

@@ -7,6 +7,8 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
+
 namespace attograd {
 namespace {
 
@@ -85,11 +87,20 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
              b.dtype(), b.shape());
     AG_CHECK(a.shape().back() == b.shape()[b.shape().size() - 2], ShapeError,
              "matmul: inner dimensions differ: {} x {}", a.shape(), b.shape());
+    // Checked here so the message shows both full shapes, not only the batch parts.
+    for (std::int64_t i = 3; i <= std::min(a.dim(), b.dim()); ++i) {
+        const std::int64_t da = a.shape()[static_cast<std::size_t>(a.dim() - i)];
+        const std::int64_t db = b.shape()[static_cast<std::size_t>(b.dim() - i)];
+        AG_CHECK(da == db || da == 1 || db == 1, ShapeError,
+                 "matmul: batch dimensions do not broadcast: {} x {}", a.shape(), b.shape());
+    }
     if (b.dim() == 2 && a.dim() > 2) {
         // [..., n, k] x [k, m]: fold the batch into the rows, one large GEMM instead of many.
+        // Rows spelled out: reshape cannot infer a -1 next to an inner dimension of 0.
         Shape out_shape = a.shape();
         out_shape.back() = b.shape().back();
-        return reshape(matmul(reshape(a, {-1, a.shape().back()}), b), out_shape);
+        const std::int64_t rows = numel(Shape(a.shape().begin(), a.shape().end() - 1));
+        return reshape(matmul(reshape(a, {rows, a.shape().back()}), b), out_shape);
     }
     Tensor out = detail::matmul_kernel(a, b, false, false);
     if (autograd::needs_record({&a, &b})) {

@@ -14,16 +14,17 @@
 namespace attograd {
 namespace {
 
-struct Reduction {
+struct ReducePlan {
     std::vector<bool> reduced;  // per input dimension
     Shape keep_shape;           // input shape with reduced dims set to 1
     Shape out_shape;            // keep_shape, or without the reduced dims
     std::int64_t count = 1;     // elements folded into each output
 };
 
-Reduction plan(const Shape& shape, const std::vector<std::int64_t>& axes, bool keepdim, std::string_view op) {
+ReducePlan plan(const Shape& shape, const std::vector<std::int64_t>& axes, bool keepdim,
+                std::string_view op) {
     const auto rank = static_cast<std::int64_t>(shape.size());
-    Reduction r{std::vector<bool>(shape.size(), false), shape, {}, 1};
+    ReducePlan r{std::vector<bool>(shape.size(), false), shape, {}, 1};
     for (auto axis : axes) {
         AG_CHECK(rank > 0, IndexError, "{}: axis {} given for a 0-d tensor", op, axis);
         const auto a = static_cast<std::size_t>(normalize_axis(axis, rank, op));
@@ -37,8 +38,13 @@ Reduction plan(const Shape& shape, const std::vector<std::int64_t>& axes, bool k
     return r;
 }
 
+void check_floating(const Tensor& x, std::string_view op) {
+    AG_CHECK(is_floating(x.dtype()), DTypeError, "{}: expected a float32 or float64 tensor, got {} {}", op,
+             x.dtype(), x.shape());
+}
+
 // out[keep_shape] = sum of x over the reduced dims, accumulated in double.
-Tensor sum_kernel(const Tensor& x, const Reduction& r) {
+Tensor sum_kernel(const Tensor& x, const ReducePlan& r) {
     return dispatch_floating(x.dtype(), "sum", [&]<class T>(T) {
         std::vector<double> acc(static_cast<std::size_t>(numel(r.keep_shape)), 0.0);
         const T* px = x.data<T>();
@@ -62,7 +68,7 @@ Tensor sum_kernel(const Tensor& x, const Reduction& r) {
 }
 
 // Broadcasts dy (shaped like the reduction's output) back to the input shape.
-Tensor expand_back(const Tensor& dy, const Reduction& r, const Shape& in_shape) {
+Tensor expand_back(const Tensor& dy, const ReducePlan& r, const Shape& in_shape) {
     return add(reshape(dy, r.keep_shape), zeros(in_shape, {.dtype = dy.dtype()}));
 }
 
@@ -70,7 +76,7 @@ Tensor expand_back(const Tensor& dy, const Reduction& r, const Shape& in_shape) 
 
 Tensor sum(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim) {
     AG_CHECK(x.defined(), ValueError, "sum: undefined tensor argument");
-    const Reduction r = plan(x.shape(), axes, keepdim, "sum");
+    const ReducePlan r = plan(x.shape(), axes, keepdim, "sum");
     Tensor out = sum_kernel(x, r);
     if (autograd::needs_record({&x})) {
         autograd::record("sum", {x}, out,
@@ -91,12 +97,14 @@ Tensor sum(const Tensor& x) {
 
 Tensor mean(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim) {
     AG_CHECK(x.defined(), ValueError, "mean: undefined tensor argument");
-    const Reduction r = plan(x.shape(), axes, keepdim, "mean");
+    check_floating(x, "mean");  // before sum, whose error would name "sum"
+    const ReducePlan r = plan(x.shape(), axes, keepdim, "mean");
     return sum(x, axes, keepdim) / static_cast<double>(r.count);
 }
 
 Tensor mean(const Tensor& x) {
     AG_CHECK(x.defined(), ValueError, "mean: undefined tensor argument");
+    check_floating(x, "mean");
     return sum(x) / static_cast<double>(x.numel());
 }
 
@@ -106,11 +114,11 @@ MaxResult max(const Tensor& x, std::int64_t axis, bool keepdim) {
     const Shape& shape = x.shape();
     const std::int64_t n = x.dim() == 0 ? 1 : shape[static_cast<std::size_t>(a)];
     AG_CHECK(n > 0, ShapeError, "max: cannot reduce the empty axis {} of shape {}", axis, shape);
-    const Reduction r = plan(shape, x.dim() == 0 ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{a},
-                             keepdim, "max");
-    std::int64_t inner = 1;
-    for (std::size_t d = static_cast<std::size_t>(a) + 1; d < shape.size(); ++d) inner *= shape[d];
-    const std::int64_t outer = x.numel() / (n * inner);
+    const ReducePlan r = plan(
+        shape, x.dim() == 0 ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{a}, keepdim, "max");
+    // outer from the sizes themselves: x.numel() / (n * inner) divides by zero when inner is 0
+    const AxisSplit split = split_at_axis(shape, a);
+    const std::int64_t inner = split.inner, outer = split.outer;
     Tensor indices = empty(r.out_shape, {.dtype = DType::Int64});
     Tensor values = dispatch_floating(x.dtype(), "max", [&]<class T>(T) {
         Tensor out = empty(r.out_shape, {.dtype = x.dtype()});

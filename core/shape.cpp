@@ -51,4 +51,14 @@ Shape broadcast_strides(const Shape& shape, const Shape& out) {
     return strides;
 }
 
+AxisSplit split_at_axis(const Shape& shape, std::int64_t axis) {
+    AxisSplit split;
+    if (shape.empty()) return split;
+    const auto a = static_cast<std::size_t>(axis);
+    for (std::size_t d = 0; d < a; ++d) split.outer *= shape[d];
+    split.size = shape[a];
+    for (std::size_t d = a + 1; d < shape.size(); ++d) split.inner *= shape[d];
+    return split;
+}
+
 }  // namespace attograd

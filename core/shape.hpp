@@ -29,4 +29,16 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op);
 /// `shape` must broadcast to `out`.
 Shape broadcast_strides(const Shape& shape, const Shape& out);
 
+/// A row-major shape seen as [outer, size, inner] around one axis: `outer` is the product of
+/// the sizes before it, `inner` of those after it. Kernels that work along an axis read
+/// element (o, k, i) at offset (o * size + k) * inner + i.
+struct AxisSplit {
+    std::int64_t outer = 1;
+    std::int64_t size = 1;
+    std::int64_t inner = 1;
+};
+
+/// Splits `shape` around `axis` (already normalised; a 0-d shape gives 1, 1, 1).
+AxisSplit split_at_axis(const Shape& shape, std::int64_t axis);
+
 }  // namespace attograd

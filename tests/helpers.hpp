@@ -5,6 +5,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
+
 namespace testing {
 
 using namespace attograd;
@@ -13,6 +15,13 @@ using namespace attograd;
 inline Tensor rand64(const Shape& shape, std::uint64_t seed) {
     Generator gen(seed);
     return randn(shape, gen, {.dtype = DType::Float64, .requires_grad = true});
+}
+
+/// True when no element is NaN or infinite.
+inline bool all_finite(const Tensor& t) {
+    for (double v : t.to_vector<double>())
+        if (!std::isfinite(v)) return false;
+    return true;
 }
 
 /// Asserts that gradcheck passes, printing its report (worst input and element) when not.

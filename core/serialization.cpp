@@ -1,0 +1,350 @@
+// Safetensors checkpoints: named tensors and string metadata in one file.
+#include "core/serialization.hpp"
+
+#include "core/error.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <vector>
+
+namespace attograd {
+namespace {
+
+namespace fs = std::filesystem;
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors data is little-endian and attograd writes its storage as it is in memory");
+static_assert(sizeof(bool) == 1, "BOOL tensors are stored one byte per element");
+
+// Python's reader refuses headers above 100 MB; so do we, before allocating one.
+constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+
+std::string_view dtype_tag(DType dtype) {
+    switch (dtype) {
+        case DType::Float32:
+            return "F32";
+        case DType::Float64:
+            return "F64";
+        case DType::Int64:
+            return "I64";
+        case DType::Bool:
+            return "BOOL";
+    }
+    throw InternalError("dtype_tag: unknown dtype");
+}
+
+std::optional<DType> dtype_from_tag(std::string_view tag) {
+    for (DType d : {DType::Float32, DType::Float64, DType::Int64, DType::Bool})
+        if (dtype_tag(d) == tag) return d;
+    return std::nullopt;
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+// A POSIX file descriptor, closed on destruction.
+class File {
+public:
+    explicit File(int fd) : fd_(fd) {}
+    ~File() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    File(const File&) = delete;
+    File& operator=(const File&) = delete;
+    int get() const { return fd_; }
+    // Closes now, reporting the error (close can report a failed delayed write).
+    bool close() {
+        const int fd = fd_;
+        fd_ = -1;
+        return ::close(fd) == 0;
+    }
+
+private:
+    int fd_;
+};
+
+// --- writing ------------------------------------------------------------------------------
+
+void write_all(int fd, const void* data, std::size_t bytes, const std::string& where) {
+    const auto* p = static_cast<const char*>(data);
+    while (bytes > 0) {
+        const ssize_t n = ::write(fd, p, std::min<std::size_t>(bytes, std::size_t{1} << 30));
+        if (n < 0 && errno == EINTR) continue;
+        AG_CHECK(n > 0, IoError, "{}: write failed: {}", where, n < 0 ? errno_text() : "no progress");
+        p += n;
+        bytes -= static_cast<std::size_t>(n);
+    }
+}
+
+// The JSON header, padded with spaces so the data starts 8-byte aligned.
+std::string make_header(const std::map<std::string, Tensor>& tensors,
+                        const std::map<std::string, std::string>& metadata, const std::string& where) {
+    nlohmann::ordered_json header = nlohmann::ordered_json::object();
+    if (!metadata.empty()) header["__metadata__"] = metadata;
+    std::uint64_t offset = 0;
+    for (const auto& [name, t] : tensors) {
+        AG_CHECK(!name.empty() && name != "__metadata__", ValueError, "{}: invalid tensor name '{}'", where,
+                 name);
+        AG_CHECK(t.defined(), ValueError, "{}: tensor '{}' is undefined", where, name);
+        const auto bytes = static_cast<std::uint64_t>(t.numel()) * dtype_size(t.dtype());
+        nlohmann::ordered_json entry;
+        entry["dtype"] = dtype_tag(t.dtype());
+        entry["shape"] = t.shape();
+        entry["data_offsets"] = {offset, offset + bytes};
+        header[name] = std::move(entry);
+        offset += bytes;
+    }
+    std::string text;
+    try {
+        text = header.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::strict);
+    } catch (const nlohmann::json::type_error&) {
+        throw ValueError(fmt::format("{}: a tensor name or metadata entry is not valid UTF-8", where));
+    }
+    text.append((8 - text.size() % 8) % 8, ' ');
+    return text;
+}
+
+// A new file next to `target` with a name no other writer uses; removed unless renamed.
+class TempFile {
+public:
+    TempFile(const fs::path& target, const std::string& where) : where_(where) {
+        static std::atomic<unsigned> counter{0};
+        for (int attempt = 0;; ++attempt) {
+            path_ = target.parent_path() / fmt::format(".{}.tmp.{}.{}", target.filename().string(),
+                                                       ::getpid(), counter.fetch_add(1));
+            const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+            if (fd >= 0) {
+                fd_ = fd;
+                return;
+            }
+            AG_CHECK(errno == EEXIST && attempt < 100, IoError, "{}: cannot create temporary file '{}': {}",
+                     where, path_.string(), errno_text());
+        }
+    }
+    ~TempFile() {
+        if (fd_ >= 0) ::close(fd_);
+        if (!renamed_) ::unlink(path_.c_str());
+    }
+    TempFile(const TempFile&) = delete;
+    TempFile& operator=(const TempFile&) = delete;
+
+    void write(const void* data, std::size_t bytes) { write_all(fd_, data, bytes, where_); }
+
+    // fsync, close, rename over `target`, then fsync the directory so the rename is durable.
+    void commit(const fs::path& target) {
+        AG_CHECK(::fsync(fd_) == 0, IoError, "{}: fsync failed: {}", where_, errno_text());
+        const int fd = fd_;
+        fd_ = -1;
+        AG_CHECK(::close(fd) == 0, IoError, "{}: close failed: {}", where_, errno_text());
+        AG_CHECK(::rename(path_.c_str(), target.c_str()) == 0, IoError, "{}: cannot rename '{}' to it: {}",
+                 where_, path_.string(), errno_text());
+        renamed_ = true;
+        const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
+        File d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (d.get() >= 0) ::fsync(d.get());  // best effort: the data itself is already synced
+    }
+
+private:
+    std::string where_;
+    fs::path path_;
+    int fd_ = -1;
+    bool renamed_ = false;
+};
+
+// --- reading ------------------------------------------------------------------------------
+
+// Reads exactly `bytes` at `offset`; false when the file ends first.
+bool read_at(int fd, void* data, std::size_t bytes, std::uint64_t offset, const std::string& where) {
+    auto* p = static_cast<char*>(data);
+    while (bytes > 0) {
+        const ssize_t n =
+            ::pread(fd, p, std::min<std::size_t>(bytes, std::size_t{1} << 30), static_cast<off_t>(offset));
+        if (n < 0 && errno == EINTR) continue;
+        AG_CHECK(n >= 0, IoError, "{}: read failed: {}", where, errno_text());
+        if (n == 0) return false;
+        p += n;
+        offset += static_cast<std::uint64_t>(n);
+        bytes -= static_cast<std::size_t>(n);
+    }
+    return true;
+}
+
+std::optional<std::uint64_t> as_unsigned(const nlohmann::json& j) {
+    if (j.is_number_unsigned()) return j.get<std::uint64_t>();
+    if (j.is_number_integer() && j.get<std::int64_t>() >= 0)
+        return static_cast<std::uint64_t>(j.get<std::int64_t>());
+    return std::nullopt;
+}
+
+struct Entry {
+    std::string name;
+    DType dtype;
+    Shape shape;
+    std::uint64_t begin, end;
+};
+
+// One tensor's header entry, checked: known dtype, sizes, offsets matching shape x dtype size
+// and inside the data section of `data_bytes` bytes.
+Entry parse_entry(const std::string& name, const nlohmann::json& info, std::uint64_t data_bytes,
+                  const std::string& where) {
+    const std::string at = fmt::format("{}: tensor '{}'", where, name);
+    AG_CHECK(info.is_object(), IoError, "{}: header entry is not an object", at);
+    const auto dtype_it = info.find("dtype");
+    AG_CHECK(dtype_it != info.end() && dtype_it->is_string(), IoError, "{}: missing or non-string \"dtype\"",
+             at);
+    const std::string tag = dtype_it->get<std::string>();
+    const auto dtype = dtype_from_tag(tag);
+    AG_CHECK(dtype.has_value(), IoError, "{}: dtype \"{}\" is not supported (F32, F64, I64, BOOL)", at, tag);
+
+    const auto shape_it = info.find("shape");
+    AG_CHECK(shape_it != info.end() && shape_it->is_array(), IoError, "{}: missing or non-array \"shape\"",
+             at);
+    Entry e{name, *dtype, {}, 0, 0};
+    std::uint64_t count = 1;
+    bool overflow = false;
+    for (const auto& s : *shape_it) {
+        const auto size = as_unsigned(s);
+        AG_CHECK(size && *size <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
+                 IoError, "{}: shape {} holds something other than sizes >= 0", at, shape_it->dump());
+        e.shape.push_back(static_cast<std::int64_t>(*size));
+        overflow = overflow || __builtin_mul_overflow(count, *size, &count);
+    }
+    std::uint64_t bytes = 0;
+    overflow = overflow || __builtin_mul_overflow(count, dtype_size(*dtype), &bytes);
+    AG_CHECK(!overflow, IoError, "{}: shape {} is too large", at, shape_it->dump());
+
+    const auto offsets_it = info.find("data_offsets");
+    AG_CHECK(offsets_it != info.end() && offsets_it->is_array() && offsets_it->size() == 2, IoError,
+             "{}: \"data_offsets\" must be [begin, end]", at);
+    const auto begin = as_unsigned((*offsets_it)[0]), end = as_unsigned((*offsets_it)[1]);
+    AG_CHECK(begin && end && *begin <= *end, IoError, "{}: bad data_offsets {}", at, offsets_it->dump());
+    e.begin = *begin;
+    e.end = *end;
+    AG_CHECK(e.end - e.begin == bytes, IoError,
+             "{}: data_offsets {} span {} bytes, but shape {} of {} needs {} bytes", at, offsets_it->dump(),
+             e.end - e.begin, e.shape, tag, bytes);
+    AG_CHECK(e.end <= data_bytes, IoError,
+             "{}: data_offsets {} run past the end of the data section ({} bytes); the file is truncated or "
+             "corrupt",
+             at, offsets_it->dump(), data_bytes);
+    return e;
+}
+
+std::map<std::string, std::string> parse_metadata(const nlohmann::json& j, const std::string& where) {
+    AG_CHECK(j.is_object(), IoError, "{}: \"__metadata__\" is not an object", where);
+    std::map<std::string, std::string> out;
+    for (const auto& [key, value] : j.items()) {
+        AG_CHECK(value.is_string(), IoError, "{}: metadata \"{}\" is not a string", where, key);
+        out.emplace(key, value.get<std::string>());
+    }
+    return out;
+}
+
+// The data section must be covered exactly: tensors back to back, no overlap, no gap.
+void check_layout(std::vector<Entry>& entries, std::uint64_t data_bytes, const std::string& where) {
+    std::ranges::sort(entries, {}, [](const Entry& e) { return std::pair{e.begin, e.end}; });
+    std::uint64_t expected = 0;
+    const Entry* previous = nullptr;
+    for (const Entry& e : entries) {
+        AG_CHECK(e.begin >= expected, IoError,
+                 "{}: tensor '{}' (bytes {}..{}) overlaps tensor '{}' (bytes {}..{})", where, e.name, e.begin,
+                 e.end, previous->name, previous->begin, previous->end);
+        AG_CHECK(e.begin == expected, IoError,
+                 "{}: tensor '{}' starts at byte {}, leaving a gap after byte {}", where, e.name, e.begin,
+                 expected);
+        expected = e.end;
+        previous = &e;
+    }
+    AG_CHECK(expected == data_bytes, IoError,
+             "{}: the data section has {} bytes but the tensors cover only {} (corrupt header)", where,
+             data_bytes, expected);
+}
+
+}  // namespace
+
+void save_safetensors(const fs::path& path, const std::map<std::string, Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+    const std::string where = fmt::format("save_safetensors: '{}'", path.string());
+    const std::string header = make_header(tensors, metadata, where);
+    std::error_code ec;
+    AG_CHECK(!fs::is_directory(path, ec), IoError, "{}: is a directory", where);
+    TempFile file(path, where);
+    std::uint8_t length[8];
+    for (int i = 0; i < 8; ++i) length[i] = static_cast<std::uint8_t>(header.size() >> (8 * i));
+    file.write(length, sizeof length);
+    file.write(header.data(), header.size());
+    for (const auto& [name, t] : tensors)
+        file.write(t.raw_data(), static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype()));
+    file.commit(path);
+}
+
+SafetensorsContents read_safetensors(const fs::path& path) {
+    const std::string where = fmt::format("load_safetensors: '{}'", path.string());
+    File file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    AG_CHECK(file.get() >= 0, IoError, "{}: cannot open: {}", where, errno_text());
+    struct stat st {};
+    AG_CHECK(::fstat(file.get(), &st) == 0, IoError, "{}: cannot stat: {}", where, errno_text());
+    AG_CHECK(S_ISREG(st.st_mode), IoError, "{}: not a regular file", where);
+    const auto file_bytes = static_cast<std::uint64_t>(st.st_size);
+
+    std::uint8_t length[8];
+    AG_CHECK(file_bytes >= 8 && read_at(file.get(), length, 8, 0, where), IoError,
+             "{}: truncated: {} bytes cannot hold the 8-byte header length", where, file_bytes);
+    std::uint64_t header_bytes = 0;
+    for (int i = 0; i < 8; ++i) header_bytes |= static_cast<std::uint64_t>(length[i]) << (8 * i);
+    AG_CHECK(header_bytes <= file_bytes - 8, IoError,
+             "{}: header length {} exceeds the {} bytes after it (truncated "
+             "or not a safetensors file)",
+             where, header_bytes, file_bytes - 8);
+    AG_CHECK(header_bytes <= kMaxHeaderBytes, IoError, "{}: header length {} is over the limit of {} bytes",
+             where, header_bytes, kMaxHeaderBytes);
+    std::string text(header_bytes, '\0');
+    AG_CHECK(read_at(file.get(), text.data(), text.size(), 8, where), IoError, "{}: truncated header", where);
+    nlohmann::json header;
+    try {
+        header = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+        throw IoError(fmt::format("{}: corrupt header: {}", where, e.what()));
+    }
+    AG_CHECK(header.is_object(), IoError, "{}: corrupt header: not a JSON object", where);
+
+    const std::uint64_t data_start = 8 + header_bytes, data_bytes = file_bytes - data_start;
+    SafetensorsContents out;
+    std::vector<Entry> entries;
+    for (const auto& [name, info] : header.items()) {
+        if (name == "__metadata__")
+            out.metadata = parse_metadata(info, where);
+        else
+            entries.push_back(parse_entry(name, info, data_bytes, where));
+    }
+    check_layout(entries, data_bytes, where);
+
+    for (const Entry& e : entries) {
+        Tensor t = empty(e.shape, {.dtype = e.dtype});
+        AG_CHECK(read_at(file.get(), t.raw_data(), e.end - e.begin, data_start + e.begin, where), IoError,
+                 "{}: tensor '{}': truncated data", where, e.name);
+        if (e.dtype == DType::Bool) {
+            const auto* bytes = static_cast<const std::uint8_t*>(t.raw_data());
+            AG_CHECK(std::all_of(bytes, bytes + t.numel(), [](std::uint8_t b) { return b <= 1; }), IoError,
+                     "{}: tensor '{}': BOOL data holds a byte other than 0 or 1", where, e.name);
+        }
+        out.tensors.emplace(e.name, std::move(t));
+    }
+    return out;
+}
+
+std::map<std::string, Tensor> load_safetensors(const fs::path& path) {
+    return read_safetensors(path).tensors;
+}
+
+}  // namespace attograd

@@ -1,0 +1,68 @@
+// Adam and AdamW: adaptive moment estimation, with L2 or decoupled weight decay and AMSGrad.
+#pragma once
+
+#include "optim/optimizer.hpp"
+
+#include <array>
+
+namespace attograd::optim {
+
+/// Options of Adam with PyTorch's defaults.
+struct AdamOptions {
+    double lr = 1e-3;                            ///< learning rate gamma, >= 0
+    std::array<double, 2> betas = {0.9, 0.999};  ///< decay rates of the moment averages, in [0, 1)
+    double eps = 1e-8;                           ///< added to the denominator, >= 0
+    double weight_decay = 0.0;                   ///< L2 penalty added to the gradient, >= 0
+    bool amsgrad = false;                        ///< use the running maximum of v (Reddi et al. 2018)
+};
+
+/// Options of AdamW: Adam's, with decoupled weight decay defaulting to 1e-2 as in PyTorch.
+struct AdamWOptions {
+    double lr = 1e-3;                            ///< learning rate gamma, >= 0
+    std::array<double, 2> betas = {0.9, 0.999};  ///< decay rates of the moment averages, in [0, 1)
+    double eps = 1e-8;                           ///< added to the denominator, >= 0
+    double weight_decay = 1e-2;                  ///< decoupled decay: theta *= 1 - gamma lambda, >= 0
+    bool amsgrad = false;                        ///< use the running maximum of v
+};
+
+/// Adam (Kingma & Ba 2015), exactly PyTorch's documented `torch.optim.Adam` algorithm, with
+/// step t counted per parameter:
+///
+///     g = grad + lambda * theta                      (L2 weight decay, if lambda != 0)
+///     m = beta1 m + (1 - beta1) g;  v = beta2 v + (1 - beta2) g^2
+///     v_max = max(v_max, v) and use v_max for v      (amsgrad)
+///     theta = theta - gamma / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+///
+/// State per parameter: `step` (0-d int64), `exp_avg`, `exp_avg_sq`, and `max_exp_avg_sq` with
+/// amsgrad. Throws ValueError naming the option: lr, eps or weight_decay negative (or not
+/// finite), a beta outside [0, 1); plus the Optimizer constructor's checks.
+class Adam : public Optimizer {
+public:
+    Adam(std::vector<Tensor> params, AdamOptions options);
+
+    /// The options as given (the current learning rate is lr(), which schedules change).
+    const AdamOptions& options() const { return options_; }
+
+protected:
+    /// AdamW's constructor: `decoupled` weight decay.
+    Adam(std::vector<Tensor> params, AdamOptions options, std::string name, bool decoupled);
+
+    void update(std::size_t index, Tensor& param, const Tensor& grad) override;
+    std::vector<std::string> state_names() const override;
+    std::vector<std::pair<std::string, double>> option_values() const override;
+
+private:
+    AdamOptions options_;
+    bool decoupled_;
+};
+
+/// AdamW (Loshchilov & Hutter 2019), exactly PyTorch's documented `torch.optim.AdamW`: Adam
+/// without the L2 term in the gradient; instead each step first decays the parameter,
+/// `theta = theta * (1 - gamma lambda)`, then applies Adam's update. Same state, checks and
+/// throws as Adam.
+class AdamW : public Adam {
+public:
+    AdamW(std::vector<Tensor> params, AdamWOptions options);
+};
+
+}  // namespace attograd::optim

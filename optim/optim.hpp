@@ -1,0 +1,8 @@
+// Umbrella header of optim/: optimizers, gradient clipping, learning-rate schedules.
+#pragma once
+
+#include "optim/adam.hpp"
+#include "optim/clip_grad.hpp"
+#include "optim/lr_scheduler.hpp"
+#include "optim/optimizer.hpp"
+#include "optim/sgd.hpp"

@@ -1,0 +1,63 @@
+// SGD: PyTorch's documented update, one fused pass over each parameter.
+#include "optim/sgd.hpp"
+
+#include "core/error.hpp"
+
+#include <cmath>
+
+namespace attograd::optim {
+namespace {
+
+bool non_negative(double v) { return std::isfinite(v) && v >= 0.0; }
+
+}  // namespace
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions options)
+    : Optimizer(std::move(params), options.lr, "SGD"), options_(options) {
+    check_option(non_negative(options.momentum), "momentum", "a finite number >= 0", options.momentum);
+    check_option(std::isfinite(options.dampening), "dampening", "finite", options.dampening);
+    check_option(non_negative(options.weight_decay), "weight_decay", "a finite number >= 0",
+                 options.weight_decay);
+    AG_CHECK(!options.nesterov || (options.momentum > 0.0 && options.dampening == 0.0), ValueError,
+             "SGD: nesterov requires momentum > 0 and dampening == 0, got momentum {} and dampening {}",
+             options.momentum, options.dampening);
+}
+
+std::vector<std::string> SGD::state_names() const {
+    if (options_.momentum == 0.0) return {};
+    return {"momentum_buffer"};
+}
+
+std::vector<std::pair<std::string, double>> SGD::option_values() const {
+    return {{"momentum", options_.momentum},
+            {"dampening", options_.dampening},
+            {"weight_decay", options_.weight_decay},
+            {"nesterov", options_.nesterov ? 1.0 : 0.0}};
+}
+
+void SGD::update(std::size_t index, Tensor& param, const Tensor& grad) {
+    auto& s = state(index);
+    const bool use_momentum = options_.momentum != 0.0;
+    const bool first = use_momentum && s.empty();
+    if (first) s.emplace("momentum_buffer", empty(param.shape(), {.dtype = param.dtype()}));
+    dispatch_floating(param.dtype(), "SGD.step", [&]<class T>(T) {
+        T* p = param.data<T>();
+        const T* g = grad.data<T>();
+        T* buf = use_momentum ? s.at("momentum_buffer").data<T>() : nullptr;
+        const T lambda = static_cast<T>(options_.weight_decay), mu = static_cast<T>(options_.momentum);
+        const T keep = static_cast<T>(1.0 - options_.dampening), gamma = static_cast<T>(lr());
+        const bool nesterov = options_.nesterov;
+        for (std::int64_t k = 0, n = param.numel(); k < n; ++k) {
+            T d = g[k];
+            if (lambda != 0) d += lambda * p[k];  // g = g + lambda theta
+            if (buf) {
+                const T b = first ? d : mu * buf[k] + keep * d;  // b = mu b + (1 - tau) g
+                buf[k] = b;
+                d = nesterov ? d + mu * b : b;
+            }
+            p[k] -= gamma * d;
+        }
+    });
+}
+
+}  // namespace attograd::optim

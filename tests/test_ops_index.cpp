@@ -1,0 +1,157 @@
+// Joining, slicing and indexing ops: values, gradcheck (broadcast masks, negative axes) and
+// scatter-add backward for repeated indices.
+#include "helpers.hpp"
+
+using namespace attograd;
+using testing::rand64;
+
+namespace {
+Tensor bool_mask(const std::vector<std::int64_t>& values, const Shape& shape) {
+    return to_dtype(index_tensor(values, shape), DType::Bool);
+}
+}  // namespace
+
+TEST_CASE("concat and stack place values and pass gradcheck, negative axes included") {
+    Tensor a = rand64({2, 3, 4}, 1), b = rand64({2, 1, 4}, 2), c = rand64({2, 2, 4}, 3);
+    Tensor joined = concat({a, b, c}, -2);
+    CHECK(joined.shape() == Shape{2, 6, 4});
+    CHECK(joined.at({1, 3, 2}) == b.at({1, 0, 2}));
+    CHECK(joined.at({1, 5, 3}) == c.at({1, 1, 3}));
+    auto fc = [](const std::vector<Tensor>& in) { return concat(in, 1); };
+    CHECK_GRADCHECK(fc, (std::vector<Tensor>{a, b, c}));
+    auto f0 = [](const std::vector<Tensor>& in) { return concat(in, 0); };
+    CHECK_GRADCHECK(f0, (std::vector<Tensor>{rand64({1, 3}, 4), rand64({2, 3}, 5)}));
+
+    Tensor p = rand64({2, 3}, 6), q = rand64({2, 3}, 7);
+    for (std::int64_t axis : {0, 1, 2, -1, -3}) {
+        CAPTURE(axis);
+        Tensor s = stack({p, q}, axis);
+        const std::int64_t a_norm = axis < 0 ? axis + 3 : axis;
+        Shape expected{2, 3};
+        expected.insert(expected.begin() + a_norm, 2);
+        CHECK(s.shape() == expected);
+        auto fs = [axis](const std::vector<Tensor>& in) { return stack(in, axis); };
+        CHECK_GRADCHECK(fs, (std::vector<Tensor>{p, q}));
+    }
+    CHECK(stack({p, q}, 1).at({1, 1, 2}) == q.at({1, 2}));
+    CHECK(stack({scalar(1.0), scalar(2.0)}, 0).at({1}) == 2.0);
+    // Only the inputs that need a gradient get one.
+    Tensor constant = tensor({1.0, 2.0, 3.0}, {1, 3}, {.dtype = DType::Float64});
+    p.zero_grad();
+    sum(concat({p, constant}, 0)).backward();
+    CHECK(p.grad().at({1, 2}) == 1.0);
+    CHECK_FALSE(constant.grad().defined());
+    // Int64 and bool tensors join too.
+    CHECK(concat({index_tensor({1, 2}, {2}), index_tensor({3}, {1})}, 0).at({2}) == 3.0);
+}
+
+TEST_CASE("narrow and slice copy a range and pass gradcheck") {
+    Tensor x = rand64({3, 5, 2}, 8);
+    Tensor n = narrow(x, 1, 1, 3);
+    CHECK(n.shape() == Shape{3, 3, 2});
+    CHECK(n.at({2, 0, 1}) == x.at({2, 1, 1}));
+    CHECK(narrow(x, -2, -2, 2).at({0, 0, 0}) == x.at({0, 3, 0}));
+    auto fn = [](const std::vector<Tensor>& in) { return narrow(in[0], -2, 2, 2); };
+    CHECK_GRADCHECK(fn, std::vector<Tensor>{x});
+    auto fl = [](const std::vector<Tensor>& in) { return narrow(in[0], 2, 1, 1); };
+    CHECK_GRADCHECK(fl, std::vector<Tensor>{x});
+    // Python-style clamping.
+    CHECK(slice(x, 1, -2, 100).shape() == Shape{3, 2, 2});
+    CHECK(slice(x, 1, 4, 2).shape() == Shape{3, 0, 2});
+    CHECK(slice(x, 0, -100, 1).shape() == Shape{1, 5, 2});
+    CHECK(slice(x, 1, 1, -1).at({0, 2, 1}) == x.at({0, 3, 1}));
+    auto fs = [](const std::vector<Tensor>& in) { return slice(in[0], 1, 1, -1); };
+    CHECK_GRADCHECK(fs, std::vector<Tensor>{x});
+}
+
+TEST_CASE("index_select picks rows along any axis; backward adds for repeated indices") {
+    Tensor x = rand64({3, 4}, 9);
+    Tensor index = index_tensor({2, 0, 2, 2}, {4});
+    Tensor rows = index_select(x, 0, index);
+    CHECK(rows.shape() == Shape{4, 4});
+    CHECK(rows.at({0, 1}) == x.at({2, 1}));
+    Tensor cols = index_select(x, -1, index_tensor({3, 3}, {2}));
+    CHECK(cols.at({1, 1}) == x.at({1, 3}));
+    sum(rows).backward();
+    CHECK(x.grad().at({2, 0}) == 3.0);  // row 2 picked three times
+    CHECK(x.grad().at({0, 3}) == 1.0);
+    CHECK(x.grad().at({1, 3}) == 0.0);
+    for (std::int64_t axis : {0, 1, -1}) {
+        auto fn = [axis, &index](const std::vector<Tensor>& in) {
+            return index_select(in[0], axis, axis == 0 ? index : index_tensor({1, 0, 1}, {3}));
+        };
+        CHECK_GRADCHECK(fn, std::vector<Tensor>{rand64({3, 4, 2}, 10)});
+    }
+}
+
+TEST_CASE("gather follows PyTorch's indexing; backward scatter-adds repeated indices") {
+    Tensor x = tensor({1, 2, 3, 4, 5, 6}, {2, 3}, {.dtype = DType::Float64, .requires_grad = true});
+    Tensor idx = index_tensor({2, 2, 0, 1}, {2, 2});
+    Tensor g1 = gather(x, 1, idx);  // out[i][j] = x[i][idx[i][j]]
+    CHECK(g1.to_vector<double>() == std::vector<double>{3, 3, 4, 5});
+    Tensor g0 = gather(x, 0, index_tensor({1, 0, 1}, {1, 3}));  // out[i][j] = x[idx[i][j]][j]
+    CHECK(g0.to_vector<double>() == std::vector<double>{4, 2, 6});
+    sum(g1).backward();
+    CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0, 2, 1, 1, 0});
+    Tensor y = rand64({3, 4, 2}, 11);
+    Tensor i3 = index_tensor({0, 3, 3, 1, 2, 2, 0, 0, 1, 1, 3, 0}, {3, 2, 2});
+    for (std::int64_t axis : {1, -2}) {
+        auto fn = [axis, &i3](const std::vector<Tensor>& in) { return gather(in[0], axis, i3); };
+        CHECK_GRADCHECK(fn, std::vector<Tensor>{y});
+    }
+    auto flast = [](const std::vector<Tensor>& in) {
+        return gather(in[0], -1, index_tensor({1, 1, 0, 1, 0, 0}, {3, 1, 2}));
+    };
+    CHECK_GRADCHECK(flast, std::vector<Tensor>{y});
+}
+
+TEST_CASE("embedding looks up rows; backward adds into repeated ids") {
+    Tensor weight = rand64({5, 3}, 12);
+    Tensor ids = index_tensor({4, 1, 4, 4, 0, 1}, {2, 3});
+    Tensor out = embedding(weight, ids);
+    CHECK(out.shape() == Shape{2, 3, 3});
+    CHECK(out.at({1, 0, 2}) == weight.at({4, 2}));
+    sum(out).backward();
+    CHECK(weight.grad().at({4, 0}) == 3.0);
+    CHECK(weight.grad().at({1, 1}) == 2.0);
+    CHECK(weight.grad().at({2, 2}) == 0.0);
+    auto fn = [&ids](const std::vector<Tensor>& in) { return embedding(in[0], ids); };
+    CHECK_GRADCHECK(fn, std::vector<Tensor>{weight});
+    CHECK(embedding(weight, index_tensor({}, {0})).shape() == Shape{0, 3});
+}
+
+TEST_CASE("masked_fill with broadcast masks: values and gradcheck") {
+    Tensor x = rand64({2, 3, 4}, 13);
+    Tensor mask = bool_mask({1, 0, 0, 1, 0, 1, 1, 0, 0, 0, 0, 1}, {3, 4});
+    Tensor y = masked_fill(x, mask, -1e9);
+    CHECK(y.at({1, 0, 0}) == -1e9);
+    CHECK(y.at({1, 0, 1}) == x.at({1, 0, 1}));
+    for (const Tensor& m : {mask, bool_mask({0, 1, 1, 0}, {4}), bool_mask({1, 0, 1}, {1, 3, 1})}) {
+        auto fn = [m](const std::vector<Tensor>& in) { return masked_fill(in[0], m, 0.5); };
+        CHECK_GRADCHECK(fn, std::vector<Tensor>{x});
+    }
+    sum(masked_fill(x, mask, 3.0)).backward();
+    CHECK(x.grad().at({0, 0, 0}) == 0.0);
+    CHECK(x.grad().at({0, 0, 1}) == 1.0);
+    CHECK(masked_fill(index_tensor({1, 2}, {2}), bool_mask({0, 1}, {2}), 7).at({1}) == 7.0);
+}
+
+TEST_CASE("where chooses elementwise with all three operands broadcasting") {
+    Tensor cond = bool_mask({1, 0, 1}, {3});
+    Tensor a = rand64({2, 3}, 14), b = rand64({2, 1}, 15);
+    Tensor y = where(cond, a, b);
+    CHECK(y.shape() == Shape{2, 3});
+    CHECK(y.at({1, 0}) == a.at({1, 0}));
+    CHECK(y.at({1, 1}) == b.at({1, 0}));
+    auto fn = [&cond](const std::vector<Tensor>& in) { return where(cond, in[0], in[1]); };
+    CHECK_GRADCHECK(fn, (std::vector<Tensor>{a, b}));
+    auto fn2 = [](const std::vector<Tensor>& in) {
+        return where(bool_mask({1, 0, 0, 1}, {2, 1, 2}), in[0], in[1]);
+    };
+    CHECK_GRADCHECK(fn2, (std::vector<Tensor>{rand64({3, 1}, 16), rand64({}, 17)}));
+    a.zero_grad();
+    b.zero_grad();
+    sum(where(cond, a, b)).backward();
+    CHECK(b.grad().at({0, 0}) == 1.0);  // one of three columns takes b
+    CHECK(a.grad().at({0, 1}) == 0.0);
+}

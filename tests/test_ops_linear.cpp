@@ -1,0 +1,86 @@
+// linear (PyTorch's F.linear): values against matmul, gradcheck, edge shapes and bad input.
+#include "fixtures.hpp"
+#include "helpers.hpp"
+
+using namespace attograd;
+using testing::max_abs_diff;
+using testing::rand64;
+using Inputs = std::vector<Tensor>;
+
+TEST_CASE("linear equals x W^T + b for inputs of rank 1 to 4, in float32 and float64") {
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+        Generator gen(1);
+        const Tensor w = randn({5, 4}, gen, {.dtype = dtype});
+        const Tensor b = randn({5}, gen, {.dtype = dtype});
+        for (const Shape& shape : {Shape{4}, Shape{3, 4}, Shape{2, 3, 4}, Shape{2, 1, 3, 4}}) {
+            const Tensor x = randn(shape, gen, {.dtype = dtype});
+            const Tensor wt = transpose(w, 0, 1);
+            const Tensor expected =
+                shape.size() == 1 ? reshape(matmul(reshape(x, {1, 4}), wt), {5}) + b : matmul(x, wt) + b;
+            Shape out_shape = shape;
+            out_shape.back() = 5;
+            CHECK(linear(x, w, b).shape() == out_shape);
+            CHECK(max_abs_diff(linear(x, w, b), expected) < (dtype == DType::Float32 ? 1e-5 : 1e-13));
+            CHECK(max_abs_diff(linear(x, w), expected - b) < (dtype == DType::Float32 ? 1e-5 : 1e-13));
+        }
+    }
+}
+
+TEST_CASE("linear passes gradcheck for x, weight and bias") {
+    const Tensor w = rand64({5, 4}, 2), b = rand64({5}, 3);
+    for (const Shape& shape : {Shape{4}, Shape{3, 4}, Shape{2, 3, 4}}) {
+        auto with_bias = [](const Inputs& in) { return linear(in[0], in[1], in[2]); };
+        CHECK_GRADCHECK(with_bias, (Inputs{rand64(shape, 4), w, b}));
+        auto without_bias = [](const Inputs& in) { return linear(in[0], in[1]); };
+        CHECK_GRADCHECK(without_bias, (Inputs{rand64(shape, 5), w}));
+    }
+    // Only the weight needs a gradient (x is data).
+    auto weight_only = [](const Inputs& in) { return linear(in[0], in[1], in[2]); };
+    CHECK_GRADCHECK(weight_only, (Inputs{rand64({3, 4}, 6).detach(), w, b.detach()}));
+}
+
+TEST_CASE("linear records one tape entry and handles empty batches and zero in_features") {
+    Tensor w = rand64({2, 3}, 7), b = rand64({2}, 8);
+    const std::size_t before = autograd::tape_size();
+    const Tensor y = linear(rand64({4, 3}, 9), w, b);
+    CHECK(autograd::tape_size() == before + 1);
+    sum(y).backward();
+    CHECK(autograd::tape_size() == 0);
+
+    w.zero_grad();
+    b.zero_grad();
+    const Tensor empty_batch = linear(zeros({0, 3}, {.dtype = DType::Float64}), w, b);
+    CHECK(empty_batch.shape() == Shape{0, 2});
+    sum(empty_batch).backward();
+    CHECK(max_abs_diff(w.grad(), zeros({2, 3}, {.dtype = DType::Float64})) == 0);
+    CHECK(max_abs_diff(b.grad(), zeros({2}, {.dtype = DType::Float64})) == 0);
+
+    // in_features 0: y is the bias on every row.
+    const Tensor y0 =
+        linear(zeros({3, 0}, {.dtype = DType::Float64}), zeros({2, 0}, {.dtype = DType::Float64}), b);
+    CHECK(y0.shape() == Shape{3, 2});
+    CHECK(y0.at({2, 1}) == b.at({1}));
+}
+
+TEST_CASE("linear rejects bad shapes and dtypes, naming the op and the shapes") {
+    const Tensor x = zeros({2, 3}), w = zeros({4, 3}), b = zeros({4});
+    CHECK_THROWS_WITH_AS(linear(zeros({2, 5}), w, b),
+                         doctest::Contains("linear: x [2, 5] does not match weight [4, 3]"), ShapeError);
+    CHECK_THROWS_WITH_AS(linear(x, zeros({3}), b),
+                         doctest::Contains("linear: weight must be [out_features, in_features], got [3]"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(linear(scalar(1.0), w, b),
+                         doctest::Contains("linear: x must have at least one dimension"), ShapeError);
+    CHECK_THROWS_WITH_AS(linear(x, w, zeros({3})),
+                         doctest::Contains("linear: bias must be [4] to match weight [4, 3], got [3]"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(linear(x, w, zeros({1, 4})), doctest::Contains("linear: bias"), ShapeError);
+    CHECK_THROWS_WITH_AS(linear(zeros({2, 3}, {.dtype = DType::Float64}), w, b),
+                         doctest::Contains("linear: dtypes differ"), DTypeError);
+    CHECK_THROWS_WITH_AS(linear(x, w, zeros({4}, {.dtype = DType::Float64})),
+                         doctest::Contains("linear: dtypes differ"), DTypeError);
+    CHECK_THROWS_WITH_AS(
+        linear(zeros({2, 3}, {.dtype = DType::Int64}), zeros({4, 3}, {.dtype = DType::Int64})),
+        doctest::Contains("linear: expected a float32 or float64 tensor, got int64"), DTypeError);
+    CHECK_THROWS_WITH_AS(linear(Tensor{}, w), doctest::Contains("linear: undefined"), ValueError);
+}

@@ -1,0 +1,344 @@
+// Safetensors checkpoints: exact round trips, the byte layout, a file written by the Python
+// side, corrupt files, failed saves and nn::save / nn::load.
+#include "fixtures.hpp"
+#include "helpers.hpp"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+using namespace attograd;
+namespace fs = std::filesystem;
+using testing::fixture_tensor;
+using testing::max_abs_diff;
+
+namespace {
+
+// A fresh directory, removed with its contents at the end of the test.
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        static int counter = 0;
+        path = fs::temp_directory_path() / fmt::format("attograd-test-{}-{}", ::getpid(), counter++);
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
+        fs::remove_all(path, ec);
+    }
+    fs::path operator/(const std::string& name) const { return path / name; }
+};
+
+std::string read_bytes(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const fs::path& path, const std::string& bytes) {
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// A safetensors file from a header text and a data section, length prefix as the format says.
+std::string file_bytes(const std::string& header, const std::string& data) {
+    std::string out(8, '\0');
+    for (int i = 0; i < 8; ++i)
+        out[static_cast<std::size_t>(i)] = static_cast<char>(header.size() >> (8 * i));
+    return out + header + data;
+}
+
+bool same_bytes(const Tensor& a, const Tensor& b) {
+    return a.dtype() == b.dtype() && a.shape() == b.shape() &&
+           std::memcmp(a.raw_data(), b.raw_data(),
+                       static_cast<std::size_t>(a.numel()) * dtype_size(a.dtype())) == 0;
+}
+
+std::map<std::string, Tensor> every_kind() {
+    Generator gen(1);
+    const float inf = std::numeric_limits<float>::infinity();
+    return {
+        {"f32", tensor({1.5, -0.0, 1e-40, inf, -inf, std::nan(""), 3.4e38, 0.1}, {2, 4})},
+        {"f64", randn({3, 2, 2}, gen, {.dtype = DType::Float64})},
+        {"i64", index_tensor({0, -1, std::numeric_limits<std::int64_t>::max(),
+                              std::numeric_limits<std::int64_t>::min()},
+                             {4})},
+        {"bool", eq(index_tensor({1, 0, 1, 1, 0, 0}, {2, 3}), index_tensor({1}, {}))},
+        {"scalar", scalar(2.5, {.dtype = DType::Float64})},
+        {"empty", zeros({0, 3})},
+        {"empty_i64", index_tensor({}, {2, 0})},
+        {"layer.0.weight", randn({5, 4}, gen)},
+    };
+}
+
+}  // namespace
+
+TEST_CASE("every dtype, 0-d and empty tensors and the metadata round-trip exactly") {
+    TempDir dir;
+    const auto tensors = every_kind();
+    const std::map<std::string, std::string> metadata{
+        {"format", "pt"}, {"step", "1200"}, {"note", "ünïcode ✓"}};
+    save_safetensors(dir / "all.safetensors", tensors, metadata);
+    const SafetensorsContents back = read_safetensors(dir / "all.safetensors");
+    CHECK(back.metadata == metadata);
+    REQUIRE(back.tensors.size() == tensors.size());
+    for (const auto& [name, t] : tensors) {
+        INFO(name);
+        REQUIRE(back.tensors.contains(name));
+        CHECK(same_bytes(back.tensors.at(name), t));  // bit for bit, NaN payloads and -0.0 included
+        CHECK_FALSE(back.tensors.at(name).requires_grad());
+    }
+    // No tensors and no metadata is a valid file too.
+    save_safetensors(dir / "none.safetensors", {});
+    CHECK(read_safetensors(dir / "none.safetensors").tensors.empty());
+    CHECK(read_safetensors(dir / "none.safetensors").metadata.empty());
+    // Saving over an existing file replaces it.
+    save_safetensors(dir / "none.safetensors", {{"x", ones({2})}});
+    CHECK(load_safetensors(dir / "none.safetensors").at("x").shape() == Shape{2});
+}
+
+TEST_CASE("the bytes follow the safetensors format (parsed independently)") {
+    TempDir dir;
+    const Tensor a = tensor({1.0, 2.0, 3.0}, {3});
+    const Tensor b = index_tensor({7, -8}, {1, 2});
+    save_safetensors(dir / "f.safetensors", {{"b", b}, {"a", a}}, {{"k", "v"}});
+    const std::string bytes = read_bytes(dir / "f.safetensors");
+    REQUIRE(bytes.size() >= 8);
+    std::uint64_t n = 0;
+    for (int i = 7; i >= 0; --i)
+        n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<std::size_t>(i)]);
+    CHECK(n % 8 == 0);  // the data starts 8-byte aligned
+    REQUIRE(8 + n <= bytes.size());
+    const std::string header_text = bytes.substr(8, n);
+    CHECK(header_text.front() == '{');
+    CHECK(header_text.find_last_not_of(' ') == header_text.rfind('}'));  // padded with spaces only
+    const auto header = nlohmann::json::parse(header_text);
+    CHECK(header.at("__metadata__") == nlohmann::json{{"k", "v"}});
+    CHECK(header.at("a") ==
+          nlohmann::json::parse(R"({"dtype": "F32", "shape": [3], "data_offsets": [0, 12]})"));
+    CHECK(header.at("b") ==
+          nlohmann::json::parse(R"({"dtype": "I64", "shape": [1, 2], "data_offsets": [12, 28]})"));
+    CHECK(bytes.size() == 8 + n + 28);
+    const std::string data = bytes.substr(8 + n);
+    // Little-endian IEEE float32 1, 2, 3 and int64 7, -8, written out by hand.
+    const std::string expected_a("\x00\x00\x80\x3f\x00\x00\x00\x40\x00\x00\x40\x40", 12);
+    const std::string expected_b("\x07\x00\x00\x00\x00\x00\x00\x00\xf8\xff\xff\xff\xff\xff\xff\xff", 16);
+    CHECK(data.substr(0, 12) == expected_a);
+    CHECK(data.substr(12) == expected_b);
+}
+
+TEST_CASE("a file written by the Python side from the format's specification loads") {
+    const auto c = testing::load_fixture("nn").at("cases").at("safetensors_python");
+    const auto file = read_safetensors(fs::path(ATTOGRAD_FIXTURE_DIR) / "python_written.safetensors");
+    CHECK(file.metadata == c.at("metadata").get<std::map<std::string, std::string>>());
+    REQUIRE(file.tensors.size() == c.at("tensors").size());
+    const std::map<std::string, DType> dtypes{
+        {"F32", DType::Float32}, {"F64", DType::Float64}, {"I64", DType::Int64}, {"BOOL", DType::Bool}};
+    for (const auto& [name, expected] : c.at("tensors").items()) {
+        INFO(name);
+        REQUIRE(file.tensors.contains(name));
+        const Tensor& t = file.tensors.at(name);
+        CHECK(t.dtype() == dtypes.at(expected.at("dtype").get<std::string>()));
+        CHECK(t.shape() == expected.at("shape").get<Shape>());
+        if (t.dtype() == DType::Int64) {
+            CHECK(t.to_vector<std::int64_t>() == expected.at("data").get<std::vector<std::int64_t>>());
+        } else {
+            CHECK(t.to_vector<double>() == expected.at("data").get<std::vector<double>>());
+        }
+    }
+}
+
+TEST_CASE("corrupt, truncated and mismatched files raise IoError naming the file and the tensor") {
+    TempDir dir;
+    const fs::path path = dir / "bad.safetensors";
+    const std::string name = path.string();
+    const auto check_error = [&](const std::string& bytes, const std::string& needle) {
+        write_bytes(path, bytes);
+        INFO(needle);
+        CHECK_THROWS_WITH_AS(load_safetensors(path), doctest::Contains(name.c_str()), IoError);
+        CHECK_THROWS_WITH_AS(load_safetensors(path), doctest::Contains(needle.c_str()), IoError);
+    };
+    const std::string data(16, '\0');  // room for two float32 [2] tensors
+    const auto entry = [](const std::string& tensor, const std::string& dtype, const std::string& shape,
+                          const std::string& offsets) {
+        return fmt::format(R"("{}": {{"dtype": "{}", "shape": {}, "data_offsets": {}}})", tensor, dtype,
+                           shape, offsets);
+    };
+    const auto object = [](const std::vector<std::string>& entries) {
+        return fmt::format("{{{}}}", fmt::join(entries, ", "));
+    };
+    const std::string good_a = entry("a", "F32", "[2]", "[0, 8]");
+    check_error(file_bytes(object({good_a, entry("b", "F32", "[2]", "[8, 16]")}), data).substr(0, 5),
+                "cannot hold the 8-byte header length");
+    check_error(file_bytes(object({good_a}), std::string(8, '\0')).substr(0, 20), "header length");
+    check_error(file_bytes(object({good_a, "oops"}), std::string(8, '\0')), "corrupt header");
+    check_error(file_bytes("[1, 2]", ""), "not a JSON object");
+    check_error(file_bytes(object({good_a, entry("b", "F16", "[2]", "[8, 12]")}), std::string(12, '\0')),
+                "tensor 'b': dtype \"F16\" is not supported");
+    check_error(
+        file_bytes(R"({"b": {"dtype": 4, "shape": [2], "data_offsets": [0, 8]}})", std::string(8, '\0')),
+        "tensor 'b': missing or non-string \"dtype\"");
+    check_error(
+        file_bytes(R"({"b": {"dtype": "F32", "shape": [-2], "data_offsets": [0, 8]}})", std::string(8, '\0')),
+        "tensor 'b': shape [-2]");
+    check_error(
+        file_bytes(R"({"b": {"dtype": "F32", "shape": [2], "data_offsets": [0]}})", std::string(8, '\0')),
+        "tensor 'b': \"data_offsets\" must be [begin, end]");
+    check_error(
+        file_bytes(R"({"b": {"dtype": "F32", "shape": [2], "data_offsets": [8, 0]}})", std::string(8, '\0')),
+        "tensor 'b': bad data_offsets [8,0]");
+    check_error(file_bytes(object({entry("b", "F32", "[3]", "[0, 8]")}), std::string(8, '\0')),
+                "tensor 'b': data_offsets [0,8] span 8 bytes, but shape [3] of F32 needs 12 bytes");
+    check_error(file_bytes(object({good_a, entry("b", "F32", "[2]", "[8, 16]")}), std::string(12, '\0')),
+                "tensor 'b': data_offsets [8,16] run past the end");
+    check_error(file_bytes(object({good_a, entry("b", "F32", "[2]", "[4, 12]")}), std::string(12, '\0')),
+                "tensor 'b' (bytes 4..12) overlaps tensor 'a' (bytes 0..8)");
+    check_error(file_bytes(object({entry("b", "F32", "[2]", "[4, 12]")}), std::string(12, '\0')),
+                "tensor 'b' starts at byte 4, leaving a gap");
+    check_error(file_bytes(object({good_a}), std::string(12, '\0')), "the tensors cover only 8");
+    check_error(file_bytes(R"({"m": {"dtype": "BOOL", "shape": [2], "data_offsets": [0, 2]}})",
+                           std::string("\x01\x02", 2)),
+                "tensor 'm': BOOL data holds a byte other than 0 or 1");
+    check_error(file_bytes(R"({"__metadata__": {"step": 3}})", ""), "metadata \"step\" is not a string");
+    check_error(
+        file_bytes(R"({"b": {"dtype": "F32", "shape": [4611686018427387904, 4], "data_offsets": [0, 8]}})",
+                   std::string(8, '\0')),
+        "tensor 'b': shape [4611686018427387904,4] is too large");
+    check_error(file_bytes("{}", "") + "\xff\xff\xff\xff", "the data section has 4 bytes");
+
+    CHECK_THROWS_WITH_AS(
+        load_safetensors(dir / "missing.safetensors"),
+        doctest::Contains(((dir / "missing.safetensors").string() + "': cannot open").c_str()), IoError);
+    CHECK_THROWS_WITH_AS(load_safetensors(dir.path), doctest::Contains("not a regular file"), IoError);
+    std::string huge = file_bytes("{}", "");
+    huge[7] = '\x7f';
+    check_error(huge, "exceeds the 2 bytes after it");
+}
+
+TEST_CASE(
+    "every truncation and every single-byte corruption of a file is an IoError or loads, never a crash") {
+    TempDir dir;
+    save_safetensors(dir / "good.safetensors",
+                     {{"w", tensor({1, 2, 3, 4}, {2, 2})}, {"m", eq(zeros({3}), zeros({3}))}}, {{"k", "v"}});
+    const std::string good = read_bytes(dir / "good.safetensors");
+    const fs::path path = dir / "bad.safetensors";
+    for (std::size_t size = 0; size < good.size(); ++size) {
+        write_bytes(path, good.substr(0, size));
+        INFO("truncated to " << size << " bytes");
+        CHECK_THROWS_AS(load_safetensors(path), IoError);
+    }
+    // The last tensor in the data section is named when its bytes are cut off.
+    write_bytes(path, good.substr(0, good.size() - 1));
+    CHECK_THROWS_WITH_AS(load_safetensors(path), doctest::Contains("tensor 'w'"), IoError);
+    for (std::size_t at = 0; at < good.size(); ++at) {
+        for (char value : {'\0', '9', '"', '{', ',', '\xff'}) {
+            std::string bytes = good;
+            bytes[at] = value;
+            write_bytes(path, bytes);
+            try {
+                load_safetensors(path);
+            } catch (const IoError&) {
+            } catch (const std::exception& e) {
+                FAIL("byte " << at << " set to " << int(value) << ": " << e.what());
+            }
+        }
+    }
+}
+
+TEST_CASE("a failed save raises IoError and leaves the old file intact, with no temporary file left") {
+    TempDir dir;
+    const fs::path path = dir / "model.safetensors";
+    save_safetensors(path, {{"w", ones({2})}});
+    const std::string old = read_bytes(path);
+    const auto only_the_old_file = [&] {
+        CHECK(read_bytes(path) == old);
+        CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 1);
+    };
+
+    SUBCASE("the path is a directory") {
+        fs::create_directory(dir / "sub");
+        CHECK_THROWS_WITH_AS(save_safetensors(dir / "sub", {{"w", ones({2})}}),
+                             doctest::Contains("is a directory"), IoError);
+        CHECK(fs::is_directory(dir / "sub"));
+        fs::remove(dir / "sub");
+        only_the_old_file();
+    }
+    SUBCASE("the directory does not exist") {
+        CHECK_THROWS_WITH_AS(save_safetensors(dir / "nope" / "m.safetensors", {{"w", ones({2})}}),
+                             doctest::Contains("cannot create temporary file"), IoError);
+        only_the_old_file();
+    }
+    SUBCASE("the disk fills up in the middle of the write") {
+        // RLIMIT_FSIZE makes write() fail with EFBIG past 4 kB, as a full disk would.
+        struct sigaction ignore {
+        }, previous{};
+        ignore.sa_handler = SIG_IGN;
+        sigaction(SIGXFSZ, &ignore, &previous);
+        rlimit saved{};
+        getrlimit(RLIMIT_FSIZE, &saved);
+        rlimit small = saved;
+        small.rlim_cur = 4096;
+        setrlimit(RLIMIT_FSIZE, &small);
+        CHECK_THROWS_WITH_AS(save_safetensors(path, {{"w", ones({100000})}}),
+                             doctest::Contains("write failed"), IoError);
+        setrlimit(RLIMIT_FSIZE, &saved);
+        sigaction(SIGXFSZ, &previous, nullptr);
+        only_the_old_file();
+    }
+    SUBCASE("the directory is not writable") {
+        if (::geteuid() == 0) return;  // root writes anyway; the other cases cover root
+        fs::permissions(dir.path, fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
+                        fs::perm_options::remove);
+        CHECK_THROWS_WITH_AS(save_safetensors(path, {{"w", ones({3})}}), doctest::Contains("cannot create"),
+                             IoError);
+        fs::permissions(dir.path, fs::perms::owner_write, fs::perm_options::add);
+        only_the_old_file();
+    }
+    SUBCASE("bad tensors are rejected before anything is written") {
+        CHECK_THROWS_WITH_AS(save_safetensors(path, {{"w", Tensor{}}}),
+                             doctest::Contains("tensor 'w' is undefined"), ValueError);
+        CHECK_THROWS_WITH_AS(save_safetensors(path, {{"__metadata__", ones({1})}}),
+                             doctest::Contains("invalid tensor name '__metadata__'"), ValueError);
+        CHECK_THROWS_WITH_AS(save_safetensors(path, {{"", ones({1})}}),
+                             doctest::Contains("invalid tensor name"), ValueError);
+        CHECK_THROWS_WITH_AS(save_safetensors(path, {{"w\xff", ones({1})}}),
+                             doctest::Contains("not valid UTF-8"), ValueError);
+        only_the_old_file();
+    }
+}
+
+TEST_CASE("nn::save and nn::load move a model's state_dict through a file") {
+    TempDir dir;
+    Generator gen(2);
+    auto make = [&gen] {
+        return nn::Sequential(
+            std::make_shared<nn::Linear>(nn::LinearOptions{.in_features = 3, .out_features = 4}, gen),
+            std::make_shared<nn::LayerNorm>(nn::LayerNormOptions{.normalized_shape = {4}}));
+    };
+    nn::Sequential a = make(), b = make();
+    nn::save(a, dir / "m.safetensors", {{"task", "copy"}});
+    CHECK(read_safetensors(dir / "m.safetensors").metadata.at("task") == "copy");
+    nn::load(b, dir / "m.safetensors");
+    for (const auto& [name, t] : a.state_dict()) CHECK(same_bytes(t, b.state_dict().at(name)));
+
+    // A checkpoint of another model: IoError naming the file and the tensor.
+    nn::Linear other({.in_features = 3, .out_features = 5}, gen);
+    nn::save(other, dir / "other.safetensors");
+    nn::Linear target({.in_features = 3, .out_features = 4}, gen);
+    const Tensor before = clone(target.weight().detach());
+    CHECK_THROWS_WITH_AS(nn::load(target, dir / "other.safetensors"),
+                         doctest::Contains((dir / "other.safetensors").c_str()), IoError);
+    CHECK_THROWS_WITH_AS(nn::load(target, dir / "other.safetensors"),
+                         doctest::Contains("'bias' has shape [5] in the checkpoint but [4]"), IoError);
+    CHECK_THROWS_WITH_AS(nn::load(b, dir / "other.safetensors"), doctest::Contains("missing keys [0.bias"),
+                         IoError);
+    CHECK(max_abs_diff(target.weight(), before) == 0);
+    CHECK_THROWS_WITH_AS(nn::load(target, dir / "absent.safetensors"), doctest::Contains("cannot open"),
+                         IoError);
+}
