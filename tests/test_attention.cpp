@@ -138,7 +138,7 @@ TEST_CASE("projections and scores are named parameters") {
     CHECK(fmt::format("{}", local_p).find("local=local-p, window=2") != std::string::npos);
 }
 
-TEST_CASE("weights are returned before dropout; need_weights = false returns none") {
+TEST_CASE("weights are returned before dropout, and need_weights = false returns none") {
     auto layer = make_layer64({.query_dim = 4, .dropout = 0.5});
     Tensor q = rand64({2, 6, 4}, 1), k = rand64({2, 8, 4}, 2);
     const auto out = layer->forward(q, k);

@@ -32,17 +32,6 @@ std::vector<std::int64_t> one_hot_keys(const Tensor& weights) {
     return keys;
 }
 
-// Plain SGD on every parameter with a gradient (the optimizers live elsewhere).
-void sgd_step(Module& m, float lr) {
-    for (Tensor p : m.parameters()) {
-        if (!p.grad().defined()) continue;
-        float* w = p.data<float>();
-        const float* g = p.grad().data<float>();
-        for (std::int64_t i = 0; i < p.numel(); ++i) w[i] -= lr * g[i];
-    }
-    m.zero_grad();
-}
-
 // One-hot rows: eye(n)[index] for every index, as float32 [count, n].
 Tensor one_hot(const std::vector<std::int64_t>& index, std::int64_t n, const Shape& shape) {
     Tensor out = zeros(shape);
@@ -66,6 +55,8 @@ std::shared_ptr<Attention> train_reverse(HardEstimator estimator, Generator& gen
     for (std::int64_t b = 0; b < batch; ++b)
         for (std::int64_t i = 0; i < t; ++i) positions.push_back(i);
     const Tensor pos = one_hot(positions, t, {batch, t, t});  // queries and keys
+    optim::SGD sgd(layer->parameters(),
+                   {.lr = estimator == HardEstimator::GumbelStraightThrough ? 20.0 : 0.5});
     for (int step = 0; step < steps; ++step) {
         std::vector<std::int64_t> tokens, reversed;
         for (std::int64_t b = 0; b < batch; ++b)
@@ -75,6 +66,7 @@ std::shared_ptr<Attention> train_reverse(HardEstimator estimator, Generator& gen
                 reversed.push_back(tokens[static_cast<std::size_t>(b * t + t - 1 - i)]);
         const Tensor values = one_hot(tokens, vocab, {batch, t, vocab});
         const Tensor target = one_hot(reversed, vocab, {batch, t, vocab});
+        sgd.zero_grad();
         const auto out = layer->forward(pos, pos, values);
         if (estimator == HardEstimator::GumbelStraightThrough) {
             const Tensor diff = out.output - target;
@@ -83,7 +75,7 @@ std::shared_ptr<Attention> train_reverse(HardEstimator estimator, Generator& gen
             const Tensor reward = sum(out.output * target, {-1});  // 1 when the right token was picked
             layer->reinforce_loss(out.log_prob, reward).backward();
         }
-        sgd_step(*layer, estimator == HardEstimator::GumbelStraightThrough ? 20.0f : 0.5f);
+        sgd.step();
     }
     layer->eval();
     return layer;
@@ -142,7 +134,7 @@ TEST_CASE("straight-through Gumbel: the forward is one-hot, the backward is the 
 }
 
 TEST_CASE(
-    "REINFORCE: log_prob is log softmax at the sampled key; the surrogate and baseline follow Williams") {
+    "REINFORCE: log_prob is log softmax at the sampled key, and the surrogate and baseline follow Williams") {
     Tensor scores = rand64({2, 3, 4}, 6);
     Generator gen(3);
     const auto hard = hard_attention(scores, true, HardEstimator::Reinforce, 1.0, gen);
@@ -195,7 +187,8 @@ TEST_CASE("hard attention with a fully masked row: zero weights and output, fini
         }
 }
 
-TEST_CASE("hard attention learns the reverse alignment with either estimator; eval uses one key per query") {
+TEST_CASE(
+    "hard attention learns the reverse alignment with either estimator, and eval uses one key per query") {
     for (HardEstimator estimator : {HardEstimator::GumbelStraightThrough, HardEstimator::Reinforce}) {
         INFO(to_string(estimator));
         Generator gen(2024);

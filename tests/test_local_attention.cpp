@@ -130,7 +130,6 @@ TEST_CASE("the banded kernels reject bad input with shapes in the message") {
 
 // --- the local paths of nn::Attention ------------------------------------------------------------
 
-
 namespace {
 
 // Bool attn_mask [Tq, Tk] that forbids every key outside |s - c_t| <= window.
@@ -217,7 +216,8 @@ TEST_CASE("local-p equals band-masked global attention times the Gaussian factor
         }
 }
 
-TEST_CASE("local weights are exactly 0 outside each window; without need_weights only the band is returned") {
+TEST_CASE(
+    "local weights are exactly 0 outside each window, and without need_weights only the band is returned") {
     auto layer = make_layer64(local_options(Score::ScaledDot, Normalizer::Soft, LocalMode::Monotonic, 2));
     Tensor q = rand64({2, 12, 3}, 1), k = rand64({2, 12, 3}, 2), v = rand64({2, 12, 2}, 3);
     const auto out = layer->forward(q, k, v);

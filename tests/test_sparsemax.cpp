@@ -69,7 +69,7 @@ TEST_CASE("sparsemax passes float64 gradcheck on the last and a middle axis") {
     }
 }
 
-TEST_CASE("sparsemax ignores -inf entries; an all -inf row gives zeros and finite zero gradients") {
+TEST_CASE("sparsemax ignores -inf entries, and an all -inf row gives zeros and finite zero gradients") {
     const double inf = std::numeric_limits<double>::infinity();
     Tensor x =
         tensor({0.3, -inf, 0.1, -inf, -inf, -inf}, {2, 3}, {.dtype = DType::Float64, .requires_grad = true});
