@@ -15,13 +15,17 @@ namespace attograd::detail {
 using UnitStride = std::integral_constant<std::int64_t, 1>;
 
 /// Calls fn(base, stride) once per row along the axis of the [outer, size, inner] view: element
-/// k of the row sits at base + k * stride, stride = inner (a UnitStride when inner is 1).
+/// k of the row sits at base + k * stride, stride = inner (a UnitStride when inner is 1). Rows
+/// are independent, so large tensors split them over the OpenMP threads (same result).
 template <class Fn>
 void for_each_row(const AxisSplit& s, Fn&& fn) {
+    const bool parallel = s.outer > 1 && s.outer * s.size * s.inner >= 65536;
     if (s.inner == 1) {
+#pragma omp parallel for schedule(static) if (parallel)
         for (std::int64_t o = 0; o < s.outer; ++o) fn(o * s.size, UnitStride{});
         return;
     }
+#pragma omp parallel for schedule(static) if (parallel)
     for (std::int64_t o = 0; o < s.outer; ++o)
         for (std::int64_t i = 0; i < s.inner; ++i) fn(o * s.size * s.inner + i, s.inner);
 }
