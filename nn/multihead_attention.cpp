@@ -1,9 +1,10 @@
-// MultiHeadAttention: projections, the fused attention kernel (or a score module), out_proj.
+// MultiHeadAttention: options, parameters, projections, the fused path and out_proj.
 #include "nn/multihead_attention.hpp"
 
 #include "core/autograd.hpp"
 #include "core/ops.hpp"
 #include "core/ops_linear.hpp"
+#include "nn/attention_recorder.hpp"
 #include "nn/linear.hpp"
 
 #include <cmath>
@@ -60,6 +61,13 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions options, Genera
              "{}: inputs are always batch first [B, T, E]; batch_first = false is not "
              "supported",
              kOp);
+    AG_CHECK(o.window >= 0, ValueError, "{}: window D must be >= 0, got {}", kOp, o.window);
+    AG_CHECK(o.local != LocalMode::Predictive || o.window >= 1, ValueError,
+             "{}: local-p needs window D >= 1 (its Gaussian has sigma = D / 2), got {}", kOp, o.window);
+    AG_CHECK(o.local == LocalMode::None || (!o.add_bias_kv && !o.add_zero_attn), ValueError,
+             "{}: local attention does not combine with add_bias_kv / add_zero_attn (their keys lie "
+             "outside every window)",
+             kOp);
     AG_CHECK(is_floating(o.dtype), DTypeError, "{}: dtype must be float32 or float64, got {}", kOp, o.dtype);
     if (o.kdim == 0) o.kdim = o.embed_dim;
     if (o.vdim == 0) o.vdim = o.embed_dim;
@@ -84,15 +92,33 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions options, Genera
         Tensor b = out_proj_->bias();
         std::memset(b.raw_data(), 0, static_cast<std::size_t>(b.numel()) * dtype_size(b.dtype()));
     }
+    const bool fused = o.score == Score::ScaledDot || o.score == Score::Dot;
+    if (!fused || o.local != LocalMode::None) {
+        score_ = register_module(
+            "score", make_score(o.score, {.query_dim = head_dim(), .key_dim = head_dim()}, generator));
+        score_->to(o.dtype);
+    }
+    if (o.local == LocalMode::Predictive) {
+        // As nn::Attention's: uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)] with fan_in = E / h.
+        const double bound = 1.0 / std::sqrt(static_cast<double>(head_dim()));
+        W_p_ = register_parameter(
+            "W_p", uniform({head_dim(), head_dim()}, -bound, bound, generator, {.dtype = o.dtype}));
+        v_p_ = register_parameter("v_p", uniform({head_dim()}, -bound, bound, generator, {.dtype = o.dtype}));
+    }
 }
 
 MultiHeadAttention::~MultiHeadAttention() = default;
 
 std::string MultiHeadAttention::extra_repr() const {
     const auto& o = options_;
-    return fmt::format(
-        "embed_dim={}, num_heads={}, dropout={}, bias={}, add_bias_kv={}, add_zero_attn={}, kdim={}, vdim={}",
-        o.embed_dim, o.num_heads, o.dropout, o.bias, o.add_bias_kv, o.add_zero_attn, o.kdim, o.vdim);
+    std::string out = fmt::format(
+        "embed_dim={}, num_heads={}, dropout={}, bias={}, add_bias_kv={}, add_zero_attn={}, kdim={}, "
+        "vdim={}, "
+        "score={}",
+        o.embed_dim, o.num_heads, o.dropout, o.bias, o.add_bias_kv, o.add_zero_attn, o.kdim, o.vdim,
+        to_string(o.score));
+    if (o.local != LocalMode::None) out += fmt::format(", local={}, window={}", to_string(o.local), o.window);
+    return out;
 }
 
 void MultiHeadAttention::check_inputs(const Tensor& query, const Tensor& key, const Tensor& value) const {
@@ -144,35 +170,48 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
     const AttentionMasks masks{
         .attn_mask = args.attn_mask, .key_padding_mask = args.key_padding_mask, .is_causal = args.is_causal};
     const std::int64_t extra = (o.add_bias_kv ? 1 : 0) + (o.add_zero_attn ? 1 : 0);
-    const Tensor mask =
-        pad_mask_columns(combine_attention_masks(masks, batch, o.num_heads, tq, tk, o.dtype, kOp), extra);
-    const SdpaOptions sdpa{
-        .attn_mask = mask, .dropout_p = o.dropout, .training = is_training(), .generator = generator_};
-
-    Tensor heads, weights;  // [B, Tq, E] (heads side by side) and [B, h, Tq, Tk']
     const bool self = query.impl() == key.impl() && key.impl() == value.impl();
-    if (self && packed_projection() && extra == 0) {
-        // q, k, v from one GEMM; the kernel reads them in place and returns one gradient
-        auto r = scaled_dot_product_attention_packed(linear(query, in_proj_weight_, in_proj_bias_),
-                                                     o.num_heads, sdpa);
-        heads = r.output;
-        weights = r.weights;
+    Tensor heads, weights;  // [B, Tq, E] (heads side by side) and [B, h, Tq, Tk']
+    if (o.local != LocalMode::None) {
+        check_attention_masks(masks, batch, o.num_heads, tq, tk, kOp);
+        const auto [q, k, v] = project(query, key, value);
+        std::tie(heads, weights) = attend_local(q, k, v, masks, args.need_weights || attention_recording());
     } else {
-        auto [q, k, v] = project(query, key, value);
-        if (o.add_bias_kv) {
-            const Tensor rows = zeros({batch, 1, o.embed_dim}, {.dtype = o.dtype});
-            k = concat({k, rows + bias_k_}, 1);
-            v = concat({v, rows + bias_v_}, 1);
+        const Tensor mask =
+            pad_mask_columns(combine_attention_masks(masks, batch, o.num_heads, tq, tk, o.dtype, kOp), extra);
+        const SdpaOptions sdpa{.attn_mask = mask,
+                               .scale = o.score == Score::Dot ? std::optional<double>(1.0) : std::nullopt,
+                               .dropout_p = o.dropout,
+                               .training = is_training(),
+                               .generator = generator_};
+        if (!score_ && self && packed_projection() && extra == 0) {
+            // q, k, v from one GEMM; the kernel reads them in place and returns one gradient
+            auto r = scaled_dot_product_attention_packed(linear(query, in_proj_weight_, in_proj_bias_),
+                                                         o.num_heads, sdpa);
+            heads = r.output;
+            weights = r.weights;
+        } else {
+            auto [q, k, v] = project(query, key, value);
+            if (o.add_bias_kv) {
+                const Tensor rows = zeros({batch, 1, o.embed_dim}, {.dtype = o.dtype});
+                k = concat({k, rows + bias_k_}, 1);
+                v = concat({v, rows + bias_v_}, 1);
+            }
+            if (o.add_zero_attn) {
+                const Tensor rows = zeros({batch, 1, o.embed_dim}, {.dtype = o.dtype});
+                k = concat({k, rows}, 1);
+                v = concat({v, rows}, 1);
+            }
+            if (score_) {
+                std::tie(heads, weights) = attend_with_score(q, k, v, mask);
+            } else {
+                auto r = scaled_dot_product_attention_heads(q, k, v, o.num_heads, sdpa);
+                heads = r.output;
+                weights = r.weights;
+            }
         }
-        if (o.add_zero_attn) {
-            const Tensor rows = zeros({batch, 1, o.embed_dim}, {.dtype = o.dtype});
-            k = concat({k, rows}, 1);
-            v = concat({v, rows}, 1);
-        }
-        auto r = scaled_dot_product_attention_heads(q, k, v, o.num_heads, sdpa);
-        heads = r.output;
-        weights = r.weights;
     }
+    if (weights.defined()) record_attention(this, weights);
     MultiHeadAttentionOutput out{.output = out_proj_->forward(heads), .weights = {}};
     if (args.need_weights) out.weights = args.average_attn_weights ? mean(weights, {1}) : weights;
     return out;

@@ -3,6 +3,8 @@
 
 #include "core/generator.hpp"
 #include "nn/attention_mask.hpp"
+#include "nn/attention_scores.hpp"
+#include "nn/local_window.hpp"
 #include "nn/module.hpp"
 
 #include <memory>
@@ -24,6 +26,18 @@ struct MultiHeadAttentionOptions {
     /// attograd is always batch first ([B, T, E]); false is rejected (PyTorch's default is
     /// false: its sequence-first layout does not exist here).
     bool batch_first = true;
+    /// Beyond PyTorch: how each head scores its keys. ScaledDot (PyTorch's) and Dot run the
+    /// fused attention kernel (core/ops_attention.hpp); Additive and Bilinear score each head's
+    /// projected queries and keys (width E / h) with one score module shared by all heads,
+    /// registered as "score" (its parameters are `score.*`).
+    Score score = Score::ScaledDot;
+    /// Beyond PyTorch: local attention (Luong et al. 2015, see nn/local_window.hpp) in every
+    /// head: each query sees only the 2 * window + 1 keys around its centre, and only that band
+    /// is computed. local-p predicts each head's centre from its projected query with the
+    /// parameters `W_p` [E / h, E / h] and `v_p` [E / h], shared by the heads. Not combinable
+    /// with add_bias_kv / add_zero_attn (their keys sit outside every window).
+    LocalMode local = LocalMode::None;
+    std::int64_t window = 0;       ///< local attention's D (>= 0; >= 1 for local-p)
     DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)
 };
 
@@ -36,7 +50,8 @@ struct MultiHeadAttentionArgs {
     Tensor attn_mask{};
     /// Query t may not attend to keys s > t. Unlike PyTorch 2 it needs no attn_mask.
     bool is_causal = false;
-    /// Return the weights (they are computed anyway; false only leaves them out).
+    /// Return the weights (global attention computes them anyway; local attention builds its
+    /// dense [B, h, Tq, Tk] view only when they are asked for or an AttentionRecorder is active).
     bool need_weights = true;
     /// Weights averaged over the heads [B, Tq, Tk] (true) or per head [B, h, Tq, Tk].
     bool average_attn_weights = true;
@@ -64,20 +79,22 @@ struct MultiHeadAttentionOutput {
 ///
 /// Documented differences from PyTorch: inputs are always batch first; a query whose keys are
 /// all masked gets zero weights and a zero output (PyTorch: NaN); the returned weights are taken
-/// before dropout (PyTorch returns them after). Self-attention (the same
+/// before dropout (PyTorch returns them after); the `score` and `local` options. Self-attention (the same
 /// tensor as query, key and value, kdim == vdim == E, no bias_kv / zero_attn) runs one GEMM for
 /// the three projections and one fused attention op on the packed result.
 class MultiHeadAttention : public Module {
 public:
     /// Draws the initial parameters from `generator`, which must outlive the module (dropout
     /// draws from it). Throws ValueError (embed_dim < 1, num_heads < 1 or not dividing
-    /// embed_dim, kdim / vdim < 0, dropout outside [0, 1], batch_first = false), DTypeError.
+    /// embed_dim, kdim / vdim < 0, dropout outside [0, 1], batch_first = false, window < 0,
+    /// local-p with window 0, local with add_bias_kv / add_zero_attn), DTypeError.
     explicit MultiHeadAttention(MultiHeadAttentionOptions options,
                                 Generator& generator = default_generator());
     ~MultiHeadAttention() override;
 
     /// query [B, Tq, E], key [B, Tk, kdim], value [B, Tk, vdim] -> output [B, Tq, E] and the
-    /// weights (see MultiHeadAttentionOutput). Throws ShapeError naming the shapes (ranks, widths, batch
+    /// weights (see MultiHeadAttentionOutput). Reports the per-head weights [B, h, Tq, Tk'] to
+    /// an active AttentionRecorder. Throws ShapeError naming the shapes (ranks, widths, batch
     /// or key counts, masks), DTypeError (input or mask dtypes).
     MultiHeadAttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                      const MultiHeadAttentionArgs& args = {}) const;
@@ -110,11 +127,20 @@ private:
     };
     Projected project(const Tensor& query, const Tensor& key, const Tensor& value) const;
     void check_inputs(const Tensor& query, const Tensor& key, const Tensor& value) const;
+    // The other paths (nn/multihead_attention_local.cpp): q [B, Tq, E], k, v [B, Tk', E] ->
+    // heads side by side [B, Tq, E] and the weights [B, h, Tq, Tk'] (undefined when a local
+    // path was not asked for them).
+    std::pair<Tensor, Tensor> attend_with_score(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                const Tensor& mask) const;
+    std::pair<Tensor, Tensor> attend_local(const Tensor& q, const Tensor& k, const Tensor& v,
+                                           const AttentionMasks& masks, bool dense_weights) const;
 
     MultiHeadAttentionOptions options_;
     Generator* generator_;
     Tensor in_proj_weight_, q_proj_weight_, k_proj_weight_, v_proj_weight_, in_proj_bias_, bias_k_, bias_v_;
+    Tensor W_p_, v_p_;
     std::shared_ptr<Linear> out_proj_;
+    std::shared_ptr<AttentionScore> score_;  // only for Additive / Bilinear scores or local attention
 };
 
 }  // namespace attograd::nn

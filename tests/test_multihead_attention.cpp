@@ -185,12 +185,108 @@ TEST_CASE("self-attention's packed path equals the general path") {
     CHECK(packed.weights.shape() == Shape{3, 2, 5, 5});
 }
 
+TEST_CASE("each score option passes gradcheck in MultiHeadAttention") {
+    Generator gen(4);
+    for (const nn::Score score :
+         {nn::Score::Dot, nn::Score::ScaledDot, nn::Score::Additive, nn::Score::Bilinear}) {
+        INFO("score " << nn::to_string(score));
+        auto mha = random_module({.embed_dim = 4, .num_heads = 2, .kdim = 3, .score = score}, gen);
+        Tensor q = rand64({2, 3, 4}, 10), k = rand64({2, 4, 3}, 11), v = rand64({2, 4, 4}, 12);
+        const nn::MultiHeadAttentionArgs args{
+            .key_padding_mask = bool_mask({2, 4}, [](auto b, auto s) { return s == b; }), .is_causal = true};
+        auto fn = [&](const Inputs& in) {
+            const auto out = mha->forward(in[0], in[1], in[2], args);
+            return sum(out.output * out.output) + sum(out.weights * out.weights);
+        };
+        CHECK_GRADCHECK(fn, with_parameters(*mha, {q, k, v}));
+        if (score == nn::Score::Additive || score == nn::Score::Bilinear) {
+            CHECK(mha->named_parameters().back().first.starts_with("score."));
+        }
+    }
+}
+
+TEST_CASE("local attention in every head: gradcheck for local-m and local-p with each score and mask") {
+    Generator gen(12);
+    const std::int64_t B = 2, T = 6, E = 4, h = 2;
+    const std::vector<std::pair<std::string, nn::MultiHeadAttentionArgs>> mask_kinds = {
+        {"none", {}},
+        {"key padding", {.key_padding_mask = bool_mask({B, T}, [](auto b, auto s) { return s == 2 + b; })}},
+        {"bool 3-D",
+         {.attn_mask = bool_mask({B * h, T, T}, [](auto r, auto s) { return (r + s) % 4 == 1; })}},
+        {"float 2-D + causal", {.attn_mask = rand64({T, T}, 13).detach(), .is_causal = true}},
+    };
+    for (const nn::LocalMode local : {nn::LocalMode::Monotonic, nn::LocalMode::Predictive}) {
+        for (const nn::Score score : {nn::Score::ScaledDot, nn::Score::Additive}) {
+            auto mha = random_module(
+                {.embed_dim = E, .num_heads = h, .kdim = 3, .score = score, .local = local, .window = 1},
+                gen);
+            Tensor x = rand64({B, T, E}, 14), kv = rand64({B, T, 3}, 15), val = rand64({B, T, E}, 16);
+            for (const auto& [kind, args] : mask_kinds) {
+                INFO(nn::to_string(local) << ", " << nn::to_string(score) << ", mask " << kind);
+                auto fn = [&, args = args](const Inputs& in) {
+                    const auto out = mha->forward(in[0], in[1], in[2], args);
+                    return sum(out.output * out.output) + sum(out.weights * out.weights);
+                };
+                CHECK_GRADCHECK(fn, with_parameters(*mha, {x, kv, val}));
+            }
+        }
+    }
+}
+
+TEST_CASE("local-m attention with a window covering every key equals global attention") {
+    Generator gen(13);
+    auto global = random_module({.embed_dim = 8, .num_heads = 2}, gen);
+    auto local =
+        random_module({.embed_dim = 8, .num_heads = 2, .local = nn::LocalMode::Monotonic, .window = 5}, gen);
+    local->load_state_dict(global->state_dict());
+    const Tensor x = rand64({2, 5, 8}, 17).detach();
+    const nn::MultiHeadAttentionArgs args{
+        .key_padding_mask = bool_mask({2, 5}, [](auto b, auto s) { return s == b; }),
+        .is_causal = true,
+        .average_attn_weights = false};
+    const auto a = global->forward(x, args), b = local->forward(x, args);
+    CHECK(max_abs_diff(a.output, b.output) < 1e-13);
+    CHECK(max_abs_diff(a.weights, b.weights) < 1e-13);
+}
+
+TEST_CASE(
+    "local attention gives exactly zero weight outside each window and builds no weights unless asked") {
+    Generator gen(14);
+    auto mha =
+        random_module({.embed_dim = 4, .num_heads = 2, .local = nn::LocalMode::Monotonic, .window = 1}, gen);
+    const Tensor x = rand64({1, 7, 4}, 18).detach();
+    const auto out = mha->forward(x, {.average_attn_weights = false});
+    REQUIRE(out.weights.shape() == Shape{1, 2, 7, 7});
+    for (std::int64_t hd = 0; hd < 2; ++hd)
+        for (std::int64_t t = 0; t < 7; ++t) {
+            double total = 0.0;
+            for (std::int64_t s = 0; s < 7; ++s) {
+                const double w = out.weights.at({0, hd, t, s});
+                if (std::abs(s - t) > 1) CHECK(w == 0.0);
+                total += w;
+            }
+            CHECK(total == doctest::Approx(1.0).epsilon(1e-12));
+        }
+    CHECK_FALSE(mha->forward(x, {.need_weights = false}).weights.defined());
+}
+
 TEST_CASE("a fully masked row gives zero weights and output and finite gradients on every path") {
     Generator gen(5);
-    {
+    const std::vector<nn::MultiHeadAttentionOptions> variants = {
+        {.embed_dim = 4, .num_heads = 2},
+        {.embed_dim = 4, .num_heads = 2, .score = nn::Score::Additive},
+        {.embed_dim = 4, .num_heads = 2, .local = nn::LocalMode::Monotonic, .window = 1},
+        {.embed_dim = 4,
+         .num_heads = 2,
+         .score = nn::Score::Bilinear,
+         .local = nn::LocalMode::Predictive,
+         .window = 2},
+    };
+    for (const auto& options : variants) {
         for (const bool self : {true, false}) {
-            INFO("self " << self);
-            auto mha = random_module({.embed_dim = 4, .num_heads = 2}, gen);
+            INFO("score " << nn::to_string(options.score) << ", local " << nn::to_string(options.local)
+                          << ", self " << self);
+            auto mha = random_module(options, gen);
             Tensor x = rand64({2, 3, 4}, 13);
             Tensor other = self ? x : rand64({2, 3, 4}, 14);
             // Query 1 of every sequence may see no key; sequence 1 pads key 0.
@@ -289,6 +385,26 @@ TEST_CASE("the checkpoint attograd writes is the one gen_mha.py loads into PyTor
     fresh.eval();
     CHECK(max_abs_diff(fresh.forward(query, key, value, {.key_padding_mask = padding}).output, out.output) ==
           0.0);
+}
+
+TEST_CASE("an AttentionRecorder captures the per-head weights by module name") {
+    struct Model : nn::Module {
+        std::shared_ptr<nn::MultiHeadAttention> self_attn;
+        Model() {
+            self_attn = register_module("self_attn",
+                                        std::make_shared<nn::MultiHeadAttention>(
+                                            nn::MultiHeadAttentionOptions{.embed_dim = 4, .num_heads = 2}));
+        }
+        std::string type_name() const override { return "Model"; }
+    } model;
+    Generator gen(8);
+    const Tensor x = randn({2, 3, 4}, gen);
+    nn::AttentionRecorder recorder(model);
+    const auto out = model.self_attn->forward(x, {.need_weights = false});
+    REQUIRE(recorder.records().size() == 1);
+    CHECK(recorder.records()[0].name == "self_attn");
+    CHECK(recorder.records()[0].weights.shape() == Shape{2, 2, 3, 3});
+    CHECK_FALSE(out.weights.defined());
 }
 
 TEST_CASE("dropout on the weights is active in training only; weights are returned before dropout") {
