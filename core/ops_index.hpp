@@ -1,4 +1,4 @@
-// Joining, slicing and indexing: concat, stack, narrow, index_select, gather, embedding,
+// Joining, slicing and indexing: concat, stack, narrow, slice, index_select, gather, embedding,
 // masked_fill and where.
 #pragma once
 
@@ -8,31 +8,48 @@
 
 namespace attograd {
 
-/// Joins tensors along an existing `axis`; all other sizes must agree. Throws ShapeError
-/// (naming the first mismatching tensor and its shape), ValueError on an empty list.
+/// Joins tensors along an existing `axis` (negative allowed; PyTorch's `torch.cat`): all other
+/// sizes and the dtype must agree; any dtype. [.., n_i, ..] -> [.., sum n_i, ..]. Backward hands
+/// each input its slice of the gradient. Throws ValueError (empty list, undefined tensor),
+/// ShapeError (naming the first mismatching tensor and its shape; 0-d inputs), DTypeError,
+/// IndexError (bad axis).
 Tensor concat(const std::vector<Tensor>& tensors, std::int64_t axis);
-/// Joins equally shaped tensors along a new `axis` (0..rank). Throws ShapeError.
+/// Joins equally shaped tensors along a new `axis` in [-(rank+1), rank] (PyTorch's
+/// `torch.stack`): k tensors [a, b] and axis 1 -> [a, k, b]. Throws ValueError, ShapeError,
+/// DTypeError, IndexError as concat.
 Tensor stack(const std::vector<Tensor>& tensors, std::int64_t axis);
-/// Elements [start, start + length) along `axis` (a copy). Negative start counts from the
-/// end. Throws IndexError when the range leaves the dimension.
+/// Elements [start, start + length) along `axis` (a copy; PyTorch's `narrow`). A negative start
+/// counts from the end. Backward writes the gradient into that range, zeros elsewhere. Throws
+/// IndexError when the range leaves the dimension, ShapeError for a 0-d tensor.
 Tensor narrow(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_t length);
-/// Python-style slice [start, end) along `axis`, clamped to the dimension as in PyTorch.
+/// Python-style slice x[.., start:end, ..] along `axis`: negative bounds count from the end and
+/// both are clamped to the dimension, so it never throws for a range (an empty result instead).
+/// Throws IndexError on a bad axis, ShapeError for a 0-d tensor.
 Tensor slice(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_t end);
-/// Rows of x chosen by a 1-D int64 `index` along `axis`: x [.., n, ..], index [k] ->
-/// [.., k, ..]. Backward adds into repeated rows. Throws IndexError / DTypeError.
+/// Entries of x chosen by a 1-D int64 `index` along `axis` (PyTorch's `index_select`):
+/// x [.., n, ..], index [k] -> [.., k, ..], out[.., j, ..] = x[.., index[j], ..]. Backward
+/// scatter-adds, so rows picked several times get the sum. Throws IndexError (an index outside
+/// [0, n), bad axis), DTypeError (index not int64), ShapeError (index not 1-D, x 0-d).
 Tensor index_select(const Tensor& x, std::int64_t axis, const Tensor& index);
-/// PyTorch's gather: out[i][j] = x[index[i][j]][j] for axis 0 (likewise for any axis);
-/// index has x's rank and the output has index's shape. Backward scatter-adds (repeated
-/// indices add). Throws IndexError / DTypeError / ShapeError.
+/// PyTorch's `gather`: out[i][j] = x[index[i][j]][j] for axis 0, out[i][j] = x[i][index[i][j]]
+/// for axis 1 (likewise for any rank). index is int64 with x's rank and no larger than x outside
+/// the axis; the output has index's shape. Backward scatter-adds (repeated indices add).
+/// Throws IndexError (an index outside [0, x.size(axis)), bad axis), DTypeError, ShapeError.
 Tensor gather(const Tensor& x, std::int64_t axis, const Tensor& index);
-/// Embedding lookup: weight [V, E], int64 indices [...] -> [..., E]. Backward scatter-adds
-/// into weight rows (repeated ids add). Throws IndexError naming the first id outside [0, V).
+/// Embedding lookup (PyTorch's `F.embedding`): weight [V, E] (float), int64 indices [...] ->
+/// [..., E]. Backward scatter-adds into weight rows (repeated ids add) and leaves the other
+/// rows zero (a dense gradient). Throws IndexError naming the first id outside [0, V),
+/// ShapeError (weight not 2-D), DTypeError (weight not float, indices not int64).
 Tensor embedding(const Tensor& weight, const Tensor& indices);
-/// x with `value` where the bool `mask` is true (mask broadcasts to x). The gradient is zero
-/// at masked positions. Throws DTypeError when mask is not bool, ShapeError when it does not
-/// broadcast to x.
+/// x with `value` where the bool `mask` is true (PyTorch's `masked_fill`); mask broadcasts to
+/// x's shape, x may have any dtype. The gradient is zero at masked positions. Throws DTypeError
+/// when mask is not bool, ShapeError when it does not broadcast to x's shape, ValueError when
+/// `value` does not fit an int64 or bool x.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
-/// Elementwise choice: `condition` (bool) ? a : b, all three broadcasting together.
+/// Elementwise choice `condition ? a : b` (PyTorch's `torch.where`), all three broadcasting
+/// together to the output shape; a and b share a dtype. Backward: da = dy where condition,
+/// db = dy elsewhere, each summed back to its own shape. Throws DTypeError (condition not bool,
+/// dtypes of a and b differ), ShapeError (shapes do not broadcast).
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
 
 }  // namespace attograd

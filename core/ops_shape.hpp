@@ -1,4 +1,4 @@
-// Shape ops: reshape, transpose/permute, concat/stack, narrow, index_select, gather.
+// Shape ops: reshape, transpose/permute (joining and indexing live in ops_index).
 #pragma once
 
 #include "core/tensor.hpp"
