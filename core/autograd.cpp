@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -13,10 +14,41 @@ namespace {
 thread_local bool grad_mode = true;
 thread_local bool anomaly_mode = false;
 
+using ImplPtr = std::shared_ptr<detail::TensorImpl>;
+
+// The inputs of one entry (null where no grad is needed): up to three inline, which covers
+// nearly every op, so recording does not allocate for them.
+class EntryInputs {
+public:
+    void assign(const Tensor* inputs, std::size_t n) {
+        size_ = n;
+        ImplPtr* dst = inline_.data();
+        if (n > inline_.size()) {
+            heap_.resize(n);
+            dst = heap_.data();
+        }
+        for (std::size_t i = 0; i < n; ++i)
+            if (inputs[i].defined() && inputs[i].requires_grad()) dst[i] = inputs[i].impl();
+    }
+    std::span<const ImplPtr> view() const {
+        return {size_ > inline_.size() ? heap_.data() : inline_.data(), size_};
+    }
+    void clear() {
+        for (auto& p : inline_) p.reset();
+        heap_.clear();
+        size_ = 0;
+    }
+
+private:
+    std::array<ImplPtr, 3> inline_;
+    std::vector<ImplPtr> heap_;
+    std::size_t size_ = 0;
+};
+
 struct Entry {
     std::int64_t seq;
     const char* op;
-    std::vector<std::shared_ptr<detail::TensorImpl>> inputs;  // null where no grad is needed
+    EntryInputs inputs;
     std::weak_ptr<detail::TensorImpl> output;  // weak: a dead output makes the entry unreachable
     autograd::BackwardFn backward;
     bool reached = false;
@@ -99,6 +131,11 @@ void clear_tape() {
 
 bool Gradients::needs(std::size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
 
+void BackwardFn::operator()(const Tensor& grad_output, Gradients& grads) const {
+    AG_ASSERT(ops_ != nullptr, "backward: empty backward function");
+    ops_->call(callable(), grad_output, grads);
+}
+
 void Gradients::add(std::size_t i, const Tensor& grad) {
     if (!needs(i)) return;
     if (anomaly_mode)
@@ -122,24 +159,34 @@ bool needs_record(const std::vector<Tensor>& inputs) {
     return false;
 }
 
-void record(const char* op, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn backward) {
+namespace {
+
+void record_entry(const char* op, const Tensor* inputs, std::size_t n, Tensor& output,
+                  autograd::BackwardFn&& backward) {
     if (anomaly_mode)
         AG_CHECK(is_finite(output), AutogradError, "anomaly: '{}' produced NaN or Inf in its output {}", op,
                  output.shape());
     Tape& t = tape();
     if (t.entries.size() >= t.sweep_at) t.sweep();
-    Entry entry{.seq = t.next_seq++,
-                .op = op,
-                .inputs = {},
-                .output = output.impl(),
-                .backward = std::move(backward)};
-    entry.inputs.reserve(inputs.size());
-    for (const Tensor& in : inputs)
-        entry.inputs.push_back(in.defined() && in.requires_grad() ? in.impl() : nullptr);
+    Entry& entry = t.entries.emplace_back();
+    entry.seq = t.next_seq++;
+    entry.op = op;
+    entry.inputs.assign(inputs, n);
+    entry.output = output.impl();
+    entry.backward = std::move(backward);
     auto& impl = *output.impl();
     impl.requires_grad = true;
     impl.grad_fn_seq = entry.seq;
-    t.entries.push_back(std::move(entry));
+}
+
+}  // namespace
+
+void record(const char* op, const std::vector<Tensor>& inputs, Tensor& output, BackwardFn backward) {
+    record_entry(op, inputs.data(), inputs.size(), output, std::move(backward));
+}
+
+void record(const char* op, std::initializer_list<Tensor> inputs, Tensor& output, BackwardFn backward) {
+    record_entry(op, inputs.begin(), inputs.size(), output, std::move(backward));
 }
 
 void accumulate(detail::TensorImpl& target, const Tensor& grad, std::string_view op) {
@@ -148,9 +195,13 @@ void accumulate(detail::TensorImpl& target, const Tensor& grad, std::string_view
               target.shape, target.dtype);
     if (!target.grad) {
         // Take the buffer when nobody else holds it; otherwise copy, so a later in-place
-        // accumulation cannot write into another tensor's gradient.
+        // accumulation cannot write into another tensor's gradient. The gradient of an
+        // intermediate tensor that does not retain it is only read by its own entry's backward
+        // in this walk and then dropped, so it may share the buffer: the in-place path below
+        // copies shared buffers before writing.
         const bool sole_owner = grad.impl().use_count() == 1 && grad.impl()->storage.use_count() == 1;
-        target.grad = sole_owner ? grad.impl() : copy_of(grad).impl();
+        const bool transient = target.grad_fn_seq >= 0 && !target.retains_grad && !target.graph_released;
+        target.grad = sole_owner || transient ? grad.impl() : copy_of(grad).impl();
         return;
     }
     Tensor existing(target.grad);
@@ -191,9 +242,8 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
         Entry& entry = t.entries[static_cast<std::size_t>(i)];
         auto output = entry.output.lock();
         if (!output || !output->grad) continue;
-        Tensor grad_out(output->grad);
-        if (!output->retains_grad) output->grad.reset();
-        Gradients grads(entry.inputs, entry.op);
+        Tensor grad_out(output->retains_grad ? output->grad : std::move(output->grad));
+        Gradients grads(entry.inputs.view(), entry.op);
         entry.backward(grad_out, grads);
         entry.reached = true;
     }

@@ -20,7 +20,10 @@ void for_each_run(const Shape& out, const std::array<Shape, K>& strides, Fn&& fn
     std::array<std::int64_t, K> inner_strides{};
     for (std::size_t k = 0; k < K; ++k) inner_strides[k] = rank == 0 ? 0 : strides[k].back();
     std::array<std::int64_t, K> offsets{};
-    Shape counter(out.size() > 0 ? out.size() - 1 : 0, 0);
+    // The outer multi-index; inline for up to 8 outer dimensions (no allocation per op).
+    std::array<std::int64_t, 8> small_counter{};
+    Shape big_counter(out.size() > small_counter.size() + 1 ? out.size() - 1 : 0, 0);
+    std::int64_t* counter = big_counter.empty() ? small_counter.data() : big_counter.data();
     for (std::int64_t out_offset = 0; out_offset < total; out_offset += inner) {
         fn(out_offset, offsets, inner, inner_strides);
         // Advance the outer multi-index (all dimensions but the last) like an odometer.

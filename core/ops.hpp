@@ -1,8 +1,11 @@
 // Every op: one header per op family.
 #pragma once
 
+#include "core/ops_additive_score.hpp"
+#include "core/ops_attention.hpp"
 #include "core/ops_elementwise.hpp"
 #include "core/ops_index.hpp"
+#include "core/ops_local_attention.hpp"
 #include "core/ops_linear.hpp"
 #include "core/ops_loss.hpp"
 #include "core/ops_matmul.hpp"
@@ -11,3 +14,4 @@
 #include "core/ops_reduce.hpp"
 #include "core/ops_shape.hpp"
 #include "core/ops_softmax.hpp"
+#include "core/ops_sparsemax.hpp"

@@ -21,8 +21,8 @@ void check_binary(const Tensor& a, const Tensor& b, std::string_view op) {
 // out = f(a, b) over the broadcast shape; R is the result element type.
 template <class T, class R, class F>
 Tensor broadcast_map(const Tensor& a, const Tensor& b, std::string_view op, F f) {
-    const Shape out_shape = broadcast_shapes(a.shape(), b.shape(), op);
-    Tensor out = empty(out_shape, {.dtype = dtype_of<R>()});
+    Tensor out = empty(broadcast_shapes(a.shape(), b.shape(), op), {.dtype = dtype_of<R>()});
+    const Shape& out_shape = out.shape();
     const T* pa = a.data<T>();
     const T* pb = b.data<T>();
     R* po = out.data<R>();
@@ -81,7 +81,21 @@ Tensor backward_map(const Tensor& dy, const Tensor& saved, G g) {
     });
 }
 
-Tensor scalar_like(double value, const Tensor& like) { return scalar(value, {.dtype = like.dtype()}); }
+// y = f(x, s) for a tensor x and a number s converted to x's dtype: the tensor-number
+// operators, which need no 0-d tensor for s and no broadcast reduction in backward. Values,
+// errors and op names are those of the tensor-tensor op with s as a 0-d tensor.
+template <class F>
+Tensor scalar_map(const Tensor& x, double s, std::string_view op, F f) {
+    return dispatch_floating(x.dtype(), op, [&]<class T>(T) {
+        Tensor out = empty(x.shape(), {.dtype = x.dtype()});
+        const T* px = x.data<T>();
+        const T v = static_cast<T>(s);
+        T* po = out.data<T>();
+        const std::int64_t n = x.numel();
+        for (std::int64_t i = 0; i < n; ++i) po[i] = f(px[i], v);
+        return out;
+    });
+}
 
 }  // namespace
 
@@ -316,13 +330,86 @@ Tensor operator-(const Tensor& a, const Tensor& b) { return sub(a, b); }
 Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator-(const Tensor& x) { return neg(x); }
-Tensor operator+(const Tensor& a, double b) { return add(a, scalar_like(b, a)); }
-Tensor operator-(const Tensor& a, double b) { return sub(a, scalar_like(b, a)); }
-Tensor operator*(const Tensor& a, double b) { return mul(a, scalar_like(b, a)); }
-Tensor operator/(const Tensor& a, double b) { return div(a, scalar_like(b, a)); }
-Tensor operator+(double a, const Tensor& b) { return add(scalar_like(a, b), b); }
-Tensor operator-(double a, const Tensor& b) { return sub(scalar_like(a, b), b); }
-Tensor operator*(double a, const Tensor& b) { return mul(scalar_like(a, b), b); }
-Tensor operator/(double a, const Tensor& b) { return div(scalar_like(a, b), b); }
+Tensor operator+(const Tensor& a, double b) {
+    Tensor out = scalar_map(a, b, "add", [](auto x, auto s) { return x + s; });
+    if (autograd::needs_record({&a}))
+        autograd::record("add", {a}, out, [](const Tensor& dy, autograd::Gradients& g) { g.add(0, dy); });
+    return out;
+}
+
+Tensor operator-(const Tensor& a, double b) {
+    Tensor out = scalar_map(a, b, "sub", [](auto x, auto s) { return x - s; });
+    if (autograd::needs_record({&a}))
+        autograd::record("sub", {a}, out, [](const Tensor& dy, autograd::Gradients& g) { g.add(0, dy); });
+    return out;
+}
+
+Tensor operator*(const Tensor& a, double b) {
+    Tensor out = scalar_map(a, b, "mul", [](auto x, auto s) { return x * s; });
+    if (autograd::needs_record({&a})) {
+        // da = dy * b
+        autograd::record("mul", {a}, out, [b](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, scalar_map(dy, b, "mul", [](auto d, auto s) { return d * s; }));
+        });
+    }
+    return out;
+}
+
+Tensor operator/(const Tensor& a, double b) {
+    Tensor out = scalar_map(a, b, "div", [](auto x, auto s) { return x / s; });
+    if (autograd::needs_record({&a})) {
+        // da = dy / b
+        autograd::record("div", {a}, out, [b](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, scalar_map(dy, b, "div", [](auto d, auto s) { return d / s; }));
+        });
+    }
+    return out;
+}
+
+Tensor operator+(double a, const Tensor& b) {
+    Tensor out = scalar_map(b, a, "add", [](auto x, auto s) { return s + x; });
+    if (autograd::needs_record({&b}))
+        autograd::record("add", {b}, out, [](const Tensor& dy, autograd::Gradients& g) { g.add(0, dy); });
+    return out;
+}
+
+Tensor operator-(double a, const Tensor& b) {
+    Tensor out = scalar_map(b, a, "sub", [](auto x, auto s) { return s - x; });
+    if (autograd::needs_record({&b}))
+        autograd::record("sub", {b}, out,
+                         [](const Tensor& dy, autograd::Gradients& g) { g.add(0, neg(dy)); });
+    return out;
+}
+
+Tensor operator*(double a, const Tensor& b) {
+    Tensor out = scalar_map(b, a, "mul", [](auto x, auto s) { return s * x; });
+    if (autograd::needs_record({&b})) {
+        // db = dy * a
+        autograd::record("mul", {b}, out, [a](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, scalar_map(dy, a, "mul", [](auto d, auto s) { return d * s; }));
+        });
+    }
+    return out;
+}
+
+Tensor operator/(double a, const Tensor& b) {
+    Tensor out = scalar_map(b, a, "div", [](auto x, auto s) { return s / x; });
+    if (autograd::needs_record({&b})) {
+        // db = -(dy / b) * (a / b), in the order the tensor-tensor div evaluates it
+        autograd::record("div", {b}, out, [a, b](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, dispatch_floating(dy.dtype(), "div", [&]<class T>(T) {
+                      Tensor db = empty(dy.shape(), {.dtype = dy.dtype()});
+                      const T* pd = dy.data<T>();
+                      const T* pb = b.data<T>();
+                      const T s = static_cast<T>(a);
+                      T* po = db.data<T>();
+                      for (std::int64_t i = 0, n = dy.numel(); i < n; ++i)
+                          po[i] = -((pd[i] / pb[i]) * (s / pb[i]));
+                      return db;
+                  }));
+        });
+    }
+    return out;
+}
 
 }  // namespace attograd

@@ -17,6 +17,9 @@ using MatrixMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Ei
 template <class T>
 using ConstMatrixMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 
+// Multiply-adds (n * m * k summed over the batch) above which the batch is split over threads.
+constexpr std::int64_t kParallelBatchWork = 32768;
+
 Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
 
 // Offset (in matrices) of batch `index` of the output within an operand of `batch` shape.
@@ -41,11 +44,31 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
     const std::int64_t b_rows = sb[sb.size() - 2], b_cols = sb.back();
     const std::int64_t n = transpose_a ? a_cols : a_rows;
     const std::int64_t m = transpose_b ? b_rows : b_cols;
+    const auto product = [&]<class T>(const T* pa, const T* pb, T* po) {
+        const ConstMatrixMap<T> A(pa, a_rows, a_cols);
+        const ConstMatrixMap<T> B(pb, b_rows, b_cols);
+        MatrixMap<T> C(po, n, m);
+        if (!transpose_a && !transpose_b)
+            C.noalias() = A * B;
+        else if (transpose_a && !transpose_b)
+            C.noalias() = A.transpose() * B;
+        else if (!transpose_a)
+            C.noalias() = A * B.transpose();
+        else
+            C.noalias() = A.transpose() * B.transpose();
+    };
+    if (sa.size() == 2 && sb.size() == 2) {
+        // One product, no batch bookkeeping; Eigen parallelises it when it is large.
+        Tensor out = empty({n, m}, {.dtype = a.dtype()});
+        dispatch_floating(a.dtype(), "matmul",
+                          [&]<class T>(T) { product(a.data<T>(), b.data<T>(), out.data<T>()); });
+        return out;
+    }
     const Shape out_batch = broadcast_shapes(batch_of(sa), batch_of(sb), "matmul");
     Shape out_shape = out_batch;
     out_shape.push_back(n);
     out_shape.push_back(m);
-    Tensor out = empty(out_shape, {.dtype = a.dtype()});
+    Tensor out = empty(std::move(out_shape), {.dtype = a.dtype()});
     const Shape stride_a = broadcast_strides(batch_of(sa), out_batch);
     const Shape stride_b = broadcast_strides(batch_of(sb), out_batch);
     const std::int64_t batches = numel(out_batch);
@@ -53,26 +76,21 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
         const T* pa = a.data<T>();
         const T* pb = b.data<T>();
         T* po = out.data<T>();
-        const auto product = [&](std::int64_t i) {
-            const ConstMatrixMap<T> A(pa + batch_offset(i, out_batch, stride_a) * a_rows * a_cols, a_rows,
-                                      a_cols);
-            const ConstMatrixMap<T> B(pb + batch_offset(i, out_batch, stride_b) * b_rows * b_cols, b_rows,
-                                      b_cols);
-            MatrixMap<T> C(po + i * n * m, n, m);
-            if (!transpose_a && !transpose_b)
-                C.noalias() = A * B;
-            else if (transpose_a && !transpose_b)
-                C.noalias() = A.transpose() * B;
-            else if (!transpose_a)
-                C.noalias() = A * B.transpose();
-            else
-                C.noalias() = A.transpose() * B.transpose();
+        const auto one = [&](std::int64_t i) {
+            product(pa + batch_offset(i, out_batch, stride_a) * a_rows * a_cols,
+                    pb + batch_offset(i, out_batch, stride_b) * b_rows * b_cols, po + i * n * m);
         };
         // Many small products: one per thread. One large product: Eigen parallelises it.
         const bool parallel_batches =
-            batches > 1 && n * m * (transpose_a ? a_rows : a_cols) * batches > 32768;
-#pragma omp parallel for schedule(static) if (parallel_batches)
-        for (std::int64_t i = 0; i < batches; ++i) product(i);
+            batches > 1 && n * m * (transpose_a ? a_rows : a_cols) * batches > kParallelBatchWork;
+        if (parallel_batches) {
+#pragma omp parallel for schedule(static)
+            for (std::int64_t i = 0; i < batches; ++i) one(i);
+        } else {
+            // Not an `omp parallel if (false)`: entering even a serial region costs more than a
+            // small product.
+            for (std::int64_t i = 0; i < batches; ++i) one(i);
+        }
     });
     return out;
 }

@@ -56,6 +56,8 @@ Tensor sum_kernel(const Tensor& x, const ReducePlan& r) {
                                      double s = 0.0;
                                      for (std::int64_t k = 0; k < len; ++k) s += px[i + k];
                                      *dst += s;
+                                 } else if (step[0] == 1) {  // the common case, vectorised
+                                     for (std::int64_t k = 0; k < len; ++k) dst[k] += px[i + k];
                                  } else {
                                      for (std::int64_t k = 0; k < len; ++k) dst[k * step[0]] += px[i + k];
                                  }
@@ -67,9 +69,21 @@ Tensor sum_kernel(const Tensor& x, const ReducePlan& r) {
     });
 }
 
-// Broadcasts dy (shaped like the reduction's output) back to the input shape.
-Tensor expand_back(const Tensor& dy, const ReducePlan& r, const Shape& in_shape) {
-    return add(reshape(dy, r.keep_shape), zeros(in_shape, {.dtype = dy.dtype()}));
+// Broadcasts dy (shaped like the reduction's output, or `keep_shape`) back to the input
+// shape: dx = dy + 0 (the "+ 0" keeps the values of the broadcast add this replaces: -0 -> +0).
+Tensor expand_back(const Tensor& dy, const Shape& keep_shape, const Shape& in_shape) {
+    Tensor dx = empty(in_shape, {.dtype = dy.dtype()});
+    dispatch_floating(dy.dtype(), "sum", [&]<class T>(T) {
+        const T* pd = dy.data<T>();
+        T* px = dx.data<T>();
+        const std::array<Shape, 1> strides{broadcast_strides(keep_shape, in_shape)};
+        detail::for_each_run(in_shape, strides,
+                             [&](std::int64_t o, const auto& off, std::int64_t len, const auto& step) {
+                                 const T* src = pd + off[0];
+                                 for (std::int64_t k = 0; k < len; ++k) px[o + k] = src[k * step[0]] + T(0);
+                             });
+    });
+    return dx;
 }
 
 }  // namespace
@@ -79,11 +93,12 @@ Tensor sum(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim)
     const ReducePlan r = plan(x.shape(), axes, keepdim, "sum");
     Tensor out = sum_kernel(x, r);
     if (autograd::needs_record({&x})) {
-        autograd::record("sum", {x}, out,
-                         [r, in_shape = x.shape()](const Tensor& dy, autograd::Gradients& g) {
-                             // dx = dy broadcast over the reduced dimensions
-                             g.add(0, expand_back(dy, r, in_shape));
-                         });
+        autograd::record(
+            "sum", {x}, out,
+            [keep_shape = r.keep_shape, in_shape = x.shape()](const Tensor& dy, autograd::Gradients& g) {
+                // dx = dy broadcast over the reduced dimensions
+                g.add(0, expand_back(dy, keep_shape, in_shape));
+            });
     }
     return out;
 }

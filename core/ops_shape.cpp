@@ -29,7 +29,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
     AG_CHECK(numel(target) == x.numel(), ShapeError, "reshape: cannot reshape {} ({} elements) into {}",
              x.shape(), x.numel(), shape);
     if (target == x.shape()) return x;
-    auto impl = std::make_shared<detail::TensorImpl>();
+    auto impl = detail::make_impl();
     impl->shape = target;
     impl->dtype = x.dtype();
     impl->storage = x.impl()->storage;  // contiguous: a reshape is a view

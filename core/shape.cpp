@@ -44,10 +44,13 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, std::string_view op) {
 }
 
 Shape broadcast_strides(const Shape& shape, const Shape& out) {
-    const Shape own = contiguous_strides(shape);
     Shape strides(out.size(), 0);
     const std::size_t offset = out.size() - shape.size();
-    for (std::size_t i = 0; i < shape.size(); ++i) strides[offset + i] = shape[i] == 1 ? 0 : own[i];
+    std::int64_t stride = 1;  // the contiguous stride of dimension i, innermost first
+    for (std::size_t i = shape.size(); i-- > 0;) {
+        strides[offset + i] = shape[i] == 1 ? 0 : stride;
+        stride *= shape[i];
+    }
     return strides;
 }
 

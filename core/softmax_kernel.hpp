@@ -1,49 +1,62 @@
-// Internal: the stable log-softmax kernel shared by log_softmax and cross_entropy.
+// Internal: rows along an axis, and the stable log-softmax row shared by log_softmax and
+// cross_entropy.
 #pragma once
 
 #include "core/shape.hpp"
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
+#include <type_traits>
 
 namespace attograd::detail {
 
-/// For the block of `s.inner` rows starting at x (element (k, i) at x[k * s.inner + i]): each
-/// row's shift, its max, or 0 for an all -inf row so that exp(-inf - 0) = 0 instead of NaN.
-/// NaN is skipped here; it reaches the row's sum of exponentials and makes it NaN.
-template <class T>
-void softmax_row_shift(const T* x, const AxisSplit& s, T* shift) {
-    const T lowest = -std::numeric_limits<T>::infinity();
-    for (std::int64_t i = 0; i < s.inner; ++i) shift[i] = lowest;
-    for (std::int64_t k = 0; k < s.size; ++k) {
-        const T* xk = x + k * s.inner;
-        for (std::int64_t i = 0; i < s.inner; ++i) shift[i] = xk[i] > shift[i] ? xk[i] : shift[i];
+/// A stride known at compile time to be 1: row kernels templated on the stride type compile to
+/// contiguous (vectorisable) loops for the last axis.
+using UnitStride = std::integral_constant<std::int64_t, 1>;
+
+/// Calls fn(base, stride) once per row along the axis of the [outer, size, inner] view: element
+/// k of the row sits at base + k * stride, stride = inner (a UnitStride when inner is 1). Rows
+/// are independent, so large tensors split them over the OpenMP threads (same result).
+template <class Fn>
+void for_each_row(const AxisSplit& s, Fn&& fn) {
+    const bool parallel = s.outer > 1 && s.outer * s.size * s.inner >= 65536;
+    if (s.inner == 1) {
+#pragma omp parallel for schedule(static) if (parallel)
+        for (std::int64_t o = 0; o < s.outer; ++o) fn(o * s.size, UnitStride{});
+        return;
     }
-    for (std::int64_t i = 0; i < s.inner; ++i)
-        if (shift[i] == lowest) shift[i] = T(0);
+#pragma omp parallel for schedule(static) if (parallel)
+    for (std::int64_t o = 0; o < s.outer; ++o)
+        for (std::int64_t i = 0; i < s.inner; ++i) fn(o * s.size * s.inner + i, s.inner);
 }
 
-/// y = (x - shift) - log sum exp(x - shift) along the axis of the [outer, size, inner] view.
-/// An all -inf row gives -inf (log 0 is replaced by 0 so -inf - log 0 is not NaN).
+/// The shift of a softmax row (n elements `stride` apart): its max, or 0 for an all -inf row
+/// so that exp(-inf - 0) = 0 instead of NaN. NaN is skipped here; it reaches the row's sum of
+/// exponentials and makes the whole row NaN.
+template <class T, class Stride>
+T softmax_shift(const T* x, std::int64_t n, Stride stride) {
+    const T lowest = -std::numeric_limits<T>::infinity();
+    T m = lowest;
+    for (std::int64_t k = 0; k < n; ++k) m = x[k * stride] > m ? x[k * stride] : m;
+    return m == lowest ? T(0) : m;
+}
+
+/// y = (x - shift) - log sum exp(x - shift) over one row (n elements `stride` apart). An all
+/// -inf row gives -inf: log 0 is replaced by 0 so that -inf - log 0 is not NaN.
+template <class T, class Stride>
+void log_softmax_row(const T* x, T* y, std::int64_t n, Stride stride) {
+    const T shift = softmax_shift(x, n, stride);
+    T total = T(0);
+    for (std::int64_t k = 0; k < n; ++k) total += std::exp(x[k * stride] - shift);
+    const T log_total = total == T(0) ? T(0) : std::log(total);
+    for (std::int64_t k = 0; k < n; ++k) y[k * stride] = (x[k * stride] - shift) - log_total;
+}
+
+/// log_softmax_row over every row along the axis.
 template <class T>
 void log_softmax_rows(const T* x, T* y, const AxisSplit& s) {
-    std::vector<T> shift(static_cast<std::size_t>(s.inner)), log_total(static_cast<std::size_t>(s.inner));
-    const std::int64_t block = s.size * s.inner;
-    for (std::int64_t o = 0; o < s.outer; ++o) {
-        const T* xo = x + o * block;
-        T* yo = y + o * block;
-        softmax_row_shift(xo, s, shift.data());
-        std::fill(log_total.begin(), log_total.end(), T(0));
-        for (std::int64_t k = 0; k < s.size; ++k)
-            for (std::int64_t i = 0; i < s.inner; ++i)
-                log_total[i] += std::exp(xo[k * s.inner + i] - shift[i]);
-        for (auto& v : log_total) v = v == T(0) ? T(0) : std::log(v);
-        for (std::int64_t k = 0; k < s.size; ++k)
-            for (std::int64_t i = 0; i < s.inner; ++i)
-                yo[k * s.inner + i] = (xo[k * s.inner + i] - shift[i]) - log_total[i];
-    }
+    for_each_row(
+        s, [&](std::int64_t base, auto stride) { log_softmax_row(x + base, y + base, s.size, stride); });
 }
 
 }  // namespace attograd::detail

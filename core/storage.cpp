@@ -1,6 +1,7 @@
 // Caching allocator: freed blocks go to per-size-class free lists and are handed out again.
 #include "core/storage.hpp"
 
+#include <array>
 #include <bit>
 #include <cstdlib>
 #include <new>
@@ -48,6 +49,43 @@ Cache& cache() {
     return instance;
 }
 
+// Free lists of small blocks in 16-byte classes up to 256 bytes, linked through the blocks
+// themselves. A block freed on another thread than the one that made it joins the freeing
+// thread's lists; all come from operator new, so any thread may return them to the system.
+constexpr std::size_t kSmallGranule = 16;
+constexpr std::size_t kSmallMax = 256;
+constexpr std::size_t kSmallClasses = kSmallMax / kSmallGranule;
+constexpr std::size_t kSmallKeep = 8192;  // blocks kept per class and thread
+
+thread_local bool small_lists_alive = false;
+
+struct FreeBlock {
+    FreeBlock* next;
+};
+
+struct SmallLists {
+    SmallLists() { small_lists_alive = true; }
+    ~SmallLists() {
+        for (FreeBlock* head : heads) {
+            while (head != nullptr) {
+                FreeBlock* next = head->next;
+                ::operator delete(head);
+                head = next;
+            }
+        }
+        small_lists_alive = false;
+    }
+    std::array<FreeBlock*, kSmallClasses> heads{};
+    std::array<std::size_t, kSmallClasses> counts{};
+};
+
+SmallLists& small_lists() {
+    thread_local SmallLists instance;
+    return instance;
+}
+
+std::size_t small_class(std::size_t bytes) { return (bytes + kSmallGranule - 1) / kSmallGranule - 1; }
+
 }  // namespace
 
 Storage::Storage(std::size_t bytes) : bytes_(bytes) {
@@ -82,6 +120,36 @@ Storage::~Storage() {
 }
 
 AllocatorStats allocator_stats() { return cache().stats; }
+
+namespace detail {
+
+void* small_block_alloc(std::size_t bytes) {
+    if (bytes == 0 || bytes > kSmallMax) return ::operator new(bytes);
+    const std::size_t k = small_class(bytes);
+    SmallLists& lists = small_lists();
+    FreeBlock* block = lists.heads[k];
+    if (block == nullptr) return ::operator new((k + 1) * kSmallGranule);
+    lists.heads[k] = block->next;
+    --lists.counts[k];
+    return block;
+}
+
+void small_block_free(void* block, std::size_t bytes) noexcept {
+    if (bytes == 0 || bytes > kSmallMax || !small_lists_alive) {
+        ::operator delete(block);
+        return;
+    }
+    const std::size_t k = small_class(bytes);
+    SmallLists& lists = small_lists();
+    if (lists.counts[k] >= kSmallKeep) {
+        ::operator delete(block);
+        return;
+    }
+    lists.heads[k] = ::new (block) FreeBlock{lists.heads[k]};
+    ++lists.counts[k];
+}
+
+}  // namespace detail
 
 void empty_cache() { cache().release(); }
 

@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <new>
 
 namespace attograd {
 
@@ -39,5 +40,31 @@ AllocatorStats allocator_stats();
 
 /// Returns every cached block of the calling thread to the system.
 void empty_cache();
+
+namespace detail {
+
+/// A block of at least `bytes` bytes (at most 256) from the calling thread's free lists of
+/// small blocks; tensor handles and their reference counts live in such blocks, so making a
+/// tensor in a steady loop does not reach malloc. Larger requests go to operator new.
+void* small_block_alloc(std::size_t bytes);
+/// Gives back a block of small_block_alloc(bytes) (to the calling thread's lists).
+void small_block_free(void* block, std::size_t bytes) noexcept;
+
+/// Allocator over the small-block lists, for std::allocate_shared.
+template <class T>
+struct SmallBlockAllocator {
+    using value_type = T;
+    SmallBlockAllocator() = default;
+    template <class U>
+    SmallBlockAllocator(const SmallBlockAllocator<U>&) noexcept {}
+    T* allocate(std::size_t n) { return static_cast<T*>(small_block_alloc(n * sizeof(T))); }
+    void deallocate(T* p, std::size_t n) noexcept { small_block_free(p, n * sizeof(T)); }
+    template <class U>
+    bool operator==(const SmallBlockAllocator<U>&) const noexcept {
+        return true;
+    }
+};
+
+}  // namespace detail
 
 }  // namespace attograd

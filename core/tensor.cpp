@@ -11,9 +11,9 @@
 namespace attograd {
 namespace {
 
-const detail::TensorImpl& checked(const std::shared_ptr<detail::TensorImpl>& impl) {
-    AG_CHECK(impl != nullptr, ValueError, "tensor: use of an undefined tensor");
-    return *impl;
+std::shared_ptr<Storage> make_storage(const Shape& shape, DType dtype) {
+    return std::allocate_shared<Storage>(detail::SmallBlockAllocator<Storage>{},
+                                         static_cast<std::size_t>(numel(shape)) * dtype_size(dtype));
 }
 
 void check_shape(const Shape& shape, std::string_view op) {
@@ -33,25 +33,18 @@ Tensor filled(const Shape& shape, TensorOptions options, Fill&& fill) {
 
 }  // namespace
 
-const Shape& Tensor::shape() const { return checked(impl_).shape; }
-std::int64_t Tensor::dim() const { return static_cast<std::int64_t>(shape().size()); }
+std::shared_ptr<detail::TensorImpl> detail::make_impl() {
+    return std::allocate_shared<TensorImpl>(SmallBlockAllocator<TensorImpl>{});
+}
+
 std::int64_t Tensor::size(std::int64_t axis) const {
     return shape()[static_cast<std::size_t>(normalize_axis(axis, dim(), "size"))];
 }
-std::int64_t Tensor::numel() const { return attograd::numel(shape()); }
-DType Tensor::dtype() const { return checked(impl_).dtype; }
 
-void* Tensor::raw_data() {
-    checked(impl_);
-    return impl_->storage->data();
-}
-const void* Tensor::raw_data() const {
-    checked(impl_);
-    return impl_->storage->data();
-}
+void Tensor::throw_undefined() { throw ValueError("tensor: use of an undefined tensor"); }
 
-void Tensor::check_dtype(DType expected) const {
-    AG_CHECK(dtype() == expected, DTypeError, "data: tensor has dtype {}, accessed as {}", dtype(), expected);
+void Tensor::throw_dtype_mismatch(DType expected) const {
+    throw DTypeError(fmt::format("data: tensor has dtype {}, accessed as {}", dtype(), expected));
 }
 
 double Tensor::item() const {
@@ -76,10 +69,8 @@ double Tensor::at(std::initializer_list<std::int64_t> index) const {
         dtype(), [&]<class T>(T) { return static_cast<double>(static_cast<const T*>(raw_data())[offset]); });
 }
 
-bool Tensor::requires_grad() const { return checked(impl_).requires_grad; }
-
 Tensor& Tensor::requires_grad_(bool enabled) {
-    checked(impl_);
+    checked();
     AG_CHECK(is_leaf(), AutogradError,
              "requires_grad_: only leaf tensors can change requires_grad (this one, {}, was made "
              "by a recorded op; use detach() first)",
@@ -90,12 +81,12 @@ Tensor& Tensor::requires_grad_(bool enabled) {
     return *this;
 }
 
-bool Tensor::is_leaf() const { return checked(impl_).grad_fn_seq < 0; }
+bool Tensor::is_leaf() const { return checked().grad_fn_seq < 0; }
 
-Tensor Tensor::grad() const { return Tensor(checked(impl_).grad); }
+Tensor Tensor::grad() const { return Tensor(checked().grad); }
 
 void Tensor::set_grad(const Tensor& grad) {
-    checked(impl_);
+    checked();
     if (!grad.defined()) {
         impl_->grad.reset();
         return;
@@ -107,10 +98,10 @@ void Tensor::set_grad(const Tensor& grad) {
     impl_->grad = grad.impl();
 }
 
-void Tensor::zero_grad() { checked(impl_), impl_->grad.reset(); }
+void Tensor::zero_grad() { checked(), impl_->grad.reset(); }
 
 void Tensor::retain_grad() {
-    checked(impl_);
+    checked();
     if (!is_leaf()) impl_->retains_grad = true;
 }
 
@@ -127,21 +118,22 @@ void Tensor::backward(const Tensor& grad_output, bool retain_graph) const {
 }
 
 Tensor Tensor::detach() const {
-    const auto& self = checked(impl_);
-    auto impl = std::make_shared<detail::TensorImpl>();
+    const auto& self = checked();
+    auto impl = detail::make_impl();
     impl->shape = self.shape;
     impl->dtype = self.dtype;
     impl->storage = self.storage;
     return Tensor(std::move(impl));
 }
 
-Tensor empty(const Shape& shape, TensorOptions options) {
+Tensor empty(const Shape& shape, TensorOptions options) { return empty(Shape(shape), options); }
+
+Tensor empty(Shape&& shape, TensorOptions options) {
     check_shape(shape, "empty");
-    auto impl = std::make_shared<detail::TensorImpl>();
-    impl->shape = shape;
+    auto impl = detail::make_impl();
+    impl->storage = make_storage(shape, options.dtype);
+    impl->shape = std::move(shape);
     impl->dtype = options.dtype;
-    impl->storage =
-        std::make_shared<Storage>(static_cast<std::size_t>(numel(shape)) * dtype_size(options.dtype));
     Tensor t(std::move(impl));
     if (options.requires_grad) t.requires_grad_();
     return t;

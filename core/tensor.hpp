@@ -30,6 +30,9 @@ struct TensorImpl {
     std::shared_ptr<TensorImpl> grad;
 };
 
+/// A new, empty TensorImpl (allocated from the small-block lists; see storage.hpp).
+std::shared_ptr<TensorImpl> make_impl();
+
 }  // namespace detail
 
 /// Options for the factories, with PyTorch's defaults.
@@ -49,21 +52,21 @@ public:
     /// True unless default-constructed.
     bool defined() const { return impl_ != nullptr; }
 
-    const Shape& shape() const;
+    const Shape& shape() const { return checked().shape; }
     /// Number of dimensions (0 for a scalar).
-    std::int64_t dim() const;
+    std::int64_t dim() const { return static_cast<std::int64_t>(shape().size()); }
     /// Size of one dimension; negative axes count from the end. Throws IndexError.
     std::int64_t size(std::int64_t axis) const;
-    std::int64_t numel() const;
-    DType dtype() const;
+    std::int64_t numel() const { return attograd::numel(shape()); }
+    DType dtype() const { return checked().dtype; }
 
     /// Typed pointer to the first element. Throws DTypeError when T does not match dtype().
     template <class T>
     T* data();
     template <class T>
     const T* data() const;
-    void* raw_data();
-    const void* raw_data() const;
+    void* raw_data() { return checked().storage->data(); }
+    const void* raw_data() const { return checked().storage->data(); }
 
     /// The single element of a one-element tensor, converted to double. Throws ValueError.
     double item() const;
@@ -76,7 +79,7 @@ public:
 
     // --- autograd -------------------------------------------------------------------------
     /// Whether gradients flow into this tensor.
-    bool requires_grad() const;
+    bool requires_grad() const { return checked().requires_grad; }
     /// Marks a leaf as needing gradients (PyTorch's `requires_grad_`). Throws AutogradError on
     /// a tensor produced by a recorded op, or on a non-float tensor. Returns *this.
     Tensor& requires_grad_(bool enabled = true);
@@ -104,7 +107,18 @@ public:
     const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
 
 private:
-    void check_dtype(DType expected) const;
+    // The impl; throws ValueError on an undefined tensor.
+    detail::TensorImpl& checked() const {
+        if (impl_ == nullptr) [[unlikely]]
+            throw_undefined();
+        return *impl_;
+    }
+    [[noreturn]] static void throw_undefined();
+    void check_dtype(DType expected) const {
+        if (dtype() != expected) [[unlikely]]
+            throw_dtype_mismatch(expected);
+    }
+    [[noreturn]] void throw_dtype_mismatch(DType expected) const;
     std::shared_ptr<detail::TensorImpl> impl_;
 };
 
@@ -112,6 +126,8 @@ private:
 
 /// Uninitialised tensor of `shape` (contents unspecified).
 Tensor empty(const Shape& shape, TensorOptions options = {});
+/// As above, taking over `shape` (saves a copy when the caller is done with it).
+Tensor empty(Shape&& shape, TensorOptions options = {});
 /// Tensor of zeros.
 Tensor zeros(const Shape& shape, TensorOptions options = {});
 /// Tensor of ones.

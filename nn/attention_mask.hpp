@@ -12,9 +12,9 @@ namespace attograd::nn {
 struct AttentionMasks {
     /// bool or float, [Tq, Tk] (every batch and head) or [B * h, Tq, Tk] (per batch and head,
     /// batch-major: index b * h + head). Undefined = none.
-    Tensor attn_mask;
+    Tensor attn_mask = {};
     /// bool or float, [B, Tk]: `true` (or the added float) at padded keys. Undefined = none.
-    Tensor key_padding_mask;
+    Tensor key_padding_mask = {};
     /// Query t may only attend to keys s <= t (requires Tq <= Tk is not needed: the upper
     /// triangle s > t is masked).
     bool is_causal = false;

@@ -94,7 +94,7 @@ private:
 /// Options of LinearWarmup, with the defaults of PyTorch's `LinearLR` (`warmup_steps` is
 /// PyTorch's `total_iters`).
 struct LinearWarmupOptions {
-    double start_factor = 1.0 / 3.0;  ///< lr factor at step 0, in [0, 1]
+    double start_factor = 1.0 / 3.0;  ///< lr factor at step 0, in [0, 1] (PyTorch 2 needs > 0)
     double end_factor = 1.0;          ///< lr factor from warmup_steps on, in [0, 1]
     std::int64_t warmup_steps = 5;    ///< steps of the linear ramp, >= 1
 };
@@ -115,9 +115,9 @@ private:
 /// from its own step 0, and so on: at step e, with m the last milestone <= e (0 if none), the
 /// lr is `schedulers[i].lr_at(e - m)`. A warm-up then a cosine:
 ///
-///     auto warmup = std::make_shared<LinearWarmup>(opt, LinearWarmupOptions{.start_factor = 0.1,
-///     .warmup_steps = 100}); auto cosine = std::make_shared<CosineAnnealingLR>(opt,
-///     CosineAnnealingLROptions{.T_max = 900}); SequentialLR schedule(opt, {warmup, cosine}, {100});
+///     auto warmup = std::make_shared<LinearWarmup>(opt, LinearWarmupOptions{.warmup_steps = 100});
+///     auto cosine = std::make_shared<CosineAnnealingLR>(opt, CosineAnnealingLROptions{.T_max = 900});
+///     SequentialLR schedule(opt, {warmup, cosine}, {100});
 ///
 /// The inner schedules serve as formulas only: step the SequentialLR, not them.
 /// Throws ValueError when a schedule is null or belongs to another optimizer, when there is

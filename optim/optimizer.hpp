@@ -62,11 +62,12 @@ public:
     /// it with the model and loading both resumes a run exactly, bit for bit.
     StateDict state_dict() const;
     /// Restores a state_dict() of an optimizer of the same kind over parameters of the same
-    /// shapes. Sets the lr and (when saved) initial_lr; the saved options must equal this optimizer's (a
-    /// deliberate difference from PyTorch, which silently overwrites them). Throws ValueError
-    /// listing missing and unexpected names, on a parameter with part of its state, on an
-    /// option that differs; ShapeError / DTypeError naming the entry and both shapes / dtypes.
-    /// Nothing changes when it throws. The tensors are copied.
+    /// shapes. Sets the lr and (when saved) initial_lr; the saved options must equal this
+    /// optimizer's (a deliberate difference from PyTorch, which silently overwrites them).
+    /// Throws ValueError listing missing and unexpected names (a parameter with part of its
+    /// state shows as missing entries), and on an option that differs; ShapeError / DTypeError
+    /// naming the entry and both shapes / dtypes. Nothing changes when it throws. The tensors
+    /// are copied.
     void load_state_dict(const StateDict& state);
 
 protected:

@@ -98,3 +98,18 @@ TEST_CASE("softmax of an empty tensor is empty") {
     CHECK(softmax(zeros({0, 3}), 1).shape() == Shape{0, 3});
     CHECK(log_softmax(zeros({2, 0}), 1).shape() == Shape{2, 0});
 }
+
+TEST_CASE("large tensors (rows split over threads) give the same values as one row at a time") {
+    Generator gen(13);
+    Tensor x = randn({400, 200}, gen);
+    for (std::int64_t axis : {1, 0}) {
+        CAPTURE(axis);
+        const Tensor y = softmax(x, axis), l = log_softmax(x, axis);
+        for (const std::int64_t row : std::initializer_list<std::int64_t>{0, 17, axis == 1 ? 399 : 199}) {
+            const Tensor piece = narrow(x, 1 - axis, row, 1);
+            CHECK(narrow(y, 1 - axis, row, 1).to_vector<float>() == softmax(piece, axis).to_vector<float>());
+            CHECK(narrow(l, 1 - axis, row, 1).to_vector<float>() ==
+                  log_softmax(piece, axis).to_vector<float>());
+        }
+    }
+}

@@ -1,0 +1,138 @@
+// Additive (Bahdanau) attention scores: v^T tanh(W x + U q), fused, for all pairs or a band.
+#include "core/ops_additive_score.hpp"
+
+#include "core/autograd.hpp"
+#include "core/ops_local_attention.hpp"
+#include "core/parallel_rows.hpp"
+
+#include <Eigen/Core>
+
+#include <algorithm>
+#include <vector>
+
+namespace attograd {
+namespace {
+
+template <class T>
+using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using RowVector = Eigen::Matrix<T, 1, Eigen::Dynamic>;
+template <class T>
+using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+
+struct Dims {
+    std::int64_t n, tq, tk, h;
+};
+
+// z = tanh(uq[row] + wx[lo:hi]) -> [hi - lo, H], into a per-thread scratch buffer.
+template <class T>
+Eigen::Map<RowMatrix<T>> tanh_block(const T* uq, const T* wx, const Dims& d, std::int64_t row,
+                                    std::int64_t lo, std::int64_t hi) {
+    thread_local std::vector<T> scratch;
+    scratch.resize(static_cast<std::size_t>((hi - lo) * d.h));
+    const Eigen::Map<const RowMatrix<T>> keys(wx + ((row / d.tq) * d.tk + lo) * d.h, hi - lo, d.h);
+    const Eigen::Map<const RowVector<T>> query(uq + row * d.h, d.h);
+    Eigen::Map<RowMatrix<T>> z(scratch.data(), hi - lo, d.h);
+    z = (keys.rowwise() + query).array().tanh();
+    return z;
+}
+
+// scores[row, j] = v . tanh(uq[row] + wx[first + j]); 0 in out-of-range slots.
+template <class T>
+void additive_forward(const T* uq, const T* wx, const T* v, T* out, const Dims& d,
+                      const detail::KeyWindow& keys) {
+    const std::int64_t rows = d.n * d.tq;
+    const Eigen::Map<const Vector<T>> vv(v, d.h);
+#pragma omp parallel for schedule(static) if (rows * keys.width * d.h > 32768)
+    for (std::int64_t row = 0; row < rows; ++row) {
+        T* o = out + row * keys.width;
+        std::fill(o, o + keys.width, T(0));
+        const std::int64_t lo = keys.lo(row), hi = keys.hi(row);
+        if (hi <= lo) continue;
+        const auto z = tanh_block(uq, wx, d, row, lo, hi);
+        Eigen::Map<Vector<T>>(o + (lo - keys.first(row)), hi - lo).noalias() = z * vv;
+    }
+}
+
+// With z = tanh(uq[t] + wx[s]) and g = dscores[t, s]: d pre = g v (1 - z^2);
+// duq[t] = sum_s d pre; dwx[s] += d pre; dv += z^T g.
+template <class T>
+void additive_backward(const T* uq, const T* wx, const T* v, const T* dscores, T* duq, T* dwx, T* dv,
+                       const Dims& d, const detail::KeyWindow& keys) {
+    const std::int64_t rows = d.n * d.tq;
+    const std::int64_t wx_size = d.n * d.tk * d.h;
+    std::vector<T> acc(static_cast<std::size_t>(wx_size + d.h), T(0));  // dwx then dv
+    const Eigen::Map<const RowVector<T>> vv(v, d.h);
+    std::fill(duq, duq + rows * d.h, T(0));
+    detail::for_rows_scattering(
+        rows, rows * keys.width * d.h > 32768, acc.data(), wx_size + d.h, [&](std::int64_t row, T* a) {
+            const std::int64_t lo = keys.lo(row), hi = keys.hi(row);
+            if (hi <= lo) return;
+            auto z = tanh_block(uq, wx, d, row, lo, hi);
+            const Eigen::Map<const Vector<T>> g(dscores + row * keys.width + (lo - keys.first(row)), hi - lo);
+            Eigen::Map<RowVector<T>>(a + wx_size, d.h).noalias() += g.transpose() * z;
+            // z becomes d pre in place: g_j v_h (1 - z_jh^2)
+            z.array() = T(1) - z.array().square();
+            z.array().rowwise() *= vv.array();
+            z.array().colwise() *= g.array();
+            Eigen::Map<RowVector<T>>(duq + row * d.h, d.h) = z.colwise().sum();
+            Eigen::Map<RowMatrix<T>>(a + ((row / d.tq) * d.tk + lo) * d.h, hi - lo, d.h) += z;
+        });
+    std::copy(acc.begin(), acc.begin() + wx_size, dwx);
+    std::copy(acc.begin() + wx_size, acc.end(), dv);
+}
+
+Tensor additive_impl(const Tensor& uq, const Tensor& wx, const Tensor& v, const Tensor& window_start,
+                     std::int64_t width, const char* op) {
+    AG_CHECK(uq.defined() && wx.defined() && v.defined(), ValueError, "{}: undefined tensor argument", op);
+    AG_CHECK(uq.dim() == 3 && wx.dim() == 3 && v.dim() == 1, ShapeError,
+             "{}: expected uq [N, Tq, H], wx [N, Tk, H], v [H], got {}, {}, {}", op, uq.shape(), wx.shape(),
+             v.shape());
+    AG_CHECK(uq.size(0) == wx.size(0) && uq.size(2) == wx.size(2) && v.size(0) == uq.size(2), ShapeError,
+             "{}: expected uq [N, Tq, H], wx [N, Tk, H], v [H] with equal N and H, got {}, {}, {}", op,
+             uq.shape(), wx.shape(), v.shape());
+    AG_CHECK(uq.dtype() == wx.dtype() && uq.dtype() == v.dtype(), DTypeError, "{}: dtypes differ: {}, {}, {}",
+             op, uq.dtype(), wx.dtype(), v.dtype());
+    const Dims d{uq.size(0), uq.size(1), wx.size(1), uq.size(2)};
+    const bool local = window_start.defined();
+    if (local) detail::check_window(window_start, d.n, d.tq, width, op);
+    const std::int64_t slots = local ? width : d.tk;
+    Tensor out = empty({d.n, d.tq, slots}, {.dtype = uq.dtype()});
+    auto range = [window_start, slots, tk = d.tk] {
+        return detail::KeyWindow{window_start.defined() ? window_start.data<std::int64_t>() : nullptr, slots,
+                                 tk};
+    };
+    dispatch_floating(uq.dtype(), op, [&]<class T>(T) {
+        additive_forward(uq.data<T>(), wx.data<T>(), v.data<T>(), out.data<T>(), d, range());
+    });
+    if (autograd::needs_record({&uq, &wx, &v})) {
+        autograd::record(op, {uq, wx, v}, out,
+                         [uq, wx, v, d, range](const Tensor& dy, autograd::Gradients& g) {
+                             Tensor duq = empty(uq.shape(), {.dtype = uq.dtype()});
+                             Tensor dwx = empty(wx.shape(), {.dtype = wx.dtype()});
+                             Tensor dv = empty(v.shape(), {.dtype = v.dtype()});
+                             dispatch_floating(dy.dtype(), "additive_score backward", [&]<class T>(T) {
+                                 additive_backward(uq.data<T>(), wx.data<T>(), v.data<T>(), dy.data<T>(),
+                                                   duq.data<T>(), dwx.data<T>(), dv.data<T>(), d, range());
+                             });
+                             g.add(0, duq);
+                             g.add(1, dwx);
+                             g.add(2, dv);
+                         });
+    }
+    return out;
+}
+
+}  // namespace
+
+Tensor additive_score(const Tensor& uq, const Tensor& wx, const Tensor& v) {
+    return additive_impl(uq, wx, v, Tensor(), 0, "additive_score");
+}
+
+Tensor local_additive_score(const Tensor& uq, const Tensor& wx, const Tensor& v, const Tensor& window_start,
+                            std::int64_t width) {
+    AG_CHECK(window_start.defined(), ValueError, "local_additive_score: window_start is undefined");
+    return additive_impl(uq, wx, v, window_start, width, "local_additive_score");
+}
+
+}  // namespace attograd

@@ -1,0 +1,389 @@
+// Fused scaled-dot-product attention: forward and backward kernels over (batch, head) blocks
+// described by strides, so the three public layouts share one implementation.
+#include "core/ops_attention.hpp"
+
+#include "core/autograd.hpp"
+
+#include <Eigen/Core>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace attograd {
+namespace {
+
+template <class T>
+using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+template <class T>
+using BlockMap = Eigen::Map<RowMatrix<T>, 0, Eigen::OuterStride<>>;
+template <class T>
+using ConstBlockMap = Eigen::Map<const RowMatrix<T>, 0, Eigen::OuterStride<>>;
+template <class T>
+using MatrixMap = Eigen::Map<RowMatrix<T>>;
+template <class T>
+using ConstMatrixMap = Eigen::Map<const RowMatrix<T>>;
+
+// Where the (batch, head) blocks of one operand live, in elements: block (b, h) starts at
+// offset + b * batch + h * head and its rows are `row` apart (columns are contiguous).
+struct Layout {
+    std::int64_t offset = 0, batch = 0, head = 0, row = 0;
+    std::int64_t at(std::int64_t b, std::int64_t h) const { return offset + b * batch + h * head; }
+};
+
+// [B, h, T, width]: heads are separate planes.
+Layout heads_major(std::int64_t heads, std::int64_t t, std::int64_t width) {
+    return {.offset = 0, .batch = heads * t * width, .head = t * width, .row = width};
+}
+
+// [B, T, row_width] with head i at columns offset + i * width.
+Layout heads_last(std::int64_t t, std::int64_t width, std::int64_t row_width, std::int64_t offset) {
+    return {.offset = offset, .batch = t * row_width, .head = width, .row = row_width};
+}
+
+// Everything the kernels need to know about one call, besides the data pointers.
+struct Geometry {
+    std::int64_t batch = 0, heads = 0, tq = 0, tk = 0, d = 0, dv = 0;
+    Layout q{}, k{}, v{}, out{};
+    // Strides of the additive mask over [B, h, Tq, Tk] (0 on broadcast dimensions).
+    std::int64_t mask_b = 0, mask_h = 0, mask_t = 0, mask_s = 0;
+    double scale = 1.0;
+    // Dropout: active only while training with p > 0; one seed per (batch, head) block.
+    double dropout_p = 0.0;
+    std::vector<std::uint64_t> seeds{};
+    bool dropout_active() const { return !seeds.empty(); }
+    std::int64_t blocks() const { return batch * heads; }
+    // Enough work per call to be worth a parallel region.
+    bool parallel() const { return blocks() > 1 && blocks() * tq * tk * (d + dv) > 32768; }
+};
+
+// A small counter-based generator (SplitMix64): each block's dropout mask is regenerated from
+// its seed in backward instead of being stored.
+struct SplitMix64 {
+    std::uint64_t state;
+    std::uint64_t next() {
+        std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        return z ^ (z >> 31);
+    }
+};
+
+// dst = src * M / (1 - p) for the block's dropout mask M (keep with probability 1 - p);
+// dst may equal src. The same seed gives the same mask in forward and backward.
+template <class T>
+void apply_dropout(const T* src, T* dst, std::int64_t n, double p, std::uint64_t seed) {
+    SplitMix64 rng{seed};
+    const T keep_scale = p >= 1.0 ? T(0) : static_cast<T>(1.0 / (1.0 - p));
+    for (std::int64_t i = 0; i < n; ++i) {
+        const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
+        dst[i] = u >= p ? src[i] * keep_scale : T(0);
+    }
+}
+
+// Per-thread scratch of at least n elements, kept across calls (no allocation per step).
+template <class T>
+T* scratch(int slot, std::int64_t n) {
+    thread_local std::vector<T> buffers[2];
+    auto& buffer = buffers[slot];
+    if (buffer.size() < static_cast<std::size_t>(n)) buffer.resize(static_cast<std::size_t>(n));
+    return buffer.data();
+}
+
+// Adds the mask to the scores of block (b, h), then softmax over each row in place; a row
+// that is all -inf becomes all zero.
+template <class T>
+void masked_softmax_rows(const Geometry& g, std::int64_t b, std::int64_t h, const T* mask, T* scores) {
+    for (std::int64_t t = 0; t < g.tq; ++t) {
+        Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> row(scores + t * g.tk, g.tk);
+        if (mask != nullptr) {
+            const T* m = mask + b * g.mask_b + h * g.mask_h + t * g.mask_t;
+            if (g.mask_s == 0)
+                row += m[0];
+            else
+                row += Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>>(m, g.tk);
+        }
+        const T top = row.maxCoeff();
+        if (top == -std::numeric_limits<T>::infinity()) {
+            row.setZero();
+            continue;
+        }
+        row = (row - top).exp();
+        row *= T(1) / row.sum();
+    }
+}
+
+// scores P = softmax(scale q k^T + mask) -> weights; output = dropout(P) v.
+template <class T>
+void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const T* mask, T* out,
+                    T* weights) {
+    const T scale = static_cast<T>(g.scale);
+#pragma omp parallel for schedule(static) if (g.parallel())
+    for (std::int64_t bh = 0; bh < g.blocks(); ++bh) {
+        const std::int64_t b = bh / g.heads, h = bh % g.heads;
+        const ConstBlockMap<T> Q(q + g.q.at(b, h), g.tq, g.d, Eigen::OuterStride<>(g.q.row));
+        const ConstBlockMap<T> K(k + g.k.at(b, h), g.tk, g.d, Eigen::OuterStride<>(g.k.row));
+        const ConstBlockMap<T> V(v + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row));
+        BlockMap<T> O(out + g.out.at(b, h), g.tq, g.dv, Eigen::OuterStride<>(g.out.row));
+        MatrixMap<T> P(weights + bh * g.tq * g.tk, g.tq, g.tk);
+        if (g.tk == 0) {
+            O.setZero();
+            continue;
+        }
+        P.noalias() = (scale * Q) * K.transpose();
+        masked_softmax_rows(g, b, h, mask, P.data());
+        if (g.dropout_active()) {
+            MatrixMap<T> dropped(scratch<T>(0, g.tq * g.tk), g.tq, g.tk);
+            apply_dropout(P.data(), dropped.data(), g.tq * g.tk, g.dropout_p,
+                          g.seeds[static_cast<std::size_t>(bh)]);
+            O.noalias() = dropped * V;
+        } else {
+            O.noalias() = P * V;
+        }
+    }
+}
+
+// Gradients of one call. dout (upstream gradient of the output) and dweights (of the weights)
+// may each be null; so may dq, dk, dv (not needed). With dout null, dv is zero-filled.
+template <class T>
+struct BackwardArgs {
+    const T *q, *k, *v, *weights, *dout, *dweights;
+    T *dq, *dk, *dv;
+};
+
+// dV = Pd^T dO; dP = (dO V^T) * M / (1 - p) + dweights; dS = P * (dP - rowsum(dP * P));
+// dQ = scale dS K; dK = scale dS^T Q.
+template <class T>
+void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
+    const T scale = static_cast<T>(g.scale);
+#pragma omp parallel for schedule(static) if (g.parallel())
+    for (std::int64_t bh = 0; bh < g.blocks(); ++bh) {
+        const std::int64_t b = bh / g.heads, h = bh % g.heads;
+        const std::int64_t plane = g.tq * g.tk;
+        const auto seed = g.dropout_active() ? g.seeds[static_cast<std::size_t>(bh)] : 0;
+        const ConstBlockMap<T> Q(a.q + g.q.at(b, h), g.tq, g.d, Eigen::OuterStride<>(g.q.row));
+        const ConstBlockMap<T> K(a.k + g.k.at(b, h), g.tk, g.d, Eigen::OuterStride<>(g.k.row));
+        const ConstMatrixMap<T> P(a.weights + bh * plane, g.tq, g.tk);
+        MatrixMap<T> dP(scratch<T>(0, plane), g.tq, g.tk);
+        if (a.dout != nullptr) {
+            const ConstBlockMap<T> V(a.v + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row));
+            const ConstBlockMap<T> dO(a.dout + g.out.at(b, h), g.tq, g.dv, Eigen::OuterStride<>(g.out.row));
+            if (a.dv != nullptr) {
+                BlockMap<T> dV(a.dv + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row));
+                if (g.dropout_active()) {
+                    MatrixMap<T> dropped(scratch<T>(1, plane), g.tq, g.tk);
+                    apply_dropout(P.data(), dropped.data(), plane, g.dropout_p, seed);
+                    dV.noalias() = dropped.transpose() * dO;
+                } else {
+                    dV.noalias() = P.transpose() * dO;
+                }
+            }
+            dP.noalias() = dO * V.transpose();
+            if (g.dropout_active()) apply_dropout(dP.data(), dP.data(), plane, g.dropout_p, seed);
+        } else {
+            dP.setZero();
+            if (a.dv != nullptr)
+                BlockMap<T>(a.dv + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row)).setZero();
+        }
+        if (a.dweights != nullptr) dP += ConstMatrixMap<T>(a.dweights + bh * plane, g.tq, g.tk);
+        for (std::int64_t t = 0; t < g.tq; ++t) {
+            auto dp = dP.row(t).array();
+            const auto p = P.row(t).array();
+            const T dot = (dp * p).sum();
+            dp = p * (dp - dot);
+        }
+        if (a.dq != nullptr) {
+            BlockMap<T> dQ(a.dq + g.q.at(b, h), g.tq, g.d, Eigen::OuterStride<>(g.q.row));
+            dQ.noalias() = (scale * dP) * K;
+        }
+        if (a.dk != nullptr) {
+            BlockMap<T> dK(a.dk + g.k.at(b, h), g.tk, g.d, Eigen::OuterStride<>(g.k.row));
+            dK.noalias() = (scale * dP.transpose()) * Q;
+        }
+    }
+}
+
+template <class T>
+const T* data_or_null(const Tensor& t) {
+    return t.defined() ? t.data<T>() : nullptr;
+}
+
+template <class T>
+T* data_or_null(Tensor& t) {
+    return t.defined() ? t.data<T>() : nullptr;
+}
+
+// Validates the options against the geometry and fills in the mask strides, scale and seeds.
+void prepare(Geometry& g, const Tensor& q, const SdpaOptions& o, const char* op) {
+    const Tensor& m = o.attn_mask;
+    if (m.defined()) {
+        AG_CHECK(m.dtype() == q.dtype(), DTypeError,
+                 "{}: attn_mask must be an additive float mask of the inputs' dtype {}, got {}", op,
+                 q.dtype(), m.dtype());
+        AG_CHECK(!m.requires_grad(), ValueError, "{}: attn_mask receives no gradient; detach it first", op);
+        const Shape target{g.batch, g.heads, g.tq, g.tk};
+        const bool ranks_ok = m.dim() <= 4;
+        Shape padded(4, 1);
+        if (ranks_ok) std::copy(m.shape().begin(), m.shape().end(), padded.end() - m.dim());
+        bool fits = ranks_ok;
+        for (std::size_t i = 0; i < 4 && fits; ++i) fits = padded[i] == 1 || padded[i] == target[i];
+        AG_CHECK(fits, ShapeError, "{}: attn_mask {} does not broadcast to the scores [B, h, Tq, Tk] = {}",
+                 op, m.shape(), target);
+        const Shape strides = broadcast_strides(padded, target);
+        g.mask_b = strides[0];
+        g.mask_h = strides[1];
+        g.mask_t = strides[2];
+        g.mask_s = strides[3];
+    }
+    g.scale = o.scale.value_or(1.0 / std::sqrt(static_cast<double>(g.d)));
+    AG_CHECK(std::isfinite(g.scale), ValueError, "{}: scale must be finite, got {}", op, g.scale);
+    AG_CHECK(o.dropout_p >= 0.0 && o.dropout_p <= 1.0, ValueError, "{}: dropout_p must be in [0, 1], got {}",
+             op, o.dropout_p);
+    g.dropout_p = o.dropout_p;
+    if (o.training && o.dropout_p > 0.0) {
+        Generator& gen = o.generator != nullptr ? *o.generator : default_generator();
+        g.seeds.resize(static_cast<std::size_t>(g.blocks()));
+        for (auto& seed : g.seeds) seed = gen.next();
+    }
+}
+
+void check_inputs(const char* op, std::initializer_list<const Tensor*> inputs, std::int64_t rank) {
+    const Tensor& first = **inputs.begin();
+    for (const Tensor* t : inputs) {
+        AG_CHECK(t->defined(), ValueError, "{}: undefined tensor argument", op);
+        AG_CHECK(t->dim() == rank, ShapeError, "{}: expected rank-{} inputs, got {}", op, rank, t->shape());
+        AG_CHECK(t->dtype() == first.dtype(), DTypeError, "{}: dtypes differ: {} and {}", op, first.dtype(),
+                 t->dtype());
+    }
+    AG_CHECK(is_floating(first.dtype()), DTypeError, "{}: expected float32 or float64 inputs, got {}", op,
+             first.dtype());
+}
+
+// Runs the kernels for q, k, v (one tensor when `packed`) and records the tape entries:
+// one for the output and one for the weights (whose backward runs only when they are used).
+SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, bool packed, Geometry g,
+               const Shape& out_shape, const SdpaOptions& options) {
+    prepare(g, q, options, op);
+    Tensor out = empty(out_shape, {.dtype = q.dtype()});
+    Tensor weights = empty({g.batch, g.heads, g.tq, g.tk}, {.dtype = q.dtype()});
+    const Tensor mask = options.attn_mask;
+    dispatch_floating(q.dtype(), op, [&]<class T>(T) {
+        forward_kernel<T>(g, q.data<T>(), k.data<T>(), v.data<T>(), data_or_null<T>(mask), out.data<T>(),
+                          weights.data<T>());
+    });
+    if (!autograd::needs_record({&q, &k, &v})) return {out, weights};
+
+    // Gradients for every input that needs one; a packed qkv gets one tensor for all three.
+    auto backward = [packed, q, k, v](const Geometry& geo, const Tensor& p, const Tensor& dout,
+                                      const Tensor& dweights, autograd::Gradients& grads, bool with_v) {
+        Tensor dq, dk, dv;
+        if (packed) {
+            dq = dk = dv = empty(q.shape(), {.dtype = q.dtype()});
+        } else {
+            if (grads.needs(0)) dq = empty(q.shape(), {.dtype = q.dtype()});
+            if (grads.needs(1)) dk = empty(k.shape(), {.dtype = k.dtype()});
+            if (with_v && grads.needs(2)) dv = empty(v.shape(), {.dtype = v.dtype()});
+        }
+        dispatch_floating(q.dtype(), "attention backward", [&]<class T>(T) {
+            backward_kernel<T>(geo, {.q = q.data<T>(),
+                                     .k = k.data<T>(),
+                                     .v = v.data<T>(),
+                                     .weights = p.data<T>(),
+                                     .dout = data_or_null<T>(dout),
+                                     .dweights = data_or_null<T>(dweights),
+                                     .dq = data_or_null<T>(dq),
+                                     .dk = data_or_null<T>(dk),
+                                     .dv = data_or_null<T>(dv)});
+        });
+        if (packed) {
+            grads.add(0, dq);
+            return;
+        }
+        if (dq.defined()) grads.add(0, dq);
+        if (dk.defined()) grads.add(1, dk);
+        if (dv.defined()) grads.add(2, dv);
+    };
+    const std::vector<Tensor> inputs = packed ? std::vector<Tensor>{q} : std::vector<Tensor>{q, k, v};
+    // Through the weights alone: dS = P * (dW - rowsum(dW * P)); v gets no gradient. This entry
+    // holds the weights weakly (it produces them: a strong reference would keep it alive), and
+    // it is recorded first so that the output's entry, which holds them strongly, comes later
+    // on the tape, as every consumer does, and a sweep releases both in one pass.
+    std::weak_ptr<detail::TensorImpl> weak_weights = weights.impl();
+    autograd::record("attention_weights", inputs, weights,
+                     [backward, g, weak_weights](const Tensor& dw, autograd::Gradients& grads) {
+                         const Tensor p(weak_weights.lock());
+                         AG_ASSERT(p.defined(), "attention weights released before their backward");
+                         backward(g, p, Tensor(), dw, grads, false);
+                     });
+    // dV = Pd^T dO, dS = P * (dPd M / (1 - p) - rowsum(...)), dQ = scale dS K, dK = scale dS^T Q
+    autograd::record(op, inputs, out, [backward, g, weights](const Tensor& dy, autograd::Gradients& grads) {
+        backward(g, weights, dy, Tensor(), grads, true);
+    });
+    return {out, weights};
+}
+
+}  // namespace
+
+SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                        const SdpaOptions& options) {
+    constexpr const char* op = "scaled_dot_product_attention";
+    check_inputs(op, {&q, &k, &v}, 4);
+    const Shape &sq = q.shape(), &sk = k.shape(), &sv = v.shape();
+    AG_CHECK(sk[0] == sq[0] && sv[0] == sq[0] && sk[1] == sq[1] && sv[1] == sq[1], ShapeError,
+             "{}: batch and head sizes differ: q {}, k {}, v {}", op, sq, sk, sv);
+    AG_CHECK(sk[3] == sq[3], ShapeError, "{}: q and k widths differ: q {}, k {}", op, sq, sk);
+    AG_CHECK(sv[2] == sk[2], ShapeError, "{}: k and v lengths differ: k {}, v {}", op, sk, sv);
+    AG_CHECK(sq[3] > 0, ShapeError, "{}: q and k need a positive width, got q {}", op, sq);
+    Geometry g{.batch = sq[0], .heads = sq[1], .tq = sq[2], .tk = sk[2], .d = sq[3], .dv = sv[3]};
+    g.q = heads_major(g.heads, g.tq, g.d);
+    g.k = heads_major(g.heads, g.tk, g.d);
+    g.v = heads_major(g.heads, g.tk, g.dv);
+    g.out = heads_major(g.heads, g.tq, g.dv);
+    const Shape out_shape{g.batch, g.heads, g.tq, g.dv};
+    return run(op, q, k, v, false, std::move(g), out_shape, options);
+}
+
+SdpaResult scaled_dot_product_attention_heads(const Tensor& q, const Tensor& k, const Tensor& v,
+                                              std::int64_t num_heads, const SdpaOptions& options) {
+    constexpr const char* op = "scaled_dot_product_attention_heads";
+    check_inputs(op, {&q, &k, &v}, 3);
+    const Shape &sq = q.shape(), &sk = k.shape(), &sv = v.shape();
+    AG_CHECK(sk[0] == sq[0] && sv[0] == sq[0], ShapeError, "{}: batch sizes differ: q {}, k {}, v {}", op, sq,
+             sk, sv);
+    AG_CHECK(sk[2] == sq[2], ShapeError, "{}: q and k widths differ: q {}, k {}", op, sq, sk);
+    AG_CHECK(sv[1] == sk[1], ShapeError, "{}: k and v lengths differ: k {}, v {}", op, sk, sv);
+    AG_CHECK(num_heads >= 1 && sq[2] % num_heads == 0 && sv[2] % num_heads == 0 && sq[2] > 0, ValueError,
+             "{}: num_heads {} must divide the widths of q {} and v {}", op, num_heads, sq, sv);
+    Geometry g{.batch = sq[0],
+               .heads = num_heads,
+               .tq = sq[1],
+               .tk = sk[1],
+               .d = sq[2] / num_heads,
+               .dv = sv[2] / num_heads};
+    g.q = heads_last(g.tq, g.d, sq[2], 0);
+    g.k = heads_last(g.tk, g.d, sk[2], 0);
+    g.v = heads_last(g.tk, g.dv, sv[2], 0);
+    g.out = heads_last(g.tq, g.dv, sv[2], 0);
+    return run(op, q, k, v, false, std::move(g), {sq[0], sq[1], sv[2]}, options);
+}
+
+SdpaResult scaled_dot_product_attention_packed(const Tensor& qkv, std::int64_t num_heads,
+                                               const SdpaOptions& options) {
+    constexpr const char* op = "scaled_dot_product_attention_packed";
+    check_inputs(op, {&qkv}, 3);
+    const Shape& s = qkv.shape();
+    AG_CHECK(s[2] % 3 == 0 && s[2] > 0, ShapeError,
+             "{}: qkv [B, T, 3 * E] needs a width divisible by 3, got {}", op, s);
+    const std::int64_t e = s[2] / 3;
+    AG_CHECK(num_heads >= 1 && e % num_heads == 0, ValueError, "{}: num_heads {} must divide E = {} (qkv {})",
+             op, num_heads, e, s);
+    Geometry g{
+        .batch = s[0], .heads = num_heads, .tq = s[1], .tk = s[1], .d = e / num_heads, .dv = e / num_heads};
+    g.q = heads_last(g.tq, g.d, s[2], 0);
+    g.k = heads_last(g.tk, g.d, s[2], e);
+    g.v = heads_last(g.tk, g.dv, s[2], 2 * e);
+    g.out = heads_last(g.tq, g.dv, e, 0);
+    return run(op, qkv, qkv, qkv, true, std::move(g), {s[0], s[1], e}, options);
+}
+
+}  // namespace attograd

@@ -1,0 +1,117 @@
+// Sparsemax: the Euclidean projection onto the probability simplex, with exact zeros.
+#include "core/ops_sparsemax.hpp"
+
+#include "core/autograd.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <vector>
+
+namespace attograd {
+namespace {
+
+// A tensor seen as rows along one axis: element k of row (o, r) sits at
+// o * n * inner + k * inner + r.
+struct Rows {
+    std::int64_t outer = 1, n = 1, inner = 1;
+    std::int64_t count() const { return outer * inner; }
+    std::int64_t base(std::int64_t row) const { return (row / inner) * n * inner + row % inner; }
+};
+
+Rows rows_of(const Shape& shape, std::int64_t axis) {
+    Rows r;
+    for (std::int64_t d = 0; d < static_cast<std::int64_t>(shape.size()); ++d) {
+        const std::int64_t size = shape[static_cast<std::size_t>(d)];
+        if (d < axis) r.outer *= size;
+        if (d == axis) r.n = size;
+        if (d > axis) r.inner *= size;
+    }
+    return r;
+}
+
+// One row: p_i = max(x_i - tau, 0), tau from the sorted finite entries (Martins & Astudillo,
+// Algorithm 1): k = max{k : 1 + k z_(k) > sum_{j <= k} z_(j)}, tau = (sum_{j <= k} z_(j) - 1) / k.
+template <class T>
+void sparsemax_row(const T* x, T* p, std::int64_t n, std::int64_t stride, std::vector<T>& sorted) {
+    sorted.clear();
+    for (std::int64_t i = 0; i < n; ++i)
+        if (x[i * stride] != -std::numeric_limits<T>::infinity()) sorted.push_back(x[i * stride]);
+    if (sorted.empty()) {
+        for (std::int64_t i = 0; i < n; ++i) p[i * stride] = T(0);
+        return;
+    }
+    std::sort(sorted.begin(), sorted.end(), std::greater<T>());
+    T cumulative = 0, tau_sum = sorted[0];
+    std::size_t support = 1;
+    for (std::size_t k = 0; k < sorted.size(); ++k) {
+        cumulative += sorted[k];
+        if (T(1) + static_cast<T>(k + 1) * sorted[k] > cumulative) {
+            support = k + 1;
+            tau_sum = cumulative;
+        }
+    }
+    const T tau = (tau_sum - T(1)) / static_cast<T>(support);
+    for (std::int64_t i = 0; i < n; ++i) p[i * stride] = std::max(x[i * stride] - tau, T(0));
+}
+
+}  // namespace
+
+Tensor sparsemax(const Tensor& x, std::int64_t axis) {
+    AG_CHECK(x.defined(), ValueError, "sparsemax: undefined tensor argument");
+    AG_CHECK(x.dim() > 0, IndexError, "sparsemax: axis {} given for a 0-d tensor", axis);
+    const std::int64_t a = normalize_axis(axis, x.dim(), "sparsemax");
+    const Rows rows = rows_of(x.shape(), a);
+    Tensor out = empty(x.shape(), {.dtype = x.dtype()});
+    dispatch_floating(x.dtype(), "sparsemax", [&]<class T>(T) {
+        const T* px = x.data<T>();
+        for (std::int64_t i = 0; i < x.numel(); ++i)
+            AG_CHECK(!std::isnan(px[i]) && px[i] != std::numeric_limits<T>::infinity(), ValueError,
+                     "sparsemax: input {} holds NaN or +inf", x.shape());
+        T* po = out.data<T>();
+#pragma omp parallel if (rows.count() * rows.n > 65536)
+        {
+            std::vector<T> sorted;
+            sorted.reserve(static_cast<std::size_t>(rows.n));
+#pragma omp for schedule(static)
+            for (std::int64_t row = 0; row < rows.count(); ++row) {
+                const std::int64_t base = rows.base(row);
+                sparsemax_row(px + base, po + base, rows.n, rows.inner, sorted);
+            }
+        }
+    });
+    if (autograd::needs_record({&x})) {
+        autograd::record("sparsemax", {x}, out, [p = out, rows](const Tensor& dy, autograd::Gradients& g) {
+            // dx_i = s_i (dy_i - sum_{j in S} dy_j / |S|), S = support of p
+            Tensor dx = empty(dy.shape(), {.dtype = dy.dtype()});
+            dispatch_floating(dy.dtype(), "sparsemax backward", [&]<class T>(T) {
+                const T* pp = p.data<T>();
+                const T* pd = dy.data<T>();
+                T* pdx = dx.data<T>();
+#pragma omp parallel for schedule(static) if (rows.count() * rows.n > 65536)
+                for (std::int64_t row = 0; row < rows.count(); ++row) {
+                    const std::int64_t base = rows.base(row);
+                    T total = 0;
+                    std::int64_t support = 0;
+                    for (std::int64_t i = 0; i < rows.n; ++i) {
+                        const std::int64_t k = base + i * rows.inner;
+                        if (pp[k] > T(0)) {
+                            total += pd[k];
+                            ++support;
+                        }
+                    }
+                    const T mean = support > 0 ? total / static_cast<T>(support) : T(0);
+                    for (std::int64_t i = 0; i < rows.n; ++i) {
+                        const std::int64_t k = base + i * rows.inner;
+                        pdx[k] = pp[k] > T(0) ? pd[k] - mean : T(0);
+                    }
+                }
+            });
+            g.add(0, dx);
+        });
+    }
+    return out;
+}
+
+}  // namespace attograd

@@ -1,0 +1,154 @@
+// Single-head attention: any score, soft / sparse / hard weights, global or local (Luong) windows.
+#pragma once
+
+#include "core/generator.hpp"
+#include "nn/attention_mask.hpp"
+#include "nn/attention_scores.hpp"
+#include "nn/hard_attention.hpp"
+#include "nn/local_window.hpp"
+#include "nn/module.hpp"
+
+#include <memory>
+#include <string_view>
+
+namespace attograd::nn {
+
+class Linear;
+
+/// How scores become weights over the keys.
+/// - Soft: softmax (Bahdanau et al. 2015); every allowed key gets a positive weight.
+/// - Sparse: sparsemax (Martins & Astudillo 2016); low-scoring keys get exactly 0.
+/// - Hard: one key per query (Xu et al. 2015 "hard" attention): sampled while training, argmax
+///   in eval; trained by the HardEstimator chosen in the options.
+enum class Normalizer { Soft, Sparse, Hard };
+
+/// Parses "soft", "sparse" (or "sparsemax") or "hard". Throws ValueError listing the choices.
+Normalizer parse_normalizer(std::string_view name);
+/// "soft", "sparse" or "hard".
+std::string_view to_string(Normalizer normalizer);
+
+/// Options of Attention. Widths of 0 default as noted; the others take PyTorch-like defaults.
+struct AttentionOptions {
+    std::int64_t query_dim = 0;  ///< Dq, width of the query input (> 0)
+    std::int64_t key_dim = 0;    ///< Dk, width of the key input; 0 = query_dim
+    std::int64_t value_dim = 0;  ///< Dv, width of the value input; 0 = key_dim
+    Score score = Score::ScaledDot;
+    /// H: hidden width of the additive score and of local-p's position predictor; 0 = the
+    /// (projected) query width.
+    std::int64_t hidden = 0;
+    /// Learned projections (nn::Linear, named q_proj / k_proj / v_proj) applied to the query,
+    /// key and value inputs before scoring; each maps its input to embed_dim.
+    bool project_query = false;
+    bool project_key = false;
+    bool project_value = false;
+    std::int64_t embed_dim = 0;  ///< output width of the projections; 0 = query_dim
+    bool bias = true;            ///< whether the projections learn a bias
+    Normalizer normalizer = Normalizer::Soft;
+    HardEstimator estimator = HardEstimator::GumbelStraightThrough;  ///< hard attention's training
+    double temperature = 1.0;     ///< Gumbel-softmax temperature (> 0) of the straight-through gradient
+    double baseline_decay = 0.9;  ///< REINFORCE's moving-average baseline decay, in [0, 1)
+    LocalMode local = LocalMode::None;
+    std::int64_t window = 0;  ///< local attention's D: each query sees 2D + 1 keys (>= 0; >= 1 for local-p)
+    double dropout = 0.0;     ///< dropout on the weights while training, in [0, 1]
+};
+
+/// What Attention::forward returns.
+struct AttentionOutput {
+    /// [B, Tq, Dv'] with Dv' the value width after projection.
+    Tensor output;
+    /// [B, Tq, Tk], the normalised weights BEFORE dropout (PyTorch's MultiheadAttention returns
+    /// them after dropout; here they are the distribution the layer attended with, which is what
+    /// inspection wants). For local attention every entry outside a query's window is exactly 0;
+    /// local-p's weights include the Gaussian factor. Undefined unless need_weights.
+    Tensor weights;
+    /// Local attention only: the band [B, Tq, 2D + 1] (slot j of query t is key window_start + j;
+    /// slots outside [0, Tk) hold 0) and the int64 window starts [B, Tq].
+    Tensor band_weights;
+    Tensor window_start;
+    /// Local-p only: the predicted real centres p_t [B, Tq].
+    Tensor centre;
+    /// Hard attention with REINFORCE while training: log p(chosen key) [B, Tq], for reinforce_loss().
+    Tensor log_prob;
+};
+
+/// Single-head attention (design.md §1): scores s(key, query) with any Score, normalised over the
+/// keys into weights, which average the values. Forms:
+/// - key-value: forward(query [B, Tq, Dq], key [B, Tk, Dk], value [B, Tk, Dv]);
+/// - plain: forward(query, inputs [B, Tk, Dk]) uses the inputs as keys and values (Dv = Dk).
+///
+/// Global attention scores every key. Local attention (Luong, Pham & Manning 2015, §3.2) scores
+/// only the window [c_t - D, c_t + D] of each query, clipped to the keys, computing only that
+/// band (time and memory linear in Tq * (2D + 1), never a [Tq, Tk] matrix):
+/// - local-m: c_t = floor(t * Tk / Tq) (= t when the lengths agree);
+/// - local-p: p_t = Tk * sigmoid(v_p^T tanh(W_p q_t)) (parameters "W_p" [H, Dq'], "v_p" [H], q_t
+///   the projected query), c_t = min(floor(p_t + 1/2), Tk - 1), the key nearest p_t; the weights
+///   are multiplied by exp(-(s - p_t)^2 / (2 sigma^2)), sigma = D / 2, and NOT renormalised
+///   (as in the paper); the gradient reaches p_t, hence W_p and v_p, through this factor only
+///   (the rounding to c_t is piecewise constant). With hard attention the factor multiplies the
+///   sampling distribution instead (its log is added to the scores), so one key still gets
+///   weight 1, and p_t learns through the estimator.
+///
+/// Masks (AttentionMasks, PyTorch semantics: bool true = not allowed, float masks added):
+/// attn_mask [Tq, Tk] or [B, Tq, Tk], key_padding_mask [B, Tk], is_causal. Local attention
+/// applies them inside the band. A query whose keys are all masked gets zero weights and a zero
+/// output (PyTorch gives NaN), with finite gradients everywhere, on every path.
+///
+/// Parameters: "q_proj.*", "k_proj.*", "v_proj.*" (when projecting; nn::Linear's weight and bias),
+/// "score.*" (the score's W, U, v), "W_p", "v_p" (local-p).
+/// train() samples hard attention and enables dropout; eval() takes the argmax and disables it.
+class Attention : public Module {
+public:
+    /// Draws the initial parameters from `generator`, which must outlive the module: dropout and
+    /// hard attention's sampling draw from it too. Throws ValueError (bad widths, window < 0,
+    /// local-p with window 0, dropout outside [0, 1], temperature <= 0, decay outside [0, 1)) and
+    /// ShapeError (dot / scaled-dot score with different query and key widths).
+    explicit Attention(AttentionOptions options, Generator& generator = default_generator());
+    ~Attention() override;
+
+    /// Key-value attention: query [B, Tq, Dq], key [B, Tk, Dk], value [B, Tk, Dv] -> output
+    /// [B, Tq, Dv'] and, when `need_weights`, weights [B, Tq, Tk]. Reports the weights to an
+    /// active AttentionRecorder. Throws ShapeError naming the shapes (wrong ranks, widths,
+    /// batch or key counts, Tk = 0), DTypeError (inputs' dtypes differ from the parameters'),
+    /// and the errors of check_attention_masks for bad masks.
+    AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                            const AttentionMasks& masks = {}, bool need_weights = true) const;
+    /// Plain attention: keys = values = inputs [B, Tk, Dk].
+    AttentionOutput forward(const Tensor& query, const Tensor& inputs, const AttentionMasks& masks = {},
+                            bool need_weights = true) const;
+
+    /// REINFORCE's surrogate loss for hard attention (Williams 1992; Xu et al. 2015 §4.1): add it
+    /// to the task loss. log_prob [B, Tq] from forward's output; reward [B] or [B, Tq] (higher is
+    /// better, e.g. minus the per-sequence loss; treated as a constant). Uses, then updates, the
+    /// moving-average baseline (the first call starts it at that batch's mean reward). Throws
+    /// ValueError when the layer is not hard attention with REINFORCE, ShapeError on bad shapes.
+    Tensor reinforce_loss(const Tensor& log_prob, const Tensor& reward);
+    /// The current REINFORCE baseline.
+    double reward_baseline() const { return baseline_.value(); }
+
+    std::string type_name() const override { return "Attention"; }
+    std::string extra_repr() const override;
+
+    const AttentionOptions& options() const { return options_; }
+    /// The score module (registered as "score").
+    const AttentionScore& score() const { return *score_; }
+
+private:
+    struct Normalised {
+        Tensor weights, log_prob;
+    };
+    Normalised normalise(const Tensor& scores) const;
+    AttentionOutput forward_global(const Tensor& q, const Tensor& k, const Tensor& v,
+                                   const AttentionMasks& masks, bool need_weights) const;
+    AttentionOutput forward_local(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  const AttentionMasks& masks, bool need_weights) const;
+    Tensor attention_dropout(const Tensor& weights) const;
+
+    AttentionOptions options_;
+    Generator* generator_;
+    std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_;
+    std::shared_ptr<AttentionScore> score_;
+    Tensor W_p_, v_p_;
+    RewardBaseline baseline_;
+};
+
+}  // namespace attograd::nn

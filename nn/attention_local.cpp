@@ -1,0 +1,44 @@
+// Single-head attention: the local (Luong) path, computing only the band of 2D + 1 keys per query.
+#include "core/error.hpp"
+#include "core/ops_elementwise.hpp"
+#include "core/ops_local_attention.hpp"
+#include "core/ops_matmul.hpp"
+#include "core/ops_shape.hpp"
+#include "nn/attention.hpp"
+#include "nn/attention_recorder.hpp"
+
+namespace attograd::nn {
+
+AttentionOutput Attention::forward_local(const Tensor& q, const Tensor& k, const Tensor& v,
+                                         const AttentionMasks& masks, bool need_weights) const {
+    const std::int64_t batch = q.size(0), tq = q.size(1), tk = k.size(1);
+    const std::int64_t d = options_.window, width = 2 * d + 1;
+    const bool predictive = options_.local == LocalMode::Predictive;
+    AttentionOutput out;
+    if (predictive) {
+        // p_t = Tk * sigmoid(v_p^T tanh(W_p q_t)): [B, Tq, Dq'] -> [B, Tq, H] -> [B, Tq]
+        const Tensor hidden = tanh(matmul(q, transpose(W_p_, 0, 1)));
+        out.centre =
+            reshape(sigmoid(matmul(hidden, reshape(v_p_, {-1, 1}))), {batch, tq}) * static_cast<double>(tk);
+        out.window_start = predictive_window_start(out.centre, tk, d);
+    } else {
+        out.window_start = monotonic_window_start(batch, tq, tk, d);
+    }
+    const Tensor& start = out.window_start;
+    // [B, Tq, 2D + 1] scores, -inf in slots outside the keys or masked
+    Tensor scores = score_->forward_local(q, k, start, width) +
+                    local_band_mask(masks, start, width, tk, q.dtype(), "Attention");
+    const double sigma = static_cast<double>(d) / 2.0;
+    const bool hard = options_.normalizer == Normalizer::Hard;
+    // Hard attention samples from softmax(scores) * gaussian, i.e. adds the log-Gaussian to the scores.
+    if (predictive && hard) scores = scores + log(gaussian_window(out.centre, start, width, sigma));
+    Normalised n = normalise(scores);
+    out.band_weights =
+        predictive && !hard ? n.weights * gaussian_window(out.centre, start, width, sigma) : n.weights;
+    out.log_prob = n.log_prob;
+    out.output = local_weighted_sum(attention_dropout(out.band_weights), v, start);  // [B, Tq, Dv]
+    if (need_weights || attention_recording()) out.weights = local_band_to_dense(out.band_weights, start, tk);
+    return out;
+}
+
+}  // namespace attograd::nn

@@ -1,0 +1,146 @@
+// MultiHeadAttention: PyTorch's nn.MultiheadAttention (batch first), plus a choice of score.
+#pragma once
+
+#include "core/generator.hpp"
+#include "nn/attention_mask.hpp"
+#include "nn/attention_scores.hpp"
+#include "nn/local_window.hpp"
+#include "nn/module.hpp"
+
+#include <memory>
+
+namespace attograd::nn {
+
+class Linear;
+
+/// Options of MultiHeadAttention, with torch.nn.MultiheadAttention's names and defaults.
+struct MultiHeadAttentionOptions {
+    std::int64_t embed_dim = 0;  ///< E, width of the queries and of the output (> 0)
+    std::int64_t num_heads = 1;  ///< h; must divide E (each head has width E / h)
+    double dropout = 0.0;        ///< dropout on the attention weights while training, in [0, 1]
+    bool bias = true;            ///< learn in_proj_bias and out_proj.bias
+    bool add_bias_kv = false;    ///< append the learned bias_k / bias_v as one more key / value
+    bool add_zero_attn = false;  ///< append a zero key / value (after bias_kv)
+    std::int64_t kdim = 0;       ///< width of the key input; 0 = E
+    std::int64_t vdim = 0;       ///< width of the value input; 0 = E
+    /// attograd is always batch first ([B, T, E]); false is rejected (PyTorch's default is
+    /// false: its sequence-first layout does not exist here).
+    bool batch_first = true;
+    /// Beyond PyTorch: how each head scores its keys. ScaledDot (PyTorch's) and Dot run the
+    /// fused attention kernel (core/ops_attention.hpp); Additive and Bilinear score each head's
+    /// projected queries and keys (width E / h) with one score module shared by all heads,
+    /// registered as "score" (its parameters are `score.*`).
+    Score score = Score::ScaledDot;
+    /// Beyond PyTorch: local attention (Luong et al. 2015, see nn/local_window.hpp) in every
+    /// head: each query sees only the 2 * window + 1 keys around its centre, and only that band
+    /// is computed. local-p predicts each head's centre from its projected query with the
+    /// parameters `W_p` [E / h, E / h] and `v_p` [E / h], shared by the heads. Not combinable
+    /// with add_bias_kv / add_zero_attn (their keys sit outside every window).
+    LocalMode local = LocalMode::None;
+    std::int64_t window = 0;       ///< local attention's D (>= 0; >= 1 for local-p)
+    DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)
+};
+
+/// Keyword arguments of MultiHeadAttention::forward (PyTorch's), masks with its semantics.
+struct MultiHeadAttentionArgs {
+    /// [B, Tk], bool (true = padded key, ignored) or float (added to the scores).
+    Tensor key_padding_mask{};
+    /// bool (true = not allowed) or float (added): [Tq, Tk] for every batch and head, or
+    /// [B * h, Tq, Tk] per batch and head (index b * h + head).
+    Tensor attn_mask{};
+    /// Query t may not attend to keys s > t. Unlike PyTorch 2 it needs no attn_mask.
+    bool is_causal = false;
+    /// Return the weights (global attention computes them anyway; local attention builds its
+    /// dense [B, h, Tq, Tk] view only when they are asked for or an AttentionRecorder is active).
+    bool need_weights = true;
+    /// Weights averaged over the heads [B, Tq, Tk] (true) or per head [B, h, Tq, Tk].
+    bool average_attn_weights = true;
+};
+
+/// What MultiHeadAttention::forward returns.
+struct MultiHeadAttentionOutput {
+    Tensor output;   ///< [B, Tq, E]
+    Tensor weights;  ///< [B, Tq, Tk'] or [B, h, Tq, Tk'] (Tk' counts bias_kv / zero_attn keys); undefined
+                     ///< when !need_weights
+};
+
+/// Multi-head attention (Vaswani et al. 2017, §3.2.2) with torch.nn.MultiheadAttention's
+/// semantics, parameter names and initialisation, so checkpoints move between the two:
+///   q = query W_q^T + b_q, k = key W_k^T + b_k, v = value W_v^T + b_v     (each [B, T, E])
+///   head_i = softmax(q_i k_i^T / sqrt(E / h) + mask) v_i                 (columns of head i)
+///   output = concat(head_1..head_h) W_o^T + b_o
+/// Parameters: `in_proj_weight` [3E, E] (rows: W_q, W_k, W_v) when kdim == vdim == E, else
+/// `q_proj_weight` [E, E], `k_proj_weight` [E, kdim], `v_proj_weight` [E, vdim];
+/// `in_proj_bias` [3E] (with bias); `bias_k`, `bias_v` [1, 1, E] (with add_bias_kv);
+/// `out_proj.weight` [E, E], `out_proj.bias` [E] (an nn::Linear; PyTorch's class is
+/// NonDynamicallyQuantizableLinear, the keys are the same). Initialised as PyTorch does:
+/// xavier_uniform_ on the projection weights, zero biases, xavier_normal_ on bias_k / bias_v,
+/// out_proj.weight as nn.Linear's default.
+///
+/// Documented differences from PyTorch: inputs are always batch first; a query whose keys are
+/// all masked gets zero weights and a zero output (PyTorch: NaN); the returned weights are taken
+/// before dropout (PyTorch returns them after); the `score` and `local` options. Self-attention (the same
+/// tensor as query, key and value, kdim == vdim == E, no bias_kv / zero_attn) runs one GEMM for
+/// the three projections and one fused attention op on the packed result.
+class MultiHeadAttention : public Module {
+public:
+    /// Draws the initial parameters from `generator`, which must outlive the module (dropout
+    /// draws from it). Throws ValueError (embed_dim < 1, num_heads < 1 or not dividing
+    /// embed_dim, kdim / vdim < 0, dropout outside [0, 1], batch_first = false, window < 0,
+    /// local-p with window 0, local with add_bias_kv / add_zero_attn), DTypeError.
+    explicit MultiHeadAttention(MultiHeadAttentionOptions options,
+                                Generator& generator = default_generator());
+    ~MultiHeadAttention() override;
+
+    /// query [B, Tq, E], key [B, Tk, kdim], value [B, Tk, vdim] -> output [B, Tq, E] and the
+    /// weights (see MultiHeadAttentionOutput). Reports the per-head weights [B, h, Tq, Tk'] to
+    /// an active AttentionRecorder. Throws ShapeError naming the shapes (ranks, widths, batch
+    /// or key counts, masks), DTypeError (input or mask dtypes).
+    MultiHeadAttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                     const MultiHeadAttentionArgs& args = {}) const;
+    /// Self-attention: forward(x, x, x, args).
+    MultiHeadAttentionOutput forward(const Tensor& x, const MultiHeadAttentionArgs& args = {}) const;
+
+    std::string type_name() const override { return "MultiHeadAttention"; }
+    std::string extra_repr() const override;
+
+    /// The options, with kdim / vdim resolved (never 0).
+    const MultiHeadAttentionOptions& options() const { return options_; }
+    /// Width of one head, E / h.
+    std::int64_t head_dim() const { return options_.embed_dim / options_.num_heads; }
+    /// True when kdim == vdim == E: the projections are packed in in_proj_weight.
+    bool packed_projection() const { return in_proj_weight_.defined(); }
+    /// Parameters (handles sharing the module's storage); undefined when absent.
+    Tensor in_proj_weight() const { return in_proj_weight_; }
+    Tensor q_proj_weight() const { return q_proj_weight_; }
+    Tensor k_proj_weight() const { return k_proj_weight_; }
+    Tensor v_proj_weight() const { return v_proj_weight_; }
+    Tensor in_proj_bias() const { return in_proj_bias_; }
+    Tensor bias_k() const { return bias_k_; }
+    Tensor bias_v() const { return bias_v_; }
+    /// The output projection, registered as "out_proj".
+    const Linear& out_proj() const { return *out_proj_; }
+
+private:
+    struct Projected {
+        Tensor q, k, v;
+    };
+    Projected project(const Tensor& query, const Tensor& key, const Tensor& value) const;
+    void check_inputs(const Tensor& query, const Tensor& key, const Tensor& value) const;
+    // The other paths (nn/multihead_attention_local.cpp): q [B, Tq, E], k, v [B, Tk', E] ->
+    // heads side by side [B, Tq, E] and the weights [B, h, Tq, Tk'] (undefined when a local
+    // path was not asked for them).
+    std::pair<Tensor, Tensor> attend_with_score(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                const Tensor& mask) const;
+    std::pair<Tensor, Tensor> attend_local(const Tensor& q, const Tensor& k, const Tensor& v,
+                                           const AttentionMasks& masks, bool dense_weights) const;
+
+    MultiHeadAttentionOptions options_;
+    Generator* generator_;
+    Tensor in_proj_weight_, q_proj_weight_, k_proj_weight_, v_proj_weight_, in_proj_bias_, bias_k_, bias_v_;
+    Tensor W_p_, v_p_;
+    std::shared_ptr<Linear> out_proj_;
+    std::shared_ptr<AttentionScore> score_;  // only for Additive / Bilinear scores or local attention
+};
+
+}  // namespace attograd::nn

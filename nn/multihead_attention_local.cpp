@@ -1,0 +1,89 @@
+// MultiHeadAttention's paths beyond the fused kernel: additive / bilinear scores and local
+// attention, each head a sequence of its own ([B * h, T, E / h]) for the score modules and the
+// banded kernels (core/ops_local_attention.hpp).
+#include "core/ops.hpp"
+#include "core/ops_local_attention.hpp"
+#include "nn/multihead_attention.hpp"
+
+#include <cstring>
+
+namespace attograd::nn {
+namespace {
+
+constexpr const char* kOp = "MultiHeadAttention";
+
+// [B, T, h * d] -> [B * h, T, d]: head i's columns as sequence b * h + i.
+Tensor split_heads(const Tensor& x, std::int64_t heads) {
+    const std::int64_t b = x.size(0), t = x.size(1), d = x.size(2) / heads;
+    return reshape(permute(reshape(x, {b, t, heads, d}), {0, 2, 1, 3}), {b * heads, t, d});
+}
+
+// [B * h, T, d] -> [B, T, h * d], the inverse of split_heads.
+Tensor merge_heads(const Tensor& x, std::int64_t heads) {
+    const std::int64_t b = x.size(0) / heads, t = x.size(1), d = x.size(2);
+    return reshape(permute(reshape(x, {b, heads, t, d}), {0, 2, 1, 3}), {b, t, heads * d});
+}
+
+// The masks of B sequences as masks of the B * h head sequences: key_padding_mask rows are
+// repeated per head; a [B * h, Tq, Tk] attn_mask already is per head sequence.
+AttentionMasks per_head(const AttentionMasks& masks, std::int64_t heads) {
+    AttentionMasks out = masks;
+    const Tensor& kpm = masks.key_padding_mask;
+    if (kpm.defined()) {
+        const std::int64_t b = kpm.size(0), tk = kpm.size(1);
+        out.key_padding_mask = empty({b * heads, tk}, {.dtype = kpm.dtype()});
+        const std::size_t row = static_cast<std::size_t>(tk) * dtype_size(kpm.dtype());
+        const auto* src = static_cast<const char*>(kpm.raw_data());
+        auto* dst = static_cast<char*>(out.key_padding_mask.raw_data());
+        for (std::int64_t r = 0; r < b * heads; ++r)
+            std::memcpy(dst + static_cast<std::size_t>(r) * row,
+                        src + static_cast<std::size_t>(r / heads) * row, row);
+    }
+    return out;
+}
+
+}  // namespace
+
+std::pair<Tensor, Tensor> MultiHeadAttention::attend_with_score(const Tensor& q, const Tensor& k,
+                                                                const Tensor& v, const Tensor& mask) const {
+    const std::int64_t b = q.size(0), tq = q.size(1), tk = k.size(1), h = options_.num_heads, d = head_dim();
+    // scores [B, h, Tq, Tk'] from each head's queries and keys, masked, normalised over the keys
+    Tensor scores = reshape(score_->forward(split_heads(q, h), split_heads(k, h)), {b, h, tq, tk});
+    if (mask.defined()) scores = scores + mask;
+    const Tensor weights = softmax(scores, -1);
+    const Tensor dropped = dropout(weights, options_.dropout, is_training(), *generator_);
+    const Tensor heads = matmul(dropped, reshape(split_heads(v, h), {b, h, tk, d}));  // [B, h, Tq, d]
+    return {reshape(permute(heads, {0, 2, 1, 3}), {b, tq, h * d}), weights};
+}
+
+std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(const Tensor& q, const Tensor& k, const Tensor& v,
+                                                           const AttentionMasks& masks,
+                                                           bool dense_weights) const {
+    const auto& o = options_;
+    const std::int64_t b = q.size(0), tq = q.size(1), tk = k.size(1), h = o.num_heads;
+    const std::int64_t width = 2 * o.window + 1;
+    const Tensor qh = split_heads(q, h), kh = split_heads(k, h), vh = split_heads(v, h);  // [B h, T, d]
+    Tensor start, centre;  // window starts int64 [B h, Tq]; local-p's real centres p_t [B h, Tq]
+    if (o.local == LocalMode::Predictive) {
+        // p_t = Tk * sigmoid(v_p^T tanh(W_p q_t)) per head: [B h, Tq, d] -> [B h, Tq]
+        const Tensor hidden = tanh(linear(qh, W_p_));
+        centre =
+            reshape(sigmoid(linear(hidden, reshape(v_p_, {1, -1}))), {b * h, tq}) * static_cast<double>(tk);
+        start = predictive_window_start(centre, tk, o.window);
+    } else {
+        start = monotonic_window_start(b * h, tq, tk, o.window);
+    }
+    // the band [B h, Tq, 2D + 1]: -inf outside the keys and where masked
+    const Tensor scores = score_->forward_local(qh, kh, start, width) +
+                          local_band_mask(per_head(masks, h), start, width, tk, o.dtype, kOp);
+    Tensor band = softmax(scores, -1);
+    // local-p: times the Gaussian exp(-(s - p_t)^2 / (2 sigma^2)), sigma = D / 2, not renormalised
+    if (centre.defined())
+        band = band * gaussian_window(centre, start, width, static_cast<double>(o.window) / 2.0);
+    const Tensor heads = local_weighted_sum(dropout(band, o.dropout, is_training(), *generator_), vh, start);
+    Tensor weights;
+    if (dense_weights) weights = reshape(local_band_to_dense(band, start, tk), {b, h, tq, tk});
+    return {merge_heads(heads, h), weights};
+}
+
+}  // namespace attograd::nn
