@@ -14,8 +14,6 @@ void load(Module& module, const std::filesystem::path& path, bool strict) {
     const StateDict state = load_safetensors(path);
     try {
         module.load_state_dict(state, strict);
-    } catch (const IoError&) {
-        throw;
     } catch (const Error& e) {
         throw IoError(fmt::format("nn::load: '{}' does not fit the {}: {}", path.string(), module.type_name(),
                                   e.what()));
