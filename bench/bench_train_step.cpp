@@ -2,22 +2,28 @@
 // Linear E -> 16, cross-entropy, Adam) in attograd, next to the same step in LibTorch
 // (libtorch_train_step, run from this program's directory when it was built) with the ratio.
 //
-//   bench_train_step [small|large|local]
+//   bench_train_step [--threads N] [small|large|local]
+//
+// --threads N sets the OpenMP threads of both programs (default: every core). On a machine that
+// other processes load, each parallel region waits for a descheduled worker; --threads 1
+// compares the frameworks' own work. The load average is printed first for that reason.
 //
 // Configurations (issue 3 point 10): small B 32, T 32, E 64, h 4; large B 8, T 256, E 256, h 8;
 // local B 4, T 512, E 64, h 4 with local-m attention of window D = 8 (LibTorch: a band mask
-// over the full T x T scores). Each figure is the median ms/step over 7 repeats after warm-up.
+// over the full T x T scores). Each figure is the median ms/step over 7 runs after warm-up; the
+// LibTorch step of a configuration runs right after attograd's, so both meet the same load.
 #include "attograd.hpp"
 #include "optim/optim.hpp"
+#include "timing.hpp"
 
-#include <algorithm>
+#include <omp.h>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 using namespace attograd;
@@ -50,23 +56,11 @@ struct Model : nn::Module {
     std::string type_name() const override { return "Model"; }
 };
 
+// Milliseconds per step: the median of 7 timed runs of about 0.2 s each, after 3 warm-up steps.
+// Wall time: the step runs on every core.
 double median_ms(const std::function<void()>& step) {
-    for (int i = 0; i < 3; ++i) step();
-    const auto once = std::chrono::steady_clock::now();
-    step();
-    const double first =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - once).count();
-    const int steps = std::max(1, static_cast<int>(200.0 / std::max(first, 0.01)));
-    std::vector<double> times;
-    for (int r = 0; r < 7; ++r) {
-        const auto start = std::chrono::steady_clock::now();
-        for (int i = 0; i < steps; ++i) step();
-        times.push_back(
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
-            steps);
-    }
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    const int iters = bench::calibrate(step, 0.2, bench::Clock::Wall);
+    return 1e3 * bench::median_seconds(step, iters, 7, 3, bench::Clock::Wall);
 }
 
 double time_config(const Config& c) {
@@ -85,19 +79,19 @@ double time_config(const Config& c) {
     });
 }
 
-// The LibTorch figures, by configuration name, from libtorch_train_step beside this program.
-std::map<std::string, double> libtorch_figures(const std::filesystem::path& self, const std::string& only) {
-    std::map<std::string, double> out;
+// The LibTorch figure of one configuration from libtorch_train_step beside this program, or
+// a negative value when that program was not built.
+double libtorch_ms(const std::filesystem::path& self, const std::string& name, int threads) {
     const auto peer = self.parent_path() / "libtorch_train_step";
-    if (!std::filesystem::exists(peer)) return out;
-    const std::string command = peer.string() + (only.empty() ? "" : " " + only);
-    FILE* pipe = popen(command.c_str(), "r");
-    if (pipe == nullptr) return out;
-    char name[64];
-    double ms = 0.0;
-    while (std::fscanf(pipe, "%63s %lf", name, &ms) == 2) out[name] = ms;
+    if (!std::filesystem::exists(peer)) return -1.0;
+    const std::string args = threads > 0 ? fmt::format(" --threads {} {}", threads, name) : " " + name;
+    FILE* pipe = popen((peer.string() + args).c_str(), "r");
+    if (pipe == nullptr) return -1.0;
+    char got[64];
+    double ms = -1.0;
+    if (std::fscanf(pipe, "%63s %lf", got, &ms) != 2 || got != name) ms = -1.0;
     pclose(pipe);
-    return out;
+    return ms;
 }
 
 }  // namespace
@@ -105,22 +99,35 @@ std::map<std::string, double> libtorch_figures(const std::filesystem::path& self
 int main(int argc, char** argv) {
     const std::vector<Config> configs = {
         {"small", 32, 32, 64, 4, -1}, {"large", 8, 256, 256, 8, -1}, {"local", 4, 512, 64, 4, 8}};
-    const std::string only = argc > 1 ? argv[1] : "";
-    std::map<std::string, double> ours;
-    for (const auto& c : configs)
-        if (only.empty() || only == c.name) ours[c.name] = time_config(c);
-    const auto torch = libtorch_figures(std::filesystem::absolute(argv[0]), only);
+    const int threads = bench::int_flag(argc, argv, "--threads", 0);
+    if (threads > 0) omp_set_num_threads(threads);
+    std::string only;  // the configuration named on the command line, if any
+    for (int i = 1; i < argc; ++i) {
+        if (std::string_view(argv[i]) == "--threads")
+            ++i;
+        else
+            only = argv[i];
+    }
+    const auto self = std::filesystem::absolute(argv[0]);
+    if (FILE* load = std::fopen("/proc/loadavg", "r")) {
+        double one_minute = 0.0;
+        if (std::fscanf(load, "%lf", &one_minute) == 1)
+            std::printf("load average %.2f on %d cores, %d OpenMP threads\n", one_minute, omp_get_num_procs(),
+                        omp_get_max_threads());
+        std::fclose(load);
+    }
     std::printf("%-7s %-28s %12s %12s %9s\n", "config", "shape", "attograd ms", "libtorch ms", "speed-up");
     for (const auto& c : configs) {
-        if (!ours.contains(c.name)) continue;
+        if (!only.empty() && only != c.name) continue;
+        const double ours = time_config(c), torch = libtorch_ms(self, c.name, threads);
         const std::string shape = fmt::format("B={} T={} E={} h={}{}", c.batch, c.time, c.embed, c.heads,
                                               c.window >= 0 ? fmt::format(" D={}", c.window) : "");
-        if (torch.contains(c.name))
-            std::printf("%-7s %-28s %12.3f %12.3f %8.2fx\n", c.name.c_str(), shape.c_str(), ours[c.name],
-                        torch.at(c.name), torch.at(c.name) / ours[c.name]);
+        if (torch > 0)
+            std::printf("%-7s %-28s %12.3f %12.3f %8.2fx\n", c.name.c_str(), shape.c_str(), ours, torch,
+                        torch / ours);
         else
-            std::printf("%-7s %-28s %12.3f %12s %9s\n", c.name.c_str(), shape.c_str(), ours[c.name], "-",
-                        "-");
+            std::printf("%-7s %-28s %12.3f %12s %9s\n", c.name.c_str(), shape.c_str(), ours, "-", "-");
+        std::fflush(stdout);
     }
     return 0;
 }

@@ -1,16 +1,17 @@
 // The training step of bench_train_step in LibTorch (embedding 16 -> E, self-attention
 // MultiheadAttention, Linear E -> 16, cross-entropy, Adam), for the side-by-side figures.
 // Prints one line per configuration: `<name> <ms per step>`; bench_train_step runs this program
-// and prints the ratio. LibTorch's MultiheadAttention is sequence-first ([T, B, E]), so the
-// tokens are laid out [T, B] and no transposes are needed. Local attention can only be a band
-// mask over the full T x T scores here.
+// and prints the ratio. Arguments: [--threads N] [small|large|local]. LibTorch's MultiheadAttention is
+// sequence-first ([T, B, E]), so the tokens are laid out [T, B] and no transposes are needed. Local attention
+// can only be a band mask over the full T x T scores here.
+#include "timing.hpp"
+
 #include <torch/torch.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -30,7 +31,7 @@ struct Model : torch::nn::Module {
           head(register_module("head", torch::nn::Linear(e, 16))) {}
 };
 
-// Milliseconds per step: the median over repeats of `steps` steps, after a warm-up.
+// Milliseconds per step, measured as bench_train_step measures its own (bench/timing.hpp).
 double time_config(const Config& c) {
     torch::manual_seed(0);
     Model model(c.embed, c.heads);
@@ -52,22 +53,8 @@ double time_config(const Config& c) {
         torch::nn::functional::cross_entropy(logits, targets).backward();
         adam.step();
     };
-    for (int i = 0; i < 3; ++i) step();
-    const auto once = std::chrono::steady_clock::now();
-    step();
-    const double first_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - once).count();
-    const int steps = std::max(1, static_cast<int>(200.0 / std::max(first_ms, 0.01)));
-    std::vector<double> times;
-    for (int r = 0; r < 7; ++r) {
-        const auto start = std::chrono::steady_clock::now();
-        for (int i = 0; i < steps; ++i) step();
-        times.push_back(
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() /
-            steps);
-    }
-    std::sort(times.begin(), times.end());
-    return times[times.size() / 2];
+    const int iters = bench::calibrate(step, 0.2, bench::Clock::Wall);
+    return 1e3 * bench::median_seconds(step, iters, 7, 3, bench::Clock::Wall);
 }
 
 }  // namespace
@@ -75,7 +62,15 @@ double time_config(const Config& c) {
 int main(int argc, char** argv) {
     const std::vector<Config> configs = {
         {"small", 32, 32, 64, 4, -1}, {"large", 8, 256, 256, 8, -1}, {"local", 4, 512, 64, 4, 8}};
-    const std::string only = argc > 1 ? argv[1] : "";
+    const int threads = bench::int_flag(argc, argv, "--threads", 0);
+    if (threads > 0) torch::set_num_threads(threads);
+    std::string only;  // the configuration named on the command line, if any
+    for (int i = 1; i < argc; ++i) {
+        if (std::string_view(argv[i]) == "--threads")
+            ++i;
+        else
+            only = argv[i];
+    }
     for (const auto& c : configs) {
         if (!only.empty() && only != c.name) continue;
         std::printf("%s %.4f\n", c.name.c_str(), time_config(c));

@@ -82,7 +82,8 @@ Tape& tape() {
 template <class T>
 bool all_finite(const Tensor& t) {
     const T* p = t.data<T>();
-    for (std::int64_t i = 0; i < t.numel(); ++i)
+    const std::int64_t n = t.numel();  // hoisted: numel() walks the shape
+    for (std::int64_t i = 0; i < n; ++i)
         if (!std::isfinite(p[i])) return false;
     return true;
 }
@@ -97,7 +98,8 @@ void add_into(Tensor& dst, const Tensor& src) {
     dispatch_floating(dst.dtype(), "backward", [&]<class T>(T) {
         T* d = dst.data<T>();
         const T* s = src.data<T>();
-        for (std::int64_t i = 0; i < dst.numel(); ++i) d[i] += s[i];
+        const std::int64_t n = dst.numel();  // hoisted: numel() walks the shape
+        for (std::int64_t i = 0; i < n; ++i) d[i] += s[i];
     });
 }
 

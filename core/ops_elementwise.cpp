@@ -63,7 +63,8 @@ Tensor unary_map(const Tensor& x, std::string_view op, F f) {
         Tensor out = empty(x.shape(), {.dtype = x.dtype()});
         const T* px = x.data<T>();
         T* po = out.data<T>();
-        for (std::int64_t i = 0; i < x.numel(); ++i) po[i] = static_cast<T>(f(px[i]));
+        const std::int64_t n = x.numel();  // hoisted: numel() walks the shape
+        for (std::int64_t i = 0; i < n; ++i) po[i] = static_cast<T>(f(px[i]));
         return out;
     });
 }
@@ -76,7 +77,8 @@ Tensor backward_map(const Tensor& dy, const Tensor& saved, G g) {
         const T* pd = dy.data<T>();
         const T* ps = saved.data<T>();
         T* po = out.data<T>();
-        for (std::int64_t i = 0; i < dy.numel(); ++i) po[i] = static_cast<T>(g(pd[i], ps[i]));
+        const std::int64_t n = dy.numel();  // hoisted: numel() walks the shape
+        for (std::int64_t i = 0; i < n; ++i) po[i] = static_cast<T>(g(pd[i], ps[i]));
         return out;
     });
 }
@@ -314,7 +316,8 @@ Tensor to_dtype(const Tensor& x, DType dtype) {
         dispatch_all(dtype, [&]<class D>(D) {
             const S* src = x.data<S>();
             D* dst = out.data<D>();
-            for (std::int64_t i = 0; i < x.numel(); ++i) dst[i] = static_cast<D>(src[i]);
+            const std::int64_t n = x.numel();  // hoisted: numel() walks the shape
+            for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(src[i]);
         });
     });
     if (is_floating(dtype) && autograd::needs_record({&x})) {

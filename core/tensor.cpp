@@ -25,7 +25,8 @@ Tensor filled(const Shape& shape, TensorOptions options, Fill&& fill) {
     Tensor t = empty(shape, {.dtype = options.dtype});
     dispatch_all(options.dtype, [&]<class T>(T) {
         T* p = t.data<T>();
-        for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(fill(i));
+        const std::int64_t n = t.numel();  // hoisted: numel() walks the shape
+        for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(fill(i));
     });
     if (options.requires_grad) t.requires_grad_();
     return t;

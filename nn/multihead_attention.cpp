@@ -152,10 +152,8 @@ MultiHeadAttention::Projected MultiHeadAttention::project(const Tensor& query, c
     if (!packed_projection())
         return {linear(query, q_proj_weight_, bias_part(0)), linear(key, k_proj_weight_, bias_part(1)),
                 linear(value, v_proj_weight_, bias_part(2))};
-    if (query.impl() == key.impl() && key.impl() == value.impl()) {  // one GEMM, then split
-        const Tensor qkv = linear(query, in_proj_weight_, in_proj_bias_);
-        return {narrow(qkv, 2, 0, e), narrow(qkv, 2, e, e), narrow(qkv, 2, 2 * e, e)};
-    }
+    // Row blocks of in_proj_weight ([E, E] copies): cheaper than slicing a [B, T, 3E] product,
+    // whose slices' gradients would each be a [B, T, 3E] tensor.
     auto weight_part = [&](std::int64_t i) { return narrow(in_proj_weight_, 0, i * e, e); };
     return {linear(query, weight_part(0), bias_part(0)), linear(key, weight_part(1), bias_part(1)),
             linear(value, weight_part(2), bias_part(2))};
