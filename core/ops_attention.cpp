@@ -108,7 +108,9 @@ void masked_softmax_rows(const Geometry& g, std::int64_t b, std::int64_t h, cons
             row.setZero();
             continue;
         }
-        row = (row - top).exp();
+        // Eigen's vectorised exp clamps its argument, so exp(-inf) would be a denormal, not 0:
+        // masked keys are set to exactly 0 here.
+        row = (row == -std::numeric_limits<T>::infinity()).select(T(0), (row - top).exp());
         row *= T(1) / row.sum();
     }
 }

@@ -1,0 +1,349 @@
+// `attograd train`: builds the task and model, trains with held-out evaluation and early
+// stopping, and writes the run directory (see run_dir.hpp).
+#include "atomic_file.hpp"
+#include "commands.hpp"
+#include "config.hpp"
+#include "data_task.hpp"
+#include "evaluation.hpp"
+#include "models.hpp"
+#include "progress.hpp"
+#include "run_dir.hpp"
+
+#include "core/autograd.hpp"
+#include "core/error.hpp"
+#include "core/ops.hpp"
+#include "core/serialization.hpp"
+#include "optim/adam.hpp"
+#include "optim/clip_grad.hpp"
+#include "optim/lr_scheduler.hpp"
+#include "optim/sgd.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+
+namespace attograd::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* metrics_header =
+    "step,loss,train_token_accuracy,heldout_token_accuracy,heldout_sequence_accuracy,lr,seconds\n";
+
+/// The options --resume accepts (the rest would change the saved run).
+constexpr std::array resume_options = {"resume", "steps", "eval-every", "no-early-stop", "quiet"};
+
+/// A seed for the batch of step `step` (SplitMix64 of both), so that a resumed run draws the
+/// same batches as an uninterrupted one.
+std::uint64_t batch_seed(std::uint64_t seed, std::int64_t step) {
+    std::uint64_t z = seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(step) + 0x632BE59BD9B4E019ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+void apply_overrides(const TrainArgs& a, RunConfig& c) {
+    ModelConfig& m = c.model;
+    TrainConfig& t = c.train;
+    if (a.was_given("model")) m.kind = a.model;
+    if (a.was_given("score")) m.score = a.score;
+    if (a.was_given("attention")) m.attention = a.attention;
+    if (a.was_given("estimator")) m.estimator = a.estimator;
+    if (a.was_given("window")) m.window = a.window;
+    if (a.was_given("local")) m.local = a.local;
+    if (a.was_given("heads")) m.heads = a.heads;
+    if (a.was_given("layers")) m.layers = a.layers;
+    if (a.was_given("decoder-layers")) m.decoder_layers = a.decoder_layers;
+    if (a.was_given("embed-dim")) m.embed_dim = a.embed_dim;
+    if (a.was_given("ffn-dim")) m.ffn_dim = a.ffn_dim;
+    if (a.was_given("optim")) t.optim = a.optim;
+    if (a.was_given("lr")) t.lr = a.lr;
+    if (a.was_given("momentum")) t.momentum = a.momentum;
+    if (a.was_given("weight-decay")) t.weight_decay = a.weight_decay;
+    if (a.was_given("clip")) t.clip = a.clip;
+    if (a.was_given("batch")) t.batch = a.batch;
+    if (a.was_given("steps")) t.steps = a.steps;
+    if (a.was_given("seed")) t.seed = a.seed;
+    if (a.was_given("warmup")) t.warmup = a.warmup;
+    if (a.was_given("schedule")) t.schedule = a.schedule;
+    if (a.was_given("eval-every")) t.eval_every = a.eval_every;
+    if (a.no_early_stop) t.early_stop = false;
+    if (m.kind == "encoder" && !a.was_given("layers")) m.layers = std::max<std::int64_t>(m.layers, 1);
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, std::vector<Tensor> params) {
+    if (t.optim == "sgd") {
+        return std::make_unique<optim::SGD>(std::move(params),
+                                            optim::SGDOptions{.lr = t.lr, .momentum = t.momentum, .weight_decay = t.weight_decay});
+    }
+    if (t.optim == "adamw") {
+        return std::make_unique<optim::AdamW>(std::move(params),
+                                              optim::AdamWOptions{.lr = t.lr, .weight_decay = t.weight_decay});
+    }
+    return std::make_unique<optim::Adam>(std::move(params), optim::AdamOptions{.lr = t.lr, .weight_decay = t.weight_decay});
+}
+
+/// Linear warm-up from lr / (warmup + 1), then cosine annealing to 0 at the last step, or
+/// constant. Null when the lr never changes.
+std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, const TrainConfig& t) {
+    const std::int64_t warmup = std::min(t.warmup, std::max<std::int64_t>(t.steps - 1, 0));
+    const bool cosine = t.schedule == "cosine" && t.steps - warmup >= 1;
+    if (warmup == 0 && !cosine) return nullptr;
+    const optim::LinearWarmupOptions ramp{.start_factor = 1.0 / static_cast<double>(warmup + 1),
+                                          .warmup_steps = std::max<std::int64_t>(warmup, 1)};
+    if (!cosine) return std::make_unique<optim::LinearWarmup>(optimizer, ramp);
+    const optim::CosineAnnealingLROptions anneal{.T_max = t.steps - warmup};
+    if (warmup == 0) return std::make_unique<optim::CosineAnnealingLR>(optimizer, anneal);
+    auto warm = std::make_shared<optim::LinearWarmup>(optimizer, ramp);
+    auto cos = std::make_shared<optim::CosineAnnealingLR>(optimizer, anneal);
+    return std::make_unique<optim::SequentialLR>(optimizer, std::vector<std::shared_ptr<optim::LRScheduler>>{warm, cos},
+                                                 std::vector<std::int64_t>{warmup});
+}
+
+/// Teacher-forced token accuracy of logits [B, T, V] against target [B, T] (pads skipped).
+double batch_accuracy(const Tensor& logits, const Tensor& target) {
+    const std::int64_t n = target.numel(), v = logits.size(-1);
+    const Tensor l = to_dtype(logits.detach(), DType::Float32);
+    const float* data = l.data<float>();
+    const std::int64_t* y = target.data<std::int64_t>();
+    std::int64_t right = 0, counted = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        if (y[i] == Vocabulary::pad_id) continue;
+        const float* row = data + i * v;
+        right += (std::max_element(row, row + v) - row) == y[i];
+        ++counted;
+    }
+    return counted > 0 ? static_cast<double>(right) / static_cast<double>(counted) : 0.0;
+}
+
+std::map<std::string, Tensor> prefixed(const std::map<std::string, Tensor>& state, const std::string& prefix) {
+    std::map<std::string, Tensor> out;
+    for (const auto& [name, tensor] : state) out.emplace(prefix + name, tensor);
+    return out;
+}
+
+std::map<std::string, Tensor> unprefixed(const std::map<std::string, Tensor>& state, const std::string& prefix) {
+    std::map<std::string, Tensor> out;
+    for (const auto& [name, tensor] : state) {
+        if (name.rfind(prefix, 0) == 0) out.emplace(name.substr(prefix.size()), tensor);
+    }
+    return out;
+}
+
+std::string describe(const RunConfig& c, std::int64_t parameters) {
+    const ModelConfig& m = c.model;
+    std::string attention = m.score + " " + m.attention;
+    if (m.window >= 0) attention += fmt::format(" local-{} (D = {})", m.local, m.window);
+    if (m.kind == "encoder") {
+        return fmt::format("encoder model: {} self-attention layer(s) x {} head(s), {} attention, E = {}, {} parameters",
+                           m.layers, m.heads, attention, m.embed_dim, parameters);
+    }
+    return fmt::format(
+        "seq2seq model: {} encoder layer(s), {} decoder layer(s), {} head(s), {} attention, E = {}, {} parameters",
+        m.layers, m.decoder_layers, m.heads, attention, m.embed_dim, parameters);
+}
+
+}  // namespace
+
+int cmd_train(const TrainArgs& args) {
+    const bool resuming = !args.resume.empty();
+    RunConfig config;
+    std::unique_ptr<Task> task;
+    std::shared_ptr<Model> model;
+    std::unique_ptr<Generator> model_generator;
+    nlohmann::json progress_json = nlohmann::json::object();
+    fs::path out;
+
+    if (resuming) {
+        for (const auto& name : args.given) {
+            if (std::find(resume_options.begin(), resume_options.end(), name) == resume_options.end() &&
+                !(name == "out" && fs::path(args.out) == fs::path(args.resume))) {
+                throw UsageError(fmt::format(
+                    "--resume continues a run with its saved configuration; --{} cannot be given with it (allowed: "
+                    "--steps, --eval-every, --no-early-stop, --quiet)",
+                    name));
+            }
+        }
+        LoadedRun run = load_run(args.resume, true);
+        config = run.config;
+        task = std::move(run.task);
+        model = run.model;
+        model_generator = std::move(run.generator);
+        progress_json = run.progress;
+        out = run.dir;
+        if (args.was_given("steps")) config.train.steps = args.steps;
+        if (args.was_given("eval-every")) config.train.eval_every = args.eval_every;
+        if (args.no_early_stop) config.train.early_stop = false;
+        for (const char* file : {"optimizer.safetensors", "metrics.csv"}) {
+            AG_CHECK(fs::exists(out / file), IoError, "{}: missing; this run cannot be resumed", (out / file).string());
+        }
+    } else {
+        if (!args.data.empty()) {
+            if (args.was_given("task") && args.task != "data") {
+                throw UsageError(fmt::format("--task {} and --data do not combine: --data trains on your file", args.task));
+            }
+            task = make_data_task(read_tsv(args.data, args.chars), args.chars);
+        } else {
+            if (args.chars) throw UsageError("--chars applies to --data files only");
+            if (args.task.empty()) throw UsageError("train needs --task NAME (see `attograd tasks`) or --data FILE.tsv");
+            if (args.task == "data") throw UsageError("--task data needs --data FILE.tsv");
+            task = make_task(args.task);
+        }
+        config = default_config(*task);
+        if (!args.data.empty()) {
+            config.task.data = fs::absolute(args.data).string();
+            config.task.chars = args.chars;
+        }
+        if (args.was_given("local") && !args.was_given("window")) {
+            throw UsageError("--local needs --window D (the half-width of the local window)");
+        }
+        apply_overrides(args, config);
+        validate(config, task->info());
+        out = args.out.empty() ? fs::path("runs") / config.task.name : fs::path(args.out);
+        model_generator = std::make_unique<Generator>(config.train.seed);
+        model = make_model(config.model, config.vocab, *model_generator);
+    }
+    validate(config, task->info());
+    const TaskInfo& info = task->info();
+    const TrainConfig& t = config.train;
+
+    auto optimizer = make_optimizer(t, model->parameters());
+    auto schedule = make_schedule(*optimizer, t);
+    std::int64_t step = 0;
+    double prior_seconds = 0.0;
+    std::string metrics = metrics_header;
+    if (resuming) {
+        const auto state = load_safetensors(out / "optimizer.safetensors");
+        try {
+            optimizer->load_state_dict(unprefixed(state, "optimizer."));
+            if (schedule) schedule->load_state_dict(unprefixed(state, "schedule."));
+        } catch (const Error& e) {
+            throw IoError(fmt::format("{}: does not fit this run: {}", (out / "optimizer.safetensors").string(), e.what()));
+        }
+        step = progress_json.value("steps_done", std::int64_t{0});
+        prior_seconds = progress_json.value("seconds", 0.0);
+        metrics = read_file(out / "metrics.csv");
+        if (step >= t.steps) {
+            throw UsageError(fmt::format("the run in {} has done {} steps already; pass --steps N with N > {}",
+                                         out.string(), step, step));
+        }
+    }
+
+    std::int64_t parameters = 0;
+    for (const auto& p : model->parameters()) parameters += p.numel();
+    Progress progress(step, t.steps, args.quiet);
+    progress.line(fmt::format("{} {}: {}", resuming ? "resuming" : "training", info.name, describe(config, parameters)));
+    progress.line(fmt::format("{} lr {:g}, batch {}, {} steps from step {}; target {:.0f}% held-out {} accuracy on {} "
+                              "examples",
+                              t.optim, t.lr, t.batch, t.steps, step, 100 * info.target_accuracy,
+                              info.metric == Metric::Sequence ? "sequence" : "token", task->held_out().size()));
+
+    const std::int64_t log_every = std::max<std::int64_t>(1, std::min<std::int64_t>(t.eval_every, 10));
+    double loss_sum = 0.0, accuracy_sum = 0.0, shown_loss = 0.0, shown_accuracy = 0.0;
+    std::int64_t logged = 0;
+    Evaluation last;
+    bool evaluated = false, reached = false;
+    model->train();
+    while (step < t.steps) {
+        Generator batch_generator(batch_seed(t.seed, step));
+        std::vector<std::vector<std::int64_t>> sources, targets;
+        for (std::int64_t i = 0; i < t.batch; ++i) {
+            const Example example = task->train_example(batch_generator);
+            sources.push_back(config.vocab.encode(example.source));
+            targets.push_back(config.vocab.encode(example.target));
+        }
+        const Batch batch = model->make_batch(sources, &targets);
+        optimizer->zero_grad();
+        const ForwardResult result = model->forward(batch);
+        const std::int64_t v = result.logits.size(-1);
+        const Tensor flat_logits = reshape(result.logits, {-1, v});
+        const Tensor flat_target = reshape(batch.target, {-1});
+        Tensor loss = cross_entropy(flat_logits, flat_target, {.ignore_index = Vocabulary::pad_id});
+        const double loss_value = loss.item();
+        AG_CHECK(std::isfinite(loss_value), ValueError,
+                 "training diverged at step {} (loss {}); try a lower --lr or --clip", step + 1, loss_value);
+        if (!result.log_probs.empty()) {
+            // REINFORCE reward: minus each sequence's summed token loss (a constant).
+            NoGradGuard no_grad;
+            const Tensor per_token = cross_entropy(flat_logits.detach(), flat_target,
+                                                   {.reduction = Reduction::None, .ignore_index = Vocabulary::pad_id});
+            const Tensor reward = -sum(reshape(per_token, {batch.size, -1}), {1});
+            loss = loss + model->reinforce_loss(result, reward);
+        }
+        loss.backward();
+        if (t.clip > 0.0) optim::clip_grad_norm(model->parameters(), t.clip);
+        const double lr = optimizer->lr();
+        optimizer->step();
+        if (schedule) schedule->step();
+        ++step;
+
+        loss_sum += loss_value;
+        accuracy_sum += batch_accuracy(result.logits, batch.target);
+        ++logged;
+        progress.update(step, logged > 0 ? loss_sum / static_cast<double>(logged) : shown_loss,
+                        logged > 0 ? accuracy_sum / static_cast<double>(logged) : shown_accuracy);
+
+        const bool eval_due = step % t.eval_every == 0 || step == t.steps;
+        if (step % log_every == 0 || eval_due) {
+            shown_loss = loss_sum / static_cast<double>(logged);
+            shown_accuracy = accuracy_sum / static_cast<double>(logged);
+            std::string heldout = ",";
+            if (eval_due) {
+                model->eval();
+                last = evaluate(*model, config.vocab, task->held_out());
+                model->train();
+                evaluated = true;
+                heldout = fmt::format("{:.6f},{:.6f}", last.token_accuracy, last.sequence_accuracy);
+                const double metric = info.metric == Metric::Sequence ? last.sequence_accuracy : last.token_accuracy;
+                reached = metric >= info.target_accuracy;
+                progress.line(fmt::format("step {:>5}  loss {:.4f}  train acc {:.3f}  held-out token {:.3f} sequence "
+                                          "{:.3f}  ({:.1f} s)",
+                                          step, shown_loss, shown_accuracy, last.token_accuracy,
+                                          last.sequence_accuracy, prior_seconds + progress.elapsed()));
+            }
+            metrics += fmt::format("{},{:.6f},{:.6f},{},{:.6g},{:.3f}\n", step, shown_loss, shown_accuracy, heldout, lr,
+                                   prior_seconds + progress.elapsed());
+            loss_sum = accuracy_sum = 0.0;
+            logged = 0;
+            if (reached && t.early_stop) break;
+        }
+    }
+    progress.finish();
+    if (!evaluated) {
+        model->eval();
+        last = evaluate(*model, config.vocab, task->held_out());
+        const double metric = info.metric == Metric::Sequence ? last.sequence_accuracy : last.token_accuracy;
+        reached = metric >= info.target_accuracy;
+    }
+    const double seconds = prior_seconds + progress.elapsed();
+
+    // Write the run. config.json goes last and is removed first, so that a directory whose
+    // writing was interrupted is never taken for a complete run.
+    fs::create_directories(out);
+    fs::remove(out / "config.json");
+    model->eval();
+    save_safetensors(out / "model.safetensors", model->state_dict());
+    auto state = prefixed(optimizer->state_dict(), "optimizer.");
+    if (schedule) state.merge(prefixed(schedule->state_dict(), "schedule."));
+    save_safetensors(out / "optimizer.safetensors", state);
+    write_file_atomic(out / "metrics.csv", metrics);
+    if (config.task.name == "data") write_file_atomic(out / "heldout.tsv", to_tsv(task->held_out(), config.task.chars));
+    nlohmann::json json = to_json(config);
+    json["progress"] = {{"steps_done", step},
+                        {"seconds", seconds},
+                        {"heldout_token_accuracy", last.token_accuracy},
+                        {"heldout_sequence_accuracy", last.sequence_accuracy},
+                        {"reached_target", reached}};
+    write_file_atomic(out / "config.json", json.dump(2) + "\n");
+
+    fmt::print("{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
+               info.name, 100 * last.sequence_accuracy, 100 * last.token_accuracy, step, seconds,
+               reached ? fmt::format(" (target {:.0f}% reached)", 100 * info.target_accuracy) : "");
+    fmt::print("wrote {}/ (model.safetensors, config.json, metrics.csv); next: attograd inspect --run {}\n",
+               out.string(), out.string());
+    return 0;
+}
+
+}  // namespace attograd::cli

@@ -1,0 +1,66 @@
+// The subcommands of the `attograd` program and the command-line entry point.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace attograd::cli {
+
+/// Raised for bad usage or bad input found by the program itself (exit code 2).
+class UsageError : public std::runtime_error {
+public:
+    using std::runtime_error::runtime_error;
+};
+
+/// `attograd train` arguments. Options not given keep the task's defaults: `given` lists the
+/// long names of those that were given (e.g. "lr").
+struct TrainArgs {
+    std::string task, data, out, resume;
+    bool chars = false;
+    std::string model, score, attention, local, optim, schedule, estimator;
+    std::int64_t window = -1, heads = 1, layers = 0, decoder_layers = 1, embed_dim = 64, ffn_dim = 128;
+    double lr = 0.0, momentum = 0.0, weight_decay = 0.0, clip = 0.0;
+    std::int64_t batch = 0, steps = 0, warmup = 0, eval_every = 0;
+    std::uint64_t seed = 0;
+    bool no_early_stop = false;
+    bool quiet = false;
+    std::vector<std::string> given;
+    bool was_given(const std::string& name) const;
+};
+
+/// `attograd eval` arguments.
+struct EvalArgs {
+    std::string run;
+    std::vector<std::string> inputs;
+    bool json = false;
+    std::int64_t show = 5;  ///< held-out examples printed
+};
+
+/// `attograd inspect` arguments.
+struct InspectArgs {
+    std::string run;
+    std::vector<std::string> inputs;
+    std::int64_t samples = 1;
+    bool samples_given = false;
+    std::string format = "term";
+    std::string to;
+    std::string knockout;  ///< "LAYER.HEAD" or ""
+    bool saliency = false;
+};
+
+/// Prints the bundled tasks: name, example, default model, target, right alignment.
+int cmd_tasks();
+/// Trains a model (see design §4); returns the exit code.
+int cmd_train(const TrainArgs& args);
+/// Evaluates a saved run on its held-out split and on --input texts.
+int cmd_eval(const EvalArgs& args);
+/// Draws a saved run's attention for --input texts or held-out samples.
+int cmd_inspect(const InspectArgs& args);
+
+/// Parses the command line and runs the subcommand. Exit codes: 0 success, 2 bad usage or bad
+/// input (one line on stderr), 1 internal failure.
+int run_cli(int argc, char** argv);
+
+}  // namespace attograd::cli

@@ -1,0 +1,205 @@
+// A run's configuration: the model, the training, the task and the vocabulary, as saved in
+// DIR/config.json, and the checks that refuse options that do not combine.
+#include "config.hpp"
+
+#include "core/error.hpp"
+
+#include <algorithm>
+#include <array>
+
+namespace attograd::cli {
+
+namespace {
+
+/// `json[section][key]` as T; ValueError naming the field when it is missing or mistyped.
+template <class T>
+T field(const nlohmann::json& json, const char* section, const char* key) {
+    const std::string name = fmt::format("{}.{}", section, key);
+    AG_CHECK(json.contains(section) && json[section].is_object() && json[section].contains(key), ValueError,
+             "config.json: missing field '{}'", name);
+    const auto& value = json[section][key];
+    const bool ok = [&] {
+        if constexpr (std::is_same_v<T, bool>)
+            return value.is_boolean();
+        else if constexpr (std::is_same_v<T, std::string>)
+            return value.is_string();
+        else if constexpr (std::is_integral_v<T>)
+            return value.is_number_integer();
+        else
+            return value.is_number();
+    }();
+    AG_CHECK(ok, ValueError, "config.json: field '{}' has the wrong type ({})", name, value.type_name());
+    return value.get<T>();
+}
+
+template <std::size_t N>
+void check_choice(const std::string& value, const std::array<const char*, N>& choices, const char* option) {
+    const bool ok = std::any_of(choices.begin(), choices.end(), [&](const char* c) { return value == c; });
+    std::string list;
+    for (const char* c : choices) list += (list.empty() ? "" : ", ") + std::string(c);
+    AG_CHECK(ok, ValueError, "{} must be one of {}, got '{}'", option, list, value);
+}
+
+}  // namespace
+
+RunConfig default_config(const Task& task) {
+    const TaskInfo& info = task.info();
+    RunConfig config;
+    config.task.name = info.name;
+    config.model.kind = info.default_model;
+    config.model.max_source_len = info.max_source_len;
+    config.model.max_target_len = info.max_target_len;
+    config.vocab = Vocabulary(task.symbols());
+    if (info.name == "recall") {
+        config.model.layers = 1;
+        config.model.decoder_layers = 2;
+        config.train.steps = 3000;
+    } else if (info.name == "dates") {
+        config.model.layers = 2;
+        config.model.decoder_layers = 2;
+        config.model.heads = 4;
+        config.train.steps = 4000;
+    } else if (info.name == "sort") {
+        config.train.steps = 2000;
+    } else if (info.name == "data") {
+        config.model.layers = 1;
+        config.model.decoder_layers = 1;
+        config.train.steps = 2000;
+    }
+    return config;
+}
+
+void validate(const RunConfig& config, const TaskInfo& task) {
+    const ModelConfig& m = config.model;
+    const TrainConfig& t = config.train;
+    check_choice(m.kind, std::array{"seq2seq", "encoder"}, "--model");
+    check_choice(m.score, std::array{"additive", "dot", "scaled-dot", "bilinear"}, "--score");
+    check_choice(m.attention, std::array{"soft", "hard"}, "--attention");
+    check_choice(m.local, std::array{"m", "p"}, "--local");
+    check_choice(m.estimator, std::array{"gumbel", "reinforce"}, "--estimator");
+    check_choice(t.optim, std::array{"sgd", "adam", "adamw"}, "--optim");
+    check_choice(t.schedule, std::array{"cosine", "constant"}, "--schedule");
+    AG_CHECK(m.embed_dim >= 1, ValueError, "--embed-dim must be >= 1, got {}", m.embed_dim);
+    AG_CHECK(m.heads >= 1, ValueError, "--heads must be >= 1, got {}", m.heads);
+    AG_CHECK(m.embed_dim % m.heads == 0, ValueError, "--heads {} does not divide --embed-dim {}", m.heads,
+             m.embed_dim);
+    AG_CHECK(m.layers >= 0 && m.layers <= 16, ValueError, "--layers must be in [0, 16], got {}", m.layers);
+    AG_CHECK(m.decoder_layers >= 1 && m.decoder_layers <= 16, ValueError,
+             "--decoder-layers must be in [1, 16], got {}", m.decoder_layers);
+    AG_CHECK(m.ffn_dim >= 0, ValueError, "--ffn-dim must be >= 0, got {}", m.ffn_dim);
+    AG_CHECK(m.window >= -1, ValueError, "--window must be >= 0, got {}", m.window);
+    AG_CHECK(t.lr > 0.0, ValueError, "--lr must be > 0, got {}", t.lr);
+    AG_CHECK(t.momentum >= 0.0 && t.momentum < 1.0, ValueError, "--momentum must be in [0, 1), got {}",
+             t.momentum);
+    AG_CHECK(t.weight_decay >= 0.0, ValueError, "--weight-decay must be >= 0, got {}", t.weight_decay);
+    AG_CHECK(t.clip >= 0.0, ValueError, "--clip must be >= 0 (0 = off), got {}", t.clip);
+    AG_CHECK(t.batch >= 1, ValueError, "--batch must be >= 1, got {}", t.batch);
+    AG_CHECK(t.steps >= 0, ValueError, "--steps must be >= 0, got {}", t.steps);
+    AG_CHECK(t.warmup >= 0, ValueError, "--warmup must be >= 0, got {}", t.warmup);
+    AG_CHECK(t.eval_every >= 1, ValueError, "--eval-every must be >= 1, got {}", t.eval_every);
+    AG_CHECK(t.momentum == 0.0 || t.optim == "sgd", ValueError,
+             "--momentum applies to --optim sgd only (got --optim {})", t.optim);
+
+    if (m.kind == "encoder") {
+        AG_CHECK(
+            task.same_length, ValueError,
+            "--model encoder writes one output per input token, but task '{}' has outputs of another length; "
+            "use --model seq2seq",
+            task.name);
+        AG_CHECK(m.attention == "soft", ValueError,
+                 "--attention hard applies to the seq2seq decoder's attention; --model encoder is soft");
+        AG_CHECK(m.window < 0 || m.local == "m", ValueError,
+                 "--local p predicts a centre per decoder query; --model encoder supports --local m only");
+    }
+    if (m.kind == "seq2seq") {
+        AG_CHECK(m.heads == 1 || (m.attention == "soft" && (m.window < 0 || m.local == "m")), ValueError,
+                 "--attention hard and --local p use single-head attention: drop --heads {} or use soft, "
+                 "global or "
+                 "local-m attention",
+                 m.heads);
+    }
+}
+
+nlohmann::json to_json(const RunConfig& config) {
+    const ModelConfig& m = config.model;
+    const TrainConfig& t = config.train;
+    return {{"format", "attograd-run"},
+            {"format_version", run_format_version},
+            {"task", {{"name", config.task.name}, {"data", config.task.data}, {"chars", config.task.chars}}},
+            {"model",
+             {{"kind", m.kind},
+              {"embed_dim", m.embed_dim},
+              {"heads", m.heads},
+              {"layers", m.layers},
+              {"decoder_layers", m.decoder_layers},
+              {"ffn_dim", m.ffn_dim},
+              {"score", m.score},
+              {"attention", m.attention},
+              {"estimator", m.estimator},
+              {"window", m.window},
+              {"local", m.local},
+              {"max_source_len", m.max_source_len},
+              {"max_target_len", m.max_target_len}}},
+            {"train",
+             {{"optim", t.optim},
+              {"lr", t.lr},
+              {"momentum", t.momentum},
+              {"weight_decay", t.weight_decay},
+              {"clip", t.clip},
+              {"batch", t.batch},
+              {"steps", t.steps},
+              {"seed", t.seed},
+              {"warmup", t.warmup},
+              {"schedule", t.schedule},
+              {"eval_every", t.eval_every},
+              {"early_stop", t.early_stop}}},
+            {"vocab", config.vocab.to_json()}};
+}
+
+RunConfig run_config_from_json(const nlohmann::json& json) {
+    AG_CHECK(json.is_object() && json.value("format", "") == "attograd-run", ValueError,
+             "config.json: not an attograd run configuration");
+    AG_CHECK(json.contains("format_version") && json["format_version"].is_number_integer(), ValueError,
+             "config.json: missing format_version");
+    const int version = json["format_version"].get<int>();
+    AG_CHECK(version == run_format_version, ValueError,
+             "config.json: run format version {} is not supported by this attograd (it reads version {}); "
+             "train the run again",
+             version, run_format_version);
+    RunConfig c;
+    c.task.name = field<std::string>(json, "task", "name");
+    c.task.data = field<std::string>(json, "task", "data");
+    c.task.chars = field<bool>(json, "task", "chars");
+    c.model.kind = field<std::string>(json, "model", "kind");
+    c.model.embed_dim = field<std::int64_t>(json, "model", "embed_dim");
+    c.model.heads = field<std::int64_t>(json, "model", "heads");
+    c.model.layers = field<std::int64_t>(json, "model", "layers");
+    c.model.decoder_layers = field<std::int64_t>(json, "model", "decoder_layers");
+    c.model.ffn_dim = field<std::int64_t>(json, "model", "ffn_dim");
+    c.model.score = field<std::string>(json, "model", "score");
+    c.model.attention = field<std::string>(json, "model", "attention");
+    c.model.estimator = field<std::string>(json, "model", "estimator");
+    c.model.window = field<std::int64_t>(json, "model", "window");
+    c.model.local = field<std::string>(json, "model", "local");
+    c.model.max_source_len = field<std::int64_t>(json, "model", "max_source_len");
+    c.model.max_target_len = field<std::int64_t>(json, "model", "max_target_len");
+    c.train.optim = field<std::string>(json, "train", "optim");
+    c.train.lr = field<double>(json, "train", "lr");
+    c.train.momentum = field<double>(json, "train", "momentum");
+    c.train.weight_decay = field<double>(json, "train", "weight_decay");
+    c.train.clip = field<double>(json, "train", "clip");
+    c.train.batch = field<std::int64_t>(json, "train", "batch");
+    c.train.steps = field<std::int64_t>(json, "train", "steps");
+    c.train.seed = field<std::uint64_t>(json, "train", "seed");
+    c.train.warmup = field<std::int64_t>(json, "train", "warmup");
+    c.train.schedule = field<std::string>(json, "train", "schedule");
+    c.train.eval_every = field<std::int64_t>(json, "train", "eval_every");
+    c.train.early_stop = field<bool>(json, "train", "early_stop");
+    AG_CHECK(json.contains("vocab"), ValueError, "config.json: missing field 'vocab'");
+    c.vocab = Vocabulary::from_json(json["vocab"]);
+    AG_CHECK(c.model.max_source_len >= 1 && c.model.max_target_len >= 1, ValueError,
+             "config.json: model.max_source_len and model.max_target_len must be >= 1");
+    return c;
+}
+
+}  // namespace attograd::cli

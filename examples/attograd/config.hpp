@@ -1,0 +1,81 @@
+// A run's configuration: the model, the training, the task and the vocabulary, as saved in
+// DIR/config.json, and the checks that refuse options that do not combine.
+#pragma once
+
+#include "tasks.hpp"
+#include "vocab.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace attograd::cli {
+
+/// Version of config.json's layout; runs with another version are refused.
+inline constexpr int run_format_version = 1;
+
+/// Everything needed to rebuild the model (with the vocabulary of RunConfig).
+struct ModelConfig {
+    std::string kind = "seq2seq";  ///< "seq2seq" or "encoder"
+    std::int64_t embed_dim = 64;
+    std::int64_t heads = 1;            ///< heads of every attention layer
+    std::int64_t layers = 0;           ///< self-attention layers (seq2seq: in the encoder)
+    std::int64_t decoder_layers = 1;   ///< seq2seq: cross-attention layers of the decoder
+    std::int64_t ffn_dim = 128;        ///< width of each layer's feed-forward block (0 = none)
+    std::string score = "scaled-dot";  ///< additive, dot, scaled-dot or bilinear
+    std::string attention = "soft";    ///< soft or hard (the decoder's cross-attention)
+    std::string estimator = "gumbel";  ///< hard attention's training: gumbel or reinforce
+    std::int64_t window = -1;          ///< local window half-width D; -1 = global attention
+    std::string local = "m";           ///< m or p (with a window)
+    std::int64_t max_source_len = 0;   ///< longest source the model takes (tokens)
+    std::int64_t max_target_len = 0;   ///< longest output it writes (tokens, without <eos>)
+};
+
+/// How the model is trained.
+struct TrainConfig {
+    std::string optim = "adam";  ///< sgd, adam or adamw
+    double lr = 3e-3;
+    double momentum = 0.0;  ///< sgd only
+    double weight_decay = 0.0;
+    double clip = 1.0;  ///< max global gradient norm; 0 = no clipping
+    std::int64_t batch = 32;
+    std::int64_t steps = 1000;  ///< at most this many steps (training stops early at the target)
+    std::uint64_t seed = 0;
+    std::int64_t warmup = 50;         ///< linear warm-up steps (0 = none)
+    std::string schedule = "cosine";  ///< cosine or constant after the warm-up
+    std::int64_t eval_every = 100;    ///< held-out evaluation period in steps
+    bool early_stop = true;           ///< stop once the held-out accuracy reaches the target
+};
+
+/// The task a run trains on.
+struct TaskConfig {
+    std::string name;    ///< a bundled task, or "data"
+    std::string data;    ///< the TSV path for "data" ("" otherwise)
+    bool chars = false;  ///< character tokens for "data"
+};
+
+/// A whole run's configuration (config.json).
+struct RunConfig {
+    TaskConfig task;
+    ModelConfig model;
+    TrainConfig train;
+    Vocabulary vocab;
+};
+
+/// The defaults of `task`'s model and training (what `attograd train --task NAME` uses).
+RunConfig default_config(const Task& task);
+
+/// Refuses options that do not combine, with a message naming them (ValueError), e.g. an
+/// encoder model on a task whose outputs differ in length from its inputs, `--local p` without
+/// a window, hard attention with several heads, `--momentum` with Adam.
+void validate(const RunConfig& config, const TaskInfo& task);
+
+/// config.json's contents (with `format_version`).
+nlohmann::json to_json(const RunConfig& config);
+/// Reads config.json's contents. Throws ValueError naming the field when one is missing or
+/// has the wrong type, and when the format version is not run_format_version.
+RunConfig run_config_from_json(const nlohmann::json& json);
+
+}  // namespace attograd::cli

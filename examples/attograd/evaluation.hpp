@@ -1,0 +1,62 @@
+// Held-out evaluation, alignment shares per head, attention maps and saliency of one input.
+#pragma once
+
+#include "attention_map.hpp"
+#include "config.hpp"
+#include "models.hpp"
+#include "tasks.hpp"
+#include "vocab.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attograd::cli {
+
+/// Accuracies of greedy predictions against targets.
+struct Evaluation {
+    double token_accuracy = 0.0;     ///< target tokens predicted at their position / all target tokens
+    double sequence_accuracy = 0.0;  ///< predictions equal to their whole target
+    std::vector<std::vector<std::string>> predictions;
+};
+
+/// Ids of `tokens`; unknown tokens become <unk> and, when `warn`, a warning naming them is
+/// printed to stderr once per call.
+std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vector<std::string>& tokens, bool warn);
+
+/// Greedy predictions of `model` for `examples` (in batches) and their accuracies.
+Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples,
+                    const Knockout& knockout = {});
+
+/// Share of attention mass on the right source position of one head, over many examples.
+struct HeadAlignment {
+    std::int64_t layer = 0;  ///< index in Model::attention_layers()
+    std::string name;
+    std::int64_t head = 0;
+    double share = 0.0;
+};
+
+/// Whether the rows of attention layer `layer` are the model's outputs, so that a task's
+/// alignment applies to it (the decoder's attention; every layer of the encoder model).
+bool layer_has_alignment(const Model& model, const ModelConfig& config, std::int64_t layer);
+
+/// Per head of every layer with outputs as rows, the mean over `examples` and their target
+/// tokens of the weight on the right source position (rows the model did not write count 0).
+/// Empty when the task defines no alignment.
+std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConfig& config, const Task& task,
+                                             const Vocabulary& vocab, const std::vector<Example>& examples,
+                                             const std::vector<std::vector<std::string>>& predictions,
+                                             const Knockout& knockout = {});
+
+/// Every layer's and head's attention for one source, labelled; `target` is the right output
+/// when known (empty otherwise). With `saliency`, also gradient x input saliency per output
+/// and each output-row head's Spearman correlation with it.
+InspectedExample inspect_example(const Model& model, const ModelConfig& config, const Task& task,
+                                 const Vocabulary& vocab, const std::vector<std::string>& source,
+                                 const std::vector<std::string>& target, const Knockout& knockout, bool saliency);
+
+/// Spearman's rank correlation of two equally long series (average ranks for ties); nullopt
+/// when either is constant or shorter than 2.
+std::optional<double> spearman(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace attograd::cli

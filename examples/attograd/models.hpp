@@ -1,0 +1,103 @@
+// The models `attograd train` builds, only from attograd's public API:
+//
+// Seq2SeqModel — an attention encoder-decoder (Bahdanau et al. 2015; Luong et al. 2015):
+//   encoder: token embedding + position-from-start + position-from-end embeddings of
+//            `<bos> x_1 .. x_n <eos>`, then `layers` pre-LayerNorm self-attention blocks
+//            (attention + feed-forward, each residual);
+//   decoder: the query of output position t is embed(y_{t-1}) + position(t) + length(n): the
+//            previous output token (teacher-forced while training, the model's own while
+//            decoding greedily), where it is, and how long the source is. `decoder_layers`
+//            blocks then attend over the encoder with the configured score, soft or hard
+//            weights and global, local-m or local-p windows (+ feed-forward), and a Linear
+//            layer gives the token logits. The decoder has no self-attention over its earlier
+//            outputs: every toy task's output token is a function of the source, its position
+//            and the previous token (sort: "the smallest letter after the last one"), and
+//            without it one attention layer's weights are the whole alignment story, which is
+//            what `inspect` shows. Both position tables let a query find "the k-th token from the
+//            start" (copy) or "from the end" (reverse) with one dot product.
+// EncoderModel — a multi-head self-attention encoder for tasks whose output has one token per
+//   input token: the same embeddings (no markers), `layers` blocks, a Linear per position.
+#pragma once
+
+#include "config.hpp"
+#include "vocab.hpp"
+
+#include "core/generator.hpp"
+#include "core/tensor.hpp"
+#include "nn/module.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace attograd::cli {
+
+/// Token-id sequences as the padded tensors a model takes.
+struct Batch {
+    std::int64_t size = 0;
+    Tensor source;            ///< int64 [B, S]: the model's source ids (seq2seq adds <bos>, <eos>), padded
+    Tensor source_from_end;   ///< int64 [B, S]: each position counted from the last real one (0 at pads)
+    Tensor source_length;     ///< int64 [B]: real source positions (markers included)
+    Tensor key_padding_mask;  ///< bool [B, S]: true at padding
+    Tensor decoder_input;     ///< int64 [B, T]: <bos> y_1 .. (seq2seq only)
+    Tensor target;            ///< int64 [B, T]: the tokens to predict, <pad> where nothing is
+};
+
+/// Which head to silence (`inspect --knockout LAYER.HEAD`); layer numbers follow
+/// Model::attention_layers().
+struct Knockout {
+    std::int64_t layer = -1;
+    std::int64_t head = -1;
+};
+
+/// What a forward pass returns.
+struct ForwardResult {
+    Tensor logits;  ///< [B, T, V]
+    /// Hard attention trained by REINFORCE: log p(chosen key) [B, Tq] per such layer.
+    std::vector<Tensor> log_probs;
+};
+
+/// One attention layer of a model, as `inspect` lists it.
+struct AttentionLayerInfo {
+    std::string name;   ///< module name, as the AttentionRecorder reports it
+    std::int64_t heads;
+    bool cross;         ///< decoder attention over the encoder (else self-attention)
+};
+
+/// Common interface of the two models.
+class Model : public nn::Module {
+public:
+    /// Ids of `sources` (and `targets`, when given) as a padded batch. Throws ValueError when a
+    /// source is longer than max_source_len (naming both lengths).
+    virtual Batch make_batch(const std::vector<std::vector<std::int64_t>>& sources,
+                             const std::vector<std::vector<std::int64_t>>* targets) const = 0;
+    /// Teacher-forced logits of a batch made with targets. `token_embedding`, when defined,
+    /// replaces embed(source) [B, S, E] (for gradient x input saliency).
+    virtual ForwardResult forward(const Batch& batch, const Knockout& knockout = {},
+                                  const Tensor& token_embedding = Tensor()) const = 0;
+    /// Greedy outputs (ids, without <eos>) for each source.
+    virtual std::vector<std::vector<std::int64_t>> predict(const std::vector<std::vector<std::int64_t>>& sources,
+                                                           const Knockout& knockout = {}) const = 0;
+    /// embed(source) [B, S, E] of a batch (detached: a leaf for saliency).
+    virtual Tensor token_embedding(const Batch& batch) const = 0;
+    /// Source tokens as the model sees them (seq2seq adds <bos> and <eos>): the column labels
+    /// of its attention maps.
+    virtual std::vector<std::string> model_source(const std::vector<std::string>& source) const = 0;
+    /// Column of source token i in the attention maps.
+    virtual std::int64_t source_column(std::int64_t i) const = 0;
+    /// Every attention layer in forward order.
+    const std::vector<AttentionLayerInfo>& attention_layers() const { return layers_info_; }
+    /// REINFORCE losses of the hard attention layers for `reward` [B] (to add to the loss);
+    /// undefined when there are none.
+    virtual Tensor reinforce_loss(const ForwardResult& result, const Tensor& reward) = 0;
+
+protected:
+    std::vector<AttentionLayerInfo> layers_info_;
+};
+
+/// The model `config` describes, its parameters drawn from `generator` (which must outlive it:
+/// hard attention samples from it). Throws ValueError on bad options.
+std::shared_ptr<Model> make_model(const ModelConfig& config, const Vocabulary& vocab, Generator& generator);
+
+}  // namespace attograd::cli

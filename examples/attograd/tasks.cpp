@@ -1,0 +1,239 @@
+// The bundled sequence tasks (copy, reverse, sort, recall) and the task registry.
+#include "tasks.hpp"
+
+#include "core/error.hpp"
+#include "dates.hpp"
+#include "text.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace attograd::cli {
+
+namespace {
+
+std::string source_key(const std::vector<std::string>& source) { return join(source, "\x1f"); }
+
+/// Letters a, b, ... as tokens.
+std::vector<std::string> letters(int count) {
+    std::vector<std::string> out;
+    for (int i = 0; i < count; ++i) out.emplace_back(1, static_cast<char>('a' + i));
+    return out;
+}
+
+/// Source positions of the tokens in ascending order (stable for equal tokens).
+std::vector<std::int64_t> sorted_positions(const std::vector<std::string>& source) {
+    std::vector<std::int64_t> order(source.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+        return source[static_cast<std::size_t>(a)] < source[static_cast<std::size_t>(b)];
+    });
+    return order;
+}
+
+/// copy, reverse and sort over letters: target t is source[t], source[n-1-t], or the t-th
+/// smallest source token (sources of sort hold distinct letters, so that is unambiguous).
+class SequenceTask final : public GeneratedTask {
+public:
+    enum class Kind { Copy, Reverse, Sort };
+
+    explicit SequenceTask(Kind kind) : kind_(kind) {
+        info_.default_model = "seq2seq";
+        info_.max_source_len = max_len;
+        info_.max_target_len = max_len;
+        info_.same_length = true;
+        switch (kind) {
+            case Kind::Copy:
+                info_.name = "copy";
+                info_.description = "repeat the sequence (4-10 letters from a-t)";
+                info_.example = "f a q c -> f a q c";
+                info_.metric = Metric::Sequence;
+                info_.target_accuracy = 0.99;
+                info_.alignment = "diagonal: target t attends source t";
+                break;
+            case Kind::Reverse:
+                info_.name = "reverse";
+                info_.description = "reverse the sequence (4-10 letters from a-t)";
+                info_.example = "f a q c -> c q a f";
+                info_.metric = Metric::Sequence;
+                info_.target_accuracy = 0.99;
+                info_.alignment = "anti-diagonal: target t attends source n-1-t";
+                break;
+            case Kind::Sort:
+                info_.name = "sort";
+                info_.description = "sort distinct letters (4-10 from a-t) alphabetically";
+                info_.example = "f a q c -> a c f q";
+                info_.metric = Metric::Token;
+                info_.target_accuracy = 0.95;
+                info_.alignment = "target t attends the source position of the t-th smallest letter";
+                break;
+        }
+        make_held_out(kind == Kind::Copy ? 1001 : kind == Kind::Reverse ? 1002 : 1003);
+    }
+
+    std::vector<std::string> symbols() const override { return letters(alphabet); }
+
+    std::optional<std::vector<std::int64_t>> alignment(const Example& example) const override {
+        const auto n = static_cast<std::int64_t>(example.source.size());
+        std::vector<std::int64_t> out;
+        switch (kind_) {
+            case Kind::Copy:
+                for (std::int64_t t = 0; t < n; ++t) out.push_back(t);
+                break;
+            case Kind::Reverse:
+                for (std::int64_t t = 0; t < n; ++t) out.push_back(n - 1 - t);
+                break;
+            case Kind::Sort:
+                out = sorted_positions(example.source);
+                break;
+        }
+        return out;
+    }
+
+    std::optional<std::vector<std::string>> solve(const std::vector<std::string>& source) const override {
+        std::vector<std::string> out = source;
+        if (kind_ == Kind::Reverse) std::reverse(out.begin(), out.end());
+        if (kind_ == Kind::Sort) std::stable_sort(out.begin(), out.end());
+        return out;
+    }
+
+protected:
+    Example generate(Generator& generator) const override {
+        const auto n = static_cast<int>(generator.randint(min_len, max_len + 1));
+        Example example;
+        if (kind_ == Kind::Sort) {
+            auto pool = letters(alphabet);
+            for (int i = 0; i < n; ++i) {  // partial Fisher-Yates: n distinct letters
+                const auto j = static_cast<std::size_t>(generator.randint(i, alphabet));
+                std::swap(pool[static_cast<std::size_t>(i)], pool[j]);
+                example.source.push_back(pool[static_cast<std::size_t>(i)]);
+            }
+        } else {
+            for (int i = 0; i < n; ++i) {
+                example.source.emplace_back(1, static_cast<char>('a' + generator.randint(0, alphabet)));
+            }
+        }
+        example.target = *solve(example.source);
+        return example;
+    }
+
+private:
+    static constexpr int alphabet = 20;
+    static constexpr int min_len = 4;
+    static constexpr int max_len = 10;
+    Kind kind_;
+};
+
+/// Associative recall: `k1 v1 k2 v2 ... kn vn ? kq` -> the value stored with key kq. Keys are
+/// distinct letters a-t, values digits 0-9, 2-6 pairs.
+class RecallTask final : public GeneratedTask {
+public:
+    RecallTask() {
+        info_.name = "recall";
+        info_.description = "associative recall: key/value pairs, then '?' and a key; answer its value";
+        info_.example = "c 3 a 7 f 1 ? a -> 7";
+        info_.default_model = "seq2seq";
+        info_.metric = Metric::Token;
+        info_.target_accuracy = 0.95;
+        info_.alignment = "the target attends the source position of the key that matches the query";
+        info_.max_source_len = 2 * max_pairs + 2;
+        info_.max_target_len = 1;
+        make_held_out(1004);
+    }
+
+    std::vector<std::string> symbols() const override {
+        auto out = letters(keys);
+        for (int d = 0; d < 10; ++d) out.push_back(std::to_string(d));
+        out.emplace_back("?");
+        return out;
+    }
+
+    std::optional<std::vector<std::int64_t>> alignment(const Example& example) const override {
+        const auto key = matching_key(example.source);
+        if (!key) return std::nullopt;
+        return std::vector<std::int64_t>{*key};
+    }
+
+    std::optional<std::vector<std::string>> solve(const std::vector<std::string>& source) const override {
+        const auto key = matching_key(source);
+        if (!key) return std::nullopt;
+        return std::vector<std::string>{source[static_cast<std::size_t>(*key + 1)]};
+    }
+
+protected:
+    Example generate(Generator& generator) const override {
+        const auto pairs = static_cast<int>(generator.randint(min_pairs, max_pairs + 1));
+        auto pool = letters(keys);
+        Example example;
+        for (int i = 0; i < pairs; ++i) {
+            const auto j = static_cast<std::size_t>(generator.randint(i, keys));
+            std::swap(pool[static_cast<std::size_t>(i)], pool[j]);
+            example.source.push_back(pool[static_cast<std::size_t>(i)]);
+            example.source.push_back(std::to_string(generator.randint(0, 10)));
+        }
+        example.source.emplace_back("?");
+        example.source.push_back(pool[static_cast<std::size_t>(generator.randint(0, pairs))]);
+        example.target = *solve(example.source);
+        return example;
+    }
+
+private:
+    /// Position of the pair key equal to the query, for a well-formed source.
+    static std::optional<std::int64_t> matching_key(const std::vector<std::string>& source) {
+        const auto n = static_cast<std::int64_t>(source.size());
+        if (n < 4 || n % 2 != 0 || source[static_cast<std::size_t>(n - 2)] != "?") return std::nullopt;
+        for (std::int64_t i = 0; i + 2 < n; i += 2) {
+            if (source[static_cast<std::size_t>(i)] == source.back()) return i;
+        }
+        return std::nullopt;
+    }
+
+    static constexpr int keys = 20;
+    static constexpr int min_pairs = 2;
+    static constexpr int max_pairs = 6;
+};
+
+}  // namespace
+
+std::vector<std::string> Task::tokenize(const std::string& text) const {
+    return info_.char_level ? split_chars(text) : split_whitespace(text);
+}
+
+std::string Task::detokenize(const std::vector<std::string>& tokens) const {
+    return join(tokens, info_.char_level ? "" : " ");
+}
+
+std::optional<std::vector<std::int64_t>> Task::alignment(const Example&) const { return std::nullopt; }
+
+std::optional<std::vector<std::string>> Task::solve(const std::vector<std::string>&) const {
+    return std::nullopt;
+}
+
+Example GeneratedTask::train_example(Generator& generator) const {
+    for (;;) {
+        Example example = generate(generator);
+        if (held_out_sources_.count(source_key(example.source)) == 0) return example;
+    }
+}
+
+void GeneratedTask::make_held_out(std::uint64_t seed) {
+    Generator generator(seed);
+    while (static_cast<int>(held_out_.size()) < held_out_size) {
+        Example example = generate(generator);
+        if (held_out_sources_.insert(source_key(example.source)).second)
+            held_out_.push_back(std::move(example));
+    }
+}
+
+std::vector<std::string> task_names() { return {"copy", "reverse", "sort", "recall", "dates"}; }
+
+std::unique_ptr<Task> make_task(const std::string& name) {
+    if (name == "copy") return std::make_unique<SequenceTask>(SequenceTask::Kind::Copy);
+    if (name == "reverse") return std::make_unique<SequenceTask>(SequenceTask::Kind::Reverse);
+    if (name == "sort") return std::make_unique<SequenceTask>(SequenceTask::Kind::Sort);
+    if (name == "recall") return std::make_unique<RecallTask>();
+    if (name == "dates") return make_dates_task();
+    throw ValueError(fmt::format("unknown task '{}' (known: {})", name, join(task_names(), ", ")));
+}
+
+}  // namespace attograd::cli

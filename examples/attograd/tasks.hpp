@@ -1,0 +1,95 @@
+// The bundled toy tasks and user TSV data: seeded generators with fixed held-out splits.
+#pragma once
+
+#include "core/generator.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+namespace attograd::cli {
+
+/// One source/target pair, as tokens.
+struct Example {
+    std::vector<std::string> source;
+    std::vector<std::string> target;
+};
+
+/// Which accuracy a task's target refers to.
+enum class Metric { Token, Sequence };
+
+/// What `attograd tasks` prints and what training needs to know about a task.
+struct TaskInfo {
+    std::string name;
+    std::string description;
+    std::string example;        ///< one source -> target line
+    std::string default_model;  ///< "seq2seq" or "encoder"
+    Metric metric = Metric::Sequence;
+    double target_accuracy = 1.0;     ///< held-out accuracy at which training stops early
+    std::string alignment;            ///< the right alignment in words ("" when none is defined)
+    bool char_level = false;          ///< characters are tokens (otherwise whitespace-separated)
+    std::int64_t max_source_len = 0;  ///< longest source in tokens
+    std::int64_t max_target_len = 0;  ///< longest target in tokens
+    bool same_length = false;         ///< target length == source length for every example
+};
+
+/// A task: a source of training examples, a fixed held-out split, a tokenizer and, where the
+/// task defines them, the right answer and the right alignment for any source.
+class Task {
+public:
+    virtual ~Task() = default;
+
+    const TaskInfo& info() const { return info_; }
+    /// The tokens the vocabulary needs, in a fixed order.
+    virtual std::vector<std::string> symbols() const = 0;
+    /// One training example drawn with `generator`; never one whose source is held out.
+    virtual Example train_example(Generator& generator) const = 0;
+    /// The held-out examples (the same on every run, whatever the training seed).
+    const std::vector<Example>& held_out() const { return held_out_; }
+
+    /// Splits text into the task's tokens (characters or whitespace-separated).
+    std::vector<std::string> tokenize(const std::string& text) const;
+    /// Joins tokens back into text.
+    std::string detokenize(const std::vector<std::string>& tokens) const;
+
+    /// The right source position for each target token, or nullopt when the task defines no
+    /// alignment: copy t -> t, reverse t -> n-1-t, sort t -> position of the t-th smallest,
+    /// recall -> the key that matches the query.
+    virtual std::optional<std::vector<std::int64_t>> alignment(const Example& example) const;
+    /// The correct target for `source`, or nullopt when the task cannot compute one (user
+    /// data) or the source is not a valid input of the task.
+    virtual std::optional<std::vector<std::string>> solve(const std::vector<std::string>& source) const;
+
+protected:
+    TaskInfo info_;
+    std::vector<Example> held_out_;
+};
+
+/// A task whose examples come from a seeded generator. The held-out split is generated once
+/// from a seed fixed per task; training examples with a held-out source are drawn again.
+class GeneratedTask : public Task {
+public:
+    Example train_example(Generator& generator) const override;
+
+    /// Number of held-out examples of every generated task.
+    static constexpr int held_out_size = 500;
+
+protected:
+    /// One example of the task (held out or not).
+    virtual Example generate(Generator& generator) const = 0;
+    /// Fills held_out_ from the fixed seed; call at the end of the derived constructor.
+    void make_held_out(std::uint64_t seed);
+
+private:
+    std::unordered_set<std::string> held_out_sources_;
+};
+
+/// Names of the bundled tasks, in the order `attograd tasks` lists them.
+std::vector<std::string> task_names();
+/// The bundled task `name`. Throws ValueError listing the known names otherwise.
+std::unique_ptr<Task> make_task(const std::string& name);
+
+}  // namespace attograd::cli

@@ -1,0 +1,21 @@
+// Small text helpers: whitespace and UTF-8 character tokenisation, joining, trimming.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attograd::cli {
+
+/// Tokens separated by runs of spaces or tabs (empty input -> no tokens).
+std::vector<std::string> split_whitespace(std::string_view text);
+/// One token per UTF-8 character (a malformed byte becomes its own token).
+std::vector<std::string> split_chars(std::string_view text);
+/// Tokens joined by `separator`.
+std::string join(const std::vector<std::string>& tokens, std::string_view separator);
+/// `text` without leading and trailing whitespace (spaces, tabs, \r, \n).
+std::string_view trim(std::string_view text);
+/// A token made printable for labels: a space becomes "␣", a tab "⇥".
+std::string printable(const std::string& token);
+
+}  // namespace attograd::cli
