@@ -9,8 +9,11 @@ SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: demo test test-sanitize build deps bench clean
 
+# Trains `reverse`, draws the attention it learned in the terminal, and writes the HTML report.
 demo: build
-	./$(BUILD)/examples/mlp_classifier
+	./$(BUILD)/examples/attograd/attograd train --task reverse --out runs/reverse
+	./$(BUILD)/examples/attograd/attograd inspect --run runs/reverse --input "a b c d e f g"
+	./$(BUILD)/examples/attograd/attograd inspect --run runs/reverse --samples 3 --format html
 
 test: build
 	ctest --test-dir $(BUILD) -j$(JOBS) --output-on-failure
@@ -36,4 +39,4 @@ deps:
 	fi
 
 clean:
-	rm -rf $(BUILD) $(SANITIZE)
+	rm -rf $(BUILD) $(SANITIZE) runs

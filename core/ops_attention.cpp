@@ -3,6 +3,7 @@
 #include "core/ops_attention.hpp"
 
 #include "core/autograd.hpp"
+#include "core/parallel.hpp"
 
 #include <Eigen/Core>
 
@@ -54,7 +55,7 @@ struct Geometry {
     bool dropout_active() const { return !seeds.empty(); }
     std::int64_t blocks() const { return batch * heads; }
     // Enough work per call to be worth a parallel region.
-    bool parallel() const { return blocks() > 1 && blocks() * tq * tk * (d + dv) > 32768; }
+    bool parallel() const { return blocks() > 1 && detail::worth_parallel(blocks() * tq * tk * (d + dv), detail::kMinParallelGemmWork); }
 };
 
 // A small counter-based generator (SplitMix64): each block's dropout mask is regenerated from

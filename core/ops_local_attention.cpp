@@ -3,6 +3,7 @@
 
 #include "core/autograd.hpp"
 #include "core/parallel_rows.hpp"
+#include "core/parallel.hpp"
 
 #include <Eigen/Core>
 
@@ -23,7 +24,6 @@ using VectorMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
 template <class T>
 using ConstVectorMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>;
 
-constexpr std::int64_t kParallelWork = 32768;  // multiply-adds below which one thread is faster
 
 // Rows [N * Tq] of a band and the key block [lo, hi) each one sees.
 struct Band {
@@ -84,7 +84,7 @@ Tensor local_dot_score(const Tensor& q, const Tensor& k, const Tensor& window_st
         T* po = out.data<T>();
         std::fill(po, po + out.numel(), T(0));
         // scores[t, j] = scale * k[s_j] . q[t]
-#pragma omp parallel for schedule(static) if (band.rows() * width * d > kParallelWork)
+#pragma omp parallel for schedule(static) if (detail::worth_parallel(band.rows() * width * d, detail::kMinParallelWork))
         for (std::int64_t row = 0; row < band.rows(); ++row) {
             const std::int64_t len = band.window.hi(row) - band.window.lo(row);
             if (len <= 0) continue;
@@ -107,7 +107,7 @@ Tensor local_dot_score(const Tensor& q, const Tensor& k, const Tensor& window_st
                     T* pdq = dq.data<T>();
                     const T s = static_cast<T>(scale);
                     detail::for_rows_scattering(
-                        band.rows(), band.rows() * band.window.width * d > kParallelWork, dk.data<T>(),
+                        band.rows(), detail::worth_parallel(band.rows() * band.window.width * d, detail::kMinParallelWork), dk.data<T>(),
                         dk.numel(), [&](std::int64_t row, T* acc) {
                             const std::int64_t len = band.window.hi(row) - band.window.lo(row);
                             if (len <= 0) return;
@@ -137,7 +137,7 @@ Tensor local_weighted_sum(const Tensor& weights, const Tensor& v, const Tensor& 
         const T* pv = v.data<T>();
         T* po = out.data<T>();
         // out[t] = sum_j w[t, j] v[s_j]
-#pragma omp parallel for schedule(static) if (band.rows() * width * dv > kParallelWork)
+#pragma omp parallel for schedule(static) if (detail::worth_parallel(band.rows() * width * dv, detail::kMinParallelWork))
         for (std::int64_t row = 0; row < band.rows(); ++row) {
             const std::int64_t len = band.window.hi(row) - band.window.lo(row);
             if (len <= 0) continue;
@@ -159,7 +159,7 @@ Tensor local_weighted_sum(const Tensor& weights, const Tensor& v, const Tensor& 
                                  const T* pd = dy.data<T>();
                                  T* pdw = dw.data<T>();
                                  detail::for_rows_scattering(
-                                     band.rows(), band.rows() * band.window.width * dv > kParallelWork,
+                                     band.rows(), detail::worth_parallel(band.rows() * band.window.width * dv, detail::kMinParallelWork),
                                      dvalues.data<T>(), dvalues.numel(), [&](std::int64_t row, T* acc) {
                                          const std::int64_t len = band.window.hi(row) - band.window.lo(row);
                                          if (len <= 0) return;

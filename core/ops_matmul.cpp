@@ -4,6 +4,7 @@
 #include "core/autograd.hpp"
 #include "core/ops_reduce.hpp"
 #include "core/ops_shape.hpp"
+#include "core/parallel.hpp"
 
 #include <Eigen/Core>
 
@@ -18,7 +19,6 @@ template <class T>
 using ConstMatrixMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 
 // Multiply-adds (n * m * k summed over the batch) above which the batch is split over threads.
-constexpr std::int64_t kParallelBatchWork = 32768;
 
 Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
 
@@ -44,24 +44,36 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
     const std::int64_t b_rows = sb[sb.size() - 2], b_cols = sb.back();
     const std::int64_t n = transpose_a ? a_cols : a_rows;
     const std::int64_t m = transpose_b ? b_rows : b_cols;
-    const auto product = [&]<class T>(const T* pa, const T* pb, T* po) {
+    const std::int64_t inner = transpose_a ? a_rows : a_cols;
+    // Rows [first, first + count) of C = op(A) op(B).
+    const auto product_rows = [&]<class T>(const T* pa, const T* pb, T* po, std::int64_t first, std::int64_t count) {
         const ConstMatrixMap<T> A(pa, a_rows, a_cols);
         const ConstMatrixMap<T> B(pb, b_rows, b_cols);
-        MatrixMap<T> C(po, n, m);
+        auto C = MatrixMap<T>(po, n, m).middleRows(first, count);
         if (!transpose_a && !transpose_b)
-            C.noalias() = A * B;
+            C.noalias() = A.middleRows(first, count) * B;
         else if (transpose_a && !transpose_b)
-            C.noalias() = A.transpose() * B;
+            C.noalias() = A.transpose().middleRows(first, count) * B;
         else if (!transpose_a)
-            C.noalias() = A * B.transpose();
+            C.noalias() = A.middleRows(first, count) * B.transpose();
         else
-            C.noalias() = A.transpose() * B.transpose();
+            C.noalias() = A.transpose().middleRows(first, count) * B.transpose();
     };
+    const auto product = [&]<class T>(const T* pa, const T* pb, T* po) { product_rows(pa, pb, po, 0, n); };
     if (sa.size() == 2 && sb.size() == 2) {
-        // One product, no batch bookkeeping; Eigen parallelises it when it is large.
+        // One product: large ones are split into row blocks, one GEMM per thread (Eigen's own
+        // threading is off, see core/parallel.hpp).
         Tensor out = empty({n, m}, {.dtype = a.dtype()});
-        dispatch_floating(a.dtype(), "matmul",
-                          [&]<class T>(T) { product(a.data<T>(), b.data<T>(), out.data<T>()); });
+        const int threads = std::min<int>(detail::threads_for(n * m * inner, detail::kMinParallelGemmWork),
+                                          static_cast<int>(std::max<std::int64_t>(n / 16, 1)));
+        dispatch_floating(a.dtype(), "matmul", [&]<class T>(T) {
+            if (threads <= 1) return product(a.data<T>(), b.data<T>(), out.data<T>());
+#pragma omp parallel for schedule(static) num_threads(threads)
+            for (int t = 0; t < threads; ++t) {
+                const std::int64_t first = n * t / threads, last = n * (t + 1) / threads;
+                product_rows(a.data<T>(), b.data<T>(), out.data<T>(), first, last - first);
+            }
+        });
         return out;
     }
     const Shape out_batch = broadcast_shapes(batch_of(sa), batch_of(sb), "matmul");
@@ -80,9 +92,8 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
             product(pa + batch_offset(i, out_batch, stride_a) * a_rows * a_cols,
                     pb + batch_offset(i, out_batch, stride_b) * b_rows * b_cols, po + i * n * m);
         };
-        // Many small products: one per thread. One large product: Eigen parallelises it.
-        const bool parallel_batches =
-            batches > 1 && n * m * (transpose_a ? a_rows : a_cols) * batches > kParallelBatchWork;
+        // Products split over threads, whole products per thread.
+        const bool parallel_batches = batches > 1 && detail::worth_parallel(n * m * inner * batches, detail::kMinParallelGemmWork);
         if (parallel_batches) {
 #pragma omp parallel for schedule(static)
             for (std::int64_t i = 0; i < batches; ++i) one(i);

@@ -2,6 +2,7 @@
 #include "core/ops_norm.hpp"
 
 #include "core/autograd.hpp"
+#include "core/parallel.hpp"
 
 #include <cmath>
 #include <vector>
@@ -38,7 +39,6 @@ struct RowStats {
     std::vector<double> rstd;  // 1 / sqrt(var + eps)
 };
 
-constexpr std::int64_t kParallelElements = 1 << 16;
 
 }  // namespace
 
@@ -56,7 +56,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
         const T* pw = weight.defined() ? weight.data<T>() : nullptr;
         const T* pb = bias.defined() ? bias.data<T>() : nullptr;
         T* py = y.data<T>();
-#pragma omp parallel for schedule(static) if (m * n > kParallelElements)
+#pragma omp parallel for schedule(static) if (detail::worth_parallel(m * n, detail::kMinParallelWork))
         for (std::int64_t r = 0; r < m; ++r) {
             const T* row = px + r * n;
             double sum = 0.0;
@@ -87,7 +87,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                                      // g = dy * w; dx = rstd * (g - mean(g) - x^ * mean(g * x^))
                                      Tensor dx = empty(x.shape(), {.dtype = x.dtype()});
                                      T* pdx = dx.data<T>();
-#pragma omp parallel for schedule(static) if (m * n > kParallelElements)
+#pragma omp parallel for schedule(static) if (detail::worth_parallel(m * n, detail::kMinParallelWork))
                                      for (std::int64_t r = 0; r < m; ++r) {
                                          const double mean = stats.mean[static_cast<std::size_t>(r)];
                                          const double rstd = stats.rstd[static_cast<std::size_t>(r)];

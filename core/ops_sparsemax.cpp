@@ -2,6 +2,7 @@
 #include "core/ops_sparsemax.hpp"
 
 #include "core/autograd.hpp"
+#include "core/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -70,7 +71,7 @@ Tensor sparsemax(const Tensor& x, std::int64_t axis) {
             AG_CHECK(!std::isnan(px[i]) && px[i] != std::numeric_limits<T>::infinity(), ValueError,
                      "sparsemax: input {} holds NaN or +inf", x.shape());
         T* po = out.data<T>();
-#pragma omp parallel if (rows.count() * rows.n > 65536)
+#pragma omp parallel if (detail::worth_parallel(rows.count() * rows.n, detail::kMinParallelWork))
         {
             std::vector<T> sorted;
             sorted.reserve(static_cast<std::size_t>(rows.n));
@@ -89,7 +90,7 @@ Tensor sparsemax(const Tensor& x, std::int64_t axis) {
                 const T* pp = p.data<T>();
                 const T* pd = dy.data<T>();
                 T* pdx = dx.data<T>();
-#pragma omp parallel for schedule(static) if (rows.count() * rows.n > 65536)
+#pragma omp parallel for schedule(static) if (detail::worth_parallel(rows.count() * rows.n, detail::kMinParallelWork))
                 for (std::int64_t row = 0; row < rows.count(); ++row) {
                     const std::int64_t base = rows.base(row);
                     T total = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/shape.hpp"
+#include "core/parallel.hpp"
 
 #include <cmath>
 #include <limits>
@@ -19,7 +20,7 @@ using UnitStride = std::integral_constant<std::int64_t, 1>;
 /// are independent, so large tensors split them over the OpenMP threads (same result).
 template <class Fn>
 void for_each_row(const AxisSplit& s, Fn&& fn) {
-    const bool parallel = s.outer > 1 && s.outer * s.size * s.inner >= 65536;
+    const bool parallel = s.outer > 1 && worth_parallel(s.outer * s.size * s.inner, kMinParallelTranscendentalWork);
     if (s.inner == 1) {
 #pragma omp parallel for schedule(static) if (parallel)
         for (std::int64_t o = 0; o < s.outer; ++o) fn(o * s.size, UnitStride{});

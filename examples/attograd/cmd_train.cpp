@@ -58,6 +58,7 @@ void apply_overrides(const TrainArgs& a, RunConfig& c) {
     if (a.was_given("decoder-layers")) m.decoder_layers = a.decoder_layers;
     if (a.was_given("embed-dim")) m.embed_dim = a.embed_dim;
     if (a.was_given("ffn-dim")) m.ffn_dim = a.ffn_dim;
+    if (a.was_given("next-token")) m.next_token = a.next_token;
     if (a.was_given("optim")) t.optim = a.optim;
     if (a.was_given("lr")) t.lr = a.lr;
     if (a.was_given("momentum")) t.momentum = a.momentum;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 
 namespace attograd::cli {
 
@@ -35,6 +36,9 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add("decoder-layers", a.decoder_layers, "seq2seq: attention layers of the decoder");
     add("embed-dim", a.embed_dim, "model width E");
     add("ffn-dim", a.ffn_dim, "feed-forward width of each layer (0 = none)");
+    options.emplace_back("next-token",
+                         app.add_flag("--next-token{true}", a.next_token,
+                                      "encoder adds an embedding of each position's next token (=false to turn off)"));
     add("optim", a.optim, "optimizer: sgd, adam, adamw");
     add("lr", a.lr, "peak learning rate");
     add("momentum", a.momentum, "SGD momentum");
@@ -110,6 +114,10 @@ int run_cli(int argc, char** argv) {
         fmt::print(stderr, "attograd: {}\n", e.what());
         return 2;
     } catch (const attograd::IoError& e) {
+        fmt::print(stderr, "attograd: {}\n", e.what());
+        return 2;
+    } catch (const std::filesystem::filesystem_error& e) {
+        // An unusable path given by the user (e.g. --out under a regular file); what() names it.
         fmt::print(stderr, "attograd: {}\n", e.what());
         return 2;
     } catch (const std::exception& e) {

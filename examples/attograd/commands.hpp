@@ -19,6 +19,7 @@ public:
 struct TrainArgs {
     std::string task, data, out, resume;
     bool chars = false;
+    bool next_token = false;
     std::string model, score, attention, local, optim, schedule, estimator;
     std::int64_t window = -1, heads = 1, layers = 0, decoder_layers = 1, embed_dim = 64, ffn_dim = 128;
     double lr = 0.0, momentum = 0.0, weight_decay = 0.0, clip = 0.0;

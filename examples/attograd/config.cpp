@@ -51,7 +51,7 @@ RunConfig default_config(const Task& task) {
     config.model.max_target_len = info.max_target_len;
     config.vocab = Vocabulary(task.symbols());
     if (info.name == "recall") {
-        config.model.layers = 1;
+        config.model.next_token = true;
         config.model.decoder_layers = 2;
         config.train.steps = 3000;
     } else if (info.name == "dates") {
@@ -112,10 +112,9 @@ void validate(const RunConfig& config, const TaskInfo& task) {
                  "--local p predicts a centre per decoder query; --model encoder supports --local m only");
     }
     if (m.kind == "seq2seq") {
-        AG_CHECK(m.heads == 1 || (m.attention == "soft" && (m.window < 0 || m.local == "m")), ValueError,
-                 "--attention hard and --local p use single-head attention: drop --heads {} or use soft, "
-                 "global or "
-                 "local-m attention",
+        AG_CHECK(m.heads == 1 || m.attention == "soft", ValueError,
+                 "--attention hard picks one key per query with single-head attention: drop --heads {} or use "
+                 "--attention soft",
                  m.heads);
     }
 }
@@ -133,6 +132,7 @@ nlohmann::json to_json(const RunConfig& config) {
               {"layers", m.layers},
               {"decoder_layers", m.decoder_layers},
               {"ffn_dim", m.ffn_dim},
+              {"next_token", m.next_token},
               {"score", m.score},
               {"attention", m.attention},
               {"estimator", m.estimator},
@@ -176,6 +176,7 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.model.layers = field<std::int64_t>(json, "model", "layers");
     c.model.decoder_layers = field<std::int64_t>(json, "model", "decoder_layers");
     c.model.ffn_dim = field<std::int64_t>(json, "model", "ffn_dim");
+    c.model.next_token = field<bool>(json, "model", "next_token");
     c.model.score = field<std::string>(json, "model", "score");
     c.model.attention = field<std::string>(json, "model", "attention");
     c.model.estimator = field<std::string>(json, "model", "estimator");

@@ -24,6 +24,10 @@ struct ModelConfig {
     std::int64_t layers = 0;           ///< self-attention layers (seq2seq: in the encoder)
     std::int64_t decoder_layers = 1;   ///< seq2seq: cross-attention layers of the decoder
     std::int64_t ffn_dim = 128;        ///< width of each layer's feed-forward block (0 = none)
+    /// The encoder adds a learned embedding of each position's next token ("smeared" tokens,
+    /// after the smeared keys of Olsson et al. 2022): a key then carries its value, so one
+    /// attention step can find a key and read what follows it (the recall task's default).
+    bool next_token = false;
     std::string score = "scaled-dot";  ///< additive, dot, scaled-dot or bilinear
     std::string attention = "soft";    ///< soft or hard (the decoder's cross-attention)
     std::string estimator = "gumbel";  ///< hard attention's training: gumbel or reinforce

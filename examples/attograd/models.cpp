@@ -8,6 +8,7 @@
 #include "nn/attention_recorder.hpp"
 #include "nn/embedding.hpp"
 #include "nn/layer_norm.hpp"
+#include "nn/multihead_attention.hpp"
 #include "nn/linear.hpp"
 
 #include <algorithm>
@@ -32,27 +33,40 @@ Tensor bool_full(const Shape& shape, bool value) {
 
 /// One pre-LayerNorm residual block: h + attention(LN(h), memory), then h + FFN(LN(h)), the
 /// FFN being Linear(E, F) -> ReLU -> Linear(F, E) (skipped when F = 0). Self-attention when
-/// memory is undefined. The attention layer is registered as `attention_name`.
+/// memory is undefined. With one head the attention is an nn::Attention (every score,
+/// normaliser and window); with several an nn::MultiHeadAttention (soft, every score and
+/// window). It is registered as "self_attn" or "cross_attn".
 class Block final : public nn::Module {
 public:
-    Block(const ModelConfig& c, bool cross, Generator& generator) {
+    Block(const ModelConfig& c, bool cross, Generator& generator) : heads_(c.heads) {
         const std::int64_t e = c.embed_dim;
         norm1_ = register_module("norm1", std::make_shared<nn::LayerNorm>(nn::LayerNormOptions{.normalized_shape = {e}}));
-        nn::AttentionOptions a{.query_dim = e,
-                               .score = nn::parse_score(c.score),
-                               .project_query = true,
-                               .project_key = true,
-                               .project_value = true};
-        if (cross) {
-            a.normalizer = c.attention == "hard" ? nn::Normalizer::Hard : nn::Normalizer::Soft;
-            a.estimator = nn::parse_hard_estimator(c.estimator);
+        const std::string name = cross ? "cross_attn" : "self_attn";
+        const nn::LocalMode local = c.window >= 0 ? nn::parse_local_mode(c.local) : nn::LocalMode::None;
+        const std::int64_t window = std::max<std::int64_t>(c.window, 0);
+        if (heads_ > 1) {
+            multi_head_ = register_module(name, std::make_shared<nn::MultiHeadAttention>(
+                                                    nn::MultiHeadAttentionOptions{.embed_dim = e,
+                                                                                  .num_heads = heads_,
+                                                                                  .score = nn::parse_score(c.score),
+                                                                                  .local = local,
+                                                                                  .window = window},
+                                                    generator));
+        } else {
+            nn::AttentionOptions a{.query_dim = e,
+                                   .score = nn::parse_score(c.score),
+                                   .project_query = true,
+                                   .project_key = true,
+                                   .project_value = true,
+                                   .local = local,
+                                   .window = window};
+            if (cross) {
+                a.normalizer = c.attention == "hard" ? nn::Normalizer::Hard : nn::Normalizer::Soft;
+                a.estimator = nn::parse_hard_estimator(c.estimator);
+            }
+            hard_reinforce_ = a.normalizer == nn::Normalizer::Hard && a.estimator == nn::HardEstimator::Reinforce;
+            attention_ = register_module(name, std::make_shared<nn::Attention>(a, generator));
         }
-        if (c.window >= 0) {
-            a.local = nn::parse_local_mode(c.local);
-            a.window = c.window;
-        }
-        hard_reinforce_ = a.normalizer == nn::Normalizer::Hard && a.estimator == nn::HardEstimator::Reinforce;
-        attention_ = register_module(cross ? "cross_attn" : "self_attn", std::make_shared<nn::Attention>(a, generator));
         if (c.ffn_dim > 0) {
             norm2_ = register_module("norm2",
                                      std::make_shared<nn::LayerNorm>(nn::LayerNormOptions{.normalized_shape = {e}}));
@@ -66,26 +80,45 @@ public:
     std::string type_name() const override { return "Block"; }
 
     /// h [B, Tq, E], memory [B, Tk, E] (or undefined: self-attention), key_padding_mask bool
-    /// [B, Tk]; `knockout_head` >= 0 silences that head. Appends hard attention's log p to
-    /// `log_probs` when trained by REINFORCE.
+    /// [B, Tk]; `knockout_head` >= 0 silences that head (every key masked: zero weights and
+    /// output). Appends hard attention's log p to `log_probs` when trained by REINFORCE.
     Tensor forward(const Tensor& h, const Tensor& memory, const Tensor& key_padding_mask, std::int64_t knockout_head,
                    std::vector<Tensor>& log_probs) const {
         const Tensor x = norm1_->forward(h);
-        nn::AttentionMasks masks{.key_padding_mask = key_padding_mask};
-        if (knockout_head == 0) masks.attn_mask = bool_full({x.size(1), memory.defined() ? memory.size(1) : x.size(1)}, true);
-        const nn::AttentionOutput a =
-            attention_->forward(x, memory.defined() ? memory : x, masks, nn::attention_recording());
-        if (hard_reinforce_ && a.log_prob.defined()) log_probs.push_back(a.log_prob);
-        Tensor out = h + a.output;
+        const Tensor& keys = memory.defined() ? memory : x;
+        Tensor attended;
+        if (multi_head_) {
+            nn::MultiHeadAttentionArgs args{.key_padding_mask = key_padding_mask,
+                                            .need_weights = false};
+            if (knockout_head >= 0) args.attn_mask = knockout_mask(x.size(0), x.size(1), keys.size(1), knockout_head);
+            attended = multi_head_->forward(x, keys, keys, args).output;
+        } else {
+            nn::AttentionMasks masks{.key_padding_mask = key_padding_mask};
+            if (knockout_head == 0) masks.attn_mask = bool_full({x.size(1), keys.size(1)}, true);
+            const nn::AttentionOutput a = attention_->forward(x, keys, masks, nn::attention_recording());
+            if (hard_reinforce_ && a.log_prob.defined()) log_probs.push_back(a.log_prob);
+            attended = a.output;
+        }
+        Tensor out = h + attended;
         if (ff1_) out = out + ff2_->forward(relu(ff1_->forward(norm2_->forward(out))));
         return out;
     }
 
-    nn::Attention& attention() const { return *attention_; }
+    /// The single-head attention layer (REINFORCE's loss); null with several heads.
+    nn::Attention* attention() const { return attention_.get(); }
 
 private:
+    /// Bool [B * h, Tq, Tk]: every key of head `head` masked, nothing else.
+    Tensor knockout_mask(std::int64_t batch, std::int64_t tq, std::int64_t tk, std::int64_t head) const {
+        Tensor mask = bool_full({batch * heads_, tq, tk}, false);
+        for (std::int64_t b = 0; b < batch; ++b) std::fill_n(mask.data<bool>() + (b * heads_ + head) * tq * tk, tq * tk, true);
+        return mask;
+    }
+
+    std::int64_t heads_;
     std::shared_ptr<nn::LayerNorm> norm1_, norm2_;
     std::shared_ptr<nn::Attention> attention_;
+    std::shared_ptr<nn::MultiHeadAttention> multi_head_;
     std::shared_ptr<nn::Linear> ff1_, ff2_;
     bool hard_reinforce_ = false;
 };
@@ -108,8 +141,15 @@ private:
 /// Embeddings + self-attention blocks + a final LayerNorm.
 class Encoder final : public nn::Module {
 public:
-    Encoder(const ModelConfig& c, std::int64_t positions, Generator& generator) {
+    Encoder(const ModelConfig& c, std::int64_t positions, std::int64_t vocab_size, Generator& generator) {
         const std::int64_t e = c.embed_dim;
+        if (c.next_token) {
+            next_token_ = register_module(
+                "next_token", std::make_shared<nn::Embedding>(nn::EmbeddingOptions{.num_embeddings = vocab_size,
+                                                                                   .embedding_dim = e,
+                                                                                   .padding_idx = Vocabulary::pad_id},
+                                                              generator));
+        }
         pos_start_ = register_module("pos_start", std::make_shared<nn::Embedding>(
                                                       nn::EmbeddingOptions{.num_embeddings = positions, .embedding_dim = e},
                                                       generator));
@@ -127,6 +167,7 @@ public:
                    std::vector<Tensor>& log_probs) const {
         const std::int64_t s = batch.source.size(1);
         Tensor h = tokens + pos_start_->forward(positions(s)) + pos_end_->forward(batch.source_from_end);
+        if (next_token_) h = h + next_token_->forward(batch.source_next);
         const auto& blocks = layers_->blocks();
         for (std::size_t i = 0; i < blocks.size(); ++i) {
             h = blocks[i]->forward(h, Tensor(), batch.key_padding_mask,
@@ -136,7 +177,7 @@ public:
     }
 
 private:
-    std::shared_ptr<nn::Embedding> pos_start_, pos_end_;
+    std::shared_ptr<nn::Embedding> pos_start_, pos_end_, next_token_;
     std::shared_ptr<BlockList> layers_;
     std::shared_ptr<nn::LayerNorm> norm_;
 };
@@ -191,6 +232,11 @@ protected:
         batch.size = b;
         batch.source = index_tensor(ids, {b, width});
         batch.source_from_end = index_tensor(from_end, {b, width});
+        std::vector<std::int64_t> next(ids.size(), Vocabulary::pad_id);
+        for (std::size_t j = 0; j + 1 < ids.size(); ++j) {
+            if ((j + 1) % static_cast<std::size_t>(width) != 0) next[j] = ids[j + 1];
+        }
+        batch.source_next = index_tensor(next, {b, width});
         batch.source_length = index_tensor(lengths, {b});
         batch.key_padding_mask = mask;
     }
@@ -212,7 +258,7 @@ class Seq2SeqModel final : public ModelBase {
 public:
     Seq2SeqModel(const ModelConfig& c, const Vocabulary& vocab, Generator& generator)
         : ModelBase(c, vocab, generator), source_width_(c.max_source_len + 2), target_width_(c.max_target_len + 1) {
-        encoder_ = register_module("encoder", std::make_shared<Encoder>(c, source_width_, generator));
+        encoder_ = register_module("encoder", std::make_shared<Encoder>(c, source_width_, vocab.size(), generator));
         decoder_ = register_module("decoder", std::make_shared<Decoder>(c, source_width_, target_width_, generator));
         out_ = register_module("out", std::make_shared<nn::Linear>(
                                           nn::LinearOptions{.in_features = c.embed_dim, .out_features = vocab.size()},
@@ -314,7 +360,7 @@ public:
         Tensor loss;
         const auto& blocks = decoder_->blocks();
         for (std::size_t i = 0; i < result.log_probs.size() && i < blocks.size(); ++i) {
-            const Tensor l = blocks[i]->attention().reinforce_loss(result.log_probs[i], reward);
+            const Tensor l = blocks[i]->attention()->reinforce_loss(result.log_probs[i], reward);
             loss = loss.defined() ? loss + l : l;
         }
         return loss;
@@ -366,7 +412,7 @@ private:
 class EncoderModel final : public ModelBase {
 public:
     EncoderModel(const ModelConfig& c, const Vocabulary& vocab, Generator& generator) : ModelBase(c, vocab, generator) {
-        encoder_ = register_module("encoder", std::make_shared<Encoder>(c, c.max_source_len, generator));
+        encoder_ = register_module("encoder", std::make_shared<Encoder>(c, c.max_source_len, vocab.size(), generator));
         out_ = register_module("out", std::make_shared<nn::Linear>(
                                           nn::LinearOptions{.in_features = c.embed_dim, .out_features = vocab.size()},
                                           generator));

@@ -38,6 +38,7 @@ struct Batch {
     std::int64_t size = 0;
     Tensor source;            ///< int64 [B, S]: the model's source ids (seq2seq adds <bos>, <eos>), padded
     Tensor source_from_end;   ///< int64 [B, S]: each position counted from the last real one (0 at pads)
+    Tensor source_next;       ///< int64 [B, S]: the next position's id (<pad> after the last one)
     Tensor source_length;     ///< int64 [B]: real source positions (markers included)
     Tensor key_padding_mask;  ///< bool [B, S]: true at padding
     Tensor decoder_input;     ///< int64 [B, T]: <bos> y_1 .. (seq2seq only)
