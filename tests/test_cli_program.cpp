@@ -300,13 +300,15 @@ TEST_CASE("train refuses --local p without --window") {
     CHECK(entries(tmp.path()).empty());
 }
 
-TEST_CASE("train --window -1 is global attention, and a window below -1 is refused") {
+TEST_CASE("train refuses a negative --window (global attention is the default without one)") {
     TempDir tmp;
-    train(tmp / "global", {"--task", "reverse", "--steps", "1", "--window", "-1"});
+    for (const char* window : {"-1", "-2"}) {
+        check_refused(run({"train", "--task", "reverse", "--steps", "1", "--window", window, "--out", tmp / "bad"}),
+                      {"--window", window});
+        CHECK_FALSE(fs::exists(tmp / "bad"));
+    }
+    train(tmp / "global", {"--task", "reverse", "--steps", "1"});
     CHECK(read_config(tmp / "global")["model"]["window"] == -1);
-    check_refused(run({"train", "--task", "reverse", "--steps", "1", "--window", "-2", "--out", tmp / "bad"}),
-                  {"--window", "-2"});
-    CHECK_FALSE(fs::exists(tmp / "bad"));
 }
 
 TEST_CASE("train refuses a malformed TSV file, naming the line") {

@@ -199,7 +199,7 @@ TEST_CASE("CSV and JSON exports hold every weight with its tokens") {
     CHECK(json["examples"][0]["source"] == nlohmann::json({"b", "c"}));
 }
 
-TEST_CASE("atomic writes replace the file whole and leave no temporary behind; failures throw IoError") {
+TEST_CASE("atomic writes replace the file whole and leave no temporary behind, failures throw IoError") {
     const auto dir = std::filesystem::temp_directory_path() / "attograd_test_atomic";
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);

@@ -91,7 +91,7 @@ TEST_CASE("alignments: copy diagonal, reverse anti-diagonal, sort t-th smallest,
     }
 }
 
-TEST_CASE("sort sources hold distinct letters; recall keys are distinct") {
+TEST_CASE("sort sources hold distinct letters, recall keys are distinct") {
     const auto sort = make_task("sort");
     const auto recall = make_task("recall");
     for (const auto& e : sort->held_out()) {
@@ -168,7 +168,7 @@ TEST_CASE("dates: wrong weekdays, impossible dates and junk do not parse") {
     CHECK(*parse_date("05/06/50") == Date{1950, 6, 5});
 }
 
-TEST_CASE("dates task: character level with ISO targets; weekday names in sources are right") {
+TEST_CASE("dates task: character level with ISO targets, weekday names in sources are right") {
     const auto task = make_task("dates");
     CHECK(task->info().char_level);
     CHECK(task->tokenize("25 mar") == std::vector<std::string>{"2", "5", " ", "m", "a", "r"});
@@ -195,7 +195,7 @@ TEST_CASE("tsv: pairs, whitespace or character tokens, blank lines and CRLF") {
     CHECK(parse_tsv(to_tsv(examples, false), false, "again").size() == 2);
 }
 
-TEST_CASE("tsv: malformed lines name the file and line; an empty file is an error") {
+TEST_CASE("tsv: malformed lines name the file and line, an empty file is an error") {
     CHECK_THROWS_WITH_AS(parse_tsv("a\tb\nno tab here\n", false, "f.tsv"),
                          doctest::Contains("f.tsv:2: expected"), ValueError);
     CHECK_THROWS_WITH_AS(parse_tsv("a\tb\n\na\tb\tc\n", false, "f.tsv"),

@@ -42,7 +42,7 @@ TEST_CASE("CosineAnnealingLR follows the closed form and goes on past T_max") {
     CHECK(got[8] == doctest::Approx(1.0).epsilon(1e-15));
 }
 
-TEST_CASE("LinearWarmup ramps from start_factor and then holds end_factor; construction sets the lr") {
+TEST_CASE("LinearWarmup ramps from start_factor and then holds end_factor, construction sets the lr") {
     SGD opt = make_sgd(1.0);
     LinearWarmup s(opt, {.start_factor = 0.25, .warmup_steps = 3});
     CHECK(opt.lr() == 0.25);

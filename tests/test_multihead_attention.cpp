@@ -407,7 +407,7 @@ TEST_CASE("an AttentionRecorder captures the per-head weights by module name") {
     CHECK_FALSE(out.weights.defined());
 }
 
-TEST_CASE("dropout on the weights is active in training only; weights are returned before dropout") {
+TEST_CASE("dropout on the weights is active in training only, weights are returned before dropout") {
     Generator gen(9);
     nn::MultiHeadAttention mha({.embed_dim = 8, .num_heads = 2, .dropout = 0.5}, gen);
     const Tensor x = randn({2, 6, 8}, gen);

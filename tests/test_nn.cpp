@@ -150,7 +150,7 @@ TEST_CASE("load_state_dict copies values and rejects missing, unexpected, missha
     CHECK(max_abs_diff(b.head->weight(), zeros({10, 4})) == 0);
 }
 
-TEST_CASE("train and eval reach every submodule; dropout follows the mode") {
+TEST_CASE("train and eval reach every submodule, dropout follows the mode") {
     Generator gen(3);
     Model model(gen);
     const auto all_training = [&](bool expected) {

@@ -64,7 +64,7 @@ TEST_CASE("narrow and slice copy a range and pass gradcheck") {
     CHECK_GRADCHECK(fs, std::vector<Tensor>{x});
 }
 
-TEST_CASE("index_select picks rows along any axis; backward adds for repeated indices") {
+TEST_CASE("index_select picks rows along any axis, backward adds for repeated indices") {
     Tensor x = rand64({3, 4}, 9);
     Tensor index = index_tensor({2, 0, 2, 2}, {4});
     Tensor rows = index_select(x, 0, index);
@@ -84,7 +84,7 @@ TEST_CASE("index_select picks rows along any axis; backward adds for repeated in
     }
 }
 
-TEST_CASE("gather follows PyTorch's indexing; backward scatter-adds repeated indices") {
+TEST_CASE("gather follows PyTorch's indexing, backward scatter-adds repeated indices") {
     Tensor x = tensor({1, 2, 3, 4, 5, 6}, {2, 3}, {.dtype = DType::Float64, .requires_grad = true});
     Tensor idx = index_tensor({2, 2, 0, 1}, {2, 2});
     Tensor g1 = gather(x, 1, idx);  // out[i][j] = x[i][idx[i][j]]
@@ -105,7 +105,7 @@ TEST_CASE("gather follows PyTorch's indexing; backward scatter-adds repeated ind
     CHECK_GRADCHECK(flast, std::vector<Tensor>{y});
 }
 
-TEST_CASE("embedding looks up rows; backward adds into repeated ids") {
+TEST_CASE("embedding looks up rows, backward adds into repeated ids") {
     Tensor weight = rand64({5, 3}, 12);
     Tensor ids = index_tensor({4, 1, 4, 4, 0, 1}, {2, 3});
     Tensor out = embedding(weight, ids);

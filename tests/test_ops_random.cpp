@@ -56,7 +56,7 @@ TEST_CASE("dropout's gradient is the same mask and scale") {
     CHECK_GRADCHECK(fn, std::vector<Tensor>{testing::rand64({3, 4}, 2)});
 }
 
-TEST_CASE("dropout: eval mode and p = 0 return the input untouched; p = 1 gives zeros") {
+TEST_CASE("dropout: eval mode and p = 0 return the input untouched, p = 1 gives zeros") {
     Generator gen(1);
     Tensor x = testing::rand64({3, 3}, 3);
     CHECK(dropout(x, 0.5, false, gen).impl() == x.impl());

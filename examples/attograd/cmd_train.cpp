@@ -200,9 +200,13 @@ int cmd_train(const TrainArgs& args) {
         if (args.was_given("local") && !args.was_given("window")) {
             throw UsageError("--local needs --window D (the half-width of the local window)");
         }
+        if (args.was_given("window") && args.window < 0) {
+            throw UsageError(fmt::format("--window must be >= 0, got {} (leave it out for global attention)", args.window));
+        }
         apply_overrides(args, config);
         validate(config, task->info());
         out = args.out.empty() ? fs::path("runs") / config.task.name : fs::path(args.out);
+        fs::create_directories(out);  // a bad --out fails now, not after training
         model_generator = std::make_unique<Generator>(config.train.seed);
         model = make_model(config.model, config.vocab, *model_generator);
     }

@@ -87,7 +87,7 @@ void validate(const RunConfig& config, const TaskInfo& task) {
     AG_CHECK(m.decoder_layers >= 1 && m.decoder_layers <= 16, ValueError,
              "--decoder-layers must be in [1, 16], got {}", m.decoder_layers);
     AG_CHECK(m.ffn_dim >= 0, ValueError, "--ffn-dim must be >= 0, got {}", m.ffn_dim);
-    AG_CHECK(m.window >= -1, ValueError, "--window must be >= 0, got {}", m.window);
+    AG_CHECK(m.window >= -1, ValueError, "--window must be >= 0 (or -1: global attention), got {}", m.window);
     AG_CHECK(t.lr > 0.0, ValueError, "--lr must be > 0, got {}", t.lr);
     AG_CHECK(t.momentum >= 0.0 && t.momentum < 1.0, ValueError, "--momentum must be in [0, 1), got {}",
              t.momentum);
