@@ -53,7 +53,8 @@ RunConfig default_config(const Task& task) {
     if (info.name == "recall") {
         config.model.next_token = true;
         config.model.decoder_layers = 2;
-        config.train.steps = 3000;
+        config.train.lr = 1e-3;  // 3e-3 often stalls before the key-matching step is found
+        config.train.steps = 6000;
     } else if (info.name == "dates") {
         config.model.layers = 2;
         config.model.decoder_layers = 2;

@@ -257,7 +257,7 @@ std::int64_t argmax_row(const float* row, std::int64_t n) {
 class Seq2SeqModel final : public ModelBase {
 public:
     Seq2SeqModel(const ModelConfig& c, const Vocabulary& vocab, Generator& generator)
-        : ModelBase(c, vocab, generator), source_width_(c.max_source_len + 2), target_width_(c.max_target_len + 1) {
+        : ModelBase(c, vocab, generator), source_width_(c.max_source_len + 1), target_width_(c.max_target_len + 1) {
         encoder_ = register_module("encoder", std::make_shared<Encoder>(c, source_width_, vocab.size(), generator));
         decoder_ = register_module("decoder", std::make_shared<Decoder>(c, source_width_, target_width_, generator));
         out_ = register_module("out", std::make_shared<nn::Linear>(
@@ -276,7 +276,7 @@ public:
     Batch make_batch(const std::vector<std::vector<std::int64_t>>& sources,
                      const std::vector<std::vector<std::int64_t>>* targets) const override {
         Batch batch;
-        fill_source(batch, sources, Vocabulary::bos_id, Vocabulary::eos_id, source_width_);
+        fill_source(batch, sources, -1, Vocabulary::eos_id, source_width_);
         const std::int64_t b = batch.size, t = target_width_;
         std::vector<std::int64_t> input(static_cast<std::size_t>(b * t), Vocabulary::pad_id);
         std::vector<std::int64_t> target(input.size(), Vocabulary::pad_id);
@@ -348,13 +348,13 @@ public:
     }
 
     std::vector<std::string> model_source(const std::vector<std::string>& source) const override {
-        std::vector<std::string> out{Vocabulary::bos};
+        std::vector<std::string> out;
         out.insert(out.end(), source.begin(), source.end());
         out.emplace_back(Vocabulary::eos);
         return out;
     }
 
-    std::int64_t source_column(std::int64_t i) const override { return i + 1; }
+    std::int64_t source_column(std::int64_t i) const override { return i; }
 
     Tensor reinforce_loss(const ForwardResult& result, const Tensor& reward) override {
         Tensor loss;

@@ -2,7 +2,8 @@
 //
 // Seq2SeqModel — an attention encoder-decoder (Bahdanau et al. 2015; Luong et al. 2015):
 //   encoder: token embedding + position-from-start + position-from-end embeddings of
-//            `<bos> x_1 .. x_n <eos>`, then `layers` pre-LayerNorm self-attention blocks
+//            `x_1 .. x_n <eos>` (no `<bos>` key: it became an attention sink that unscaled
+//            scores fell into), then `layers` pre-LayerNorm self-attention blocks
 //            (attention + feed-forward, each residual);
 //   decoder: the query of output position t is embed(y_{t-1}) + position(t) + length(n): the
 //            previous output token (teacher-forced while training, the model's own while
@@ -36,7 +37,7 @@ namespace attograd::cli {
 /// Token-id sequences as the padded tensors a model takes.
 struct Batch {
     std::int64_t size = 0;
-    Tensor source;            ///< int64 [B, S]: the model's source ids (seq2seq adds <bos>, <eos>), padded
+    Tensor source;            ///< int64 [B, S]: the model's source ids (seq2seq adds <eos>), padded
     Tensor source_from_end;   ///< int64 [B, S]: each position counted from the last real one (0 at pads)
     Tensor source_next;       ///< int64 [B, S]: the next position's id (<pad> after the last one)
     Tensor source_length;     ///< int64 [B]: real source positions (markers included)
@@ -82,7 +83,7 @@ public:
                                                            const Knockout& knockout = {}) const = 0;
     /// embed(source) [B, S, E] of a batch (detached: a leaf for saliency).
     virtual Tensor token_embedding(const Batch& batch) const = 0;
-    /// Source tokens as the model sees them (seq2seq adds <bos> and <eos>): the column labels
+    /// Source tokens as the model sees them (seq2seq adds <eos>): the column labels
     /// of its attention maps.
     virtual std::vector<std::string> model_source(const std::vector<std::string>& source) const = 0;
     /// Column of source token i in the attention maps.

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Issue 4's measured targets: trains each row's run with the `attograd` program and prints a
+# Markdown table (command, steps, seconds, result). Not a test: run it on an idle machine.
+#   bench/cli_targets.sh [BUILD_DIR]     (default build; needs python3 for the JSON)
+set -euo pipefail
+build=${1:-build}
+program=$build/examples/attograd/attograd
+runs=$(mktemp -d)
+trap 'rm -rf "$runs"' EXIT
+
+json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+
+echo "| command | steps | seconds | result |"
+echo "| --- | --- | --- | --- |"
+row() {  # row NAME METRIC(sequence|token|alignment) TRAIN-ARGS...
+    local name=$1 metric=$2
+    shift 2
+    local dir=$runs/$name
+    "$program" train "$@" --out "$dir" --quiet > /dev/null
+    local steps seconds result
+    steps=$(json_field "d['progress']['steps_done']" < "$dir/config.json")
+    seconds=$(json_field "'%.1f' % d['progress']['seconds']" < "$dir/config.json")
+    local eval_json
+    eval_json=$("$program" eval --run "$dir" --json)
+    case $metric in
+        sequence) result=$(json_field "'%.1f %% held-out sequence accuracy' % (100 * d['sequence_accuracy'])" <<< "$eval_json") ;;
+        token) result=$(json_field "'%.1f %% held-out token accuracy' % (100 * d['token_accuracy'])" <<< "$eval_json") ;;
+        alignment) result=$(json_field "'%.1f %% sequence accuracy, %.3f of the mass on the right alignment' % (100 * d['sequence_accuracy'], max(a['share'] for a in d['alignment']))" <<< "$eval_json") ;;
+    esac
+    echo "| \`attograd train $*\` | $steps | $seconds | $result |"
+}
+
+row reverse alignment --task reverse
+row copy alignment --task copy
+row sort token --task sort
+row recall token --task recall
+row dates sequence --task dates
+for score in additive dot scaled-dot bilinear; do row "reverse-$score" sequence --task reverse --score "$score"; done
+row copy-hard sequence --task copy --attention hard
+row reverse-hard sequence --task reverse --attention hard
+row copy-local-p sequence --task copy --window 2 --local p
+row reverse-local-p sequence --task reverse --window 2 --local p
