@@ -38,5 +38,5 @@ row dates sequence --task dates
 for score in additive dot scaled-dot bilinear; do row "reverse-$score" sequence --task reverse --score "$score"; done
 row copy-hard sequence --task copy --attention hard
 row reverse-hard sequence --task reverse --attention hard
-row copy-local-p sequence --task copy --window 2 --local p
-row reverse-local-p sequence --task reverse --window 2 --local p
+row copy-local-p sequence --task copy --window 4 --local p
+row reverse-local-p sequence --task reverse --window 4 --local p

@@ -214,15 +214,58 @@ TEST_CASE("train --task copy reaches 99% held-out sequence accuracy") {
     CHECK(eval_json(tmp / "run")["sequence_accuracy"].get<double>() >= 0.99);
 }
 
-// The unscaled scores (dot, bilinear) sometimes settle at ~74% sequence accuracy, every source
-// of 9-10 tokens wrong at its last outputs (e.g. bilinear with seeds 0, 1, 3; dot with seed 1),
-// so these pin a seed with which they learn.
+// The unscaled scores (dot, bilinear) still settle at ~74% sequence accuracy with some seeds
+// (seed 1 for both), every source of 9-10 tokens wrong at its last outputs; the default seed 0
+// learns with every score (README's measured table), so these use it.
 TEST_CASE("train --score additive learns reverse") { check_reverse_learns({"--score", "additive"}); }
 
-TEST_CASE("train --score dot learns reverse") { check_reverse_learns({"--score", "dot", "--seed", "0"}); }
+TEST_CASE("train --score dot learns reverse") { check_reverse_learns({"--score", "dot"}); }
 
-TEST_CASE("train --score bilinear learns reverse") {
-    check_reverse_learns({"--score", "bilinear", "--seed", "2"});
+TEST_CASE("train --score bilinear learns reverse") { check_reverse_learns({"--score", "bilinear"}); }
+
+TEST_CASE("train --attention hard learns copy, and its eval weights use exactly one key per query") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "copy", "--attention", "hard", "--steps", "300"});
+    CHECK(eval_json(tmp / "run")["sequence_accuracy"].get<double>() >= 0.95);
+    const Outcome o = run({"inspect", "--run", tmp / "run", "--format", "json", "--to", "-"});
+    require_ok(o);
+    const json maps = json::parse(o.out);
+    std::int64_t rows = 0;
+    for (const json& example : maps["examples"]) {
+        for (const json& head : example["heads"]) {
+            for (const json& row : head["weights"]) {
+                std::int64_t ones = 0, zeros = 0;
+                for (const json& w : row) {
+                    ones += w.get<double>() == 1.0;
+                    zeros += w.get<double>() == 0.0;
+                }
+                CHECK(ones == 1);
+                CHECK(ones + zeros == std::ssize(row));
+                ++rows;
+            }
+        }
+    }
+    CHECK(rows > 0);
+}
+
+TEST_CASE("train --window 4 --local p learns copy") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "copy", "--window", "4", "--local", "p", "--steps", "300"});
+    CHECK(eval_json(tmp / "run")["sequence_accuracy"].get<double>() >= 0.95);
+}
+
+TEST_CASE("train --task sort reaches 95% held-out token accuracy") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "sort", "--steps", "600"});
+    CHECK(eval_json(tmp / "run")["token_accuracy"].get<double>() >= 0.95);
+}
+
+// The full target (95% exact match) takes ~300 steps and ~15 s; this short version checks that
+// the character-level model is well on its way after 150 steps.
+TEST_CASE("train --task dates learns most characters in 150 steps") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "dates", "--steps", "150", "--no-early-stop"});
+    CHECK(eval_json(tmp / "run")["token_accuracy"].get<double>() >= 0.8);
 }
 
 // --- determinism and --resume -------------------------------------------------------------------

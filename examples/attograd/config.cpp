@@ -53,7 +53,10 @@ RunConfig default_config(const Task& task) {
     if (info.name == "recall") {
         config.model.next_token = true;
         config.model.decoder_layers = 2;
-        config.train.lr = 1e-3;  // 3e-3 often stalls before the key-matching step is found
+        // Smaller steps over larger batches: at lr 3e-3, batch 32 most seeds stalled near 40 %
+        // before finding the key-matching step.
+        config.train.lr = 2e-3;
+        config.train.batch = 64;
         config.train.steps = 6000;
     } else if (info.name == "dates") {
         config.model.layers = 2;

@@ -90,7 +90,7 @@ std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vect
     auto ids = vocab.encode(tokens, &unknown);
     if (warn && !unknown.empty()) {
         std::vector<std::string> quoted;
-        for (const auto& u : unknown) quoted.push_back("'" + printable(u) + "'");
+        for (const auto& u : unknown) quoted.push_back(fmt::format("'{}'", printable(u)));
         fmt::print(stderr, "attograd: warning: {} not in the vocabulary, read as {}\n", join(quoted, ", "),
                    Vocabulary::unk);
     }
