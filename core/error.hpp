@@ -52,6 +52,12 @@ public:
     using Error::Error;
 };
 
+/// Memory for a tensor could not be allocated (the shape is too large for this machine).
+class ResourceError : public Error {
+public:
+    using Error::Error;
+};
+
 /// A broken internal invariant: a bug in attograd, never the user's fault.
 class InternalError : public std::logic_error {
 public:

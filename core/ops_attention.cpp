@@ -110,13 +110,27 @@ void masked_softmax_rows(const Geometry& g, std::int64_t b, std::int64_t h, cons
             continue;
         }
         // Eigen's vectorised exp clamps its argument, so exp(-inf) would be a denormal, not 0:
-        // masked keys are set to exactly 0 here.
-        row = (row == -std::numeric_limits<T>::infinity()).select(T(0), (row - top).exp());
+        // masked keys are set to exactly 0 after it. (An Eigen select() around the exp would
+        // do it in one line, but select() is not vectorised, so every exp would be a libm call.)
+        int masked = 0;  // a plain loop, so that the compiler vectorises the test
+        for (std::int64_t k = 0; k < g.tk; ++k) masked |= row[k] == -std::numeric_limits<T>::infinity();
+        if (masked == 0) {
+            row = (row - top).exp();
+        } else {
+            Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> scores(scratch<T>(1, g.tk), g.tk);
+            scores = row;
+            row = (row - top).exp();
+            row = (scores == -std::numeric_limits<T>::infinity()).select(T(0), row);
+        }
         row *= T(1) / row.sum();
     }
 }
 
 // scores P = softmax(scale q k^T + mask) -> weights; output = dropout(P) v.
+// `out` must be zero on entry: the products below add into it. Eigen's `C = A B` zeroes C before
+// its GEMM adds into it, and on a strided block (O here; dV, dQ, dK in backward) that is one
+// small memset call per row of every block; one memset of the whole tensor costs far less, and
+// C += A B on a zero C gives the same bits.
 template <class T>
 void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const T* mask, T* out,
                     T* weights) {
@@ -139,15 +153,16 @@ void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const
             MatrixMap<T> dropped(scratch<T>(0, g.tq * g.tk), g.tq, g.tk);
             apply_dropout(P.data(), dropped.data(), g.tq * g.tk, g.dropout_p,
                           g.seeds[static_cast<std::size_t>(bh)]);
-            O.noalias() = dropped * V;
+            O.noalias() += dropped * V;
         } else {
-            O.noalias() = P * V;
+            O.noalias() += P * V;
         }
     }
 }
 
 // Gradients of one call. dout (upstream gradient of the output) and dweights (of the weights)
-// may each be null; so may dq, dk, dv (not needed). With dout null, dv is zero-filled.
+// may each be null; so may dq, dk, dv (not needed). dq, dk, dv must be zero on entry (the
+// products add into them, see forward_kernel); with dout null, dv stays zero.
 template <class T>
 struct BackwardArgs {
     const T *q, *k, *v, *weights, *dout, *dweights;
@@ -176,17 +191,15 @@ void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
                 if (g.dropout_active()) {
                     MatrixMap<T> dropped(scratch<T>(1, plane), g.tq, g.tk);
                     apply_dropout(P.data(), dropped.data(), plane, g.dropout_p, seed);
-                    dV.noalias() = dropped.transpose() * dO;
+                    dV.noalias() += dropped.transpose() * dO;
                 } else {
-                    dV.noalias() = P.transpose() * dO;
+                    dV.noalias() += P.transpose() * dO;
                 }
             }
             dP.noalias() = dO * V.transpose();
             if (g.dropout_active()) apply_dropout(dP.data(), dP.data(), plane, g.dropout_p, seed);
         } else {
             dP.setZero();
-            if (a.dv != nullptr)
-                BlockMap<T>(a.dv + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row)).setZero();
         }
         if (a.dweights != nullptr) dP += ConstMatrixMap<T>(a.dweights + bh * plane, g.tq, g.tk);
         for (std::int64_t t = 0; t < g.tq; ++t) {
@@ -197,11 +210,11 @@ void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
         }
         if (a.dq != nullptr) {
             BlockMap<T> dQ(a.dq + g.q.at(b, h), g.tq, g.d, Eigen::OuterStride<>(g.q.row));
-            dQ.noalias() = (scale * dP) * K;
+            dQ.noalias() += (scale * dP) * K;
         }
         if (a.dk != nullptr) {
             BlockMap<T> dK(a.dk + g.k.at(b, h), g.tk, g.d, Eigen::OuterStride<>(g.k.row));
-            dK.noalias() = (scale * dP.transpose()) * Q;
+            dK.noalias() += (scale * dP.transpose()) * Q;
         }
     }
 }
@@ -267,7 +280,7 @@ void check_inputs(const char* op, std::initializer_list<const Tensor*> inputs, s
 SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, bool packed, Geometry g,
                const Shape& out_shape, const SdpaOptions& options) {
     prepare(g, q, options, op);
-    Tensor out = empty(out_shape, {.dtype = q.dtype()});
+    Tensor out = zeros(out_shape, {.dtype = q.dtype()});  // the kernel adds into it
     Tensor weights = empty({g.batch, g.heads, g.tq, g.tk}, {.dtype = q.dtype()});
     const Tensor mask = options.attn_mask;
     dispatch_floating(q.dtype(), op, [&]<class T>(T) {
@@ -279,13 +292,13 @@ SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
     // Gradients for every input that needs one; a packed qkv gets one tensor for all three.
     auto backward = [packed, q, k, v](const Geometry& geo, const Tensor& p, const Tensor& dout,
                                       const Tensor& dweights, autograd::Gradients& grads, bool with_v) {
-        Tensor dq, dk, dv;
+        Tensor dq, dk, dv;  // zeroed: the kernel adds into them
         if (packed) {
-            dq = dk = dv = empty(q.shape(), {.dtype = q.dtype()});
+            dq = dk = dv = zeros(q.shape(), {.dtype = q.dtype()});
         } else {
-            if (grads.needs(0)) dq = empty(q.shape(), {.dtype = q.dtype()});
-            if (grads.needs(1)) dk = empty(k.shape(), {.dtype = k.dtype()});
-            if (with_v && grads.needs(2)) dv = empty(v.shape(), {.dtype = v.dtype()});
+            if (grads.needs(0)) dq = zeros(q.shape(), {.dtype = q.dtype()});
+            if (grads.needs(1)) dk = zeros(k.shape(), {.dtype = k.dtype()});
+            if (with_v && grads.needs(2)) dv = zeros(v.shape(), {.dtype = v.dtype()});
         }
         dispatch_floating(q.dtype(), "attention backward", [&]<class T>(T) {
             backward_kernel<T>(geo, {.q = q.data<T>(),

@@ -25,7 +25,8 @@ void check_int64(const Tensor& index, std::string_view op, std::string_view name
 // Every entry of `index` must lie in [0, bound).
 void check_range(const Tensor& index, std::int64_t bound, std::string_view op, std::string_view what) {
     const auto* p = index.data<std::int64_t>();
-    for (std::int64_t j = 0; j < index.numel(); ++j)
+    const std::int64_t n = index.numel();  // hoisted: numel() walks the shape
+    for (std::int64_t j = 0; j < n; ++j)
         AG_CHECK(p[j] >= 0 && p[j] < bound, IndexError, "{}: index {} at position {} is out of range for {}",
                  op, p[j], j, what);
 }

@@ -34,7 +34,8 @@ AxisSplit check_class_inputs(const Tensor& input, const Tensor& targets, const C
     AG_CHECK(options.label_smoothing >= 0.0 && options.label_smoothing <= 1.0, ValueError,
              "{}: label_smoothing must be in [0, 1], got {}", op, options.label_smoothing);
     const auto* t = targets.data<std::int64_t>();
-    for (std::int64_t j = 0; j < targets.numel(); ++j)
+    const std::int64_t n = targets.numel();  // hoisted: numel() walks the shape
+    for (std::int64_t j = 0; j < n; ++j)
         AG_CHECK(t[j] == options.ignore_index || (t[j] >= 0 && t[j] < s.size), IndexError,
                  "{}: target {} at position {} is outside [0, {}) and is not ignore_index ({})", op, t[j], j,
                  s.size, options.ignore_index);
@@ -47,7 +48,8 @@ Tensor reduce_losses(const Tensor& losses, Reduction reduction, std::int64_t cou
     double total = 0.0;
     dispatch_floating(losses.dtype(), "loss", [&]<class T>(T) {
         const T* p = losses.data<T>();
-        for (std::int64_t j = 0; j < losses.numel(); ++j) total += p[j];
+        const std::int64_t n = losses.numel();  // hoisted: numel() walks the shape
+        for (std::int64_t j = 0; j < n; ++j) total += p[j];
     });
     if (reduction == Reduction::Mean) total = count == 0 ? 0.0 : total / static_cast<double>(count);
     return scalar(total, {.dtype = losses.dtype()});
@@ -114,18 +116,23 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
                                  const T per_class = eps / static_cast<T>(s.size);
                                  const T* lp = log_probs.data<T>();
                                  T* px = dx.data<T>();
+                                 // Position by position, so that its target, ignore test and upstream
+                                 // factor are read once, not once per class.
                                  for (std::int64_t n = 0; n < s.outer; ++n)
-                                     for (std::int64_t c = 0; c < s.size; ++c)
-                                         for (std::int64_t i = 0; i < s.inner; ++i) {
-                                             const std::int64_t j = n * s.inner + i,
-                                                                k = (n * s.size + c) * s.inner + i;
-                                             if (t[j] == options.ignore_index) {
-                                                 px[k] = T(0);
-                                                 continue;
-                                             }
-                                             const T hit = c == t[j] ? T(1) - eps : T(0);
-                                             px[k] = upstream(j) * (std::exp(lp[k]) - hit - per_class);
+                                     for (std::int64_t i = 0; i < s.inner; ++i) {
+                                         const std::int64_t j = n * s.inner + i, tj = t[j];
+                                         const T* lpj = lp + n * s.size * s.inner + i;
+                                         T* pxj = px + n * s.size * s.inner + i;
+                                         if (tj == options.ignore_index) {
+                                             for (std::int64_t c = 0; c < s.size; ++c) pxj[c * s.inner] = T(0);
+                                             continue;
                                          }
+                                         const T up = upstream(j);
+                                         for (std::int64_t c = 0; c < s.size; ++c) {
+                                             const T hit = c == tj ? T(1) - eps : T(0);
+                                             pxj[c * s.inner] = up * (std::exp(lpj[c * s.inner]) - hit - per_class);
+                                         }
+                                     }
                              });
                              g.add(0, dx);
                          });
@@ -190,7 +197,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
         const T* px = input.data<T>();
         const T* pt = target.data<T>();
         T* pl = losses.data<T>();
-        for (std::int64_t j = 0; j < input.numel(); ++j) pl[j] = (px[j] - pt[j]) * (px[j] - pt[j]);
+        const std::int64_t n = input.numel();  // hoisted: numel() walks the shape
+        for (std::int64_t j = 0; j < n; ++j) pl[j] = (px[j] - pt[j]) * (px[j] - pt[j]);
     });
     Tensor out = reduce_losses(losses, reduction, input.numel());
     if (autograd::needs_record({&input, &target})) {
@@ -203,7 +211,8 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
                                  const T* px = input.data<T>();
                                  const T* pt = target.data<T>();
                                  T* pd = dx.data<T>();
-                                 for (std::int64_t j = 0; j < input.numel(); ++j)
+                                 const std::int64_t n = input.numel();  // hoisted: numel() walks the shape
+                                 for (std::int64_t j = 0; j < n; ++j)
                                      pd[j] = T(2) * (px[j] - pt[j]) * upstream(j);
                              });
                              if (g.needs(1)) g.add(1, neg(dx));

@@ -19,7 +19,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& generator) {
         const T* px = x.data<T>();
         T* ps = scale.data<T>();
         T* po = out.data<T>();
-        for (std::int64_t i = 0; i < x.numel(); ++i) {
+        const std::int64_t n = x.numel();  // hoisted: numel() walks the shape
+        for (std::int64_t i = 0; i < n; ++i) {
             ps[i] = generator.uniform() < p ? T(0) : keep;
             po[i] = ps[i] == T(0) ? T(0) : px[i] * ps[i];
         }
@@ -32,7 +33,8 @@ Tensor dropout(const Tensor& x, double p, bool training, Generator& generator) {
                 const T* pd = dy.data<T>();
                 const T* ps = scale.data<T>();
                 T* po = dx.data<T>();
-                for (std::int64_t i = 0; i < dy.numel(); ++i) po[i] = ps[i] == T(0) ? T(0) : pd[i] * ps[i];
+                const std::int64_t n = dy.numel();  // hoisted: numel() walks the shape
+                for (std::int64_t i = 0; i < n; ++i) po[i] = ps[i] == T(0) ? T(0) : pd[i] * ps[i];
             });
             g.add(0, dx);
         });

@@ -18,7 +18,9 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
             inferred = static_cast<std::int64_t>(i);
         } else {
             AG_CHECK(target[i] >= 0, ShapeError, "reshape: negative size in {}", shape);
-            known *= target[i];
+            // A product that wraps around could match an empty tensor's 0 elements.
+            AG_CHECK(!__builtin_mul_overflow(known, target[i], &known), ShapeError,
+                     "reshape: shape {} has too many elements", shape);
         }
     }
     if (inferred >= 0) {

@@ -67,7 +67,8 @@ Tensor sparsemax(const Tensor& x, std::int64_t axis) {
     Tensor out = empty(x.shape(), {.dtype = x.dtype()});
     dispatch_floating(x.dtype(), "sparsemax", [&]<class T>(T) {
         const T* px = x.data<T>();
-        for (std::int64_t i = 0; i < x.numel(); ++i)
+        const std::int64_t n = x.numel();  // hoisted: numel() walks the shape
+        for (std::int64_t i = 0; i < n; ++i)
             AG_CHECK(!std::isnan(px[i]) && px[i] != std::numeric_limits<T>::infinity(), ValueError,
                      "sparsemax: input {} holds NaN or +inf", x.shape());
         T* po = out.data<T>();

@@ -7,17 +7,33 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <new>
 
 namespace attograd {
 namespace {
 
 std::shared_ptr<Storage> make_storage(const Shape& shape, DType dtype) {
-    return std::allocate_shared<Storage>(detail::SmallBlockAllocator<Storage>{},
-                                         static_cast<std::size_t>(numel(shape)) * dtype_size(dtype));
+    const std::size_t bytes = static_cast<std::size_t>(numel(shape)) * dtype_size(dtype);
+    try {
+        return std::allocate_shared<Storage>(detail::SmallBlockAllocator<Storage>{}, bytes);
+    } catch (const std::bad_alloc&) {
+        throw ResourceError(fmt::format("out of memory: a {} tensor of shape {} needs {:.3g} GiB", dtype, shape,
+                                        static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0)));
+    }
 }
+
+// Elements a tensor may hold: its byte count must fit in int64 (8 bytes per element at most).
+constexpr std::int64_t kMaxElements = std::numeric_limits<std::int64_t>::max() / 8;
 
 void check_shape(const Shape& shape, std::string_view op) {
     for (auto s : shape) AG_CHECK(s >= 0, ShapeError, "{}: negative dimension in shape {}", op, shape);
+    std::int64_t n = 1;
+    for (auto s : shape) {
+        // A product that wraps around would allocate a small buffer for a huge shape.
+        AG_CHECK(!__builtin_mul_overflow(n, s, &n) && n <= kMaxElements, ShapeError,
+                 "{}: shape {} has too many elements (at most {})", op, shape, kMaxElements);
+    }
 }
 
 template <class Fill>

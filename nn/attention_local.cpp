@@ -12,7 +12,8 @@ namespace attograd::nn {
 AttentionOutput Attention::forward_local(const Tensor& q, const Tensor& k, const Tensor& v,
                                          const AttentionMasks& masks, bool need_weights) const {
     const std::int64_t batch = q.size(0), tq = q.size(1), tk = k.size(1);
-    const std::int64_t d = options_.window, width = 2 * d + 1;
+    // The band: 2 d + 1 slots (d = D unless D >= Tk); the Gaussian uses D itself.
+    const std::int64_t d = band_half_width(options_.window, tk), width = 2 * d + 1;
     const bool predictive = options_.local == LocalMode::Predictive;
     AttentionOutput out;
     if (predictive) {
@@ -28,7 +29,7 @@ AttentionOutput Attention::forward_local(const Tensor& q, const Tensor& k, const
     // [B, Tq, 2D + 1] scores, -inf in slots outside the keys or masked
     Tensor scores = score_->forward_local(q, k, start, width) +
                     local_band_mask(masks, start, width, tk, q.dtype(), "Attention");
-    const double sigma = static_cast<double>(d) / 2.0;
+    const double sigma = static_cast<double>(options_.window) / 2.0;
     const bool hard = options_.normalizer == Normalizer::Hard;
     // Hard attention samples from softmax(scores) * gaussian, i.e. adds the log-Gaussian to the scores.
     if (predictive && hard) scores = scores + log(gaussian_window(out.centre, start, width, sigma));

@@ -92,7 +92,8 @@ HardAttention hard_attention(const Tensor& scores, bool training, HardEstimator 
     AG_CHECK(temperature > 0, ValueError, "hard_attention: temperature must be > 0, got {}", temperature);
     const Choice choice = dispatch_floating(scores.dtype(), "hard_attention", [&]<class T>(T) {
         const T* ps = scores.data<T>();
-        for (std::int64_t i = 0; i < scores.numel(); ++i)
+        const std::int64_t n = scores.numel();  // hoisted: numel() walks the shape
+        for (std::int64_t i = 0; i < n; ++i)
             AG_CHECK(!std::isnan(ps[i]), ValueError, "hard_attention: scores {} hold NaN", scores.shape());
         return choose<T>(scores, training, estimator, generator);
     });

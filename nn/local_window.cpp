@@ -55,7 +55,8 @@ Tensor predictive_window_start(const Tensor& p, std::int64_t tk, std::int64_t wi
     std::int64_t* po = out.data<std::int64_t>();
     dispatch_floating(p.dtype(), "predictive_window_start", [&]<class T>(T) {
         const T* pp = p.data<T>();
-        for (std::int64_t i = 0; i < p.numel(); ++i) {
+        const std::int64_t n = p.numel();  // hoisted: numel() walks the shape
+        for (std::int64_t i = 0; i < n; ++i) {
             AG_CHECK(std::isfinite(pp[i]), ValueError, "predictive_window_start: p holds a non-finite value");
             const double c = std::floor(static_cast<double>(pp[i]) + 0.5);
             po[i] = static_cast<std::int64_t>(std::clamp(c, 0.0, static_cast<double>(tk - 1))) - window;
@@ -109,7 +110,8 @@ Tensor gaussian_window(const Tensor& p, const Tensor& window_start, std::int64_t
     dispatch_floating(p.dtype(), "gaussian_window", [&]<class T>(T) {
         T* ps = positions.data<T>();
         const std::int64_t* pw = window_start.data<std::int64_t>();
-        for (std::int64_t r = 0; r < p.numel(); ++r)
+        const std::int64_t rows = p.numel();  // hoisted: numel() walks the shape
+        for (std::int64_t r = 0; r < rows; ++r)
             for (std::int64_t j = 0; j < width; ++j) ps[r * width + j] = static_cast<T>(pw[r] + j);
     });
     Tensor diff = positions - reshape(p, {p.size(0), p.size(1), 1});

@@ -4,6 +4,7 @@
 #include "core/tensor.hpp"
 #include "nn/attention_mask.hpp"
 
+#include <algorithm>
 #include <string_view>
 
 namespace attograd::nn {
@@ -22,6 +23,13 @@ enum class LocalMode { None, Monotonic, Predictive };
 LocalMode parse_local_mode(std::string_view name);
 /// "none", "local-m" or "local-p".
 std::string_view to_string(LocalMode mode);
+
+/// The half-width of the band actually computed for window D over Tk keys: min(D, Tk - 1).
+/// Every window centre lies in [0, Tk), so a wider band would only add slots outside the keys
+/// (a huge D must not allocate a huge band); the Gaussian of local-p keeps sigma = D / 2.
+inline std::int64_t band_half_width(std::int64_t window, std::int64_t tk) {
+    return std::min(window, std::max<std::int64_t>(tk - 1, 0));
+}
 
 /// Window starts of local-m: int64 [B, Tq] with start = floor(t * Tk / Tq) - D (slots outside
 /// [0, Tk) are clipped by masking). Throws ValueError when window < 0 or tk < 1.

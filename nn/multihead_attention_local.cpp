@@ -61,7 +61,7 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(const Tensor& q, cons
                                                            bool dense_weights) const {
     const auto& o = options_;
     const std::int64_t b = q.size(0), tq = q.size(1), tk = k.size(1), h = o.num_heads;
-    const std::int64_t width = 2 * o.window + 1;
+    const std::int64_t d_band = band_half_width(o.window, tk), width = 2 * d_band + 1;  // D unless D >= Tk
     const Tensor qh = split_heads(q, h), kh = split_heads(k, h), vh = split_heads(v, h);  // [B h, T, d]
     Tensor start, centre;  // window starts int64 [B h, Tq]; local-p's real centres p_t [B h, Tq]
     if (o.local == LocalMode::Predictive) {
@@ -69,9 +69,9 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(const Tensor& q, cons
         const Tensor hidden = tanh(linear(qh, W_p_));
         centre =
             reshape(sigmoid(linear(hidden, reshape(v_p_, {1, -1}))), {b * h, tq}) * static_cast<double>(tk);
-        start = predictive_window_start(centre, tk, o.window);
+        start = predictive_window_start(centre, tk, d_band);
     } else {
-        start = monotonic_window_start(b * h, tq, tk, o.window);
+        start = monotonic_window_start(b * h, tq, tk, d_band);
     }
     // the band [B h, Tq, 2D + 1]: -inf outside the keys and where masked
     const Tensor scores = score_->forward_local(qh, kh, start, width) +

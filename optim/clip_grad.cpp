@@ -23,7 +23,8 @@ double accumulate_norm(const Tensor& grad, double p, double acc) {
         if (p == 2.0) return acc + g.template cast<double>().square().sum();
         if (p == 1.0) return acc + g.template cast<double>().abs().sum();
         // Other orders are rare: a scalar loop (Eigen's vectorised pow trips GCC 12 bug 105593).
-        for (std::int64_t k = 0; k < grad.numel(); ++k)
+        const std::int64_t n = grad.numel();  // hoisted: numel() walks the shape
+        for (std::int64_t k = 0; k < n; ++k)
             acc += std::pow(std::abs(static_cast<double>(g(k))), p);
         return acc;
     });

@@ -248,6 +248,17 @@ TEST_CASE("train --attention hard learns copy, and its eval weights use exactly 
     CHECK(rows > 0);
 }
 
+// REINFORCE's surrogate loss must reach the tape (it once was built under a NoGradGuard, and
+// every --estimator reinforce run stopped with an internal error). It learns more slowly than
+// the straight-through estimator: after 600 steps half of copy's tokens (chance: ~1/20; the
+// <eos> tokens alone: ~1/8), not yet whole sequences.
+TEST_CASE("train --attention hard --estimator reinforce trains and learns half of copy's tokens") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "copy", "--attention", "hard", "--estimator", "reinforce", "--steps", "600",
+                        "--no-early-stop"});
+    CHECK(eval_json(tmp / "run")["token_accuracy"].get<double>() >= 0.5);
+}
+
 TEST_CASE("train --window 4 --local p learns copy") {
     TempDir tmp;
     train(tmp / "run", {"--task", "copy", "--window", "4", "--local", "p", "--steps", "300"});
@@ -336,6 +347,13 @@ TEST_CASE("train refuses bad --score, --attention and --local values") {
     CHECK(entries(tmp.path()).empty());
 }
 
+TEST_CASE("train refuses --model encoder without attention layers") {
+    TempDir tmp;
+    check_refused(run({"train", "--task", "copy", "--model", "encoder", "--layers", "0", "--out", tmp / "run"}),
+                  {"--model encoder", "--layers"});
+    CHECK_FALSE(fs::exists(fs::path(tmp / "run") / "config.json"));
+}
+
 TEST_CASE("train refuses --local p without --window") {
     TempDir tmp;
     check_refused(run({"train", "--task", "reverse", "--local", "p", "--out", tmp / "run"}),
@@ -393,6 +411,17 @@ TEST_CASE("eval and inspect refuse a truncated model.safetensors, naming the fil
     check_refused(run({"inspect", "--run", tmp / "run"}), {"model.safetensors"});
 }
 
+TEST_CASE("eval and inspect refuse a well-formed model.safetensors holding a NaN weight") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    const fs::path weights = tmp / "run/model.safetensors";
+    std::string bytes = read_text(weights);
+    bytes.replace(bytes.size() - 4, 4, std::string("\x00\x00\xc0\x7f", 4));  // the last float32: NaN
+    write_text(weights, bytes);
+    check_refused(run({"eval", "--run", tmp / "run"}), {"model.safetensors", "NaN"});
+    check_refused(run({"inspect", "--run", tmp / "run"}), {"model.safetensors", "NaN"});
+}
+
 TEST_CASE("eval --input reads tokens not in the vocabulary as <unk>, with a warning") {
     TempDir tmp;
     train(tmp / "run", {"--task", "reverse", "--steps", "1"});
@@ -429,6 +458,38 @@ TEST_CASE("inspect refuses an unknown --format") {
     train(tmp / "run", {"--task", "reverse", "--steps", "1"});
     check_refused(run({"inspect", "--run", tmp / "run", "--format", "pdf"}), {"--format", "pdf"});
     CHECK_FALSE(fs::exists(tmp / "run/inspect"));
+}
+
+TEST_CASE("inspect --format svg refuses --to - (SVG files need a directory)") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    check_refused(run({"inspect", "--run", tmp / "run", "--format", "svg", "--to", "-"}), {"--to -", "svg"});
+    CHECK_FALSE(fs::exists("-"));
+}
+
+TEST_CASE("an unknown subcommand is named") {
+    check_refused(run({"frobnicate"}), {"unknown subcommand 'frobnicate'"});
+}
+
+TEST_CASE("train refuses sizes and rates that are out of range, before allocating anything") {
+    TempDir tmp;
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"--batch", "100000"}, "--batch"},          {{"--embed-dim", "100000"}, "--embed-dim"},
+        {{"--ffn-dim", "100000"}, "--ffn-dim"},      {{"--lr", "inf"}, "--lr"},
+        {{"--weight-decay", "nan"}, "--weight-decay"}, {{"--clip", "inf"}, "--clip"},
+    };
+    for (const auto& [options, name] : cases) {
+        std::vector<std::string> args = {"train", "--task", "copy", "--steps", "1", "--out", tmp / "run"};
+        args.insert(args.end(), options.begin(), options.end());
+        check_refused(run(args), {name});
+        CHECK_FALSE(fs::exists(fs::path(tmp / "run") / "config.json"));
+    }
+}
+
+TEST_CASE("hard attention on a multi-head default model says how to fix it") {
+    TempDir tmp;
+    check_refused(run({"train", "--task", "dates", "--attention", "hard", "--out", tmp / "run"}),
+                  {"--attention hard", "4 heads", "--heads 1"});
 }
 
 // --- run directories: never half-written --------------------------------------------------------

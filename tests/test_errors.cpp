@@ -348,3 +348,18 @@ TEST_CASE("gradcheck: non-float64 inputs and nothing to check") {
     CHECK_ERROR(gradcheck(fn, {f32({2}).requires_grad_()}), "gradcheck: input 0 is float32 [2]", DTypeError);
     CHECK_ERROR(gradcheck(fn, {f64({2})}), "gradcheck: no input requires grad", ValueError);
 }
+
+TEST_CASE("shapes whose element count overflows are refused, not wrapped to a small buffer") {
+    constexpr std::int64_t big = std::int64_t{1} << 40;
+    CHECK_ERROR(zeros({big, big}), "zeros: shape [1099511627776, 1099511627776] has too many elements", ShapeError);
+    CHECK_ERROR(empty({std::int64_t{1} << 32, std::int64_t{1} << 32}), "has too many elements", ShapeError);
+    CHECK_ERROR(full({big, big, 0, big}, 1.0), "has too many elements", ShapeError);  // 0 after the wrap is no excuse
+    CHECK_ERROR(reshape(f32({0}), {big, big, 0}), "reshape: shape", ShapeError);
+    CHECK(zeros({big, 0}).numel() == 0);  // an empty tensor with a large dimension is fine
+}
+
+TEST_CASE("a tensor too large for memory is a ResourceError naming its shape") {
+    // 2^55 bytes: more than any machine's memory, yet no overflow.
+    CHECK_ERROR(empty({std::int64_t{1} << 52}, {.dtype = DType::Float64}),
+                "out of memory: a float64 tensor of shape [4503599627370496]", ResourceError);
+}

@@ -327,3 +327,32 @@ TEST_CASE("local attention rejects bad windows and masks with the right error") 
                          doctest::Contains("key_padding_mask must be bool"), DTypeError);
     CHECK_THROWS_WITH_AS(layer.forward(x, zeros({2, 5, 4})), doctest::Contains("[2, 5, 4]"), ShapeError);
 }
+
+TEST_CASE("a window wider than the keys computes a band of at most 2 Tk - 1 slots, with the same result") {
+    // A huge D once overflowed 2D + 1 (crash) or asked for a huge band (bad_alloc).
+    for (LocalMode mode : {LocalMode::Monotonic, LocalMode::Predictive}) {
+        INFO(to_string(mode));
+        auto wide = make_layer64(local_options(Score::ScaledDot, Normalizer::Soft, mode, 1'000'000'000'000));
+        auto exact = make_layer64(local_options(Score::ScaledDot, Normalizer::Soft, mode, 6));
+        exact->load_state_dict(wide->state_dict());
+        Tensor q = rand64({2, 5, 3}, 7), k = rand64({2, 6, 3}, 8), v = rand64({2, 6, 2}, 9);
+        const auto w = wide->forward(q, k, v);
+        CHECK(w.band_weights.size(2) == 2 * 5 + 1);
+        if (mode == LocalMode::Monotonic) {  // D >= Tk - 1 sees every key: global attention
+            const auto e = exact->forward(q, k, v);
+            CHECK(max_abs_diff(w.output, e.output) < 1e-14);
+            CHECK(max_abs_diff(w.output, global_twin(wide)->forward(q, k, v).output) < 1e-14);
+        } else {  // the Gaussian keeps sigma = D / 2: a factor of ~1 on every key
+            CHECK(all_finite(w.output));
+            CHECK(max_abs_diff(w.weights, global_twin(wide)->forward(q, k, v).weights) < 1e-12);
+        }
+    }
+    nn::MultiHeadAttention mha({.embed_dim = 8,
+                                .num_heads = 2,
+                                .local = LocalMode::Monotonic,
+                                .window = std::numeric_limits<std::int64_t>::max() / 2});
+    Generator generator(0);
+    const auto out = mha.forward(randn({1, 3, 8}, generator));
+    CHECK(out.output.shape() == Shape{1, 3, 8});
+    CHECK(all_finite(out.output));
+}

@@ -64,6 +64,9 @@ int cmd_inspect(const InspectArgs& args) {
     if (!args.inputs.empty() && args.samples_given) {
         throw UsageError("--input and --samples do not combine: inspect either your inputs or held-out samples");
     }
+    if (args.format == "svg" && args.to == "-") {
+        throw UsageError("--to - (stdout) does not apply to --format svg: give a directory for the SVG files");
+    }
     if (args.format == "term" && !args.to.empty()) {
         throw UsageError("--to does not apply to --format term (it prints to the terminal)");
     }

@@ -270,11 +270,14 @@ int cmd_train(const TrainArgs& args) {
         AG_CHECK(std::isfinite(loss_value), ValueError,
                  "training diverged at step {} (loss {}); try a lower --lr or --clip", step + 1, loss_value);
         if (!result.log_probs.empty()) {
-            // REINFORCE reward: minus each sequence's summed token loss (a constant).
-            NoGradGuard no_grad;
-            const Tensor per_token = cross_entropy(flat_logits.detach(), flat_target,
-                                                   {.reduction = Reduction::None, .ignore_index = Vocabulary::pad_id});
-            const Tensor reward = -sum(reshape(per_token, {batch.size, -1}), {1});
+            // REINFORCE reward: minus each sequence's summed token loss (a constant, off the tape;
+            // the surrogate loss itself must be recorded).
+            const Tensor reward = [&] {
+                NoGradGuard no_grad;
+                const Tensor per_token = cross_entropy(
+                    flat_logits.detach(), flat_target, {.reduction = Reduction::None, .ignore_index = Vocabulary::pad_id});
+                return -sum(reshape(per_token, {batch.size, -1}), {1});
+            }();
             loss = loss + model->reinforce_loss(result, reward);
         }
         loss.backward();
@@ -346,7 +349,8 @@ int cmd_train(const TrainArgs& args) {
     fmt::print("{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
                info.name, 100 * last.sequence_accuracy, 100 * last.token_accuracy, step, seconds,
                reached ? fmt::format(" (target {:.0f}% reached)", 100 * info.target_accuracy) : "");
-    fmt::print("wrote {}/ (model.safetensors, config.json, metrics.csv); next: attograd inspect --run {}\n",
+    fmt::print(
+        "wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv); next: attograd inspect --run {}\n",
                out.string(), out.string());
     return 0;
 }

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <filesystem>
 
 namespace attograd::cli {
@@ -37,8 +39,8 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add("embed-dim", a.embed_dim, "model width E");
     add("ffn-dim", a.ffn_dim, "feed-forward width of each layer (0 = none)");
     options.emplace_back("next-token",
-                         app.add_flag("--next-token{true}", a.next_token,
-                                      "encoder adds an embedding of each position's next token (=false to turn off)"));
+                         app.add_flag("--next-token", a.next_token,
+                                      "encoder adds an embedding of each position's next token (--next-token=false: off)"));
     add("optim", a.optim, "optimizer: sgd, adam, adamw");
     add("lr", a.lr, "peak learning rate");
     add("momentum", a.momentum, "SGD momentum");
@@ -91,6 +93,14 @@ int run_cli(int argc, char** argv) {
     inspect_cmd->add_flag("--saliency", inspect.saliency,
                           "also compute gradient x input saliency and its rank correlation with attention");
 
+    // CLI11 would report a mistyped subcommand as "A subcommand is required".
+    constexpr std::array subcommands = {"tasks", "train", "eval", "inspect"};
+    if (argc > 1 && argv[1][0] != '-' &&
+        std::none_of(subcommands.begin(), subcommands.end(), [&](const char* name) { return std::strcmp(name, argv[1]) == 0; })) {
+        fmt::print(stderr, "attograd: unknown subcommand '{}' (choose tasks, train, eval or inspect; see --help)\n",
+                   argv[1]);
+        return 2;
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -111,6 +121,9 @@ int run_cli(int argc, char** argv) {
         fmt::print(stderr, "attograd: {}\n", e.what());
         return 2;
     } catch (const attograd::ValueError& e) {
+        fmt::print(stderr, "attograd: {}\n", e.what());
+        return 2;
+    } catch (const attograd::ResourceError& e) {  // a size the user asked for does not fit in memory
         fmt::print(stderr, "attograd: {}\n", e.what());
         return 2;
     } catch (const attograd::IoError& e) {

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 
 namespace attograd::cli {
 
@@ -83,21 +84,29 @@ void validate(const RunConfig& config, const TaskInfo& task) {
     check_choice(m.estimator, std::array{"gumbel", "reinforce"}, "--estimator");
     check_choice(t.optim, std::array{"sgd", "adam", "adamw"}, "--optim");
     check_choice(t.schedule, std::array{"cosine", "constant"}, "--schedule");
-    AG_CHECK(m.embed_dim >= 1, ValueError, "--embed-dim must be >= 1, got {}", m.embed_dim);
+    // Upper bounds keep a typo from asking for gigabytes: these are toy-task models.
+    AG_CHECK(m.embed_dim >= 1 && m.embed_dim <= 4096, ValueError, "--embed-dim must be in [1, 4096], got {}",
+             m.embed_dim);
     AG_CHECK(m.heads >= 1, ValueError, "--heads must be >= 1, got {}", m.heads);
     AG_CHECK(m.embed_dim % m.heads == 0, ValueError, "--heads {} does not divide --embed-dim {}", m.heads,
              m.embed_dim);
     AG_CHECK(m.layers >= 0 && m.layers <= 16, ValueError, "--layers must be in [0, 16], got {}", m.layers);
     AG_CHECK(m.decoder_layers >= 1 && m.decoder_layers <= 16, ValueError,
              "--decoder-layers must be in [1, 16], got {}", m.decoder_layers);
-    AG_CHECK(m.ffn_dim >= 0, ValueError, "--ffn-dim must be >= 0, got {}", m.ffn_dim);
+    AG_CHECK(m.ffn_dim >= 0 && m.ffn_dim <= 16384, ValueError, "--ffn-dim must be in [0, 16384], got {}",
+             m.ffn_dim);
+    AG_CHECK(m.max_source_len >= 1 && m.max_source_len <= 4096 && m.max_target_len >= 1 && m.max_target_len <= 4096,
+             ValueError, "the longest source and target must be in [1, 4096] tokens, got {} and {}", m.max_source_len,
+             m.max_target_len);
     AG_CHECK(m.window >= -1, ValueError, "--window must be >= 0 (or -1: global attention), got {}", m.window);
-    AG_CHECK(t.lr > 0.0, ValueError, "--lr must be > 0, got {}", t.lr);
+    AG_CHECK(std::isfinite(t.lr) && t.lr > 0.0, ValueError, "--lr must be finite and > 0, got {}", t.lr);
     AG_CHECK(t.momentum >= 0.0 && t.momentum < 1.0, ValueError, "--momentum must be in [0, 1), got {}",
              t.momentum);
-    AG_CHECK(t.weight_decay >= 0.0, ValueError, "--weight-decay must be >= 0, got {}", t.weight_decay);
-    AG_CHECK(t.clip >= 0.0, ValueError, "--clip must be >= 0 (0 = off), got {}", t.clip);
-    AG_CHECK(t.batch >= 1, ValueError, "--batch must be >= 1, got {}", t.batch);
+    AG_CHECK(std::isfinite(t.weight_decay) && t.weight_decay >= 0.0, ValueError,
+             "--weight-decay must be finite and >= 0, got {}", t.weight_decay);
+    AG_CHECK(std::isfinite(t.clip) && t.clip >= 0.0, ValueError, "--clip must be finite and >= 0 (0 = off), got {}",
+             t.clip);
+    AG_CHECK(t.batch >= 1 && t.batch <= 4096, ValueError, "--batch must be in [1, 4096], got {}", t.batch);
     AG_CHECK(t.steps >= 0, ValueError, "--steps must be >= 0, got {}", t.steps);
     AG_CHECK(t.warmup >= 0, ValueError, "--warmup must be >= 0, got {}", t.warmup);
     AG_CHECK(t.eval_every >= 1, ValueError, "--eval-every must be >= 1, got {}", t.eval_every);
@@ -105,6 +114,8 @@ void validate(const RunConfig& config, const TaskInfo& task) {
              "--momentum applies to --optim sgd only (got --optim {})", t.optim);
 
     if (m.kind == "encoder") {
+        AG_CHECK(m.layers >= 1, ValueError,
+                 "--model encoder needs --layers >= 1 (its attention is self-attention layers), got {}", m.layers);
         AG_CHECK(
             task.same_length, ValueError,
             "--model encoder writes one output per input token, but task '{}' has outputs of another length; "
@@ -117,8 +128,8 @@ void validate(const RunConfig& config, const TaskInfo& task) {
     }
     if (m.kind == "seq2seq") {
         AG_CHECK(m.heads == 1 || m.attention == "soft", ValueError,
-                 "--attention hard picks one key per query with single-head attention: drop --heads {} or use "
-                 "--attention soft",
+                 "--attention hard picks one key per query with single-head attention, but this model has {} heads: "
+                 "add --heads 1 or use --attention soft",
                  m.heads);
     }
 }

@@ -6,6 +6,9 @@
 #include "core/serialization.hpp"
 #include "data_task.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace attograd::cli {
 
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir, bool for_training) {
@@ -38,6 +41,14 @@ LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {
     run.model = make_model(run.config.model, run.config.vocab, *run.generator);
     const auto weights = dir / "model.safetensors";
     const auto state = load_safetensors(weights);  // IoError naming the file when corrupt
+    // A flipped byte can leave a well-formed file with NaN weights, whose attention would be drawn
+    // as confident garbage: refuse it.
+    for (const auto& [name, tensor] : state) {
+        if (!is_floating(tensor.dtype())) continue;
+        const auto values = tensor.to_vector<double>();
+        AG_CHECK(std::all_of(values.begin(), values.end(), [](double x) { return std::isfinite(x); }), IoError,
+                 "{}: tensor '{}' holds NaN or Inf values (a corrupt checkpoint)", weights.string(), name);
+    }
     try {
         run.model->load_state_dict(state);
     } catch (const Error& e) {
