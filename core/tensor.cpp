@@ -193,9 +193,15 @@ Tensor scalar(double value, TensorOptions options) { return full({}, value, opti
 Tensor arange(double start, double end, double step, TensorOptions options) {
     AG_CHECK(step != 0.0 && std::isfinite(step), ValueError,
              "arange: step must be finite and non-zero, got {}", step);
+    AG_CHECK(std::isfinite(start) && std::isfinite(end), ValueError, "arange: start and end must be finite, got {} and {}",
+             start, end);
     AG_CHECK((end - start) / step >= 0.0, ValueError,
              "arange: step {} has the wrong sign for the range [{}, {})", step, start, end);
-    const auto n = static_cast<std::int64_t>(std::ceil((end - start) / step));
+    const double count = std::ceil((end - start) / step);
+    // Checked before the cast: a double beyond int64's range would make it undefined.
+    AG_CHECK(count <= static_cast<double>(kMaxElements), ShapeError,
+             "arange: [{}, {}) in steps of {} has too many elements ({:g})", start, end, step, count);
+    const auto n = static_cast<std::int64_t>(count);
     return filled({n}, options, [&](std::int64_t i) { return start + static_cast<double>(i) * step; });
 }
 

@@ -75,6 +75,10 @@ struct AttentionOutput {
 /// keys into weights, which average the values. Forms:
 /// - key-value: forward(query [B, Tq, Dq], key [B, Tk, Dk], value [B, Tk, Dv]);
 /// - plain: forward(query, inputs [B, Tk, Dk]) uses the inputs as keys and values (Dv = Dk).
+/// Self-attention with the dot or scaled-dot score needs the projections (project_query /
+/// project_key / project_value): without them every position scores h_t . h_s and mostly
+/// attends to itself. Pass masks by type, `forward(x, x, AttentionMasks{...})`: a bare `{}`
+/// is ambiguous between the two forms.
 ///
 /// Global attention scores every key. Local attention (Luong, Pham & Manning 2015, §3.2) scores
 /// only the window [c_t - D, c_t + D] of each query, clipped to the keys, computing only that
@@ -117,10 +121,14 @@ public:
                             bool need_weights = true) const;
 
     /// REINFORCE's surrogate loss for hard attention (Williams 1992; Xu et al. 2015 §4.1): add it
-    /// to the task loss. log_prob [B, Tq] from forward's output; reward [B] or [B, Tq] (higher is
-    /// better, e.g. minus the per-sequence loss; treated as a constant). Uses, then updates, the
-    /// moving-average baseline (the first call starts it at that batch's mean reward). Throws
-    /// ValueError when the layer is not hard attention with REINFORCE, ShapeError on bad shapes.
+    /// to the task loss. log_prob [B, Tq] from forward's output (defined only in training mode);
+    /// reward [B] or [B, Tq] of log_prob's dtype (higher is better, e.g. minus the per-token or
+    /// per-sequence loss; treated as a constant). Uses, then updates, the moving-average baseline
+    /// (the first call starts it at that batch's mean reward), hence not const. For example:
+    ///     Tensor per_token = reshape(cross_entropy(logits, y, {.reduction = Reduction::None}), {B, T});
+    ///     Tensor loss = mean(per_token) + attention.reinforce_loss(out.log_prob, -per_token.detach());
+    /// Throws ValueError when the layer is not hard attention with REINFORCE or log_prob is
+    /// undefined, ShapeError on bad shapes, DTypeError when the dtypes differ.
     Tensor reinforce_loss(const Tensor& log_prob, const Tensor& reward);
     /// The current REINFORCE baseline.
     double reward_baseline() const { return baseline_.value(); }

@@ -15,8 +15,8 @@ struct AttentionMasks {
     Tensor attn_mask = {};
     /// bool or float, [B, Tk]: `true` (or the added float) at padded keys. Undefined = none.
     Tensor key_padding_mask = {};
-    /// Query t may only attend to keys s <= t (requires Tq <= Tk is not needed: the upper
-    /// triangle s > t is masked).
+    /// Query t may only attend to keys s <= t: the upper triangle s > t is masked, for any Tq
+    /// and Tk.
     bool is_causal = false;
 
     /// True when no mask of any kind is set.

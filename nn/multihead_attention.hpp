@@ -35,7 +35,10 @@ struct MultiHeadAttentionOptions {
     /// head: each query sees only the 2 * window + 1 keys around its centre, and only that band
     /// is computed. local-p predicts each head's centre from its projected query with the
     /// parameters `W_p` [E / h, E / h] and `v_p` [E / h], shared by the heads. Not combinable
-    /// with add_bias_kv / add_zero_attn (their keys sit outside every window).
+    /// with add_bias_kv / add_zero_attn (their keys sit outside every window). p_t learns only
+    /// from keys inside its window (the Gaussian factor), so a narrow window (D = 2) can leave
+    /// a query whose centre starts far from its key stuck; D >= 4 learned every toy task tried.
+    /// Sparse and hard attention are single-head only (nn::Attention).
     LocalMode local = LocalMode::None;
     std::int64_t window = 0;       ///< local attention's D (>= 0; >= 1 for local-p)
     DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)

@@ -354,6 +354,12 @@ TEST_CASE("train refuses --model encoder without attention layers") {
     CHECK_FALSE(fs::exists(fs::path(tmp / "run") / "config.json"));
 }
 
+TEST_CASE("train refuses --estimator without --attention hard") {
+    TempDir tmp;
+    check_refused(run({"train", "--task", "copy", "--estimator", "reinforce", "--out", tmp / "run"}),
+                  {"--estimator", "--attention hard"});
+}
+
 TEST_CASE("train refuses --local p without --window") {
     TempDir tmp;
     check_refused(run({"train", "--task", "reverse", "--local", "p", "--out", tmp / "run"}),

@@ -27,6 +27,8 @@ TEST_CASE("tensor factories and accessors reject bad shapes, values and dtypes")
     CHECK_ERROR(arange(0.0, 1.0, 0.0), "arange: step must be finite and non-zero", ValueError);
     CHECK_ERROR(arange(0.0, 1.0, -1.0), "arange: step -1 has the wrong sign", ValueError);
     CHECK_ERROR(arange(-2), "arange: end must be >= 0", ValueError);
+    CHECK_ERROR(arange(0.0, std::nan(""), 1.0), "arange: start and end must be finite", ValueError);
+    CHECK_ERROR(arange(0.0, 1e300, 1e-300), "arange: [0, 1e+300) in steps of 1e-300 has too many elements", ShapeError);
     Generator gen(0);
     CHECK_ERROR(randn({2}, gen, {.dtype = DType::Int64}), "randn: needs a float dtype", DTypeError);
     CHECK_ERROR(uniform({2}, 1.0, 0.0, gen), "uniform: low 1 exceeds high 0", ValueError);

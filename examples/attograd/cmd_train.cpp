@@ -200,6 +200,10 @@ int cmd_train(const TrainArgs& args) {
         if (args.was_given("local") && !args.was_given("window")) {
             throw UsageError("--local needs --window D (the half-width of the local window)");
         }
+        if (args.was_given("estimator") &&
+            (args.was_given("attention") ? args.attention : config.model.attention) != "hard") {
+            throw UsageError("--estimator applies to --attention hard only");
+        }
         if (args.was_given("window") && args.window < 0) {
             throw UsageError(fmt::format("--window must be >= 0, got {} (leave it out for global attention)", args.window));
         }
