@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <numbers>
+#include <type_traits>
 
 namespace attograd {
 namespace {
@@ -317,6 +318,13 @@ Tensor to_dtype(const Tensor& x, DType dtype) {
             const S* src = x.data<S>();
             D* dst = out.data<D>();
             const std::int64_t n = x.numel();  // hoisted: numel() walks the shape
+            if constexpr (std::is_floating_point_v<S> && std::is_same_v<D, std::int64_t>) {
+                // Casting NaN, inf or a value beyond int64's range is undefined behaviour in C++.
+                constexpr double limit = 9223372036854775808.0;  // 2^63
+                for (std::int64_t i = 0; i < n; ++i)
+                    AG_CHECK(static_cast<double>(src[i]) >= -limit && static_cast<double>(src[i]) < limit, ValueError,
+                             "to_dtype: {} at flat index {} of {} does not fit int64", src[i], i, x.shape());
+            }
             for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(src[i]);
         });
     });

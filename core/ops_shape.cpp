@@ -11,6 +11,12 @@ namespace attograd {
 Tensor reshape(const Tensor& x, const Shape& shape) {
     AG_CHECK(x.defined(), ValueError, "reshape: undefined tensor argument");
     Shape target = shape;
+    // A product that wraps around could match an empty tensor's 0 elements. Zero sizes are
+    // skipped: the strides of the other sizes must fit all the same.
+    std::int64_t nonzero = 1;
+    for (auto size : target)
+        AG_CHECK(size <= 0 || !__builtin_mul_overflow(nonzero, size, &nonzero), ShapeError,
+                 "reshape: shape {} has too many elements", shape);
     std::int64_t known = 1, inferred = -1;
     for (std::size_t i = 0; i < target.size(); ++i) {
         if (target[i] == -1) {
@@ -18,9 +24,7 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
             inferred = static_cast<std::int64_t>(i);
         } else {
             AG_CHECK(target[i] >= 0, ShapeError, "reshape: negative size in {}", shape);
-            // A product that wraps around could match an empty tensor's 0 elements.
-            AG_CHECK(!__builtin_mul_overflow(known, target[i], &known), ShapeError,
-                     "reshape: shape {} has too many elements", shape);
+            known *= target[i];  // cannot overflow: the non-zero sizes' product fits (checked above)
         }
     }
     if (inferred >= 0) {

@@ -44,17 +44,22 @@ void sparsemax_row(const T* x, T* p, std::int64_t n, std::int64_t stride, std::v
         return;
     }
     std::sort(sorted.begin(), sorted.end(), std::greater<T>());
-    T cumulative = 0, tau_sum = sorted[0];
+    // Sparsemax is shift-invariant: work with z = x - max (so 1 + k z_(k) is not lost against
+    // large x), accumulating in double (float32 sums of 1e5 entries drift).
+    const double top = static_cast<double>(sorted[0]);
+    double cumulative = 0, tau_sum = 0;
     std::size_t support = 1;
     for (std::size_t k = 0; k < sorted.size(); ++k) {
-        cumulative += sorted[k];
-        if (T(1) + static_cast<T>(k + 1) * sorted[k] > cumulative) {
+        const double z = static_cast<double>(sorted[k]) - top;
+        cumulative += z;
+        if (1.0 + static_cast<double>(k + 1) * z > cumulative) {
             support = k + 1;
             tau_sum = cumulative;
         }
     }
-    const T tau = (tau_sum - T(1)) / static_cast<T>(support);
-    for (std::int64_t i = 0; i < n; ++i) p[i * stride] = std::max(x[i * stride] - tau, T(0));
+    const double tau = (tau_sum - 1.0) / static_cast<double>(support);
+    for (std::int64_t i = 0; i < n; ++i)
+        p[i * stride] = static_cast<T>(std::max(static_cast<double>(x[i * stride]) - top - tau, 0.0));
 }
 
 }  // namespace

@@ -278,6 +278,10 @@ void save_safetensors(const fs::path& path, const std::map<std::string, Tensor>&
     const std::string header = make_header(tensors, metadata, where);
     std::error_code ec;
     AG_CHECK(!fs::is_directory(path, ec), IoError, "{}: is a directory", where);
+    // Renaming over a device (as root: /dev/null) would replace it with a regular file.
+    const fs::file_status existing = fs::status(path, ec);
+    AG_CHECK(!fs::exists(existing) || fs::is_regular_file(existing), IoError,
+             "{}: exists and is not a regular file; not replacing it", where);
     TempFile file(path, where);
     std::uint8_t length[8];
     for (int i = 0; i < 8; ++i) length[i] = static_cast<std::uint8_t>(header.size() >> (8 * i));

@@ -28,10 +28,11 @@ constexpr std::int64_t kMaxElements = std::numeric_limits<std::int64_t>::max() /
 
 void check_shape(const Shape& shape, std::string_view op) {
     for (auto s : shape) AG_CHECK(s >= 0, ShapeError, "{}: negative dimension in shape {}", op, shape);
+    // A product that wraps around would allocate a small buffer for a huge shape. Zero sizes
+    // are skipped: the strides of [0, 2^62, 2^62] would overflow just the same.
     std::int64_t n = 1;
     for (auto s : shape) {
-        // A product that wraps around would allocate a small buffer for a huge shape.
-        AG_CHECK(!__builtin_mul_overflow(n, s, &n) && n <= kMaxElements, ShapeError,
+        AG_CHECK(s == 0 || (!__builtin_mul_overflow(n, s, &n) && n <= kMaxElements), ShapeError,
                  "{}: shape {} has too many elements (at most {})", op, shape, kMaxElements);
     }
 }

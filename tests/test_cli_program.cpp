@@ -1,6 +1,7 @@
 // The attograd program end to end through run_cli: learning, determinism, --resume, refused
 // input (exit code 2, one line on stderr naming the culprit), run-directory safety, inspect.
 #include "commands.hpp"
+#include "core/serialization.hpp"
 #include "config.hpp"
 
 #include <doctest/doctest.h>
@@ -181,6 +182,19 @@ void check_reverse_learns(const std::vector<std::string>& options) {
     args.insert(args.end(), options.begin(), options.end());
     train(tmp / "run", args);
     CHECK(eval_json(tmp / "run")["sequence_accuracy"].get<double>() >= 0.99);
+}
+
+/// Rewrites the safetensors file at `path` (a well-formed file still) with one NaN in its first
+/// float tensor: what a flipped byte can do.
+void put_nan_in_first_float_tensor(const fs::path& path) {
+    auto state = attograd::load_safetensors(path);
+    for (auto& [name, tensor] : state) {
+        if (tensor.dtype() != attograd::DType::Float32 || tensor.numel() == 0) continue;
+        tensor.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+        attograd::save_safetensors(path, state);
+        return;
+    }
+    FAIL("no float32 tensor in ", path.string());
 }
 
 /// "a b c ..." of `n` letters from a-t (reverse's and copy's vocabulary).
@@ -420,12 +434,16 @@ TEST_CASE("eval and inspect refuse a truncated model.safetensors, naming the fil
 TEST_CASE("eval and inspect refuse a well-formed model.safetensors holding a NaN weight") {
     TempDir tmp;
     train(tmp / "run", {"--task", "reverse", "--steps", "1"});
-    const fs::path weights = tmp / "run/model.safetensors";
-    std::string bytes = read_text(weights);
-    bytes.replace(bytes.size() - 4, 4, std::string("\x00\x00\xc0\x7f", 4));  // the last float32: NaN
-    write_text(weights, bytes);
+    put_nan_in_first_float_tensor(tmp / "run/model.safetensors");
     check_refused(run({"eval", "--run", tmp / "run"}), {"model.safetensors", "NaN"});
     check_refused(run({"inspect", "--run", tmp / "run"}), {"model.safetensors", "NaN"});
+}
+
+TEST_CASE("train --resume refuses optimizer state holding a NaN") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "2"});
+    put_nan_in_first_float_tensor(tmp / "run/optimizer.safetensors");
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}), {"optimizer.safetensors", "NaN"});
 }
 
 TEST_CASE("eval --input reads tokens not in the vocabulary as <unk>, with a warning") {
@@ -607,4 +625,15 @@ TEST_CASE("inspect --format json --to - prints the tokens and every head's weigh
             CHECK(total == doctest::Approx(1.0).epsilon(1e-4));  // each query's weights are a distribution
         }
     }
+}
+
+TEST_CASE("a TSV that is not UTF-8, a directory or larger than memory allows is refused before training") {
+    TempDir tmp;
+    const fs::path bad = fs::path(tmp.path()) / "bad.tsv";
+    write_text(bad, "a b\tc d\n\xff\xc3 x\t\x80 y\n");
+    check_refused(run({"train", "--data", bad.string(), "--out", tmp / "run"}), {"bad.tsv:2", "UTF-8"});
+    CHECK_FALSE(fs::exists(tmp / "run"));
+    check_refused(run({"train", "--data", tmp.path().string(), "--out", tmp / "run2"}), {"is a directory"});
+    // /dev/zero has no newline and no end: reading it is bounded (it once grew without limit).
+    check_refused(run({"train", "--data", "/dev/zero", "--out", tmp / "run3"}), {"/dev/zero"});
 }

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <filesystem>
@@ -211,5 +212,17 @@ TEST_CASE("atomic writes replace the file whole and leave no temporary behind, f
     CHECK(files == 1);
     CHECK_THROWS_WITH_AS(write_file_atomic(dir / "missing" / "b.txt", "x"), doctest::Contains("missing"), IoError);
     CHECK_THROWS_WITH_AS(read_file(dir / "nope.txt"), doctest::Contains("nope.txt: cannot open"), IoError);
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("atomic writes refuse to replace what is not a regular file (a FIFO standing in for /dev/null)") {
+    const auto dir = std::filesystem::temp_directory_path() / "attograd_test_atomic_fifo";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const auto fifo = dir / "device";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THROWS_WITH_AS(attograd::cli::write_file_atomic(fifo, "x"), doctest::Contains("not a regular file"),
+                         attograd::IoError);
+    CHECK(std::filesystem::is_fifo(fifo));
     std::filesystem::remove_all(dir);
 }

@@ -358,6 +358,19 @@ TEST_CASE("shapes whose element count overflows are refused, not wrapped to a sm
     CHECK_ERROR(full({big, big, 0, big}, 1.0), "has too many elements", ShapeError);  // 0 after the wrap is no excuse
     CHECK_ERROR(reshape(f32({0}), {big, big, 0}), "reshape: shape", ShapeError);
     CHECK(zeros({big, 0}).numel() == 0);  // an empty tensor with a large dimension is fine
+    constexpr std::int64_t huge = std::numeric_limits<std::int64_t>::max();
+    CHECK_ERROR(zeros({0, huge, huge}), "zeros: shape", ShapeError);  // its strides would overflow
+    CHECK_ERROR(reshape(f32({0}), {0, huge, huge}), "reshape: shape", ShapeError);
+}
+
+TEST_CASE("to_dtype refuses float values that do not fit int64 (the cast would be undefined)") {
+    CHECK_ERROR(to_dtype(tensor({1.0, std::nan("")}, {2}), DType::Int64), "to_dtype: nan at flat index 1 of [2]",
+                ValueError);
+    CHECK_ERROR(to_dtype(tensor({1e30}, {1}), DType::Int64), "does not fit int64", ValueError);
+    CHECK_ERROR(to_dtype(f64({1}) - std::numeric_limits<double>::infinity(), DType::Int64), "does not fit int64",
+                ValueError);
+    CHECK(to_dtype(tensor({-2.5, 3.9}, {2}), DType::Int64).to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>{-2, 3});
 }
 
 TEST_CASE("a tensor too large for memory is a ResourceError naming its shape") {

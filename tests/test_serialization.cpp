@@ -5,6 +5,7 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -341,4 +342,15 @@ TEST_CASE("nn::save and nn::load move a model's state_dict through a file") {
     CHECK(max_abs_diff(target.weight(), before) == 0);
     CHECK_THROWS_WITH_AS(nn::load(target, dir / "absent.safetensors"), doctest::Contains("cannot open"),
                          IoError);
+}
+
+TEST_CASE("save_safetensors refuses to replace what is not a regular file (a FIFO standing in for /dev/null)") {
+    const auto dir = std::filesystem::temp_directory_path() / "attograd_test_save_fifo";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const auto fifo = dir / "device";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THROWS_WITH_AS(save_safetensors(fifo, {{"w", zeros({2})}}), doctest::Contains("not a regular file"), IoError);
+    CHECK(std::filesystem::is_fifo(fifo));
+    std::filesystem::remove_all(dir);
 }

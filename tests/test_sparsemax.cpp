@@ -96,3 +96,22 @@ TEST_CASE("sparsemax rejects bad input with the right error") {
     CHECK_THROWS_WITH_AS(sparsemax(tensor({1.0, NAN}, {2}), 0), doctest::Contains("[2]"), ValueError);
     CHECK_THROWS_WITH_AS(sparsemax(scalar(1.0), 0), doctest::Contains("0-d"), IndexError);
 }
+
+TEST_CASE("sparsemax of large, equal or long rows still sums to one (float32 and float64)") {
+    const auto row_sum = [](const Tensor& p) {
+        double total = 0;
+        for (const double v : p.to_vector<double>()) total += v;
+        return total;
+    };
+    for (DType dtype : {DType::Float32, DType::Float64}) {
+        INFO(static_cast<int>(dtype));
+        const TensorOptions o{.dtype = dtype};
+        const Tensor big = sparsemax(tensor({1e8, 0.0}, {1, 2}, o), 1);  // once [0, 0]
+        CHECK(big.at({0, 0}) == 1.0);
+        CHECK(big.at({0, 1}) == 0.0);
+        CHECK(row_sum(sparsemax(tensor({-1e7, -1e7}, {1, 2}, o), 1)) == doctest::Approx(1.0));  // once [1, 1]
+        CHECK(row_sum(sparsemax(tensor({-3e38, -3e38}, {1, 2}, o), 1)) == doctest::Approx(1.0));
+        CHECK(row_sum(sparsemax(full({1, 100000}, 1000.0, o), 1)) == doctest::Approx(1.0).epsilon(1e-4));
+        CHECK(row_sum(sparsemax(full({1, 100000}, 100.0, o), 1)) == doctest::Approx(1.0).epsilon(1e-4));
+    }
+}

@@ -225,6 +225,7 @@ int cmd_train(const TrainArgs& args) {
     std::string metrics = metrics_header;
     if (resuming) {
         const auto state = load_safetensors(out / "optimizer.safetensors");
+        check_all_finite(state, out / "optimizer.safetensors");
         try {
             optimizer->load_state_dict(unprefixed(state, "optimizer."));
             if (schedule) schedule->load_state_dict(unprefixed(state, "schedule."));

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
@@ -106,7 +107,7 @@ int run_cli(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return app.exit(e) == 0 ? 0 : 2;
     }
-    try {
+    const auto run_subcommand = [&] {
         if (app.got_subcommand("tasks")) return cmd_tasks();
         if (app.got_subcommand("train")) {
             for (const auto& [name, option] : train_options) {
@@ -117,6 +118,15 @@ int run_cli(int argc, char** argv) {
         if (app.got_subcommand("eval")) return cmd_eval(eval);
         inspect.samples_given = samples->count() > 0;
         return cmd_inspect(inspect);
+    };
+    try {
+        const int code = run_subcommand();
+        // Output lost on the way (a full disk, a closed pipe) is a failure, not a success.
+        if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+            fmt::print(stderr, "attograd: cannot write to standard output\n");
+            return 2;
+        }
+        return code;
     } catch (const UsageError& e) {
         fmt::print(stderr, "attograd: {}\n", e.what());
         return 2;

@@ -59,6 +59,7 @@ std::vector<Example> parse_tsv(const std::string& text, bool chars, const std::s
     for (int number = 1; std::getline(lines, line); ++number) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (trim(line).empty()) continue;
+        AG_CHECK(is_valid_utf8(line), ValueError, "{}:{}: not valid UTF-8", name, number);
         const auto tab = line.find('\t');
         AG_CHECK(tab != std::string::npos, ValueError, "{}:{}: expected 'source<TAB>target', found no tab",
                  name, number);
@@ -77,7 +78,12 @@ std::vector<Example> parse_tsv(const std::string& text, bool chars, const std::s
 }
 
 std::vector<Example> read_tsv(const std::string& path, bool chars) {
-    return parse_tsv(read_file(path), chars, path);
+    std::error_code error;
+    AG_CHECK(!std::filesystem::is_directory(path, error), ValueError, "{}: is a directory, not a TSV file", path);
+    // Bounded, so that a file without newlines (or /dev/zero) cannot fill the memory.
+    constexpr std::size_t max_bytes = std::size_t{256} << 20;
+    const std::string text = read_file(path, max_bytes);
+    return parse_tsv(text, chars, path);
 }
 
 std::string to_tsv(const std::vector<Example>& examples, bool chars) {

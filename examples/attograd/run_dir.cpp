@@ -20,6 +20,15 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
     return make_saved_data_task(std::move(held_out), config.task.chars, std::move(symbols));
 }
 
+void check_all_finite(const std::map<std::string, Tensor>& state, const std::filesystem::path& file) {
+    for (const auto& [name, tensor] : state) {
+        if (!is_floating(tensor.dtype())) continue;
+        const auto values = tensor.to_vector<double>();
+        AG_CHECK(std::all_of(values.begin(), values.end(), [](double x) { return std::isfinite(x); }), IoError,
+                 "{}: tensor '{}' holds NaN or Inf values (a corrupt checkpoint)", file.string(), name);
+    }
+}
+
 LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {
     AG_CHECK(std::filesystem::is_directory(dir), IoError, "{}: no such run directory", dir.string());
     const auto config_path = dir / "config.json";
@@ -41,14 +50,7 @@ LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {
     run.model = make_model(run.config.model, run.config.vocab, *run.generator);
     const auto weights = dir / "model.safetensors";
     const auto state = load_safetensors(weights);  // IoError naming the file when corrupt
-    // A flipped byte can leave a well-formed file with NaN weights, whose attention would be drawn
-    // as confident garbage: refuse it.
-    for (const auto& [name, tensor] : state) {
-        if (!is_floating(tensor.dtype())) continue;
-        const auto values = tensor.to_vector<double>();
-        AG_CHECK(std::all_of(values.begin(), values.end(), [](double x) { return std::isfinite(x); }), IoError,
-                 "{}: tensor '{}' holds NaN or Inf values (a corrupt checkpoint)", weights.string(), name);
-    }
+    check_all_finite(state, weights);
     try {
         run.model->load_state_dict(state);
     } catch (const Error& e) {

@@ -16,7 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <string>
 
 namespace attograd::cli {
 
@@ -33,6 +35,11 @@ struct LoadedRun {
 /// The task `config` names: a bundled task, or user data: for training the TSV file named in
 /// the config, otherwise the held-out examples saved in `dir`/heldout.tsv.
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir, bool for_training);
+
+/// Throws IoError naming `file` and the tensor when a floating tensor of `state` holds NaN or
+/// Inf: a flipped byte can leave a well-formed checkpoint whose weights would be drawn as
+/// confident garbage, or whose optimizer state would look like a diverged run.
+void check_all_finite(const std::map<std::string, Tensor>& state, const std::filesystem::path& file);
 
 /// Opens `dir`: reads config.json (refusing other format versions), rebuilds the task and the
 /// model and loads model.safetensors. Throws IoError naming the file when the directory or a

@@ -196,6 +196,7 @@ private:
 }  // namespace
 
 std::vector<std::string> Task::tokenize(const std::string& text) const {
+    AG_CHECK(is_valid_utf8(text), ValueError, "the input is not valid UTF-8");
     return info_.char_level ? split_chars(text) : split_whitespace(text);
 }
 

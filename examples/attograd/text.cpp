@@ -1,6 +1,8 @@
 // Small text helpers: whitespace and UTF-8 character tokenisation, joining, trimming.
 #include "text.hpp"
 
+#include <cstdint>
+
 namespace attograd::cli {
 
 std::vector<std::string> split_whitespace(std::string_view text) {
@@ -55,6 +57,36 @@ std::string printable(const std::string& token) {
     if (token == " ") return "\u2423";
     if (token == "\t") return "\u21e5";
     return token;
+}
+
+bool is_valid_utf8(std::string_view text) {
+    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+    const auto* end = p + text.size();
+    while (p < end) {
+        const unsigned char c = *p;
+        int extra = 0;
+        std::uint32_t code = 0, min = 0;
+        if (c < 0x80) {
+            ++p;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            extra = 1, code = c & 0x1F, min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            extra = 2, code = c & 0x0F, min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            extra = 3, code = c & 0x07, min = 0x10000;
+        } else {
+            return false;
+        }
+        if (end - p <= extra) return false;
+        for (int i = 1; i <= extra; ++i) {
+            if ((p[i] & 0xC0) != 0x80) return false;
+            code = (code << 6) | (p[i] & 0x3F);
+        }
+        if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
+        p += extra + 1;
+    }
+    return true;
 }
 
 }  // namespace attograd::cli

@@ -15,6 +15,9 @@ std::vector<std::string> split_chars(std::string_view text);
 std::string join(const std::vector<std::string>& tokens, std::string_view separator);
 /// `text` without leading and trailing whitespace (spaces, tabs, \r, \n).
 std::string_view trim(std::string_view text);
+/// True when `text` is well-formed UTF-8 (no stray continuation bytes, truncated or overlong
+/// sequences, surrogates or code points above U+10FFFF): run configs and exports are JSON.
+bool is_valid_utf8(std::string_view text);
 /// A token made printable for labels: a space becomes "␣", a tab "⇥".
 std::string printable(const std::string& token);
 
