@@ -3,8 +3,8 @@
 
 #include "core/autograd.hpp"
 #include "core/ops_local_attention.hpp"
-#include "core/parallel_rows.hpp"
 #include "core/parallel.hpp"
+#include "core/parallel_rows.hpp"
 
 #include <Eigen/Core>
 
@@ -44,7 +44,8 @@ void additive_forward(const T* uq, const T* wx, const T* v, T* out, const Dims& 
                       const detail::KeyWindow& keys) {
     const std::int64_t rows = d.n * d.tq;
     const Eigen::Map<const Vector<T>> vv(v, d.h);
-#pragma omp parallel for schedule(static) if (detail::worth_parallel(rows * keys.width * d.h, detail::kMinParallelTranscendentalWork))
+#pragma omp parallel for schedule( \
+    static) if (detail::worth_parallel(rows * keys.width * d.h, detail::kMinParallelTranscendentalWork))
     for (std::int64_t row = 0; row < rows; ++row) {
         T* o = out + row * keys.width;
         std::fill(o, o + keys.width, T(0));
@@ -66,7 +67,8 @@ void additive_backward(const T* uq, const T* wx, const T* v, const T* dscores, T
     const Eigen::Map<const RowVector<T>> vv(v, d.h);
     std::fill(duq, duq + rows * d.h, T(0));
     detail::for_rows_scattering(
-        rows, detail::worth_parallel(rows * keys.width * d.h, detail::kMinParallelTranscendentalWork), acc.data(), wx_size + d.h, [&](std::int64_t row, T* a) {
+        rows, detail::worth_parallel(rows * keys.width * d.h, detail::kMinParallelTranscendentalWork),
+        acc.data(), wx_size + d.h, [&](std::int64_t row, T* a) {
             const std::int64_t lo = keys.lo(row), hi = keys.hi(row);
             if (hi <= lo) return;
             auto z = tanh_block(uq, wx, d, row, lo, hi);

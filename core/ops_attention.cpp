@@ -3,6 +3,7 @@
 #include "core/ops_attention.hpp"
 
 #include "core/autograd.hpp"
+#include "core/fused_attention_common.hpp"
 #include "core/parallel.hpp"
 
 #include <Eigen/Core>
@@ -25,27 +26,10 @@ using MatrixMap = Eigen::Map<RowMatrix<T>>;
 template <class T>
 using ConstMatrixMap = Eigen::Map<const RowMatrix<T>>;
 
-// Where the (batch, head) blocks of one operand live, in elements: block (b, h) starts at
-// offset + b * batch + h * head and its rows are `row` apart (columns are contiguous).
-struct Layout {
-    std::int64_t offset = 0, batch = 0, head = 0, row = 0;
-    std::int64_t at(std::int64_t b, std::int64_t h) const { return offset + b * batch + h * head; }
-};
-
-// [B, h, T, width]: heads are separate planes.
-Layout heads_major(std::int64_t heads, std::int64_t t, std::int64_t width) {
-    return {.offset = 0, .batch = heads * t * width, .head = t * width, .row = width};
-}
-
-// [B, T, row_width] with head i at columns offset + i * width.
-Layout heads_last(std::int64_t t, std::int64_t width, std::int64_t row_width, std::int64_t offset) {
-    return {.offset = offset, .batch = t * row_width, .head = width, .row = row_width};
-}
+using detail::heads_major;
 
 // Everything the kernels need to know about one call, besides the data pointers.
-struct Geometry {
-    std::int64_t batch = 0, heads = 0, tq = 0, tk = 0, d = 0, dv = 0;
-    Layout q{}, k{}, v{}, out{};
+struct Geometry : detail::HeadGeometry {
     // Strides of the additive mask over [B, h, Tq, Tk] (0 on broadcast dimensions).
     std::int64_t mask_b = 0, mask_h = 0, mask_t = 0, mask_s = 0;
     double scale = 1.0;
@@ -53,9 +37,11 @@ struct Geometry {
     double dropout_p = 0.0;
     std::vector<std::uint64_t> seeds{};
     bool dropout_active() const { return !seeds.empty(); }
-    std::int64_t blocks() const { return batch * heads; }
     // Enough work per call to be worth a parallel region.
-    bool parallel() const { return blocks() > 1 && detail::worth_parallel(blocks() * tq * tk * (d + dv), detail::kMinParallelGemmWork); }
+    bool parallel() const {
+        return blocks() > 1 &&
+               detail::worth_parallel(blocks() * tq * tk * (d + dv), detail::kMinParallelGemmWork);
+    }
 };
 
 // A small counter-based generator (SplitMix64): each block's dropout mask is regenerated from
@@ -219,16 +205,6 @@ void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
     }
 }
 
-template <class T>
-const T* data_or_null(const Tensor& t) {
-    return t.defined() ? t.data<T>() : nullptr;
-}
-
-template <class T>
-T* data_or_null(Tensor& t) {
-    return t.defined() ? t.data<T>() : nullptr;
-}
-
 // Validates the options against the geometry and fills in the mask strides, scale and seeds.
 void prepare(Geometry& g, const Tensor& q, const SdpaOptions& o, const char* op) {
     const Tensor& m = o.attn_mask;
@@ -263,18 +239,6 @@ void prepare(Geometry& g, const Tensor& q, const SdpaOptions& o, const char* op)
     }
 }
 
-void check_inputs(const char* op, std::initializer_list<const Tensor*> inputs, std::int64_t rank) {
-    const Tensor& first = **inputs.begin();
-    for (const Tensor* t : inputs) {
-        AG_CHECK(t->defined(), ValueError, "{}: undefined tensor argument", op);
-        AG_CHECK(t->dim() == rank, ShapeError, "{}: expected rank-{} inputs, got {}", op, rank, t->shape());
-        AG_CHECK(t->dtype() == first.dtype(), DTypeError, "{}: dtypes differ: {} and {}", op, first.dtype(),
-                 t->dtype());
-    }
-    AG_CHECK(is_floating(first.dtype()), DTypeError, "{}: expected float32 or float64 inputs, got {}", op,
-             first.dtype());
-}
-
 // Runs the kernels for q, k, v (one tensor when `packed`) and records the tape entries:
 // one for the output and one for the weights (whose backward runs only when they are used).
 SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, bool packed, Geometry g,
@@ -284,8 +248,8 @@ SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
     Tensor weights = empty({g.batch, g.heads, g.tq, g.tk}, {.dtype = q.dtype()});
     const Tensor mask = options.attn_mask;
     dispatch_floating(q.dtype(), op, [&]<class T>(T) {
-        forward_kernel<T>(g, q.data<T>(), k.data<T>(), v.data<T>(), data_or_null<T>(mask), out.data<T>(),
-                          weights.data<T>());
+        forward_kernel<T>(g, q.data<T>(), k.data<T>(), v.data<T>(), detail::data_or_null<T>(mask),
+                          out.data<T>(), weights.data<T>());
     });
     if (!autograd::needs_record({&q, &k, &v})) return {out, weights};
 
@@ -305,11 +269,11 @@ SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
                                      .k = k.data<T>(),
                                      .v = v.data<T>(),
                                      .weights = p.data<T>(),
-                                     .dout = data_or_null<T>(dout),
-                                     .dweights = data_or_null<T>(dweights),
-                                     .dq = data_or_null<T>(dq),
-                                     .dk = data_or_null<T>(dk),
-                                     .dv = data_or_null<T>(dv)});
+                                     .dout = detail::data_or_null<T>(dout),
+                                     .dweights = detail::data_or_null<T>(dweights),
+                                     .dq = detail::data_or_null<T>(dq),
+                                     .dk = detail::data_or_null<T>(dk),
+                                     .dv = detail::data_or_null<T>(dv)});
         });
         if (packed) {
             grads.add(0, dq);
@@ -343,14 +307,14 @@ SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
 SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                         const SdpaOptions& options) {
     constexpr const char* op = "scaled_dot_product_attention";
-    check_inputs(op, {&q, &k, &v}, 4);
+    detail::check_attention_inputs(op, {&q, &k, &v}, 4);
     const Shape &sq = q.shape(), &sk = k.shape(), &sv = v.shape();
     AG_CHECK(sk[0] == sq[0] && sv[0] == sq[0] && sk[1] == sq[1] && sv[1] == sq[1], ShapeError,
              "{}: batch and head sizes differ: q {}, k {}, v {}", op, sq, sk, sv);
     AG_CHECK(sk[3] == sq[3], ShapeError, "{}: q and k widths differ: q {}, k {}", op, sq, sk);
     AG_CHECK(sv[2] == sk[2], ShapeError, "{}: k and v lengths differ: k {}, v {}", op, sk, sv);
     AG_CHECK(sq[3] > 0, ShapeError, "{}: q and k need a positive width, got q {}", op, sq);
-    Geometry g{.batch = sq[0], .heads = sq[1], .tq = sq[2], .tk = sk[2], .d = sq[3], .dv = sv[3]};
+    Geometry g{{.batch = sq[0], .heads = sq[1], .tq = sq[2], .tk = sk[2], .d = sq[3], .dv = sv[3]}};
     g.q = heads_major(g.heads, g.tq, g.d);
     g.k = heads_major(g.heads, g.tk, g.d);
     g.v = heads_major(g.heads, g.tk, g.dv);
@@ -362,44 +326,17 @@ SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const 
 SdpaResult scaled_dot_product_attention_heads(const Tensor& q, const Tensor& k, const Tensor& v,
                                               std::int64_t num_heads, const SdpaOptions& options) {
     constexpr const char* op = "scaled_dot_product_attention_heads";
-    check_inputs(op, {&q, &k, &v}, 3);
-    const Shape &sq = q.shape(), &sk = k.shape(), &sv = v.shape();
-    AG_CHECK(sk[0] == sq[0] && sv[0] == sq[0], ShapeError, "{}: batch sizes differ: q {}, k {}, v {}", op, sq,
-             sk, sv);
-    AG_CHECK(sk[2] == sq[2], ShapeError, "{}: q and k widths differ: q {}, k {}", op, sq, sk);
-    AG_CHECK(sv[1] == sk[1], ShapeError, "{}: k and v lengths differ: k {}, v {}", op, sk, sv);
-    AG_CHECK(num_heads >= 1 && sq[2] % num_heads == 0 && sv[2] % num_heads == 0 && sq[2] > 0, ValueError,
-             "{}: num_heads {} must divide the widths of q {} and v {}", op, num_heads, sq, sv);
-    Geometry g{.batch = sq[0],
-               .heads = num_heads,
-               .tq = sq[1],
-               .tk = sk[1],
-               .d = sq[2] / num_heads,
-               .dv = sv[2] / num_heads};
-    g.q = heads_last(g.tq, g.d, sq[2], 0);
-    g.k = heads_last(g.tk, g.d, sk[2], 0);
-    g.v = heads_last(g.tk, g.dv, sv[2], 0);
-    g.out = heads_last(g.tq, g.dv, sv[2], 0);
-    return run(op, q, k, v, false, std::move(g), {sq[0], sq[1], sv[2]}, options);
+    Geometry g{detail::heads_last_geometry(op, q, k, v, num_heads)};
+    const Shape out_shape{g.batch, g.tq, g.heads * g.dv};
+    return run(op, q, k, v, false, std::move(g), out_shape, options);
 }
 
 SdpaResult scaled_dot_product_attention_packed(const Tensor& qkv, std::int64_t num_heads,
                                                const SdpaOptions& options) {
     constexpr const char* op = "scaled_dot_product_attention_packed";
-    check_inputs(op, {&qkv}, 3);
-    const Shape& s = qkv.shape();
-    AG_CHECK(s[2] % 3 == 0 && s[2] > 0, ShapeError,
-             "{}: qkv [B, T, 3 * E] needs a width divisible by 3, got {}", op, s);
-    const std::int64_t e = s[2] / 3;
-    AG_CHECK(num_heads >= 1 && e % num_heads == 0, ValueError, "{}: num_heads {} must divide E = {} (qkv {})",
-             op, num_heads, e, s);
-    Geometry g{
-        .batch = s[0], .heads = num_heads, .tq = s[1], .tk = s[1], .d = e / num_heads, .dv = e / num_heads};
-    g.q = heads_last(g.tq, g.d, s[2], 0);
-    g.k = heads_last(g.tk, g.d, s[2], e);
-    g.v = heads_last(g.tk, g.dv, s[2], 2 * e);
-    g.out = heads_last(g.tq, g.dv, e, 0);
-    return run(op, qkv, qkv, qkv, true, std::move(g), {s[0], s[1], e}, options);
+    Geometry g{detail::packed_geometry(op, qkv, num_heads)};
+    const Shape out_shape{g.batch, g.tq, g.heads * g.dv};
+    return run(op, qkv, qkv, qkv, true, std::move(g), out_shape, options);
 }
 
 }  // namespace attograd

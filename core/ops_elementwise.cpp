@@ -322,8 +322,9 @@ Tensor to_dtype(const Tensor& x, DType dtype) {
                 // Casting NaN, inf or a value beyond int64's range is undefined behaviour in C++.
                 constexpr double limit = 9223372036854775808.0;  // 2^63
                 for (std::int64_t i = 0; i < n; ++i)
-                    AG_CHECK(static_cast<double>(src[i]) >= -limit && static_cast<double>(src[i]) < limit, ValueError,
-                             "to_dtype: {} at flat index {} of {} does not fit int64", src[i], i, x.shape());
+                    AG_CHECK(static_cast<double>(src[i]) >= -limit && static_cast<double>(src[i]) < limit,
+                             ValueError, "to_dtype: {} at flat index {} of {} does not fit int64", src[i], i,
+                             x.shape());
             }
             for (std::int64_t i = 0; i < n; ++i) dst[i] = static_cast<D>(src[i]);
         });

@@ -2,8 +2,8 @@
 #include "core/ops_local_attention.hpp"
 
 #include "core/autograd.hpp"
-#include "core/parallel_rows.hpp"
 #include "core/parallel.hpp"
+#include "core/parallel_rows.hpp"
 
 #include <Eigen/Core>
 
@@ -23,7 +23,6 @@ template <class T>
 using VectorMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
 template <class T>
 using ConstVectorMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>;
-
 
 // Rows [N * Tq] of a band and the key block [lo, hi) each one sees.
 struct Band {
@@ -84,7 +83,8 @@ Tensor local_dot_score(const Tensor& q, const Tensor& k, const Tensor& window_st
         T* po = out.data<T>();
         std::fill(po, po + out.numel(), T(0));
         // scores[t, j] = scale * k[s_j] . q[t]
-#pragma omp parallel for schedule(static) if (detail::worth_parallel(band.rows() * width * d, detail::kMinParallelWork))
+#pragma omp parallel for schedule( \
+    static) if (detail::worth_parallel(band.rows() * width * d, detail::kMinParallelWork))
         for (std::int64_t row = 0; row < band.rows(); ++row) {
             const std::int64_t len = band.window.hi(row) - band.window.lo(row);
             if (len <= 0) continue;
@@ -107,8 +107,9 @@ Tensor local_dot_score(const Tensor& q, const Tensor& k, const Tensor& window_st
                     T* pdq = dq.data<T>();
                     const T s = static_cast<T>(scale);
                     detail::for_rows_scattering(
-                        band.rows(), detail::worth_parallel(band.rows() * band.window.width * d, detail::kMinParallelWork), dk.data<T>(),
-                        dk.numel(), [&](std::int64_t row, T* acc) {
+                        band.rows(),
+                        detail::worth_parallel(band.rows() * band.window.width * d, detail::kMinParallelWork),
+                        dk.data<T>(), dk.numel(), [&](std::int64_t row, T* acc) {
                             const std::int64_t len = band.window.hi(row) - band.window.lo(row);
                             if (len <= 0) return;
                             const ConstMatrixMap<T> keys(pk + band.key_row(row) * d, len, d);
@@ -137,7 +138,8 @@ Tensor local_weighted_sum(const Tensor& weights, const Tensor& v, const Tensor& 
         const T* pv = v.data<T>();
         T* po = out.data<T>();
         // out[t] = sum_j w[t, j] v[s_j]
-#pragma omp parallel for schedule(static) if (detail::worth_parallel(band.rows() * width * dv, detail::kMinParallelWork))
+#pragma omp parallel for schedule( \
+    static) if (detail::worth_parallel(band.rows() * width * dv, detail::kMinParallelWork))
         for (std::int64_t row = 0; row < band.rows(); ++row) {
             const std::int64_t len = band.window.hi(row) - band.window.lo(row);
             if (len <= 0) continue;
@@ -159,7 +161,9 @@ Tensor local_weighted_sum(const Tensor& weights, const Tensor& v, const Tensor& 
                                  const T* pd = dy.data<T>();
                                  T* pdw = dw.data<T>();
                                  detail::for_rows_scattering(
-                                     band.rows(), detail::worth_parallel(band.rows() * band.window.width * dv, detail::kMinParallelWork),
+                                     band.rows(),
+                                     detail::worth_parallel(band.rows() * band.window.width * dv,
+                                                            detail::kMinParallelWork),
                                      dvalues.data<T>(), dvalues.numel(), [&](std::int64_t row, T* acc) {
                                          const std::int64_t len = band.window.hi(row) - band.window.lo(row);
                                          if (len <= 0) return;

@@ -124,13 +124,15 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
                                          const T* lpj = lp + n * s.size * s.inner + i;
                                          T* pxj = px + n * s.size * s.inner + i;
                                          if (tj == options.ignore_index) {
-                                             for (std::int64_t c = 0; c < s.size; ++c) pxj[c * s.inner] = T(0);
+                                             for (std::int64_t c = 0; c < s.size; ++c)
+                                                 pxj[c * s.inner] = T(0);
                                              continue;
                                          }
                                          const T up = upstream(j);
                                          for (std::int64_t c = 0; c < s.size; ++c) {
                                              const T hit = c == tj ? T(1) - eps : T(0);
-                                             pxj[c * s.inner] = up * (std::exp(lpj[c * s.inner]) - hit - per_class);
+                                             pxj[c * s.inner] =
+                                                 up * (std::exp(lpj[c * s.inner]) - hit - per_class);
                                          }
                                      }
                              });

@@ -46,7 +46,8 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
     const std::int64_t m = transpose_b ? b_rows : b_cols;
     const std::int64_t inner = transpose_a ? a_rows : a_cols;
     // Rows [first, first + count) of C = op(A) op(B).
-    const auto product_rows = [&]<class T>(const T* pa, const T* pb, T* po, std::int64_t first, std::int64_t count) {
+    const auto product_rows = [&]<class T>(const T* pa, const T* pb, T* po, std::int64_t first,
+                                           std::int64_t count) {
         const ConstMatrixMap<T> A(pa, a_rows, a_cols);
         const ConstMatrixMap<T> B(pb, b_rows, b_cols);
         auto C = MatrixMap<T>(po, n, m).middleRows(first, count);
@@ -93,7 +94,8 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
                     pb + batch_offset(i, out_batch, stride_b) * b_rows * b_cols, po + i * n * m);
         };
         // Products split over threads, whole products per thread.
-        const bool parallel_batches = batches > 1 && detail::worth_parallel(n * m * inner * batches, detail::kMinParallelGemmWork);
+        const bool parallel_batches =
+            batches > 1 && detail::worth_parallel(n * m * inner * batches, detail::kMinParallelGemmWork);
         if (parallel_batches) {
 #pragma omp parallel for schedule(static)
             for (std::int64_t i = 0; i < batches; ++i) one(i);

@@ -39,7 +39,6 @@ struct RowStats {
     std::vector<double> rstd;  // 1 / sqrt(var + eps)
 };
 
-
 }  // namespace
 
 Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& weight, const Tensor& bias,

@@ -96,7 +96,8 @@ Tensor sparsemax(const Tensor& x, std::int64_t axis) {
                 const T* pp = p.data<T>();
                 const T* pd = dy.data<T>();
                 T* pdx = dx.data<T>();
-#pragma omp parallel for schedule(static) if (detail::worth_parallel(rows.count() * rows.n, detail::kMinParallelWork))
+#pragma omp parallel for schedule( \
+    static) if (detail::worth_parallel(rows.count() * rows.n, detail::kMinParallelWork))
                 for (std::int64_t row = 0; row < rows.count(); ++row) {
                     const std::int64_t base = rows.base(row);
                     T total = 0;

@@ -2,8 +2,8 @@
 // cross_entropy.
 #pragma once
 
-#include "core/shape.hpp"
 #include "core/parallel.hpp"
+#include "core/shape.hpp"
 
 #include <cmath>
 #include <limits>
@@ -20,7 +20,8 @@ using UnitStride = std::integral_constant<std::int64_t, 1>;
 /// are independent, so large tensors split them over the OpenMP threads (same result).
 template <class Fn>
 void for_each_row(const AxisSplit& s, Fn&& fn) {
-    const bool parallel = s.outer > 1 && worth_parallel(s.outer * s.size * s.inner, kMinParallelTranscendentalWork);
+    const bool parallel =
+        s.outer > 1 && worth_parallel(s.outer * s.size * s.inner, kMinParallelTranscendentalWork);
     if (s.inner == 1) {
 #pragma omp parallel for schedule(static) if (parallel)
         for (std::int64_t o = 0; o < s.outer; ++o) fn(o * s.size, UnitStride{});

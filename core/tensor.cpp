@@ -18,8 +18,8 @@ std::shared_ptr<Storage> make_storage(const Shape& shape, DType dtype) {
     try {
         return std::allocate_shared<Storage>(detail::SmallBlockAllocator<Storage>{}, bytes);
     } catch (const std::bad_alloc&) {
-        throw ResourceError(fmt::format("out of memory: a {} tensor of shape {} needs {:.3g} GiB", dtype, shape,
-                                        static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0)));
+        throw ResourceError(fmt::format("out of memory: a {} tensor of shape {} needs {:.3g} GiB", dtype,
+                                        shape, static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0)));
     }
 }
 
@@ -194,8 +194,8 @@ Tensor scalar(double value, TensorOptions options) { return full({}, value, opti
 Tensor arange(double start, double end, double step, TensorOptions options) {
     AG_CHECK(step != 0.0 && std::isfinite(step), ValueError,
              "arange: step must be finite and non-zero, got {}", step);
-    AG_CHECK(std::isfinite(start) && std::isfinite(end), ValueError, "arange: start and end must be finite, got {} and {}",
-             start, end);
+    AG_CHECK(std::isfinite(start) && std::isfinite(end), ValueError,
+             "arange: start and end must be finite, got {} and {}", start, end);
     AG_CHECK((end - start) / step >= 0.0, ValueError,
              "arange: step {} has the wrong sign for the range [{}, {})", step, start, end);
     const double count = std::ceil((end - start) / step);

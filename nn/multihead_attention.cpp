@@ -172,8 +172,8 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
     Tensor heads, weights;  // [B, Tq, E] (heads side by side) and [B, h, Tq, Tk']
     if (o.local != LocalMode::None) {
         check_attention_masks(masks, batch, o.num_heads, tq, tk, kOp);
-        const auto [q, k, v] = project(query, key, value);
-        std::tie(heads, weights) = attend_local(q, k, v, masks, args.need_weights || attention_recording());
+        std::tie(heads, weights) =
+            attend_local(query, key, value, masks, args.need_weights || attention_recording());
     } else {
         const Tensor mask =
             pad_mask_columns(combine_attention_masks(masks, batch, o.num_heads, tq, tk, o.dtype, kOp), extra);

@@ -130,12 +130,13 @@ private:
     };
     Projected project(const Tensor& query, const Tensor& key, const Tensor& value) const;
     void check_inputs(const Tensor& query, const Tensor& key, const Tensor& value) const;
-    // The other paths (nn/multihead_attention_local.cpp): q [B, Tq, E], k, v [B, Tk', E] ->
-    // heads side by side [B, Tq, E] and the weights [B, h, Tq, Tk'] (undefined when a local
-    // path was not asked for them).
+    // The other paths (nn/multihead_attention_local.cpp) -> heads side by side [B, Tq, E] and
+    // the weights [B, h, Tq, Tk'] (undefined when the local path was not asked for them).
+    // attend_with_score takes the projections q [B, Tq, E], k, v [B, Tk', E]; attend_local the
+    // inputs, which it projects itself (one GEMM for packed self-attention).
     std::pair<Tensor, Tensor> attend_with_score(const Tensor& q, const Tensor& k, const Tensor& v,
                                                 const Tensor& mask) const;
-    std::pair<Tensor, Tensor> attend_local(const Tensor& q, const Tensor& k, const Tensor& v,
+    std::pair<Tensor, Tensor> attend_local(const Tensor& query, const Tensor& key, const Tensor& value,
                                            const AttentionMasks& masks, bool dense_weights) const;
 
     MultiHeadAttentionOptions options_;

@@ -3,6 +3,7 @@
 // banded kernels (core/ops_local_attention.hpp).
 #include "core/ops.hpp"
 #include "core/ops_local_attention.hpp"
+#include "core/ops_local_sdpa.hpp"
 #include "nn/multihead_attention.hpp"
 
 #include <cstring>
@@ -56,34 +57,69 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_with_score(const Tensor& q,
     return {reshape(permute(heads, {0, 2, 1, 3}), {b, tq, h * d}), weights};
 }
 
-std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(const Tensor& q, const Tensor& k, const Tensor& v,
-                                                           const AttentionMasks& masks,
+std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(const Tensor& query, const Tensor& key,
+                                                           const Tensor& value, const AttentionMasks& masks,
                                                            bool dense_weights) const {
     const auto& o = options_;
-    const std::int64_t b = q.size(0), tq = q.size(1), tk = k.size(1), h = o.num_heads;
+    const std::int64_t b = query.size(0), tq = query.size(1), tk = key.size(1), h = o.num_heads,
+                       d = head_dim();
     const std::int64_t d_band = band_half_width(o.window, tk), width = 2 * d_band + 1;  // D unless D >= Tk
-    const Tensor qh = split_heads(q, h), kh = split_heads(k, h), vh = split_heads(v, h);  // [B h, T, d]
+    // The (scaled) dot score without active dropout runs fused, heads read in place; the other
+    // scores (and dropout) go through the score module, a softmax and local_weighted_sum.
+    const bool fused =
+        (o.score == Score::ScaledDot || o.score == Score::Dot) && !(is_training() && o.dropout > 0);
+    const bool self = query.impl() == key.impl() && key.impl() == value.impl();
+    Tensor q, k, v, qkv;  // q, k, v [B, T, E], or qkv [B, T, 3E] from one GEMM
+    if (fused && self && packed_projection()) {
+        qkv = linear(query, in_proj_weight_, in_proj_bias_);
+        if (o.local == LocalMode::Predictive) q = narrow(qkv, 2, 0, o.embed_dim);
+    } else {
+        const auto projected = project(query, key, value);
+        q = projected.q;
+        k = projected.k;
+        v = projected.v;
+    }
     Tensor start, centre;  // window starts int64 [B h, Tq]; local-p's real centres p_t [B h, Tq]
     if (o.local == LocalMode::Predictive) {
-        // p_t = Tk * sigmoid(v_p^T tanh(W_p q_t)) per head: [B h, Tq, d] -> [B h, Tq]
-        const Tensor hidden = tanh(linear(qh, W_p_));
-        centre =
-            reshape(sigmoid(linear(hidden, reshape(v_p_, {1, -1}))), {b * h, tq}) * static_cast<double>(tk);
+        // p_t = Tk * sigmoid(v_p^T tanh(W_p q_t)) per head: [B, Tq, h, d] -> [B, Tq, h] -> [B h, Tq]
+        const Tensor hidden = tanh(linear(reshape(q, {b, tq, h, d}), W_p_));
+        const Tensor p = reshape(sigmoid(linear(hidden, reshape(v_p_, {1, -1}))), {b, tq, h});
+        centre = reshape(permute(p, {0, 2, 1}), {b * h, tq}) * static_cast<double>(tk);
         start = predictive_window_start(centre, tk, d_band);
     } else {
         start = monotonic_window_start(b * h, tq, tk, d_band);
     }
-    // the band [B h, Tq, 2D + 1]: -inf outside the keys and where masked
-    const Tensor scores = score_->forward_local(qh, kh, start, width) +
-                          local_band_mask(per_head(masks, h), start, width, tk, o.dtype, kOp);
-    Tensor band = softmax(scores, -1);
-    // local-p: times the Gaussian exp(-(s - p_t)^2 / (2 sigma^2)), sigma = D / 2, not renormalised
-    if (centre.defined())
-        band = band * gaussian_window(centre, start, width, static_cast<double>(o.window) / 2.0);
-    const Tensor heads = local_weighted_sum(dropout(band, o.dropout, is_training(), *generator_), vh, start);
+    // local-p: the weights times the Gaussian exp(-(s - p_t)^2 / (2 sigma^2)), sigma = D / 2, not
+    // renormalised
+    const Tensor gaussian = centre.defined()
+                                ? gaussian_window(centre, start, width, static_cast<double>(o.window) / 2.0)
+                                : Tensor();
+    Tensor heads, band;  // [B, Tq, E] and the weights [B h, Tq, 2D + 1]
+    if (fused) {
+        const bool masked = masks.attn_mask.defined() || masks.key_padding_mask.defined() || masks.is_causal;
+        const LocalSdpaOptions options{
+            .band_mask =
+                masked ? local_band_mask(per_head(masks, h), start, width, tk, o.dtype, kOp) : Tensor(),
+            .factor = gaussian,
+            .scale = o.score == Score::Dot ? std::optional<double>(1.0) : std::nullopt};
+        const SdpaResult r =
+            qkv.defined() ? local_scaled_dot_product_attention_packed(qkv, h, start, width, options)
+                          : local_scaled_dot_product_attention_heads(q, k, v, h, start, width, options);
+        heads = r.output;
+        band = r.weights;
+    } else {
+        const Tensor qh = split_heads(q, h), kh = split_heads(k, h), vh = split_heads(v, h);  // [B h, T, d]
+        // the band [B h, Tq, 2D + 1]: -inf outside the keys and where masked
+        const Tensor scores = score_->forward_local(qh, kh, start, width) +
+                              local_band_mask(per_head(masks, h), start, width, tk, o.dtype, kOp);
+        band = softmax(scores, -1);
+        if (gaussian.defined()) band = band * gaussian;
+        heads = merge_heads(
+            local_weighted_sum(dropout(band, o.dropout, is_training(), *generator_), vh, start), h);
+    }
     Tensor weights;
     if (dense_weights) weights = reshape(local_band_to_dense(band, start, tk), {b, h, tq, tk});
-    return {merge_heads(heads, h), weights};
+    return {heads, weights};
 }
 
 }  // namespace attograd::nn

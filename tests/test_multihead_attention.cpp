@@ -185,6 +185,36 @@ TEST_CASE("self-attention's packed path equals the general path") {
     CHECK(packed.weights.shape() == Shape{3, 2, 5, 5});
 }
 
+TEST_CASE("local self-attention: the fused packed path equals the fused general and unfused paths") {
+    Generator gen(31);
+    for (const nn::LocalMode local : {nn::LocalMode::Monotonic, nn::LocalMode::Predictive}) {
+        INFO(nn::to_string(local));
+        // dropout 1e-300 drops nothing (and scales by exactly 1) but sends training mode down
+        // the unfused path: score module, softmax, local_weighted_sum
+        auto mha = random_module(
+            {.embed_dim = 8, .num_heads = 2, .dropout = 1e-300, .local = local, .window = 2}, gen);
+        const Tensor x = rand64({3, 7, 8}, 32), copy = clone(x);
+        const nn::MultiHeadAttentionArgs args{
+            .key_padding_mask = bool_mask({3, 7}, [](auto b, auto s) { return s == 2 * b; }),
+            .is_causal = true,
+            .average_attn_weights = false};
+        mha->eval();
+        const auto packed = mha->forward(x, args), general = mha->forward(x, copy, copy, args);
+        mha->train();
+        const auto unfused = mha->forward(x, args);
+        CHECK(max_abs_diff(packed.output, general.output) < 1e-13);
+        CHECK(max_abs_diff(packed.weights, general.weights) < 1e-13);
+        CHECK(max_abs_diff(packed.output, unfused.output) < 1e-13);
+        CHECK(max_abs_diff(packed.weights, unfused.weights) < 1e-13);
+        mha->eval();
+        auto fn = [&, args = args](const Inputs& in) {
+            const auto out = mha->forward(in[0], args);
+            return sum(out.output * out.output) + sum(out.weights * out.weights);
+        };
+        CHECK_GRADCHECK(fn, with_parameters(*mha, {rand64({3, 7, 8}, 33)}));
+    }
+}
+
 TEST_CASE("each score option passes gradcheck in MultiHeadAttention") {
     Generator gen(4);
     for (const nn::Score score :
