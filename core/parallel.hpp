@@ -8,18 +8,22 @@
 
 namespace attograd::detail {
 
-// Starting an OpenMP region costs microseconds on an idle machine, but when other processes
-// hold the cores each region waits up to a scheduler time slice (milliseconds) for a worker.
-// So only loops that take roughly a millisecond on one core are split: small models run on one
-// thread and keep their speed on a loaded machine; large ones use every core. Eigen's own GEMM
-// threading is off (EIGEN_DONT_PARALLELIZE) so that GEMMs follow this policy too.
+// Starting an OpenMP region costs a few microseconds on an idle machine, but when other
+// processes hold the cores each region may wait up to a scheduler time slice for a worker. So a
+// loop is split only above roughly 20-50 microseconds of single-core work: enough that the split
+// pays on an idle machine, few enough regions per step that a loaded one loses little.
+// Measured on 2 cores (bench/README.md): the small training step takes ~2.4 ms on two threads
+// against ~3.8 ms on one; with two busy processes beside it, 100 CLI steps take 1.2 s on two
+// threads against 0.8 s on one (OMP_NUM_THREADS=1 is the remedy on a shared machine). A
+// millisecond threshold (the policy before) kept small models on one thread, idle or not.
+// Eigen's own GEMM threading is off (EIGEN_DONT_PARALLELIZE) so that GEMMs follow this policy.
 
 /// Element visits (adds, multiply-adds outside GEMM) below which a loop stays on one thread.
-inline constexpr std::int64_t kMinParallelWork = std::int64_t{1} << 20;
+inline constexpr std::int64_t kMinParallelWork = std::int64_t{1} << 15;
 /// The same for element visits that each evaluate exp, log or tanh (~8x an add).
 inline constexpr std::int64_t kMinParallelTranscendentalWork = kMinParallelWork / 8;
 /// The same for multiply-adds in cache-blocked GEMM kernels (~20x faster per unit).
-inline constexpr std::int64_t kMinParallelGemmWork = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMinParallelGemmWork = std::int64_t{1} << 18;
 
 /// Threads worth starting for `work` units: 1 below twice `min_work`, else one per `min_work`
 /// units, at most omp_get_max_threads().
@@ -29,6 +33,8 @@ inline int threads_for(std::int64_t work, std::int64_t min_work) {
 }
 
 /// True when `work` units are worth splitting over threads.
-inline bool worth_parallel(std::int64_t work, std::int64_t min_work) { return threads_for(work, min_work) > 1; }
+inline bool worth_parallel(std::int64_t work, std::int64_t min_work) {
+    return threads_for(work, min_work) > 1;
+}
 
 }  // namespace attograd::detail
