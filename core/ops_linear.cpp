@@ -3,8 +3,9 @@
 
 #include "core/autograd.hpp"
 #include "core/ops_matmul.hpp"
-#include "core/ops_reduce.hpp"
 #include "core/ops_shape.hpp"
+
+#include <Eigen/Core>
 
 namespace attograd {
 namespace {
@@ -26,6 +27,17 @@ void check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
              bias.shape());
     AG_CHECK(bias.dtype() == x.dtype(), DTypeError, "linear: dtypes differ: x {}, bias {}", x.dtype(),
              bias.dtype());
+}
+
+// [rows, cols] -> [cols]: the sum of each column.
+Tensor column_sums(const Tensor& m) {
+    Tensor out = empty({m.size(1)}, {.dtype = m.dtype()});
+    dispatch_floating(m.dtype(), "linear", [&]<class T>(T) {
+        using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+        Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(out.data<T>(), m.size(1)).noalias() =
+            Eigen::Map<const RowMajor>(m.data<T>(), m.size(0), m.size(1)).colwise().sum();
+    });
+    return out;
 }
 
 }  // namespace
@@ -60,8 +72,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
                              }
                              // dW = dY^T X
                              if (g.needs(1)) g.add(1, detail::matmul_kernel(dy2, x2, true, false));
-                             // db = sum of dY over the rows
-                             if (g.needs(2)) g.add(2, sum(dy2, {0}));
+                             // db = sum of dY over the rows, in the dtype itself as PyTorch does:
+                             // one vectorised pass (sum() accumulates in double, column by column)
+                             if (g.needs(2)) g.add(2, column_sums(dy2));
                          });
     }
     return y;

@@ -9,6 +9,8 @@
 #include "core/ops_elementwise.hpp"
 #include "core/softmax_kernel.hpp"
 
+#include <Eigen/Core>
+
 #include <cmath>
 
 namespace attograd {
@@ -104,40 +106,48 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
     });
     Tensor out = reduce_losses(losses, options.reduction, count);
     if (autograd::needs_record({&logits})) {
-        autograd::record("cross_entropy", {logits}, out,
-                         [log_probs, targets, s, options, count](const Tensor& dy, autograd::Gradients& g) {
-                             // dlogits[n, c, i] = dloss_j * (p[n, c, i] - (1 - eps) [c == t_j] - eps / C), j
-                             // = (n, i); zero where t_j is ignored
-                             Tensor dx = empty(log_probs.shape(), {.dtype = dy.dtype()});
-                             const auto* t = targets.data<std::int64_t>();
-                             dispatch_floating(dy.dtype(), "cross_entropy", [&]<class T>(T) {
-                                 const Upstream<T> upstream(dy, options.reduction, count);
-                                 const T eps = static_cast<T>(options.label_smoothing);
-                                 const T per_class = eps / static_cast<T>(s.size);
-                                 const T* lp = log_probs.data<T>();
-                                 T* px = dx.data<T>();
-                                 // Position by position, so that its target, ignore test and upstream
-                                 // factor are read once, not once per class.
-                                 for (std::int64_t n = 0; n < s.outer; ++n)
-                                     for (std::int64_t i = 0; i < s.inner; ++i) {
-                                         const std::int64_t j = n * s.inner + i, tj = t[j];
-                                         const T* lpj = lp + n * s.size * s.inner + i;
-                                         T* pxj = px + n * s.size * s.inner + i;
-                                         if (tj == options.ignore_index) {
-                                             for (std::int64_t c = 0; c < s.size; ++c)
-                                                 pxj[c * s.inner] = T(0);
-                                             continue;
-                                         }
-                                         const T up = upstream(j);
-                                         for (std::int64_t c = 0; c < s.size; ++c) {
-                                             const T hit = c == tj ? T(1) - eps : T(0);
-                                             pxj[c * s.inner] =
-                                                 up * (std::exp(lpj[c * s.inner]) - hit - per_class);
-                                         }
-                                     }
-                             });
-                             g.add(0, dx);
-                         });
+        autograd::record(
+            "cross_entropy", {logits}, out,
+            [log_probs, targets, s, options, count](const Tensor& dy, autograd::Gradients& g) {
+                // dlogits[n, c, i] = dloss_j * (p[n, c, i] - (1 - eps) [c == t_j] - eps / C), j
+                // = (n, i); zero where t_j is ignored
+                Tensor dx = empty(log_probs.shape(), {.dtype = dy.dtype()});
+                const auto* t = targets.data<std::int64_t>();
+                dispatch_floating(dy.dtype(), "cross_entropy", [&]<class T>(T) {
+                    const Upstream<T> upstream(dy, options.reduction, count);
+                    const T eps = static_cast<T>(options.label_smoothing);
+                    const T per_class = eps / static_cast<T>(s.size);
+                    const T* lp = log_probs.data<T>();
+                    T* px = dx.data<T>();
+                    // Position by position, so that its target, ignore test and upstream
+                    // factor are read once, not once per class.
+                    for (std::int64_t n = 0; n < s.outer; ++n)
+                        for (std::int64_t i = 0; i < s.inner; ++i) {
+                            const std::int64_t j = n * s.inner + i, tj = t[j];
+                            const T* lpj = lp + n * s.size * s.inner + i;
+                            T* pxj = px + n * s.size * s.inner + i;
+                            if (tj == options.ignore_index) {
+                                for (std::int64_t c = 0; c < s.size; ++c) pxj[c * s.inner] = T(0);
+                                continue;
+                            }
+                            const T up = upstream(j);
+                            if (s.inner == 1) {  // contiguous: Eigen's vectorised exp
+                                Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> row(pxj, s.size);
+                                row =
+                                    up *
+                                    (Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(lpj, s.size).exp() -
+                                     per_class);
+                                pxj[tj] -= up * (T(1) - eps);
+                                continue;
+                            }
+                            for (std::int64_t c = 0; c < s.size; ++c) {
+                                const T hit = c == tj ? T(1) - eps : T(0);
+                                pxj[c * s.inner] = up * (std::exp(lpj[c * s.inner]) - hit - per_class);
+                            }
+                        }
+                });
+                g.add(0, dx);
+            });
     }
     return out;
 }

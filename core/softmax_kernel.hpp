@@ -5,9 +5,12 @@
 #include "core/parallel.hpp"
 #include "core/shape.hpp"
 
+#include <Eigen/Core>
+
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 namespace attograd::detail {
 
@@ -48,8 +51,18 @@ T softmax_shift(const T* x, std::int64_t n, Stride stride) {
 template <class T, class Stride>
 void log_softmax_row(const T* x, T* y, std::int64_t n, Stride stride) {
     const T shift = softmax_shift(x, n, stride);
-    T total = T(0);
-    for (std::int64_t k = 0; k < n; ++k) total += std::exp(x[k * stride] - shift);
+    // Eigen's vectorised exp (std::exp is a libm call per element), on a contiguous copy of a
+    // strided row so that every layout gives the same bits. Its exp(-inf) is a denormal, not 0:
+    // that perturbs the total of a row with finite entries by less than an ulp, and an all -inf
+    // row still gives -inf.
+    const T* row = x;
+    if constexpr (!std::is_same_v<Stride, UnitStride>) {
+        thread_local std::vector<T> gathered;
+        gathered.resize(static_cast<std::size_t>(n));
+        for (std::int64_t k = 0; k < n; ++k) gathered[static_cast<std::size_t>(k)] = x[k * stride];
+        row = gathered.data();
+    }
+    const T total = (Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(row, n) - shift).exp().sum();
     const T log_total = total == T(0) ? T(0) : std::log(total);
     for (std::int64_t k = 0; k < n; ++k) y[k * stride] = (x[k * stride] - shift) - log_total;
 }
