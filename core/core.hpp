@@ -1,6 +1,7 @@
-// Umbrella header of core/: tensors, the tape, ops, gradcheck, formatting, checkpoints.
+// Umbrella header of core/: tensors, the tape, ops, gradcheck, formatting, checkpoints, atomic writes.
 #pragma once
 
+#include "core/atomic_file.hpp"
 #include "core/autograd.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"

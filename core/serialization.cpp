@@ -1,6 +1,7 @@
 // Safetensors checkpoints: named tensors and string metadata in one file.
 #include "core/serialization.hpp"
 
+#include "core/atomic_file.hpp"
 #include "core/error.hpp"
 
 #include <fcntl.h>
@@ -10,7 +11,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -75,17 +75,6 @@ private:
 
 // --- writing ------------------------------------------------------------------------------
 
-void write_all(int fd, const void* data, std::size_t bytes, const std::string& where) {
-    const auto* p = static_cast<const char*>(data);
-    while (bytes > 0) {
-        const ssize_t n = ::write(fd, p, std::min<std::size_t>(bytes, std::size_t{1} << 30));
-        if (n < 0 && errno == EINTR) continue;
-        AG_CHECK(n > 0, IoError, "{}: write failed: {}", where, n < 0 ? errno_text() : "no progress");
-        p += n;
-        bytes -= static_cast<std::size_t>(n);
-    }
-}
-
 // The JSON header, padded with spaces so the data starts 8-byte aligned.
 std::string make_header(const std::map<std::string, Tensor>& tensors,
                         const std::map<std::string, std::string>& metadata, const std::string& where) {
@@ -113,53 +102,6 @@ std::string make_header(const std::map<std::string, Tensor>& tensors,
     text.append((8 - text.size() % 8) % 8, ' ');
     return text;
 }
-
-// A new file next to `target` with a name no other writer uses; removed unless renamed.
-class TempFile {
-public:
-    TempFile(const fs::path& target, const std::string& where) : where_(where) {
-        static std::atomic<unsigned> counter{0};
-        for (int attempt = 0;; ++attempt) {
-            path_ = target.parent_path() / fmt::format(".{}.tmp.{}.{}", target.filename().string(),
-                                                       ::getpid(), counter.fetch_add(1));
-            const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-            if (fd >= 0) {
-                fd_ = fd;
-                return;
-            }
-            AG_CHECK(errno == EEXIST && attempt < 100, IoError, "{}: cannot create temporary file '{}': {}",
-                     where, path_.string(), errno_text());
-        }
-    }
-    ~TempFile() {
-        if (fd_ >= 0) ::close(fd_);
-        if (!renamed_) ::unlink(path_.c_str());
-    }
-    TempFile(const TempFile&) = delete;
-    TempFile& operator=(const TempFile&) = delete;
-
-    void write(const void* data, std::size_t bytes) { write_all(fd_, data, bytes, where_); }
-
-    // fsync, close, rename over `target`, then fsync the directory so the rename is durable.
-    void commit(const fs::path& target) {
-        AG_CHECK(::fsync(fd_) == 0, IoError, "{}: fsync failed: {}", where_, errno_text());
-        const int fd = fd_;
-        fd_ = -1;
-        AG_CHECK(::close(fd) == 0, IoError, "{}: close failed: {}", where_, errno_text());
-        AG_CHECK(::rename(path_.c_str(), target.c_str()) == 0, IoError, "{}: cannot rename '{}' to it: {}",
-                 where_, path_.string(), errno_text());
-        renamed_ = true;
-        const fs::path dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-        File d(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-        if (d.get() >= 0) ::fsync(d.get());  // best effort: the data itself is already synced
-    }
-
-private:
-    std::string where_;
-    fs::path path_;
-    int fd_ = -1;
-    bool renamed_ = false;
-};
 
 // --- reading ------------------------------------------------------------------------------
 
@@ -276,20 +218,14 @@ void save_safetensors(const fs::path& path, const std::map<std::string, Tensor>&
                       const std::map<std::string, std::string>& metadata) {
     const std::string where = fmt::format("save_safetensors: '{}'", path.string());
     const std::string header = make_header(tensors, metadata, where);
-    std::error_code ec;
-    AG_CHECK(!fs::is_directory(path, ec), IoError, "{}: is a directory", where);
-    // Renaming over a device (as root: /dev/null) would replace it with a regular file.
-    const fs::file_status existing = fs::status(path, ec);
-    AG_CHECK(!fs::exists(existing) || fs::is_regular_file(existing), IoError,
-             "{}: exists and is not a regular file; not replacing it", where);
-    TempFile file(path, where);
+    AtomicFile file(path, where);
     std::uint8_t length[8];
     for (int i = 0; i < 8; ++i) length[i] = static_cast<std::uint8_t>(header.size() >> (8 * i));
     file.write(length, sizeof length);
     file.write(header.data(), header.size());
     for (const auto& [name, t] : tensors)
         file.write(t.raw_data(), static_cast<std::size_t>(t.numel()) * dtype_size(t.dtype()));
-    file.commit(path);
+    file.commit();
 }
 
 SafetensorsContents read_safetensors(const fs::path& path) {

@@ -2,10 +2,13 @@
 #include "core/error.hpp"
 #include "core/ops_elementwise.hpp"
 #include "core/ops_local_attention.hpp"
+#include "core/ops_local_sdpa.hpp"
 #include "core/ops_matmul.hpp"
 #include "core/ops_shape.hpp"
 #include "nn/attention.hpp"
 #include "nn/attention_recorder.hpp"
+
+#include <cmath>
 
 namespace attograd::nn {
 
@@ -26,10 +29,26 @@ AttentionOutput Attention::forward_local(const Tensor& q, const Tensor& k, const
         out.window_start = monotonic_window_start(batch, tq, tk, d);
     }
     const Tensor& start = out.window_start;
+    const double sigma = static_cast<double>(options_.window) / 2.0;
+    const bool dot_score = options_.score == Score::Dot || options_.score == Score::ScaledDot;
+    if (dot_score && options_.normalizer == Normalizer::Soft && (options_.dropout == 0 || !is_training())) {
+        // One fused op over the band (core/ops_local_sdpa.hpp), the same weights as below.
+        const LocalSdpaOptions fused{
+            .band_mask =
+                masks.empty() ? Tensor() : local_band_mask(masks, start, width, tk, q.dtype(), "Attention"),
+            .factor = predictive ? gaussian_window(out.centre, start, width, sigma) : Tensor(),
+            .scale =
+                options_.score == Score::Dot ? 1.0 : 1.0 / std::sqrt(static_cast<double>(score_->key_dim()))};
+        SdpaResult r = local_scaled_dot_product_attention_heads(q, k, v, 1, start, width, fused);
+        out.output = r.output;
+        out.band_weights = r.weights;
+        if (need_weights || attention_recording())
+            out.weights = local_band_to_dense(out.band_weights, start, tk);
+        return out;
+    }
     // [B, Tq, 2D + 1] scores, -inf in slots outside the keys or masked
     Tensor scores = score_->forward_local(q, k, start, width) +
                     local_band_mask(masks, start, width, tk, q.dtype(), "Attention");
-    const double sigma = static_cast<double>(options_.window) / 2.0;
     const bool hard = options_.normalizer == Normalizer::Hard;
     // Hard attention samples from softmax(scores) * gaussian, i.e. adds the log-Gaussian to the scores.
     if (predictive && hard) scores = scores + log(gaussian_window(out.centre, start, width, sigma));

@@ -38,6 +38,9 @@ struct MultiHeadAttentionOptions {
     /// with add_bias_kv / add_zero_attn (their keys sit outside every window). p_t learns only
     /// from keys inside its window (the Gaussian factor), so a narrow window (D = 2) can leave
     /// a query whose centre starts far from its key stuck; D >= 4 learned every toy task tried.
+    /// With the Dot or ScaledDot score (and no dropout active) the band is one fused op
+    /// (core/ops_local_sdpa.hpp) reading the heads in place; the other scores, or dropout while
+    /// training, run the score module, a softmax and local_weighted_sum per head sequence.
     /// Sparse and hard attention are single-head only (nn::Attention).
     LocalMode local = LocalMode::None;
     std::int64_t window = 0;       ///< local attention's D (>= 0; >= 1 for local-p)

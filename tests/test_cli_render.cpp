@@ -1,5 +1,5 @@
 // The attograd program's renderers: terminal heatmaps, SVG, HTML report, CSV and JSON exports.
-#include "atomic_file.hpp"
+#include "file_io.hpp"
 #include "render_export.hpp"
 #include "render_html.hpp"
 #include "render_svg.hpp"

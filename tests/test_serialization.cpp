@@ -344,13 +344,52 @@ TEST_CASE("nn::save and nn::load move a model's state_dict through a file") {
                          IoError);
 }
 
-TEST_CASE("save_safetensors refuses to replace what is not a regular file (a FIFO standing in for /dev/null)") {
+TEST_CASE(
+    "save_safetensors refuses to replace what is not a regular file (a FIFO standing in for /dev/null)") {
     const auto dir = std::filesystem::temp_directory_path() / "attograd_test_save_fifo";
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     const auto fifo = dir / "device";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-    CHECK_THROWS_WITH_AS(save_safetensors(fifo, {{"w", zeros({2})}}), doctest::Contains("not a regular file"), IoError);
+    CHECK_THROWS_WITH_AS(save_safetensors(fifo, {{"w", zeros({2})}}), doctest::Contains("not a regular file"),
+                         IoError);
     CHECK(std::filesystem::is_fifo(fifo));
+    std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("AtomicFile replaces its target only on commit and never leaves a temporary file behind") {
+    const auto dir = std::filesystem::temp_directory_path() / "attograd_test_atomic_file";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const auto target = dir / "notes.txt";
+    auto contents = [&] {
+        std::ifstream in(target);
+        return std::string(std::istreambuf_iterator<char>(in), {});
+    };
+    auto entries = [&] {
+        int n = 0;
+        for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) ++n;
+        return n;
+    };
+    write_file_atomic(target, "old");
+    CHECK(contents() == "old");
+    {
+        AtomicFile file(target, "test");
+        file.write("new, unfinished", 15);
+        CHECK(contents() == "old");  // nothing visible before commit
+        CHECK(entries() == 2);       // the target and the temporary file
+    }                                // destroyed without commit: the write is abandoned
+    CHECK(contents() == "old");
+    CHECK(entries() == 1);
+    {
+        AtomicFile file(target, "test");
+        file.write("new", 3);
+        file.commit();
+    }
+    CHECK(contents() == "new");
+    CHECK(entries() == 1);
+    CHECK_THROWS_WITH_AS(write_file_atomic(dir, "x"), doctest::Contains("is a directory"), IoError);
+    CHECK_THROWS_WITH_AS(write_file_atomic(dir / "missing" / "a.txt", "x"),
+                         doctest::Contains("cannot create temporary file"), IoError);
     std::filesystem::remove_all(dir);
 }

@@ -1,6 +1,6 @@
 // `attograd inspect`: every layer's and head's attention of a run, drawn in the terminal or
 // written as SVG, HTML, CSV or JSON; knockout of one head; attention vs gradient saliency.
-#include "atomic_file.hpp"
+#include "file_io.hpp"
 #include "commands.hpp"
 #include "evaluation.hpp"
 #include "render_export.hpp"

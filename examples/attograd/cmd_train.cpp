@@ -1,6 +1,6 @@
 // `attograd train`: builds the task and model, trains with held-out evaluation and early
 // stopping, and writes the run directory (see run_dir.hpp).
-#include "atomic_file.hpp"
+#include "file_io.hpp"
 #include "commands.hpp"
 #include "config.hpp"
 #include "data_task.hpp"

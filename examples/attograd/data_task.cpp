@@ -1,7 +1,7 @@
 // User data: a TSV file of `source<TAB>target` lines as a task.
 #include "data_task.hpp"
 
-#include "atomic_file.hpp"
+#include "file_io.hpp"
 #include "core/error.hpp"
 #include "text.hpp"
 

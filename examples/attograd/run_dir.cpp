@@ -1,7 +1,7 @@
 // A run directory: what `train` writes and `eval` / `inspect` / `train --resume` read.
 #include "run_dir.hpp"
 
-#include "atomic_file.hpp"
+#include "file_io.hpp"
 #include "core/error.hpp"
 #include "core/serialization.hpp"
 #include "data_task.hpp"

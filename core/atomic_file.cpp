@@ -1,0 +1,81 @@
+// Files written whole or not at all: a temporary file in the same directory, then rename.
+#include "core/atomic_file.hpp"
+
+#include "core/error.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+
+namespace attograd {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string errno_text() { return std::strerror(errno); }
+
+}  // namespace
+
+AtomicFile::AtomicFile(const fs::path& target, std::string where)
+    : target_(target), where_(std::move(where)) {
+    std::error_code ec;
+    AG_CHECK(!fs::is_directory(target, ec), IoError, "{}: is a directory", where_);
+    const fs::file_status existing = fs::status(target, ec);
+    AG_CHECK(!fs::exists(existing) || fs::is_regular_file(existing), IoError,
+             "{}: exists and is not a regular file; not replacing it", where_);
+    static std::atomic<unsigned> counter{0};
+    for (int attempt = 0;; ++attempt) {
+        temp_ = target.parent_path() /
+                fmt::format(".{}.tmp.{}.{}", target.filename().string(), ::getpid(), counter.fetch_add(1));
+        fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd_ >= 0) return;
+        AG_CHECK(errno == EEXIST && attempt < 100, IoError, "{}: cannot create temporary file '{}': {}",
+                 where_, temp_.string(), errno_text());
+    }
+}
+
+AtomicFile::~AtomicFile() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(temp_.c_str());
+}
+
+void AtomicFile::write(const void* data, std::size_t bytes) {
+    const auto* p = static_cast<const char*>(data);
+    while (bytes > 0) {
+        const ssize_t n = ::write(fd_, p, std::min<std::size_t>(bytes, std::size_t{1} << 30));
+        if (n < 0 && errno == EINTR) continue;
+        AG_CHECK(n > 0, IoError, "{}: write failed: {}", where_, n < 0 ? errno_text() : "no progress");
+        p += n;
+        bytes -= static_cast<std::size_t>(n);
+    }
+}
+
+void AtomicFile::commit() {
+    AG_CHECK(::fsync(fd_) == 0, IoError, "{}: fsync failed: {}", where_, errno_text());
+    const int fd = fd_;
+    fd_ = -1;
+    AG_CHECK(::close(fd) == 0, IoError, "{}: close failed: {}", where_, errno_text());
+    AG_CHECK(::rename(temp_.c_str(), target_.c_str()) == 0, IoError, "{}: cannot rename '{}' to it: {}",
+             where_, temp_.string(), errno_text());
+    committed_ = true;
+    // Best effort: the data itself is already synced; this makes the rename durable.
+    const fs::path dir = target_.parent_path().empty() ? fs::path(".") : target_.parent_path();
+    const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir_fd >= 0) {
+        ::fsync(dir_fd);
+        ::close(dir_fd);
+    }
+}
+
+void write_file_atomic(const fs::path& path, std::string_view contents) {
+    AtomicFile file(path, path.string());
+    file.write(contents.data(), contents.size());
+    file.commit();
+}
+
+}  // namespace attograd
