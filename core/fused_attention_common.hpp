@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <utility>
@@ -54,6 +55,13 @@ inline void check_attention_inputs(const char* op, std::initializer_list<const T
     }
     AG_CHECK(is_floating(first.dtype()), DTypeError, "{}: expected float32 or float64 inputs, got {}", op,
              first.dtype());
+}
+
+/// Checks that `scale` is finite in `dtype` (1e300 is finite as a double, inf as a float32).
+inline void check_scale(double scale, DType dtype, const char* op) {
+    const bool finite =
+        dtype == DType::Float32 ? std::isfinite(static_cast<float>(scale)) : std::isfinite(scale);
+    AG_CHECK(finite, ValueError, "{}: scale must be finite in {}, got {}", op, dtype, scale);
 }
 
 /// Sizes and operand layouts of one fused attention call over B * h (batch, head) blocks.

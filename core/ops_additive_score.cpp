@@ -98,7 +98,10 @@ Tensor additive_impl(const Tensor& uq, const Tensor& wx, const Tensor& v, const 
              op, uq.dtype(), wx.dtype(), v.dtype());
     const Dims d{uq.size(0), uq.size(1), wx.size(1), uq.size(2)};
     const bool local = window_start.defined();
-    if (local) detail::check_window(window_start, d.n, d.tq, width, op);
+    if (local) {
+        detail::check_window(window_start, d.n, d.tq, width, op);
+        detail::check_band_width(width, d.tk, op);
+    }
     const std::int64_t slots = local ? width : d.tk;
     Tensor out = empty({d.n, d.tq, slots}, {.dtype = uq.dtype()});
     auto range = [window_start, slots, tk = d.tk] {

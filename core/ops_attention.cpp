@@ -91,7 +91,8 @@ void masked_softmax_rows(const Geometry& g, std::int64_t b, std::int64_t h, cons
                 row += Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>>(m, g.tk);
         }
         const T top = row.maxCoeff();
-        if (top == -std::numeric_limits<T>::infinity()) {
+        // every key masked: zero weights (a NaN score, which maxCoeff may skip, makes the row NaN)
+        if (top == -std::numeric_limits<T>::infinity() && !row.hasNaN()) {
             row.setZero();
             continue;
         }
@@ -228,7 +229,7 @@ void prepare(Geometry& g, const Tensor& q, const SdpaOptions& o, const char* op)
         g.mask_s = strides[3];
     }
     g.scale = o.scale.value_or(1.0 / std::sqrt(static_cast<double>(g.d)));
-    AG_CHECK(std::isfinite(g.scale), ValueError, "{}: scale must be finite, got {}", op, g.scale);
+    detail::check_scale(g.scale, q.dtype(), op);
     AG_CHECK(o.dropout_p >= 0.0 && o.dropout_p <= 1.0, ValueError, "{}: dropout_p must be in [0, 1], got {}",
              op, o.dropout_p);
     g.dropout_p = o.dropout_p;

@@ -2,6 +2,7 @@
 #include "core/ops_local_attention.hpp"
 
 #include "core/autograd.hpp"
+#include "core/fused_attention_common.hpp"
 #include "core/parallel.hpp"
 #include "core/parallel_rows.hpp"
 
@@ -65,6 +66,13 @@ void check_window(const Tensor& window_start, std::int64_t n, std::int64_t tq, s
     AG_CHECK(width >= 1, ValueError, "{}: window width must be >= 1, got {}", op, width);
 }
 
+void check_band_width(std::int64_t width, std::int64_t tk, std::string_view op) {
+    const std::int64_t most = std::max<std::int64_t>(2 * tk - 1, 1);
+    AG_CHECK(width <= most, ValueError,
+             "{}: window width {} exceeds 2 Tk - 1 = {}: no window over Tk = {} keys needs more slots", op,
+             width, most, tk);
+}
+
 }  // namespace detail
 
 Tensor local_dot_score(const Tensor& q, const Tensor& k, const Tensor& window_start, std::int64_t width,
@@ -75,6 +83,8 @@ Tensor local_dot_score(const Tensor& q, const Tensor& k, const Tensor& window_st
              k.shape());
     const std::int64_t d = q.size(2);
     detail::check_window(window_start, q.size(0), q.size(1), width, op);
+    detail::check_band_width(width, k.size(1), op);
+    detail::check_scale(scale, q.dtype(), op);
     const Band band = band_of(window_start, q.size(0), q.size(1), k.size(1), width);
     Tensor out = empty({band.n, band.tq, width}, {.dtype = q.dtype()});
     dispatch_floating(q.dtype(), op, [&]<class T>(T) {

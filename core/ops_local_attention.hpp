@@ -56,6 +56,9 @@ struct KeyWindow {
 /// Checks window_start is an int64 [n, tq] tensor and width >= 1; messages start with `op`.
 void check_window(const Tensor& window_start, std::int64_t n, std::int64_t tq, std::int64_t width,
                   std::string_view op);
+/// Checks a band about to be allocated: width <= 2 Tk - 1 (no window over Tk keys needs more
+/// slots: a larger width only allocates slots outside the keys). Throws ValueError.
+void check_band_width(std::int64_t width, std::int64_t tk, std::string_view op);
 }  // namespace detail
 
 }  // namespace attograd

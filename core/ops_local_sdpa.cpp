@@ -91,11 +91,13 @@ void forward_kernel(const LocalGeometry& g, const ForwardArgs<T>& a) {
             const T* m = a.mask != nullptr ? a.mask + row * w - first : nullptr;  // indexed by key s
             T* ps = p - first;                                                    // indexed by key s
             T top = neg_inf;
+            bool nan = false;  // a NaN score makes the whole row NaN, as a softmax does
             for (std::int64_t s = lo; s < hi; ++s) {
                 ps[s] = scale * dot<kD>(qt, kb + s * g.k.row, g.d) + (m != nullptr ? m[s] : T(0));
                 top = std::max(top, ps[s]);
+                nan |= std::isnan(ps[s]);
             }
-            if (top == neg_inf) {  // every slot masked: zero weights, zero output
+            if (top == neg_inf && !nan) {  // every slot masked: zero weights, zero output
                 std::fill(ps + lo, ps + hi, T(0));
                 continue;
             }
@@ -203,13 +205,14 @@ SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
                LocalGeometry g, const Tensor& window_start, std::int64_t width, const Shape& out_shape,
                const LocalSdpaOptions& o) {
     detail::check_window(window_start, g.blocks(), g.tq, width, op);
+    detail::check_band_width(width, g.tk, op);
     g.window = detail::KeyWindow{window_start.data<std::int64_t>(), width, g.tk};
     check_band(o.band_mask, g, q.dtype(), "band_mask", op);
     check_band(o.factor, g, q.dtype(), "factor", op);
     AG_CHECK(!o.band_mask.defined() || !o.band_mask.requires_grad(), ValueError,
              "{}: band_mask receives no gradient; detach it first", op);
     g.scale = o.scale.value_or(1.0 / std::sqrt(static_cast<double>(g.d)));
-    AG_CHECK(std::isfinite(g.scale), ValueError, "{}: scale must be finite, got {}", op, g.scale);
+    detail::check_scale(g.scale, q.dtype(), op);
 
     const Tensor mask = o.band_mask, factor = o.factor;
     const Shape band{g.blocks(), g.tq, width};

@@ -1,8 +1,8 @@
 // The attograd program end to end through run_cli: learning, determinism, --resume, refused
 // input (exit code 2, one line on stderr naming the culprit), run-directory safety, inspect.
 #include "commands.hpp"
-#include "core/serialization.hpp"
 #include "config.hpp"
+#include "core/serialization.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -363,8 +363,9 @@ TEST_CASE("train refuses bad --score, --attention and --local values") {
 
 TEST_CASE("train refuses --model encoder without attention layers") {
     TempDir tmp;
-    check_refused(run({"train", "--task", "copy", "--model", "encoder", "--layers", "0", "--out", tmp / "run"}),
-                  {"--model encoder", "--layers"});
+    check_refused(
+        run({"train", "--task", "copy", "--model", "encoder", "--layers", "0", "--out", tmp / "run"}),
+        {"--model encoder", "--layers"});
     CHECK_FALSE(fs::exists(fs::path(tmp / "run") / "config.json"));
 }
 
@@ -384,12 +385,32 @@ TEST_CASE("train refuses --local p without --window") {
 TEST_CASE("train refuses a negative --window (global attention is the default without one)") {
     TempDir tmp;
     for (const char* window : {"-1", "-2"}) {
-        check_refused(run({"train", "--task", "reverse", "--steps", "1", "--window", window, "--out", tmp / "bad"}),
-                      {"--window", window});
+        check_refused(
+            run({"train", "--task", "reverse", "--steps", "1", "--window", window, "--out", tmp / "bad"}),
+            {"--window", window});
         CHECK_FALSE(fs::exists(tmp / "bad"));
     }
     train(tmp / "global", {"--task", "reverse", "--steps", "1"});
     CHECK(read_config(tmp / "global")["model"]["window"] == -1);
+}
+
+TEST_CASE("every number on the command line is plain decimal and fits its type") {
+    TempDir tmp;
+    const std::vector<std::pair<std::string, std::string>> bad = {
+        {"--window", ""},       {"--window", "0x10"}, {"--window", "99999999999999999999999"},
+        {"--seed", "-1"},       {"--batch", "1e3"},   {"--steps", " 5"},
+        {"--lr", ""},           {"--lr", "0x1p-3"},   {"--clip", "1.0x"},
+        {"--embed-dim", "64.0"}};
+    for (const auto& [flag, value] : bad) {
+        check_refused(run({"train", "--task", "reverse", "--steps", "1", flag, value, "--out", tmp / "bad"}),
+                      {flag});
+        CHECK_FALSE(fs::exists(tmp / "bad"));
+    }
+    check_refused(run({"eval", "--run", tmp / "none", "--show", "0x2"}), {"--show"});
+    check_refused(run({"inspect", "--run", tmp / "none", "--samples", ""}), {"--samples"});
+    // what a user types still works: exponents, signs where the type has them
+    train(tmp / "ok", {"--task", "reverse", "--steps", "1", "--lr", "3e-3", "--clip", "0.5", "--seed", "7"});
+    CHECK(read_config(tmp / "ok")["train"]["lr"] == 3e-3);
 }
 
 TEST_CASE("train refuses a malformed TSV file, naming the line") {
@@ -498,9 +519,12 @@ TEST_CASE("an unknown subcommand is named") {
 TEST_CASE("train refuses sizes and rates that are out of range, before allocating anything") {
     TempDir tmp;
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-        {{"--batch", "100000"}, "--batch"},          {{"--embed-dim", "100000"}, "--embed-dim"},
-        {{"--ffn-dim", "100000"}, "--ffn-dim"},      {{"--lr", "inf"}, "--lr"},
-        {{"--weight-decay", "nan"}, "--weight-decay"}, {{"--clip", "inf"}, "--clip"},
+        {{"--batch", "100000"}, "--batch"},
+        {{"--embed-dim", "100000"}, "--embed-dim"},
+        {{"--ffn-dim", "100000"}, "--ffn-dim"},
+        {{"--lr", "inf"}, "--lr"},
+        {{"--weight-decay", "nan"}, "--weight-decay"},
+        {{"--clip", "inf"}, "--clip"},
     };
     for (const auto& [options, name] : cases) {
         std::vector<std::string> args = {"train", "--task", "copy", "--steps", "1", "--out", tmp / "run"};

@@ -161,3 +161,54 @@ TEST_CASE("fused local attention rejects bad input with the shapes in the messag
                          doctest::Contains("qkv [B, T, 3 * E] needs a width divisible by 3, got [2, 5, 4]"),
                          ShapeError);
 }
+
+TEST_CASE("a NaN in a query makes its row NaN on the fused paths, as a softmax does (never a silent 0)") {
+    std::vector<double> values(static_cast<std::size_t>(kB * kTq * kH * kD), 0.25);
+    values[static_cast<std::size_t>((0 * kTq + 3) * kH * kD + 1)] = std::nan("");  // b 0, t 3, head 0
+    const Tensor q = tensor(values, {kB, kTq, kH * kD}, {.dtype = DType::Float64});
+    const Tensor k = rand64({kB, kTk, kH * kD}, 20).detach(), v = rand64({kB, kTk, kH * kDv}, 21).detach();
+    // every slot but one of that row masked: the max over the scores alone would skip the NaN
+    std::vector<double> mask(static_cast<std::size_t>(kB * kH * kTq * kW), 0.0);
+    for (std::int64_t j = 1; j < kW; ++j) mask[static_cast<std::size_t>((0 * kTq + 3) * kW + j)] = -kInf;
+    const Tensor band = tensor(mask, {kB * kH, kTq, kW}, {.dtype = DType::Float64});
+    const auto local =
+        local_scaled_dot_product_attention_heads(q, k, v, kH, starts(), kW, {.band_mask = band});
+    CHECK(std::isnan(local.output.at({0, 3, 0})));
+    CHECK(std::isnan(local.weights.at({0, 3, 0})));
+    CHECK(std::isfinite(local.output.at({0, 2, 0})));    // other rows unaffected
+    CHECK(std::isfinite(local.output.at({0, 3, kDv})));  // and the other head of the same query
+    // the global fused op: keys 1.. of that query masked
+    std::vector<double> dense(static_cast<std::size_t>(kTq * kTk), 0.0);
+    for (std::int64_t s = 1; s < kTk; ++s) dense[static_cast<std::size_t>(3 * kTk + s)] = -kInf;
+    const auto global = scaled_dot_product_attention_heads(
+        q, k, v, kH, {.attn_mask = tensor(dense, {kTq, kTk}, {.dtype = DType::Float64})});
+    CHECK(std::isnan(global.output.at({0, 3, 0})));
+    CHECK(std::isfinite(global.output.at({0, 2, 0})));
+}
+
+TEST_CASE(
+    "the attention ops refuse a scale that is not finite in their dtype and bands wider than 2 Tk - 1") {
+    Generator gen(22);
+    const Tensor q = randn({kB, kTq, kH * kD}, gen), k = randn({kB, kTk, kH * kD}, gen);
+    const Tensor v = randn({kB, kTk, kH * kDv}, gen);
+    const char* huge = "scale must be finite in float32, got 1e+300";
+    CHECK_THROWS_WITH_AS(
+        local_scaled_dot_product_attention_heads(q, k, v, kH, starts(), kW, {.scale = 1e300}),
+        doctest::Contains(huge), ValueError);
+    CHECK_THROWS_WITH_AS(scaled_dot_product_attention_heads(q, k, v, kH, {.scale = 1e300}),
+                         doctest::Contains(huge), ValueError);
+    const Tensor q1 = randn({kB * kH, kTq, kD}, gen),
+                 k1 = randn({kB * kH, kTk, kD}, gen);  // one head per sequence
+    CHECK_THROWS_WITH_AS(local_dot_score(q1, k1, starts(), kW, 1e300), doctest::Contains(huge), ValueError);
+    CHECK_NOTHROW(
+        local_dot_score(to_dtype(q1, DType::Float64), to_dtype(k1, DType::Float64), starts(), kW, 1e300));
+    const char* wide = "window width 12 exceeds 2 Tk - 1 = 11";
+    CHECK_THROWS_WITH_AS(local_scaled_dot_product_attention_heads(q, k, v, kH, starts(), 12),
+                         doctest::Contains(wide), ValueError);
+    CHECK_THROWS_WITH_AS(local_dot_score(q1, k1, starts(), 12), doctest::Contains(wide), ValueError);
+    CHECK_THROWS_WITH_AS(local_additive_score(q1, k1, randn({kD}, gen), starts(), 12),
+                         doctest::Contains(wide), ValueError);
+    CHECK_THROWS_WITH_AS(local_dot_score(q1, k1, starts(), std::int64_t{1} << 62),
+                         doctest::Contains("local_dot_score: window width"), ValueError);
+    CHECK_NOTHROW(local_dot_score(q1, k1, starts(), 11));
+}

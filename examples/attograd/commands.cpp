@@ -3,14 +3,18 @@
 
 #include "core/error.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <string>
+#include <system_error>
+#include <type_traits>
 
 namespace attograd::cli {
 
@@ -20,15 +24,42 @@ bool TrainArgs::was_given(const std::string& name) const {
 
 namespace {
 
+// CLI11 itself reads "" as 0 and "0x10" as 16, and clamps a number beyond the type's range to
+// its largest value. Numbers on this command line are plain decimal and must fit their type.
+template <class T>
+CLI::Validator plain_number() {
+    return CLI::Validator(
+        [](std::string& text) -> std::string {
+            T value{};
+            const char* end = text.data() + text.size();
+            const auto [stop, error] = std::from_chars(text.data(), end, value);
+            if (text.empty() || error == std::errc::invalid_argument || stop != end)
+                return fmt::format("'{}' is not a plain decimal number", text);
+            if (error == std::errc::result_out_of_range) return fmt::format("{} is out of range", text);
+            return {};
+        },
+        std::is_integral_v<T> ? "INT" : "NUMBER");
+}
+
+// Adds the number check to options holding a number.
+template <class T>
+CLI::Option* checked(CLI::Option* option) {
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) option->check(plain_number<T>());
+    return option;
+}
+
 void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, CLI::Option*>>& options) {
     const auto add = [&](const std::string& name, auto& value, const std::string& help) {
-        options.emplace_back(name, app.add_option("--" + name, value, help));
+        options.emplace_back(
+            name, checked<std::decay_t<decltype(value)>>(app.add_option("--" + name, value, help)));
         return options.back().second;
     };
     add("task", a.task, "bundled task (see `attograd tasks`), or 'data' with --data");
     add("data", a.data, "TSV file of source<TAB>target lines to train on");
-    options.emplace_back("chars", app.add_flag("--chars", a.chars, "--data: characters are tokens (default: words)"));
-    add("model", a.model, "seq2seq (encoder + attending decoder) or encoder (self-attention, one output per input)");
+    options.emplace_back("chars",
+                         app.add_flag("--chars", a.chars, "--data: characters are tokens (default: words)"));
+    add("model", a.model,
+        "seq2seq (encoder + attending decoder) or encoder (self-attention, one output per input)");
     add("score", a.score, "attention score: additive, dot, scaled-dot, bilinear");
     add("attention", a.attention, "decoder attention: soft or hard");
     add("estimator", a.estimator, "hard attention's training: gumbel (straight-through) or reinforce");
@@ -39,9 +70,10 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add("decoder-layers", a.decoder_layers, "seq2seq: attention layers of the decoder");
     add("embed-dim", a.embed_dim, "model width E");
     add("ffn-dim", a.ffn_dim, "feed-forward width of each layer (0 = none)");
-    options.emplace_back("next-token",
-                         app.add_flag("--next-token", a.next_token,
-                                      "encoder adds an embedding of each position's next token (--next-token=false: off)"));
+    options.emplace_back(
+        "next-token",
+        app.add_flag("--next-token", a.next_token,
+                     "encoder adds an embedding of each position's next token (--next-token=false: off)"));
     add("optim", a.optim, "optimizer: sgd, adam, adamw");
     add("lr", a.lr, "peak learning rate");
     add("momentum", a.momentum, "SGD momentum");
@@ -69,7 +101,8 @@ int run_cli(int argc, char** argv) {
         return fmt::format("attograd: {} (see --help)\n", e.what());
     });
 
-    app.add_subcommand("tasks", "list the bundled tasks with their default model, target and right alignment");
+    app.add_subcommand("tasks",
+                       "list the bundled tasks with their default model, target and right alignment");
 
     TrainArgs train;
     std::vector<std::pair<std::string, CLI::Option*>> train_options;
@@ -81,15 +114,19 @@ int run_cli(int argc, char** argv) {
     eval_cmd->add_option("--run", eval.run, "run directory written by train")->required();
     eval_cmd->add_option("--input", eval.inputs, "text to predict (repeatable)");
     eval_cmd->add_flag("--json", eval.json, "print one JSON object (for scripts)");
-    eval_cmd->add_option("--show", eval.show, "held-out examples to print")->capture_default_str();
+    checked<std::int64_t>(eval_cmd->add_option("--show", eval.show, "held-out examples to print"))
+        ->capture_default_str();
 
     InspectArgs inspect;
     auto* inspect_cmd = app.add_subcommand("inspect", "draw every layer's and head's attention of a run");
     inspect_cmd->add_option("--run", inspect.run, "run directory written by train")->required();
     inspect_cmd->add_option("--input", inspect.inputs, "text to run (repeatable)");
-    auto* samples = inspect_cmd->add_option("--samples", inspect.samples, "held-out examples to draw (default 1)");
-    inspect_cmd->add_option("--format", inspect.format, "term, svg, html, csv or json")->capture_default_str();
-    inspect_cmd->add_option("--to", inspect.to, "output file (html, csv, json; '-' = stdout) or directory (svg)");
+    auto* samples = checked<std::int64_t>(
+        inspect_cmd->add_option("--samples", inspect.samples, "held-out examples to draw (default 1)"));
+    inspect_cmd->add_option("--format", inspect.format, "term, svg, html, csv or json")
+        ->capture_default_str();
+    inspect_cmd->add_option("--to", inspect.to,
+                            "output file (html, csv, json; '-' = stdout) or directory (svg)");
     inspect_cmd->add_option("--knockout", inspect.knockout, "zero one head's weights: LAYER.HEAD, e.g. 0.0");
     inspect_cmd->add_flag("--saliency", inspect.saliency,
                           "also compute gradient x input saliency and its rank correlation with attention");
@@ -97,8 +134,10 @@ int run_cli(int argc, char** argv) {
     // CLI11 would report a mistyped subcommand as "A subcommand is required".
     constexpr std::array subcommands = {"tasks", "train", "eval", "inspect"};
     if (argc > 1 && argv[1][0] != '-' &&
-        std::none_of(subcommands.begin(), subcommands.end(), [&](const char* name) { return std::strcmp(name, argv[1]) == 0; })) {
-        fmt::print(stderr, "attograd: unknown subcommand '{}' (choose tasks, train, eval or inspect; see --help)\n",
+        std::none_of(subcommands.begin(), subcommands.end(),
+                     [&](const char* name) { return std::strcmp(name, argv[1]) == 0; })) {
+        fmt::print(stderr,
+                   "attograd: unknown subcommand '{}' (choose tasks, train, eval or inspect; see --help)\n",
                    argv[1]);
         return 2;
     }
