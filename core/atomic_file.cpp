@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,20 +24,25 @@ std::string errno_text() { return std::strerror(errno); }
 
 AtomicFile::AtomicFile(const fs::path& target, std::string where)
     : target_(target), where_(std::move(where)) {
+    AG_CHECK(!target.empty() && !target.filename().empty(), IoError, "{}: not a file name", where_);
     std::error_code ec;
     AG_CHECK(!fs::is_directory(target, ec), IoError, "{}: is a directory", where_);
     const fs::file_status existing = fs::status(target, ec);
     AG_CHECK(!fs::exists(existing) || fs::is_regular_file(existing), IoError,
              "{}: exists and is not a regular file; not replacing it", where_);
+    // At most 200 bytes of the name: the temporary name must fit the 255-byte limit whenever
+    // the target's does.
+    const std::string name = target.filename().string().substr(0, 200);
     static std::atomic<unsigned> counter{0};
     for (int attempt = 0;; ++attempt) {
-        temp_ = target.parent_path() /
-                fmt::format(".{}.tmp.{}.{}", target.filename().string(), ::getpid(), counter.fetch_add(1));
+        temp_ = target.parent_path() / fmt::format(".{}.tmp.{}.{}", name, ::getpid(), counter.fetch_add(1));
         fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd_ >= 0) return;
+        if (fd_ >= 0) break;
         AG_CHECK(errno == EEXIST && attempt < 100, IoError, "{}: cannot create temporary file '{}': {}",
                  where_, temp_.string(), errno_text());
     }
+    // A replaced file keeps its permission bits (a private 0600 file stays private).
+    if (fs::exists(existing)) ::fchmod(fd_, static_cast<mode_t>(existing.permissions()) & 07777);
 }
 
 AtomicFile::~AtomicFile() {
@@ -45,6 +51,7 @@ AtomicFile::~AtomicFile() {
 }
 
 void AtomicFile::write(const void* data, std::size_t bytes) {
+    AG_CHECK(fd_ >= 0, IoError, "{}: write after commit", where_);
     const auto* p = static_cast<const char*>(data);
     while (bytes > 0) {
         const ssize_t n = ::write(fd_, p, std::min<std::size_t>(bytes, std::size_t{1} << 30));
@@ -56,6 +63,7 @@ void AtomicFile::write(const void* data, std::size_t bytes) {
 }
 
 void AtomicFile::commit() {
+    AG_CHECK(fd_ >= 0, IoError, "{}: committed twice", where_);
     AG_CHECK(::fsync(fd_) == 0, IoError, "{}: fsync failed: {}", where_, errno_text());
     const int fd = fd_;
     fd_ = -1;

@@ -13,7 +13,9 @@ namespace attograd {
 /// `target` and fsyncs the directory, so readers see the old file or the whole new one, never a
 /// part. Destroyed without commit() (an exception, a failed write), it removes the temporary
 /// file and leaves `target` as it was. Refuses a `target` that exists and is not a regular file:
-/// renaming over a device or FIFO (as root: /dev/null) would replace it.
+/// renaming over a device or FIFO (as root: /dev/null) would replace it. A replaced file keeps
+/// its permission bits; a symbolic link at `target` is replaced by the new file (the file it
+/// pointed to is left as it was), as with any write-then-rename.
 /// Every failure throws IoError whose message starts with `where` (e.g. "save_safetensors:
 /// 'model.safetensors'").
 class AtomicFile {
@@ -23,9 +25,10 @@ public:
     AtomicFile(const AtomicFile&) = delete;
     AtomicFile& operator=(const AtomicFile&) = delete;
 
-    /// Appends `bytes` bytes. Throws IoError (disk full, I/O error).
+    /// Appends `bytes` bytes. Throws IoError (disk full, I/O error, called after commit()).
     void write(const void* data, std::size_t bytes);
-    /// Makes the file `target`. Throws IoError when fsync, close or rename fail.
+    /// Makes the file `target`. Throws IoError when fsync, close or rename fail, or when called
+    /// twice.
     void commit();
 
 private:

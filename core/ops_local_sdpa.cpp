@@ -63,6 +63,18 @@ T* row_scratch(std::int64_t n) {
     return buffer.data();
 }
 
+// Softmax of the scores ps[lo, hi) (indexed by key) in place, `top` their max; slots the mask
+// m sets to -inf get exactly 0 (Eigen's vectorised exp gives a denormal for exp(-inf)).
+template <class T>
+void softmax_in_place(T* ps, std::int64_t lo, std::int64_t hi, T top, const T* m) {
+    Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> span(ps + lo, hi - lo);
+    span = (span - top).exp();
+    if (m != nullptr)
+        for (std::int64_t s = lo; s < hi; ++s)
+            if (m[s] == -std::numeric_limits<T>::infinity()) ps[s] = T(0);
+    span *= T(1) / span.sum();
+}
+
 template <class T>
 struct ForwardArgs {
     const T *q, *k, *v, *mask, *factor;
@@ -101,12 +113,12 @@ void forward_kernel(const LocalGeometry& g, const ForwardArgs<T>& a) {
                 std::fill(ps + lo, ps + hi, T(0));
                 continue;
             }
-            Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> span(ps + lo, hi - lo);
-            span = (span - top).exp();  // vectorised; its exp(-inf) is a denormal, not 0:
-            if (m != nullptr)
+            if (nan) {  // as the global kernel: NaN weights but where the score is -inf
                 for (std::int64_t s = lo; s < hi; ++s)
-                    if (m[s] == neg_inf) ps[s] = T(0);
-            span *= T(1) / span.sum();
+                    ps[s] = ps[s] == neg_inf ? T(0) : std::numeric_limits<T>::quiet_NaN();
+            } else {
+                softmax_in_place(ps, lo, hi, top, m);
+            }
             const T* ws = ps;
             if (a.factor != nullptr) {
                 T* wr = a.weights + row * w - first;

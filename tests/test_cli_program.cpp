@@ -394,7 +394,7 @@ TEST_CASE("train refuses a negative --window (global attention is the default wi
     CHECK(read_config(tmp / "global")["model"]["window"] == -1);
 }
 
-TEST_CASE("every number on the command line is plain decimal and fits its type") {
+TEST_CASE("every number on the command line is plain decimal and fits its type, no name or path is empty") {
     TempDir tmp;
     const std::vector<std::pair<std::string, std::string>> bad = {
         {"--window", ""},       {"--window", "0x10"}, {"--window", "99999999999999999999999"},
@@ -406,6 +406,15 @@ TEST_CASE("every number on the command line is plain decimal and fits its type")
                       {flag});
         CHECK_FALSE(fs::exists(tmp / "bad"));
     }
+    // an empty name or path is refused too (CLI11 would read it as "not given")
+    for (const char* flag : {"--out", "--task", "--score", "--resume"}) {
+        check_refused(run({"train", "--task", "reverse", "--steps", "1", flag, "", "--out", tmp / "bad"}),
+                      {flag});
+        CHECK_FALSE(fs::exists(tmp / "bad"));
+    }
+    check_refused(run({"inspect", "--run", tmp / "none", "--to", ""}), {"--to"});
+    check_refused(run({"inspect", "--run", tmp / "none", "--knockout", ""}), {"--knockout"});
+    check_refused(run({"eval", "--run", ""}), {"--run"});
     check_refused(run({"eval", "--run", tmp / "none", "--show", "0x2"}), {"--show"});
     check_refused(run({"inspect", "--run", tmp / "none", "--samples", ""}), {"--samples"});
     // what a user types still works: exponents, signs where the type has them

@@ -212,3 +212,18 @@ TEST_CASE(
                          doctest::Contains("local_dot_score: window width"), ValueError);
     CHECK_NOTHROW(local_dot_score(q1, k1, starts(), 11));
 }
+
+TEST_CASE("a NaN key the mask hides still makes its rows NaN, as the composed and global paths do") {
+    // one head, d = 1: q = [1], k = [1, NaN, 3], key 1 masked
+    const Tensor q = tensor({1.0}, {1, 1, 1}, {.dtype = DType::Float64});
+    const Tensor k = tensor({1.0, std::nan(""), 3.0}, {1, 3, 1}, {.dtype = DType::Float64});
+    const Tensor v = tensor({10.0, 20.0, 30.0}, {1, 3, 1}, {.dtype = DType::Float64});
+    const Tensor start = index_tensor({0}, {1, 1});
+    const Tensor mask = tensor({0.0, -kInf, 0.0}, {1, 1, 3}, {.dtype = DType::Float64});
+    const auto fused =
+        local_scaled_dot_product_attention_heads(q, k, v, 1, start, 3, {.band_mask = mask, .scale = 1.0});
+    const Tensor composed = softmax(local_dot_score(q, k, start, 3) + mask, -1);
+    CHECK(std::isnan(composed.at({0, 0, 0})));
+    CHECK(std::isnan(fused.weights.at({0, 0, 0})));
+    CHECK(std::isnan(fused.output.at({0, 0, 0})));
+}

@@ -357,6 +357,14 @@ TEST_CASE(
     std::filesystem::remove_all(dir);
 }
 
+namespace {
+void file_commit_twice(const std::filesystem::path& target) {
+    AtomicFile file(target, "test");
+    file.commit();
+    file.commit();
+}
+}  // namespace
+
 TEST_CASE("AtomicFile replaces its target only on commit and never leaves a temporary file behind") {
     const auto dir = std::filesystem::temp_directory_path() / "attograd_test_atomic_file";
     std::filesystem::remove_all(dir);
@@ -388,6 +396,19 @@ TEST_CASE("AtomicFile replaces its target only on commit and never leaves a temp
     }
     CHECK(contents() == "new");
     CHECK(entries() == 1);
+    CHECK_THROWS_WITH_AS(file_commit_twice(target), doctest::Contains("committed twice"), IoError);
+    // a replaced file keeps its permission bits
+    std::filesystem::permissions(target,
+                                 std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    write_file_atomic(target, "private");
+    CHECK(std::filesystem::status(target).permissions() ==
+          (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+    // any name the filesystem takes (255 bytes) can be written: the temporary name is shortened
+    const auto longest = dir / std::string(255, 'a');
+    write_file_atomic(longest, "long");
+    CHECK(std::filesystem::file_size(longest) == 4);
+    std::filesystem::remove(longest);
+    CHECK_THROWS_WITH_AS(write_file_atomic("", "x"), doctest::Contains("not a file name"), IoError);
     CHECK_THROWS_WITH_AS(write_file_atomic(dir, "x"), doctest::Contains("is a directory"), IoError);
     CHECK_THROWS_WITH_AS(write_file_atomic(dir / "missing" / "a.txt", "x"),
                          doctest::Contains("cannot create temporary file"), IoError);

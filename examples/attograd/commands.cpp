@@ -41,10 +41,17 @@ CLI::Validator plain_number() {
         std::is_integral_v<T> ? "INT" : "NUMBER");
 }
 
-// Adds the number check to options holding a number.
+// CLI11 reads `--out ""` as an unset option (the default). An empty name or path is refused.
+const CLI::Validator kNotEmpty(
+    [](std::string& text) { return text.empty() ? std::string("must not be empty") : std::string(); },
+    "TEXT");
+
+// Adds the number check to options holding a number, the non-empty check to names and paths.
 template <class T>
 CLI::Option* checked(CLI::Option* option) {
     if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) option->check(plain_number<T>());
+    if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, std::filesystem::path>)
+        option->check(kNotEmpty);
     return option;
 }
 
@@ -111,7 +118,8 @@ int run_cli(int argc, char** argv) {
 
     EvalArgs eval;
     auto* eval_cmd = app.add_subcommand("eval", "held-out accuracy of a run, and predictions for --input");
-    eval_cmd->add_option("--run", eval.run, "run directory written by train")->required();
+    checked<std::string>(eval_cmd->add_option("--run", eval.run, "run directory written by train"))
+        ->required();
     eval_cmd->add_option("--input", eval.inputs, "text to predict (repeatable)");
     eval_cmd->add_flag("--json", eval.json, "print one JSON object (for scripts)");
     checked<std::int64_t>(eval_cmd->add_option("--show", eval.show, "held-out examples to print"))
@@ -119,15 +127,17 @@ int run_cli(int argc, char** argv) {
 
     InspectArgs inspect;
     auto* inspect_cmd = app.add_subcommand("inspect", "draw every layer's and head's attention of a run");
-    inspect_cmd->add_option("--run", inspect.run, "run directory written by train")->required();
+    checked<std::string>(inspect_cmd->add_option("--run", inspect.run, "run directory written by train"))
+        ->required();
     inspect_cmd->add_option("--input", inspect.inputs, "text to run (repeatable)");
     auto* samples = checked<std::int64_t>(
         inspect_cmd->add_option("--samples", inspect.samples, "held-out examples to draw (default 1)"));
-    inspect_cmd->add_option("--format", inspect.format, "term, svg, html, csv or json")
+    checked<std::string>(inspect_cmd->add_option("--format", inspect.format, "term, svg, html, csv or json"))
         ->capture_default_str();
-    inspect_cmd->add_option("--to", inspect.to,
-                            "output file (html, csv, json; '-' = stdout) or directory (svg)");
-    inspect_cmd->add_option("--knockout", inspect.knockout, "zero one head's weights: LAYER.HEAD, e.g. 0.0");
+    checked<std::string>(inspect_cmd->add_option(
+        "--to", inspect.to, "output file (html, csv, json; '-' = stdout) or directory (svg)"));
+    checked<std::string>(inspect_cmd->add_option("--knockout", inspect.knockout,
+                                                 "zero one head's weights: LAYER.HEAD, e.g. 0.0"));
     inspect_cmd->add_flag("--saliency", inspect.saliency,
                           "also compute gradient x input saliency and its rank correlation with attention");
 
