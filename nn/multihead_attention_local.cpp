@@ -1,6 +1,6 @@
-// MultiHeadAttention's paths beyond the fused kernel: additive / bilinear scores and local
-// attention, each head a sequence of its own ([B * h, T, E / h]) for the score modules and the
-// banded kernels (core/ops_local_attention.hpp).
+// MultiHeadAttention's paths beyond the global fused kernel: additive / bilinear scores, and
+// local attention (the fused banded op for dot scores, core/ops_local_sdpa.hpp; otherwise each
+// head a sequence of its own, [B * h, T, E / h], for the score modules and banded kernels).
 #include "core/ops.hpp"
 #include "core/ops_local_attention.hpp"
 #include "core/ops_local_sdpa.hpp"
@@ -96,10 +96,9 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(const Tensor& query, 
                                 : Tensor();
     Tensor heads, band;  // [B, Tq, E] and the weights [B h, Tq, 2D + 1]
     if (fused) {
-        const bool masked = masks.attn_mask.defined() || masks.key_padding_mask.defined() || masks.is_causal;
         const LocalSdpaOptions options{
-            .band_mask =
-                masked ? local_band_mask(per_head(masks, h), start, width, tk, o.dtype, kOp) : Tensor(),
+            .band_mask = masks.empty() ? Tensor()
+                                       : local_band_mask(per_head(masks, h), start, width, tk, o.dtype, kOp),
             .factor = gaussian,
             .scale = o.score == Score::Dot ? std::optional<double>(1.0) : std::nullopt};
         const SdpaResult r =
