@@ -62,12 +62,6 @@ public:
     File(const File&) = delete;
     File& operator=(const File&) = delete;
     int get() const { return fd_; }
-    // Closes now, reporting the error (close can report a failed delayed write).
-    bool close() {
-        const int fd = fd_;
-        fd_ = -1;
-        return ::close(fd) == 0;
-    }
 
 private:
     int fd_;
