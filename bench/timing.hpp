@@ -2,9 +2,11 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace bench {
@@ -20,6 +22,13 @@ inline double now(Clock clock) {
     return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+/// The median of `values` (the upper one of an even count); `values` must not be empty.
+inline double median(std::vector<double> values) {
+    std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2),
+                     values.end());
+    return values[values.size() / 2];
+}
+
 /// Seconds per call of `fn`: `warmup` untimed calls, then `repeats` timed runs of `iters`
 /// calls each; returns the median over the runs of (run time / iters).
 template <class Fn>
@@ -32,8 +41,7 @@ double median_seconds(Fn&& fn, int iters, int repeats, int warmup, Clock clock) 
         for (int i = 0; i < iters; ++i) fn();
         runs.push_back((now(clock) - start) / iters);
     }
-    std::nth_element(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(runs.size() / 2), runs.end());
-    return runs[runs.size() / 2];
+    return median(std::move(runs));
 }
 
 /// Several contenders timed in alternation: round after round, each runs its `iters` calls
@@ -51,11 +59,37 @@ std::vector<double> interleaved_median_seconds(const std::vector<Fn>& fns, const
         }
     }
     std::vector<double> medians;
-    for (auto& v : runs) {
-        std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-        medians.push_back(v[v.size() / 2]);
-    }
+    for (auto& v : runs) medians.push_back(median(std::move(v)));
     return medians;
+}
+
+/// The machine's CPU time counters from /proc/stat, in clock ticks: all of it, and the part
+/// "stolen" (a virtual machine's CPUs waiting while the host runs other guests). Zero when
+/// unreadable.
+struct CpuTicks {
+    unsigned long long total = 0, steal = 0;
+};
+
+inline CpuTicks cpu_ticks() {
+    CpuTicks ticks;
+    if (FILE* stat = std::fopen("/proc/stat", "r")) {
+        unsigned long long field[8] = {};
+        if (std::fscanf(stat, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &field[0], &field[1], &field[2],
+                        &field[3], &field[4], &field[5], &field[6], &field[7]) == 8) {
+            for (const auto f : field) ticks.total += f;
+            ticks.steal = field[7];
+        }
+        std::fclose(stat);
+    }
+    return ticks;
+}
+
+/// Percentage of the machine's CPU time stolen by the host since `start`.
+inline double steal_percent_since(const CpuTicks& start) {
+    const CpuTicks end = cpu_ticks();
+    const auto total = end.total - start.total;
+    return total == 0 ? 0.0
+                      : 100.0 * static_cast<double>(end.steal - start.steal) / static_cast<double>(total);
 }
 
 /// Calls per timed run so that one run lasts about `target_seconds` (at least 1).

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/tensor.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <initializer_list>
@@ -29,6 +30,14 @@ inline HeadLayout heads_major(std::int64_t heads, std::int64_t t, std::int64_t w
 inline HeadLayout heads_last(std::int64_t t, std::int64_t width, std::int64_t row_width,
                              std::int64_t offset) {
     return {.offset = offset, .batch = t * row_width, .head = width, .row = row_width};
+}
+
+/// Zeroes the `rows` x `width` block of an operand that starts at `block` with rows `row`
+/// elements apart: each (batch, head) block clears its own part of an output the kernel then
+/// adds into, inside the parallel loop (a whole-tensor zeros() is a serial pass).
+template <class T>
+void zero_block(T* block, std::int64_t rows, std::int64_t width, std::int64_t row) {
+    for (std::int64_t r = 0; r < rows; ++r) std::fill_n(block + r * row, width, T(0));
 }
 
 /// The data of an optional tensor: null when undefined.

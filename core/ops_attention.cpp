@@ -44,6 +44,10 @@ struct Geometry : detail::HeadGeometry {
     }
 };
 
+// (batch, head) blocks a thread takes at a time: threads that come free take more, so a core
+// that runs slower for a while (a shared machine) does not hold the others up.
+constexpr int kBlocksPerGrab = 4;
+
 // A small counter-based generator (SplitMix64): each block's dropout mask is regenerated from
 // its seed in backward instead of being stored.
 struct SplitMix64 {
@@ -114,15 +118,14 @@ void masked_softmax_rows(const Geometry& g, std::int64_t b, std::int64_t h, cons
 }
 
 // scores P = softmax(scale q k^T + mask) -> weights; output = dropout(P) v.
-// `out` must be zero on entry: the products below add into it. Eigen's `C = A B` zeroes C before
-// its GEMM adds into it, and on a strided block (O here; dV, dQ, dK in backward) that is one
-// small memset call per row of every block; one memset of the whole tensor costs far less, and
-// C += A B on a zero C gives the same bits.
+// Each block zeroes its own part of `out` (and of dq, dk, dv in backward) and adds its products
+// into it: Eigen's `C = A B` on a strided block would zero it row by row inside the GEMM call,
+// and zeroing the whole tensor up front is one serial pass while the other threads wait.
 template <class T>
 void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const T* mask, T* out,
                     T* weights) {
     const T scale = static_cast<T>(g.scale);
-#pragma omp parallel for schedule(static) if (g.parallel())
+#pragma omp parallel for schedule(dynamic, kBlocksPerGrab) if (g.parallel())
     for (std::int64_t bh = 0; bh < g.blocks(); ++bh) {
         const std::int64_t b = bh / g.heads, h = bh % g.heads;
         const ConstBlockMap<T> Q(q + g.q.at(b, h), g.tq, g.d, Eigen::OuterStride<>(g.q.row));
@@ -130,10 +133,8 @@ void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const
         const ConstBlockMap<T> V(v + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row));
         BlockMap<T> O(out + g.out.at(b, h), g.tq, g.dv, Eigen::OuterStride<>(g.out.row));
         MatrixMap<T> P(weights + bh * g.tq * g.tk, g.tq, g.tk);
-        if (g.tk == 0) {
-            O.setZero();
-            continue;
-        }
+        O.setZero();
+        if (g.tk == 0) continue;
         P.noalias() = (scale * Q) * K.transpose();
         masked_softmax_rows(g, b, h, mask, P.data());
         if (g.dropout_active()) {
@@ -148,8 +149,8 @@ void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const
 }
 
 // Gradients of one call. dout (upstream gradient of the output) and dweights (of the weights)
-// may each be null; so may dq, dk, dv (not needed). dq, dk, dv must be zero on entry (the
-// products add into them, see forward_kernel); with dout null, dv stays zero.
+// may each be null; so may dq, dk, dv (not needed). Each block zeroes its parts of dq, dk, dv
+// before adding into them (see forward_kernel); with dout null, dv is all zero.
 template <class T>
 struct BackwardArgs {
     const T *q, *k, *v, *weights, *dout, *dweights;
@@ -161,7 +162,7 @@ struct BackwardArgs {
 template <class T>
 void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
     const T scale = static_cast<T>(g.scale);
-#pragma omp parallel for schedule(static) if (g.parallel())
+#pragma omp parallel for schedule(dynamic, kBlocksPerGrab) if (g.parallel())
     for (std::int64_t bh = 0; bh < g.blocks(); ++bh) {
         const std::int64_t b = bh / g.heads, h = bh % g.heads;
         const std::int64_t plane = g.tq * g.tk;
@@ -170,6 +171,8 @@ void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
         const ConstBlockMap<T> K(a.k + g.k.at(b, h), g.tk, g.d, Eigen::OuterStride<>(g.k.row));
         const ConstMatrixMap<T> P(a.weights + bh * plane, g.tq, g.tk);
         MatrixMap<T> dP(scratch<T>(0, plane), g.tq, g.tk);
+        if (a.dv != nullptr)
+            BlockMap<T>(a.dv + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row)).setZero();
         if (a.dout != nullptr) {
             const ConstBlockMap<T> V(a.v + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row));
             const ConstBlockMap<T> dO(a.dout + g.out.at(b, h), g.tq, g.dv, Eigen::OuterStride<>(g.out.row));
@@ -197,10 +200,12 @@ void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
         }
         if (a.dq != nullptr) {
             BlockMap<T> dQ(a.dq + g.q.at(b, h), g.tq, g.d, Eigen::OuterStride<>(g.q.row));
+            dQ.setZero();
             dQ.noalias() += (scale * dP) * K;
         }
         if (a.dk != nullptr) {
             BlockMap<T> dK(a.dk + g.k.at(b, h), g.tk, g.d, Eigen::OuterStride<>(g.k.row));
+            dK.setZero();
             dK.noalias() += (scale * dP.transpose()) * Q;
         }
     }
@@ -245,7 +250,7 @@ void prepare(Geometry& g, const Tensor& q, const SdpaOptions& o, const char* op)
 SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, bool packed, Geometry g,
                const Shape& out_shape, const SdpaOptions& options) {
     prepare(g, q, options, op);
-    Tensor out = zeros(out_shape, {.dtype = q.dtype()});  // the kernel adds into it
+    Tensor out = empty(out_shape, {.dtype = q.dtype()});  // every block writes its part
     Tensor weights = empty({g.batch, g.heads, g.tq, g.tk}, {.dtype = q.dtype()});
     const Tensor mask = options.attn_mask;
     dispatch_floating(q.dtype(), op, [&]<class T>(T) {
@@ -257,13 +262,13 @@ SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
     // Gradients for every input that needs one; a packed qkv gets one tensor for all three.
     auto backward = [packed, q, k, v](const Geometry& geo, const Tensor& p, const Tensor& dout,
                                       const Tensor& dweights, autograd::Gradients& grads, bool with_v) {
-        Tensor dq, dk, dv;  // zeroed: the kernel adds into them
+        Tensor dq, dk, dv;  // every block writes its parts
         if (packed) {
-            dq = dk = dv = zeros(q.shape(), {.dtype = q.dtype()});
+            dq = dk = dv = empty(q.shape(), {.dtype = q.dtype()});
         } else {
-            if (grads.needs(0)) dq = zeros(q.shape(), {.dtype = q.dtype()});
-            if (grads.needs(1)) dk = zeros(k.shape(), {.dtype = k.dtype()});
-            if (with_v && grads.needs(2)) dv = zeros(v.shape(), {.dtype = v.dtype()});
+            if (grads.needs(0)) dq = empty(q.shape(), {.dtype = q.dtype()});
+            if (grads.needs(1)) dk = empty(k.shape(), {.dtype = k.dtype()});
+            if (with_v && grads.needs(2)) dv = empty(v.shape(), {.dtype = v.dtype()});
         }
         dispatch_floating(q.dtype(), "attention backward", [&]<class T>(T) {
             backward_kernel<T>(geo, {.q = q.data<T>(),

@@ -44,21 +44,13 @@ Tensor column_sums(const Tensor& m) {
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     check_linear(x, weight, bias);
-    // Y [rows, out] = X [rows, in] W^T, one GEMM reading W transposed in place.
-    const std::int64_t out_features = weight.size(0);
+    // Y [rows, out] = 1 b^T + X [rows, in] W^T: one GEMM reading W transposed in place, its
+    // rows starting from the bias.
     const std::int64_t rows = numel(Shape(x.shape().begin(), x.shape().end() - 1));
     const Tensor x2 = reshape(x.detach(), {rows, x.shape().back()});
-    Tensor y2 = detail::matmul_kernel(x2, weight.detach(), false, true);
-    if (bias.defined()) {
-        dispatch_floating(y2.dtype(), "linear", [&]<class T>(T) {
-            T* py = y2.data<T>();
-            const T* pb = bias.data<T>();
-            for (std::int64_t r = 0; r < rows; ++r)
-                for (std::int64_t j = 0; j < out_features; ++j) py[r * out_features + j] += pb[j];
-        });
-    }
+    const Tensor y2 = detail::matmul_kernel(x2, weight.detach(), false, true, bias);
     Shape out_shape = x.shape();
-    out_shape.back() = out_features;
+    out_shape.back() = weight.size(0);
     Tensor y = reshape(y2, out_shape);
     if (autograd::needs_record({&x, &weight, &bias})) {
         autograd::record("linear", {x, weight, bias}, y,

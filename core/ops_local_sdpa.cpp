@@ -78,7 +78,7 @@ void softmax_in_place(T* ps, std::int64_t lo, std::int64_t hi, T top, const T* m
 template <class T>
 struct ForwardArgs {
     const T *q, *k, *v, *mask, *factor;
-    T *out, *probs, *weights;  // weights == probs without a factor; out zero on entry
+    T *out, *probs, *weights;  // weights == probs without a factor
 };
 
 // Per row: scores over the in-range slots, masked softmax (masked slots exactly 0, a fully
@@ -92,6 +92,7 @@ void forward_kernel(const LocalGeometry& g, const ForwardArgs<T>& a) {
         const std::int64_t b = n / g.heads, h = n % g.heads;
         const T* kb = a.k + g.k.at(b, h);
         const T* vb = a.v + g.v.at(b, h);
+        detail::zero_block(a.out + g.out.at(b, h), g.tq, g.dv, g.out.row);  // the rows add into it
         for (std::int64_t t = 0; t < g.tq; ++t) {
             const std::int64_t row = n * g.tq + t, lo = g.window.lo(row), hi = g.window.hi(row);
             const std::int64_t first = g.window.first(row);
@@ -132,8 +133,9 @@ void forward_kernel(const LocalGeometry& g, const ForwardArgs<T>& a) {
     }
 }
 
-// Gradients of one call; any of dout, dweights, dq, dk, dv, dfactor may be null (dq, dk, dv
-// zero on entry: the kernel adds into them).
+// Gradients of one call; any of dout, dweights, dq, dk, dv, dfactor may be null. Each block
+// zeroes its parts of dq, dk, dv and adds into them; dfactor must be zero on entry (only the
+// in-range slots are written).
 template <class T>
 struct BackwardArgs {
     const T *q, *k, *v, *factor, *probs, *weights, *dout, *dweights;
@@ -148,6 +150,9 @@ void backward_kernel(const LocalGeometry& g, const BackwardArgs<T>& a) {
     for (std::int64_t n = 0; n < g.blocks(); ++n) {
         const std::int64_t b = n / g.heads, h = n % g.heads;
         T* dp = row_scratch<T>(w);
+        if (a.dq != nullptr) detail::zero_block(a.dq + g.q.at(b, h), g.tq, g.d, g.q.row);
+        if (a.dk != nullptr) detail::zero_block(a.dk + g.k.at(b, h), g.tk, g.d, g.k.row);
+        if (a.dv != nullptr) detail::zero_block(a.dv + g.v.at(b, h), g.tk, g.dv, g.v.row);
         for (std::int64_t t = 0; t < g.tq; ++t) {
             const std::int64_t row = n * g.tq + t, lo = g.window.lo(row), hi = g.window.hi(row);
             const std::int64_t first = g.window.first(row);
@@ -228,7 +233,7 @@ SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
 
     const Tensor mask = o.band_mask, factor = o.factor;
     const Shape band{g.blocks(), g.tq, width};
-    Tensor out = zeros(out_shape, {.dtype = q.dtype()});  // the kernel adds into it
+    Tensor out = empty(out_shape, {.dtype = q.dtype()});  // every block writes its part
     Tensor probs = empty(band, {.dtype = q.dtype()});
     Tensor weights = factor.defined() ? empty(band, {.dtype = q.dtype()}) : probs;
     dispatch_floating(q.dtype(), op, [&]<class T>(T) {
@@ -251,13 +256,13 @@ SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
     auto backward = [packed, q, k, v, factor, window_start, factor_index](
                         const LocalGeometry& geo, const Tensor& p, const Tensor& wts, const Tensor& dout,
                         const Tensor& dweights, autograd::Gradients& grads) {
-        Tensor dq, dk, dv, dfactor;  // dq, dk, dv zeroed: the kernel adds into them
+        Tensor dq, dk, dv, dfactor;  // every block writes its parts of dq, dk, dv
         if (packed) {
-            if (grads.needs(0)) dq = dk = dv = zeros(q.shape(), {.dtype = q.dtype()});
+            if (grads.needs(0)) dq = dk = dv = empty(q.shape(), {.dtype = q.dtype()});
         } else {
-            if (grads.needs(0)) dq = zeros(q.shape(), {.dtype = q.dtype()});
-            if (grads.needs(1)) dk = zeros(k.shape(), {.dtype = k.dtype()});
-            if (dout.defined() && grads.needs(2)) dv = zeros(v.shape(), {.dtype = v.dtype()});
+            if (grads.needs(0)) dq = empty(q.shape(), {.dtype = q.dtype()});
+            if (grads.needs(1)) dk = empty(k.shape(), {.dtype = k.dtype()});
+            if (dout.defined() && grads.needs(2)) dv = empty(v.shape(), {.dtype = v.dtype()});
         }
         if (factor.defined() && grads.needs(factor_index))
             dfactor = zeros(factor.shape(), {.dtype = q.dtype()});

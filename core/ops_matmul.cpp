@@ -37,7 +37,8 @@ std::int64_t batch_offset(std::int64_t index, const Shape& out_batch, const Shap
 
 namespace detail {
 
-Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b) {
+Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                     const Tensor& row_init) {
     const Shape& sa = a.shape();
     const Shape& sb = b.shape();
     const std::int64_t a_rows = sa[sa.size() - 2], a_cols = sa.back();
@@ -45,33 +46,47 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
     const std::int64_t n = transpose_a ? a_cols : a_rows;
     const std::int64_t m = transpose_b ? b_rows : b_cols;
     const std::int64_t inner = transpose_a ? a_rows : a_cols;
-    // Rows [first, first + count) of C = op(A) op(B).
+    AG_ASSERT(!row_init.defined() ||
+                  (sa.size() == 2 && sb.size() == 2 && row_init.numel() == (transpose_b ? b_rows : b_cols)),
+              "matmul_kernel: row_init needs 2-D operands and one value per column");
+    // Rows [first, first + count) of C = op(A) op(B), or of C = 1 r + op(A) op(B) for a row r:
+    // Eigen's `C = A B` zeroes C and then adds the GEMM into it, so starting from r instead
+    // costs no extra pass over C.
     const auto product_rows = [&]<class T>(const T* pa, const T* pb, T* po, std::int64_t first,
                                            std::int64_t count) {
         const ConstMatrixMap<T> A(pa, a_rows, a_cols);
         const ConstMatrixMap<T> B(pb, b_rows, b_cols);
         auto C = MatrixMap<T>(po, n, m).middleRows(first, count);
-        if (!transpose_a && !transpose_b)
-            C.noalias() = A.middleRows(first, count) * B;
-        else if (transpose_a && !transpose_b)
-            C.noalias() = A.transpose().middleRows(first, count) * B;
-        else if (!transpose_a)
-            C.noalias() = A.middleRows(first, count) * B.transpose();
+        if (row_init.defined())
+            C.rowwise() = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(row_init.data<T>(), m);
         else
-            C.noalias() = A.transpose().middleRows(first, count) * B.transpose();
+            C.setZero();
+        if (!transpose_a && !transpose_b)
+            C.noalias() += A.middleRows(first, count) * B;
+        else if (transpose_a && !transpose_b)
+            C.noalias() += A.transpose().middleRows(first, count) * B;
+        else if (!transpose_a)
+            C.noalias() += A.middleRows(first, count) * B.transpose();
+        else
+            C.noalias() += A.transpose().middleRows(first, count) * B.transpose();
     };
     const auto product = [&]<class T>(const T* pa, const T* pb, T* po) { product_rows(pa, pb, po, 0, n); };
     if (sa.size() == 2 && sb.size() == 2) {
-        // One product: large ones are split into row blocks, one GEMM per thread (Eigen's own
-        // threading is off, see core/parallel.hpp).
+        // One product: large ones are split into row blocks (Eigen's own threading is off, see
+        // core/parallel.hpp). Up to four blocks per thread, handed out as threads come free: on
+        // a shared machine one core may run slower for a while, and equal static halves would
+        // leave the other waiting. Blocks of at least kMinChunkRows rows keep the cost of
+        // packing op(B) again for every block to about 1 % of the block's GEMM.
+        constexpr std::int64_t kMinChunkRows = 96;
         Tensor out = empty({n, m}, {.dtype = a.dtype()});
         const int threads = std::min<int>(detail::threads_for(n * m * inner, detail::kMinParallelGemmWork),
                                           static_cast<int>(std::max<std::int64_t>(n / 16, 1)));
+        const auto chunks = std::clamp<std::int64_t>(n / kMinChunkRows, threads, 4 * threads);
         dispatch_floating(a.dtype(), "matmul", [&]<class T>(T) {
             if (threads <= 1) return product(a.data<T>(), b.data<T>(), out.data<T>());
-#pragma omp parallel for schedule(static) num_threads(threads)
-            for (int t = 0; t < threads; ++t) {
-                const std::int64_t first = n * t / threads, last = n * (t + 1) / threads;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+            for (std::int64_t c = 0; c < chunks; ++c) {
+                const std::int64_t first = n * c / chunks, last = n * (c + 1) / chunks;
                 product_rows(a.data<T>(), b.data<T>(), out.data<T>(), first, last - first);
             }
         });

@@ -16,7 +16,10 @@ Tensor matmul(const Tensor& a, const Tensor& b);
 namespace detail {
 /// op(a) x op(b) for every batch, op = transpose when the flag is set; no tape entry.
 /// a [..., n, k] (or [..., k, n] when transpose_a), b likewise -> [broadcast(...), n, m].
-Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b);
+/// A defined `row_init` [m] (2-D operands only, same dtype) is added to every row of the
+/// result, inside the GEMM's own pass: linear's bias.
+Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                     const Tensor& row_init = Tensor());
 }  // namespace detail
 
 }  // namespace attograd

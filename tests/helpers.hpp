@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <vector>
 
 namespace testing {
 
@@ -22,6 +23,14 @@ inline bool all_finite(const Tensor& t) {
     for (double v : t.to_vector<double>())
         if (!std::isfinite(v)) return false;
     return true;
+}
+
+/// Leaves freed float64 blocks of `shape` full of NaN for the next allocations of that size:
+/// the allocator hands a freed block of the same size class out again (last in, first out), so
+/// an op that leaves part of an uninitialised output unwritten shows NaN there.
+inline void leave_nan_blocks(const Shape& shape) {
+    std::vector<Tensor> blocks;
+    for (int i = 0; i < 4; ++i) blocks.push_back(full(shape, std::nan(""), {.dtype = DType::Float64}));
 }
 
 /// Asserts that gradcheck passes, printing its report (worst input and element) when not.

@@ -27,9 +27,9 @@ AttentionMap sample_map() {
     map.head = 1;
     map.queries = {"c", "b", "<eos>"};
     map.keys = {"<bos>", "b", "c", "<eos>"};
-    map.weights = {0.0, 0.05, 0.95, 0.0,  //
-                   0.1, 0.8, 0.05, 0.05,  //
-                   0.0, 0.0, 0.1, 0.9};
+    map.weights = {0.0, 0.05, 0.95, 0.0,   //
+                   0.1, 0.8,  0.05, 0.05,  //
+                   0.0, 0.0,  0.1,  0.9};
     map.right = {2, 1, -1};
     map.alignment_share = alignment_share(map, map.right);
     return map;
@@ -39,7 +39,8 @@ AttentionMap sample_map() {
 /// no stray '<' or '&' in text, every element closed in order).
 bool well_formed(const std::string& xml, std::string& problem) {
     std::vector<std::string> open;
-    const std::regex tag(R"(<(/?)([A-Za-z][A-Za-z0-9]*)([^<>]*?)(/?)>|<!DOCTYPE html>|&(?!(amp|lt|gt|quot|apos);)|<(?![A-Za-z/!]))");
+    const std::regex tag(
+        R"(<(/?)([A-Za-z][A-Za-z0-9]*)([^<>]*?)(/?)>|<!DOCTYPE html>|&(?!(amp|lt|gt|quot|apos);)|<(?![A-Za-z/!]))");
     for (auto it = std::sregex_iterator(xml.begin(), xml.end(), tag); it != std::sregex_iterator(); ++it) {
         const auto& m = *it;
         const std::string whole = m.str(0);
@@ -50,12 +51,13 @@ bool well_formed(const std::string& xml, std::string& problem) {
         }
         const std::string name = m[2].str();
         if (m[4].matched && !m[4].str().empty()) continue;  // self-closing
-        if (name == "meta") continue;                        // HTML void element
+        if (name == "meta") continue;                       // HTML void element
         if (m[1].str().empty()) {
             open.push_back(name);
         } else {
             if (open.empty() || open.back() != name) {
-                problem = "</" + name + "> closes " + (open.empty() ? std::string("nothing") : "<" + open.back() + ">");
+                problem = "</" + name + "> closes " +
+                          (open.empty() ? std::string("nothing") : "<" + open.back() + ">");
                 return false;
             }
             open.pop_back();
@@ -101,7 +103,7 @@ TEST_CASE("terminal heatmap: plain mode has no escape codes, shades by weight, l
     REQUIRE(lines.size() == 6);  // title, column labels, 3 rows, legend
     CHECK(lines[1].find("^") != std::string::npos);
     CHECK(lines[1].find("$") != std::string::npos);
-    CHECK(lines[2].rfind("c ", 0) == 0);   // row label first
+    CHECK(lines[2].rfind("c ", 0) == 0);  // row label first
     CHECK(lines[4].rfind("$ ", 0) == 0);
     // Row "c": the cell of key "c" is full, the others blank.
     CHECK(lines[2] == "c   " + std::string(" ") + " " + " " + "\u2588" + " " + " ");
@@ -187,7 +189,8 @@ TEST_CASE("CSV and JSON exports hold every weight with its tokens") {
     example.maps = {sample_map()};
     example.maps[0].keys[1] = "a,\"b\"";
     const std::string csv = to_csv({example});
-    CHECK(csv.rfind("example,module,layer,head,query_index,query_token,key_index,key_token,weight\n", 0) == 0);
+    CHECK(csv.rfind("example,module,layer,head,query_index,query_token,key_index,key_token,weight\n", 0) ==
+          0);
     CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 12);
     CHECK(csv.find("0,decoder.layers.0.cross_attn,0,1,0,c,2,c,0.95\n") != std::string::npos);
     CHECK(csv.find(",\"a,\"\"b\"\"\",") != std::string::npos);
@@ -210,7 +213,8 @@ TEST_CASE("atomic writes replace the file whole and leave no temporary behind, f
     int files = 0;
     for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir)) ++files;
     CHECK(files == 1);
-    CHECK_THROWS_WITH_AS(write_file_atomic(dir / "missing" / "b.txt", "x"), doctest::Contains("missing"), IoError);
+    CHECK_THROWS_WITH_AS(write_file_atomic(dir / "missing" / "b.txt", "x"), doctest::Contains("missing"),
+                         IoError);
     CHECK_THROWS_WITH_AS(read_file(dir / "nope.txt"), doctest::Contains("nope.txt: cannot open"), IoError);
     std::filesystem::remove_all(dir);
 }

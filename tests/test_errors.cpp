@@ -28,7 +28,8 @@ TEST_CASE("tensor factories and accessors reject bad shapes, values and dtypes")
     CHECK_ERROR(arange(0.0, 1.0, -1.0), "arange: step -1 has the wrong sign", ValueError);
     CHECK_ERROR(arange(-2), "arange: end must be >= 0", ValueError);
     CHECK_ERROR(arange(0.0, std::nan(""), 1.0), "arange: start and end must be finite", ValueError);
-    CHECK_ERROR(arange(0.0, 1e300, 1e-300), "arange: [0, 1e+300) in steps of 1e-300 has too many elements", ShapeError);
+    CHECK_ERROR(arange(0.0, 1e300, 1e-300), "arange: [0, 1e+300) in steps of 1e-300 has too many elements",
+                ShapeError);
     Generator gen(0);
     CHECK_ERROR(randn({2}, gen, {.dtype = DType::Int64}), "randn: needs a float dtype", DTypeError);
     CHECK_ERROR(uniform({2}, 1.0, 0.0, gen), "uniform: low 1 exceeds high 0", ValueError);
@@ -353,9 +354,11 @@ TEST_CASE("gradcheck: non-float64 inputs and nothing to check") {
 
 TEST_CASE("shapes whose element count overflows are refused, not wrapped to a small buffer") {
     constexpr std::int64_t big = std::int64_t{1} << 40;
-    CHECK_ERROR(zeros({big, big}), "zeros: shape [1099511627776, 1099511627776] has too many elements", ShapeError);
+    CHECK_ERROR(zeros({big, big}), "zeros: shape [1099511627776, 1099511627776] has too many elements",
+                ShapeError);
     CHECK_ERROR(empty({std::int64_t{1} << 32, std::int64_t{1} << 32}), "has too many elements", ShapeError);
-    CHECK_ERROR(full({big, big, 0, big}, 1.0), "has too many elements", ShapeError);  // 0 after the wrap is no excuse
+    CHECK_ERROR(full({big, big, 0, big}, 1.0), "has too many elements",
+                ShapeError);  // 0 after the wrap is no excuse
     CHECK_ERROR(reshape(f32({0}), {big, big, 0}), "reshape: shape", ShapeError);
     CHECK(zeros({big, 0}).numel() == 0);  // an empty tensor with a large dimension is fine
     constexpr std::int64_t huge = std::numeric_limits<std::int64_t>::max();
@@ -364,11 +367,11 @@ TEST_CASE("shapes whose element count overflows are refused, not wrapped to a sm
 }
 
 TEST_CASE("to_dtype refuses float values that do not fit int64 (the cast would be undefined)") {
-    CHECK_ERROR(to_dtype(tensor({1.0, std::nan("")}, {2}), DType::Int64), "to_dtype: nan at flat index 1 of [2]",
-                ValueError);
+    CHECK_ERROR(to_dtype(tensor({1.0, std::nan("")}, {2}), DType::Int64),
+                "to_dtype: nan at flat index 1 of [2]", ValueError);
     CHECK_ERROR(to_dtype(tensor({1e30}, {1}), DType::Int64), "does not fit int64", ValueError);
-    CHECK_ERROR(to_dtype(f64({1}) - std::numeric_limits<double>::infinity(), DType::Int64), "does not fit int64",
-                ValueError);
+    CHECK_ERROR(to_dtype(f64({1}) - std::numeric_limits<double>::infinity(), DType::Int64),
+                "does not fit int64", ValueError);
     CHECK(to_dtype(tensor({-2.5, 3.9}, {2}), DType::Int64).to_vector<std::int64_t>() ==
           std::vector<std::int64_t>{-2, 3});
 }

@@ -120,6 +120,24 @@ TEST_CASE("fused local attention passes float64 gradcheck: heads and packed layo
     CHECK_GRADCHECK(weights_only, (std::vector<Tensor>{qkv}));
 }
 
+TEST_CASE("the fused local kernels write every element of their outputs and gradients") {
+    // Outputs and gradients are allocated uninitialised and each (batch, head) block zeroes its
+    // own part: NaN left in the buffers they are given must not show through.
+    Tensor qkv = rand64({kB, kTq, 3 * kH * kD}, 11);
+    leave_nan_blocks({kB, kTq, kH * kD});  // the output [B, T, E]
+    const auto r = local_scaled_dot_product_attention_packed(qkv, kH, starts(), kW);
+    CHECK(all_finite(r.output));
+    const Tensor loss = sum(r.weights * r.weights);  // through the weights alone: v gets exactly 0
+    leave_nan_blocks(qkv.shape());
+    loss.backward();
+    const auto g = qkv.grad().to_vector<double>();
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        CHECK(std::isfinite(g[i]));
+        if (i % static_cast<std::size_t>(3 * kH * kD) >= static_cast<std::size_t>(2 * kH * kD))
+            CHECK(g[i] == 0.0);
+    }
+}
+
 TEST_CASE("the packed layout equals the heads layout on the same q, k and v") {
     const Tensor qkv = rand64({kB, kTq, 3 * kH * kD}, 10).detach();
     const std::int64_t e = kH * kD;

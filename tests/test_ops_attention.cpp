@@ -7,6 +7,7 @@
 #include <limits>
 
 using namespace attograd;
+using testing::leave_nan_blocks;
 using testing::max_abs_diff;
 using testing::rand64;
 
@@ -167,6 +168,29 @@ TEST_CASE("heads-last and packed attention pass gradcheck") {
         return sum(res.output * res.output) + sum(res.weights * r);
     };
     CHECK_GRADCHECK(packed, std::vector<Tensor>{qkv});
+}
+
+TEST_CASE("the kernels write every element of their outputs and gradients, stale memory or not") {
+    // Outputs and gradients are allocated uninitialised and each (batch, head) block zeroes its
+    // own part: NaN left in the buffers they are given must not show through.
+    Tensor qkv = rand64({2, 4, 12}, 19);
+    const Tensor r = rand64({2, 2, 4, 4}, 20).detach();
+    leave_nan_blocks({2, 4, 4});  // the output [B, T, E] (qkv is [B, T, 3 E])
+    const auto res = scaled_dot_product_attention_packed(qkv, 2, {});
+    for (const double o : res.output.to_vector<double>()) CHECK(std::isfinite(o));
+    // Through the weights alone, v (the last third of each row) gets exactly zero.
+    const Tensor loss = sum(res.weights * r);
+    leave_nan_blocks(qkv.shape());  // the gradient's size
+    loss.backward();
+    const auto g = qkv.grad().to_vector<double>();
+    for (std::size_t i = 0; i < g.size(); ++i) {
+        CHECK(std::isfinite(g[i]));
+        if (i % 12 >= 8) CHECK(g[i] == 0.0);
+    }
+    auto weights_only = [&](const std::vector<Tensor>& in) {
+        return sum(scaled_dot_product_attention_packed(in[0], 2, {}).weights * r);
+    };
+    CHECK_GRADCHECK(weights_only, std::vector<Tensor>{qkv});
 }
 
 TEST_CASE("a fully masked row gives zero weights, zero output and finite gradients") {

@@ -39,6 +39,26 @@ TEST_CASE("linear passes gradcheck for x, weight and bias") {
     CHECK_GRADCHECK(weight_only, (Inputs{rand64({3, 4}, 6).detach(), w, b.detach()}));
 }
 
+TEST_CASE("large products (row blocks over threads, bias added inside the GEMM) equal one row at a time") {
+    // [1000, 64] x [64, 192]^T is far above the threading threshold: the rows are split into
+    // blocks handed out to threads; a single row stays on one thread. Bias rows are the GEMM's
+    // starting values, so a bias of 0 must give exactly the product without bias.
+    Generator gen(21);
+    const Tensor x = randn({1000, 64}, gen), w = randn({192, 64}, gen), b = randn({192}, gen);
+    const Tensor y = linear(x, w, b), y_no_bias = linear(x, w), y_zero_bias = linear(x, w, zeros({192}));
+    CHECK(y_zero_bias.to_vector<float>() == y_no_bias.to_vector<float>());
+    for (const std::int64_t row : {0, 95, 96, 500, 999}) {
+        CAPTURE(row);
+        const Tensor piece = narrow(x, 0, row, 1);
+        CHECK(max_abs_diff(narrow(y, 0, row, 1), linear(piece, w, b)) < 1e-5);
+        CHECK(max_abs_diff(narrow(y_no_bias, 0, row, 1), matmul(piece, transpose(w, 0, 1))) < 1e-5);
+    }
+    // And in float64 against the sum written out.
+    const Tensor x64 = rand64({600, 64}, 22), w64 = rand64({128, 64}, 23), b64 = rand64({128}, 24);
+    const Tensor expected = matmul(x64, transpose(w64, 0, 1)) + b64;
+    CHECK(max_abs_diff(linear(x64, w64, b64), expected) < 1e-12);
+}
+
 TEST_CASE("linear records one tape entry and handles empty batches and zero in_features") {
     Tensor w = rand64({2, 3}, 7), b = rand64({2}, 8);
     const std::size_t before = autograd::tape_size();

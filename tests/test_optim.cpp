@@ -146,8 +146,8 @@ void replay_cases(const std::string& prefix, const char* field = nullptr) {
         worst = std::max(worst, replay(c, DType::Float64, 1e-10));
         ++count;
     }
-    MESSAGE(count << " cases named " << prefix << "* " << (field ? field : "") << ", worst parameter difference "
-                  << worst);
+    MESSAGE(count << " cases named " << prefix << "* " << (field ? field : "")
+                  << ", worst parameter difference " << worst);
     CHECK(count >= 3);
 }
 
