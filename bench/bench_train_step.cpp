@@ -14,7 +14,9 @@
 // A configuration takes three rounds, each timing attograd and then LibTorch, so that a slow
 // spell of the machine (this VM's host takes its CPUs away at times) lands on both alike; the
 // table shows each framework's median over the rounds and the median of the rounds' ratios.
-// The share of CPU time the host took during the whole run is printed last.
+// Printed last: the share of CPU time the host took during the run, and a check of the cores'
+// own speed before and after it (bench::fma_gflops): on this VM another guest sometimes slows
+// one core by up to 40 % without any steal showing, and then every multi-threaded figure moves.
 #include "attograd.hpp"
 #include "optim/optim.hpp"
 #include "timing.hpp"
@@ -120,6 +122,11 @@ int main(int argc, char** argv) {
         std::fclose(load);
     }
     std::printf("%-7s %-28s %12s %12s %9s\n", "config", "shape", "attograd ms", "libtorch ms", "speed-up");
+    const auto core_check = [] {
+        const double one = bench::fma_gflops(1), all = bench::fma_gflops(omp_get_max_threads());
+        return 100.0 * all / (one * omp_get_max_threads());
+    };
+    const double cores_before = core_check();
     const bench::CpuTicks start = bench::cpu_ticks();
     constexpr int kRounds = 3;
     for (const auto& c : configs) {
@@ -140,6 +147,10 @@ int main(int argc, char** argv) {
                         "-", "-");
         std::fflush(stdout);
     }
-    std::printf("CPU time stolen by the host during the run: %.1f %%\n", bench::steal_percent_since(start));
+    const double steal = bench::steal_percent_since(start);
+    std::printf(
+        "CPU time stolen by the host during the run: %.1f %%; %d threads ran at %.0f %% (before) and "
+        "%.0f %% (after) of %d x one thread's multiply-add speed\n",
+        steal, omp_get_max_threads(), cores_before, core_check(), omp_get_max_threads());
     return 0;
 }
