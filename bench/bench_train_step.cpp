@@ -13,7 +13,7 @@
 // over the full T x T scores). Each measurement is the median ms/step over 7 runs after warm-up.
 // A configuration takes three rounds, each timing attograd and then LibTorch, so that a slow
 // spell of the machine (this VM's host takes its CPUs away at times) lands on both alike; the
-// table shows each framework's median over the rounds and the median of the rounds' ratios.
+// table shows each framework's median over the rounds and the ratio of the two medians.
 // Printed last: the share of CPU time the host took during the run, and a check of the cores'
 // own speed before and after it (bench::fma_gflops): on this VM another guest sometimes slows
 // one core by up to 40 % without any steal showing, and then every multi-threaded figure moves.
@@ -22,6 +22,7 @@
 #include "timing.hpp"
 
 #include <omp.h>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -113,6 +114,12 @@ int main(int argc, char** argv) {
         else
             only = argv[i];
     }
+    if (!only.empty() &&
+        std::none_of(configs.begin(), configs.end(), [&](const Config& c) { return c.name == only; })) {
+        std::fprintf(stderr, "bench_train_step: unknown configuration '%s' (small, large or local)\n",
+                     only.c_str());
+        return 2;
+    }
     const auto self = std::filesystem::absolute(argv[0]);
     if (FILE* load = std::fopen("/proc/loadavg", "r")) {
         double one_minute = 0.0;
@@ -131,17 +138,17 @@ int main(int argc, char** argv) {
     constexpr int kRounds = 3;
     for (const auto& c : configs) {
         if (!only.empty() && only != c.name) continue;
-        std::vector<double> ours, torch, ratios;
+        std::vector<double> ours, torch;
         for (int round = 0; round < kRounds; ++round) {
             ours.push_back(time_config(c));
             torch.push_back(libtorch_ms(self, c.name, threads));
-            ratios.push_back(torch.back() / ours.back());
         }
         const std::string shape = fmt::format("B={} T={} E={} h={}{}", c.batch, c.time, c.embed, c.heads,
                                               c.window >= 0 ? fmt::format(" D={}", c.window) : "");
         if (torch.back() > 0)
             std::printf("%-7s %-28s %12.3f %12.3f %8.2fx\n", c.name.c_str(), shape.c_str(),
-                        bench::median(ours), bench::median(torch), bench::median(ratios));
+                        bench::median(ours), bench::median(torch),
+                        bench::median(torch) / bench::median(ours));
         else
             std::printf("%-7s %-28s %12.3f %12s %9s\n", c.name.c_str(), shape.c_str(), bench::median(ours),
                         "-", "-");

@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <string>
@@ -70,6 +71,12 @@ int main(int argc, char** argv) {
             ++i;
         else
             only = argv[i];
+    }
+    if (!only.empty() &&
+        std::none_of(configs.begin(), configs.end(), [&](const Config& c) { return c.name == only; })) {
+        std::fprintf(stderr, "libtorch_train_step: unknown configuration '%s' (small, large or local)\n",
+                     only.c_str());
+        return 2;
     }
     for (const auto& c : configs) {
         if (!only.empty() && only != c.name) continue;

@@ -61,8 +61,8 @@ struct AttentionOutput {
     /// inspection wants). For local attention every entry outside a query's window is exactly 0;
     /// local-p's weights include the Gaussian factor. Undefined unless need_weights.
     Tensor weights;
-    /// Local attention only: the band [B, Tq, 2D + 1] (2 (Tk - 1) + 1 when D >= Tk) (slot j of query t is key window_start + j;
-    /// slots outside [0, Tk) hold 0) and the int64 window starts [B, Tq].
+    /// Local attention only: the band [B, Tq, 2D + 1] (2 (Tk - 1) + 1 when D >= Tk) (slot j of query t is key
+    /// window_start + j; slots outside [0, Tk) hold 0) and the int64 window starts [B, Tq].
     Tensor band_weights;
     Tensor window_start;
     /// Local-p only: the predicted real centres p_t [B, Tq].

@@ -40,6 +40,9 @@ public:
     /// The table [V, E] (a handle sharing the parameter's storage).
     Tensor weight() const { return weight_; }
 
+protected:
+    void dtype_changed(DType dtype) override { options_.dtype = dtype; }
+
 private:
     EmbeddingOptions options_;
     Tensor weight_;

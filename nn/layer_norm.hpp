@@ -37,6 +37,9 @@ public:
     /// The shift [d...]; undefined without elementwise_affine or bias.
     Tensor bias() const { return bias_; }
 
+protected:
+    void dtype_changed(DType dtype) override { options_.dtype = dtype; }
+
 private:
     LayerNormOptions options_;
     Tensor weight_;

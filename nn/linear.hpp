@@ -38,6 +38,9 @@ public:
     /// The bias [out_features]; undefined when the layer has none.
     Tensor bias() const { return bias_; }
 
+protected:
+    void dtype_changed(DType dtype) override { options_.dtype = dtype; }
+
 private:
     LinearOptions options_;
     Tensor weight_;

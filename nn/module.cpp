@@ -115,6 +115,12 @@ void Module::zero_grad() {
     for (auto& t : parameters()) t.zero_grad();
 }
 
+// dtype_changed() on `m` and every module below it.
+void Module::notify_dtype(Module& m, DType dtype) {
+    m.dtype_changed(dtype);
+    for (auto& [name, child] : m.children_) notify_dtype(*child, dtype);
+}
+
 void Module::to(DType dtype) {
     AG_CHECK(is_floating(dtype), DTypeError, "Module::to: {} is not a float dtype", dtype);
     auto convert = [dtype](Tensor t) {
@@ -127,6 +133,7 @@ void Module::to(DType dtype) {
     };
     for (auto& [name, t] : named_parameters()) convert(t);
     for (auto& [name, t] : named_buffers()) convert(t);
+    notify_dtype(*this, dtype);
 }
 
 namespace {

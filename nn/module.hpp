@@ -65,11 +65,16 @@ public:
     /// Drops the gradients of every parameter.
     void zero_grad();
     /// Converts every parameter and buffer to `dtype` in place (handles held elsewhere see the
-    /// change), e.g. float64 for gradcheck. Gradients are dropped. Throws DTypeError unless
-    /// `dtype` is a float type.
+    /// change), e.g. float64 for gradcheck, and the layers' options follow (`options().dtype`).
+    /// Gradients are dropped. Throws DTypeError unless `dtype` is a float type.
     void to(DType dtype);
 
 protected:
+    /// Called by to() on this module and on every submodule once their tensors are converted:
+    /// a layer that keeps its dtype in its options updates it here, so that its checks and the
+    /// masks it builds follow the parameters.
+    virtual void dtype_changed(DType /*dtype*/) {}
+
     /// Registers a parameter (it then requires grad). Throws ValueError on an empty, dotted
     /// or duplicate name. Returns the handle to keep as a member.
     Tensor& register_parameter(const std::string& name, Tensor tensor);
@@ -87,6 +92,7 @@ private:
     void check_name(const std::string& name, const char* what) const;
     void collect(const std::string& prefix, bool recurse, bool buffers,
                  std::vector<std::pair<std::string, Tensor>>& out) const;
+    static void notify_dtype(Module& m, DType dtype);
 
     std::vector<std::pair<std::string, Tensor>> parameters_;
     std::vector<std::pair<std::string, Tensor>> buffers_;

@@ -127,6 +127,9 @@ public:
     /// The output projection, registered as "out_proj".
     const Linear& out_proj() const { return *out_proj_; }
 
+protected:
+    void dtype_changed(DType dtype) override { options_.dtype = dtype; }
+
 private:
     struct Projected {
         Tensor q, k, v;

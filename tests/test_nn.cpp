@@ -8,6 +8,7 @@
 #include <set>
 
 using namespace attograd;
+using testing::all_finite;
 using testing::fixture_tensor;
 using testing::max_abs_diff;
 using testing::rand64;
@@ -191,6 +192,51 @@ TEST_CASE("Module::to converts every parameter and buffer in place") {
     CHECK(model.head->weight().requires_grad());
     CHECK(model.head->forward(ones({2, 4}, {.dtype = DType::Float64})).dtype() == DType::Float64);
     CHECK_THROWS_WITH_AS(model.to(DType::Int64), doctest::Contains("not a float dtype"), DTypeError);
+}
+
+TEST_CASE("after Module::to every layer follows its parameters' new dtype: options, checks and masks") {
+    // Layers that keep a dtype in their options (Linear, Embedding, LayerNorm,
+    // MultiHeadAttention) must check inputs and build masks in the converted dtype.
+    Generator gen(5);
+    auto linear = std::make_shared<nn::Linear>(nn::LinearOptions{.in_features = 4, .out_features = 3}, gen);
+    auto embedding =
+        std::make_shared<nn::Embedding>(nn::EmbeddingOptions{.num_embeddings = 5, .embedding_dim = 4}, gen);
+    auto norm = std::make_shared<nn::LayerNorm>(nn::LayerNormOptions{.normalized_shape = {4}});
+    auto global = std::make_shared<nn::MultiHeadAttention>(
+        nn::MultiHeadAttentionOptions{.embed_dim = 4, .num_heads = 2}, gen);
+    auto local = std::make_shared<nn::MultiHeadAttention>(
+        nn::MultiHeadAttentionOptions{
+            .embed_dim = 4, .num_heads = 2, .local = nn::LocalMode::Predictive, .window = 1},
+        gen);
+    for (const DType dtype : {DType::Float64, DType::Float32}) {
+        CAPTURE(dtype);
+        for (nn::Module* m : std::initializer_list<nn::Module*>{linear.get(), embedding.get(), norm.get(),
+                                                                global.get(), local.get()})
+            m->to(dtype);
+        CHECK(linear->options().dtype == dtype);
+        CHECK(embedding->options().dtype == dtype);
+        CHECK(norm->options().dtype == dtype);
+        CHECK(global->options().dtype == dtype);
+        const Tensor x = randn({2, 3, 4}, gen, {.dtype = dtype});
+        CHECK(linear->forward(x).dtype() == dtype);
+        CHECK(embedding->forward(index_tensor({0, 4, 2}, {3})).dtype() == dtype);
+        CHECK(norm->forward(x).dtype() == dtype);
+        const Tensor padding = tensor({0.0, 0.0, 1.0, 0.0, 0.0, 0.0}, {2, 3}, {.dtype = DType::Bool});
+        for (const auto& mha : {global, local}) {
+            const auto res = mha->forward(x, {.key_padding_mask = padding, .is_causal = true});
+            CHECK(res.output.dtype() == dtype);
+            CHECK(res.weights.dtype() == dtype);
+            CHECK(all_finite(res.output));
+            const DType other = dtype == DType::Float32 ? DType::Float64 : DType::Float32;
+            CHECK_THROWS_AS(mha->forward(randn({2, 3, 4}, gen, {.dtype = other})), DTypeError);
+        }
+    }
+    // And the converted layer trains: float64 gradcheck through the whole of it.
+    global->to(DType::Float64);
+    auto run = [&](const std::vector<Tensor>& in) {
+        return global->forward(in[0], {.need_weights = false}).output;
+    };
+    CHECK_GRADCHECK(run, std::vector<Tensor>{rand64({2, 3, 4}, 6)});
 }
 
 TEST_CASE("Linear matches PyTorch (values and gradients), with and without bias") {
