@@ -22,14 +22,12 @@
 #include "timing.hpp"
 
 #include <omp.h>
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
 using namespace attograd;
@@ -107,19 +105,7 @@ int main(int argc, char** argv) {
         {"small", 32, 32, 64, 4, -1}, {"large", 8, 256, 256, 8, -1}, {"local", 4, 512, 64, 4, 8}};
     const int threads = bench::int_flag(argc, argv, "--threads", 0);
     if (threads > 0) omp_set_num_threads(threads);
-    std::string only;  // the configuration named on the command line, if any
-    for (int i = 1; i < argc; ++i) {
-        if (std::string_view(argv[i]) == "--threads")
-            ++i;
-        else
-            only = argv[i];
-    }
-    if (!only.empty() &&
-        std::none_of(configs.begin(), configs.end(), [&](const Config& c) { return c.name == only; })) {
-        std::fprintf(stderr, "bench_train_step: unknown configuration '%s' (small, large or local)\n",
-                     only.c_str());
-        return 2;
-    }
+    const std::string only = bench::chosen_config(argc, argv, {"small", "large", "local"});
     const auto self = std::filesystem::absolute(argv[0]);
     if (FILE* load = std::fopen("/proc/loadavg", "r")) {
         double one_minute = 0.0;

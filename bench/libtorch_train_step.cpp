@@ -8,11 +8,9 @@
 
 #include <torch/torch.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <string>
-#include <string_view>
 #include <vector>
 
 namespace {
@@ -65,19 +63,7 @@ int main(int argc, char** argv) {
         {"small", 32, 32, 64, 4, -1}, {"large", 8, 256, 256, 8, -1}, {"local", 4, 512, 64, 4, 8}};
     const int threads = bench::int_flag(argc, argv, "--threads", 0);
     if (threads > 0) torch::set_num_threads(threads);
-    std::string only;  // the configuration named on the command line, if any
-    for (int i = 1; i < argc; ++i) {
-        if (std::string_view(argv[i]) == "--threads")
-            ++i;
-        else
-            only = argv[i];
-    }
-    if (!only.empty() &&
-        std::none_of(configs.begin(), configs.end(), [&](const Config& c) { return c.name == only; })) {
-        std::fprintf(stderr, "libtorch_train_step: unknown configuration '%s' (small, large or local)\n",
-                     only.c_str());
-        return 2;
-    }
+    const std::string only = bench::chosen_config(argc, argv, {"small", "large", "local"});
     for (const auto& c : configs) {
         if (!only.empty() && only != c.name) continue;
         std::printf("%s %.4f\n", c.name.c_str(), time_config(c));

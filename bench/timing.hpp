@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <initializer_list>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -133,6 +135,24 @@ int calibrate(Fn&& fn, double target_seconds, Clock clock) {
             return std::max(1, static_cast<int>(iters * target_seconds / std::max(elapsed, 1e-9)));
         iters *= 4;
     }
+}
+
+/// The configuration named on the command line of a program taking `[--threads N] [name]`:
+/// "" when none is named. An unknown name ends the program with a one-line message and exit
+/// code 2.
+inline std::string chosen_config(int argc, char** argv, std::initializer_list<std::string_view> names) {
+    std::string chosen;
+    for (int i = 1; i < argc; ++i) {
+        if (std::string_view(argv[i]) == "--threads")
+            ++i;
+        else
+            chosen = argv[i];
+    }
+    if (!chosen.empty() && std::find(names.begin(), names.end(), chosen) == names.end()) {
+        std::fprintf(stderr, "%s: unknown configuration '%s'\n", argv[0], chosen.c_str());
+        std::exit(2);
+    }
+    return chosen;
 }
 
 /// Value of `--name N` on the command line, or `fallback`.
