@@ -4,3 +4,4 @@
 #include "core/core.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
+#include "inspect/inspect.hpp"

@@ -1,0 +1,6 @@
+// Umbrella header of inspect/: attention maps, alignment, saliency, knockout, rollout and flow,
+// renderers, snapshots over training.
+#pragma once
+
+#include "inspect/attention_map.hpp"
+#include "inspect/report.hpp"
