@@ -4,3 +4,4 @@
 
 #include "inspect/attention_map.hpp"
 #include "inspect/report.hpp"
+#include "inspect/recorded_maps.hpp"
