@@ -3,5 +3,7 @@
 #pragma once
 
 #include "inspect/attention_map.hpp"
-#include "inspect/report.hpp"
+#include "inspect/max_flow.hpp"
 #include "inspect/recorded_maps.hpp"
+#include "inspect/report.hpp"
+#include "inspect/rollout.hpp"

@@ -1,0 +1,100 @@
+// Attention rollout and attention flow over a stack of attention layers (Abnar & Zuidema 2020).
+#pragma once
+
+#include "core/tensor.hpp"
+#include "inspect/attention_map.hpp"
+#include "inspect/recorded_maps.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace attograd::inspect {
+
+/// How the layers' weights become one matrix per layer.
+struct RolloutOptions {
+    /// Heads averaged in every layer (the same indices in each); empty = all heads. A [B, T, T]
+    /// layer counts as one head (index 0).
+    std::vector<std::int64_t> heads{};
+    /// Account for the residual connection as the paper does (§3): A~ = 0.5 A + 0.5 I, each
+    /// row then divided by its sum (so a row that does not sum to 1, e.g. all keys masked,
+    /// still gives a row-stochastic A~). Off: the head-averaged weights as they are. Never
+    /// applied to the cross-attention layer, whose queries are other tokens than its keys.
+    bool residual = true;
+};
+
+/// Attention rollout (Abnar & Zuidema 2020, "Quantifying Attention Flow in Transformers", eq. 1):
+/// with A~_l layer l's head-averaged (residual-augmented) weights, rollout at layer l is
+/// A~_l x rollout at layer l-1, so the result is R = A~_L ... A~_2 A~_1 (bottom layer applied
+/// first). R[b, j, i] is how much of input token i reaches output position j of the top layer
+/// when attention is taken to mix information linearly; rows sum to 1 when every A~_l is
+/// row-stochastic (always with `residual`).
+///
+/// `layers`: a stack's self-attention weights, bottom layer first, each [B, h, T, T] or
+/// [B, T, T] (as nn::AttentionRecorder records them; all the same shape), float32 or float64.
+/// `cross` (optional): a cross-attention layer on top, [B, h', Tq, T] or [B, Tq, T] (decoder
+/// queries over the stack's T tokens; its own head count h'), multiplied in without residual:
+/// R = C R_stack. With no self-attention layers the rollout is the head-averaged cross
+/// attention. Returns float64 [B, T, T], or [B, Tq, T] with `cross`.
+///
+/// Cost: O(B L (h + T) T^2) time (head averages and L - 1 dense [T, T] products), O(B T^2)
+/// memory beyond the input.
+///
+/// Throws ValueError when there is no layer at all, a layer is undefined, has a non-finite or
+/// a negative weight, or a head is listed twice; DTypeError for a non-float layer; ShapeError
+/// when a layer is not rank 3 or 4 (naming its index and shape), a self-attention layer is not
+/// square, two layers' B / h / T differ or the cross layer's B or key count differs from the
+/// stack's (naming both shapes), or a layer has no heads; IndexError when a head index is
+/// outside a layer's [0, h) (naming the layer and its head count).
+Tensor attention_rollout(const std::vector<Tensor>& layers, const RolloutOptions& options = {});
+/// The same with a cross-attention layer `cross` [B, (h',) Tq, T] on top -> [B, Tq, T]; an
+/// undefined `cross` means none (the overload above).
+Tensor attention_rollout(const std::vector<Tensor>& layers, const Tensor& cross,
+                         const RolloutOptions& options = {});
+
+/// Attention flow (Abnar & Zuidema 2020, §3): the layers form a layered DAG with nodes
+/// (l, t), l = 0 (input tokens) .. L (top); the edge (l-1, i) -> (l, j) has capacity
+/// A~_l[j, i] (the same matrices as attention_rollout). flow[b, j, i] is the value of a maximum
+/// flow from input node (0, i) to top node (L, j): a max-flow / min-cut bound on how much of
+/// token i can reach position j, where rollout sums every path's product. Each value is in
+/// [0, 1] for row-stochastic layers; the paper's published code divides each row by its sum
+/// for display, this returns the max-flow values themselves. `cross` adds a top layer as for
+/// attention_rollout (edges (L, k) -> (L + 1, q) of capacity C[q, k]). Returns float64
+/// [B, T, T] (or [B, Tq, T]); throws as attention_rollout.
+///
+/// Only the source's out-edges and the sink's in-edges of the DAG carry flow, so with n
+/// layers in all (cross included):
+/// - n = 1: the flow is the capacity itself, O(T^2) per batch element;
+/// - n = 2: the paths i -> k -> j through the T middle nodes share no edge, so
+///   flow = sum_k min(A~_1[k, i], A~_2[j, k]) in closed form, O(T^3) per batch element;
+/// - n >= 3: one Dinic max-flow (FlowNetwork) per (j, i) pair on a network built once per
+///   batch element: the 2T source and sink edges get new capacities per pair, the
+///   (n - 2) T^2 middle edges stay (zero ones are left out). Nodes of a middle layer carry
+///   flow from several predecessors to several successors, so neither a closed form nor
+///   merging two layers into parallel two-edge paths is exact; and a directed network has no
+///   Gomory-Hu tree, so the T values of one source do not follow from fewer max-flows.
+///   Cost: T^2 max-flows on V = (n - 1) T + 2 nodes and E = (n - 2) T^2 + 2T edges, worst
+///   case O(V^2 E) each, so O(B n^3 T^6); measured (bench/bench_rollout.cpp, bench/README.md)
+///   far below that: Dinic needs few phases on these dense, nearly uniform networks. The
+///   pairs are split over threads by source token (same result on any thread count).
+Tensor attention_flow(const std::vector<Tensor>& layers, const RolloutOptions& options = {});
+/// The same with a cross-attention layer `cross` [B, (h',) Tq, T] on top -> [B, Tq, T].
+Tensor attention_flow(const std::vector<Tensor>& layers, const Tensor& cross,
+                      const RolloutOptions& options = {});
+
+/// attention_rollout of batch element `batch_index` only, as a map to draw: module
+/// "attention rollout", layer = the top layer's index (layers.size() - 1, or layers.size()
+/// for `cross`), head -1, `labels.queries` for the top positions (rows) and `labels.keys` for
+/// the input tokens (columns). Throws as attention_rollout, IndexError when batch_index is
+/// outside [0, B), ShapeError when the labels' lengths differ from the result's [rows, T].
+AttentionMap rollout_map(const std::vector<Tensor>& layers, const TokenLabels& labels,
+                         std::int64_t batch_index = 0, const RolloutOptions& options = {});
+AttentionMap rollout_map(const std::vector<Tensor>& layers, const Tensor& cross, const TokenLabels& labels,
+                         std::int64_t batch_index = 0, const RolloutOptions& options = {});
+/// attention_flow of one batch element as a map (module "attention flow"), as rollout_map;
+/// only that element's flows are computed.
+AttentionMap flow_map(const std::vector<Tensor>& layers, const TokenLabels& labels,
+                      std::int64_t batch_index = 0, const RolloutOptions& options = {});
+AttentionMap flow_map(const std::vector<Tensor>& layers, const Tensor& cross, const TokenLabels& labels,
+                      std::int64_t batch_index = 0, const RolloutOptions& options = {});
+
+}  // namespace attograd::inspect
