@@ -31,6 +31,7 @@ struct Stack {
     std::vector<Layer> layers;
     std::vector<std::int64_t> heads;  // the heads averaged in every layer (empty = all)
     bool residual = true;
+    bool normalize = false;
     std::int64_t batch = 0, tokens = 0, rows = 0;  // B, T and the top layer's query count
 };
 
@@ -88,6 +89,7 @@ Stack check_stack(std::string_view fn, const std::vector<Tensor>& layers, const 
     Stack stack;
     stack.heads = options.heads;
     stack.residual = options.residual;
+    stack.normalize = options.normalize;
     for (std::size_t l = 0; l < layers.size(); ++l) {
         stack.layers.push_back(check_layer(fn, layers[l], fmt::format("layer {}", l), true));
         const Layer& first = stack.layers.front();
@@ -230,7 +232,14 @@ enum class Kind { Rollout, Flow };
 Matrix compute(const Stack& stack, Kind kind, std::int64_t b) {
     std::vector<Matrix> m;
     for (const Layer& layer : stack.layers) m.push_back(layer_matrix(stack, layer, b));
-    return kind == Kind::Rollout ? rollout_of(m) : flow_of(m);
+    Matrix out = kind == Kind::Rollout ? rollout_of(m) : flow_of(m);
+    if (stack.normalize) {
+        for (Eigen::Index j = 0; j < out.rows(); ++j) {
+            const double total = out.row(j).sum();
+            if (total > 0.0) out.row(j) /= total;
+        }
+    }
+    return out;
 }
 
 Tensor run(std::string_view fn, Kind kind, const std::vector<Tensor>& layers, const Tensor* cross,

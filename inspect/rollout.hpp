@@ -20,6 +20,10 @@ struct RolloutOptions {
     /// still gives a row-stochastic A~). Off: the head-averaged weights as they are. Never
     /// applied to the cross-attention layer, whose queries are other tokens than its keys.
     bool residual = true;
+    /// Divide each row of the result by its sum (a row summing to 0 stays 0), as the paper's
+    /// published code does with the flow values before drawing them. Changes rollout only
+    /// where its rows do not sum to 1 (no residual, rows of weights that do not).
+    bool normalize = false;
 };
 
 /// Attention rollout (Abnar & Zuidema 2020, "Quantifying Attention Flow in Transformers", eq. 1):
@@ -54,28 +58,33 @@ Tensor attention_rollout(const std::vector<Tensor>& layers, const Tensor& cross,
 /// Attention flow (Abnar & Zuidema 2020, §3): the layers form a layered DAG with nodes
 /// (l, t), l = 0 (input tokens) .. L (top); the edge (l-1, i) -> (l, j) has capacity
 /// A~_l[j, i] (the same matrices as attention_rollout). flow[b, j, i] is the value of a maximum
-/// flow from input node (0, i) to top node (L, j): a max-flow / min-cut bound on how much of
-/// token i can reach position j, where rollout sums every path's product. Each value is in
-/// [0, 1] for row-stochastic layers; the paper's published code divides each row by its sum
-/// for display, this returns the max-flow values themselves. `cross` adds a top layer as for
-/// attention_rollout (edges (L, k) -> (L + 1, q) of capacity C[q, k]). Returns float64
-/// [B, T, T] (or [B, Tq, T]); throws as attention_rollout.
+/// flow from input node (0, i) to top node (L, j): how much of token i can reach position j
+/// when every edge is a pipe of that capacity (where rollout sums every path's product). Each
+/// value is in [0, 1] for row-stochastic layers, and the values of one row need not sum to 1:
+/// each is a separate max-flow. `normalize` divides each row by its sum, as the paper's code
+/// does for display. `cross` adds a top layer as for attention_rollout (edges
+/// (L, k) -> (L + 1, q) of capacity C[q, k]). Returns float64 [B, T, T] (or [B, Tq, T]);
+/// throws as attention_rollout.
 ///
-/// Only the source's out-edges and the sink's in-edges of the DAG carry flow, so with n
-/// layers in all (cross included):
-/// - n = 1: the flow is the capacity itself, O(T^2) per batch element;
-/// - n = 2: the paths i -> k -> j through the T middle nodes share no edge, so
+/// Only the source's out-edges and the sink's in-edges of the outer layers can carry flow (the
+/// other input nodes have no way in, the other top nodes no way out), so with n layers in all
+/// (cross included):
+/// - n = 1: the flow is the edge's capacity itself, O(T^2) per batch element;
+/// - n = 2: every path is i -> k -> j for one middle node k, and no two share an edge, so
 ///   flow = sum_k min(A~_1[k, i], A~_2[j, k]) in closed form, O(T^3) per batch element;
-/// - n >= 3: one Dinic max-flow (FlowNetwork) per (j, i) pair on a network built once per
-///   batch element: the 2T source and sink edges get new capacities per pair, the
-///   (n - 2) T^2 middle edges stay (zero ones are left out). Nodes of a middle layer carry
-///   flow from several predecessors to several successors, so neither a closed form nor
-///   merging two layers into parallel two-edge paths is exact; and a directed network has no
-///   Gomory-Hu tree, so the T values of one source do not follow from fewer max-flows.
-///   Cost: T^2 max-flows on V = (n - 1) T + 2 nodes and E = (n - 2) T^2 + 2T edges, worst
-///   case O(V^2 E) each, so O(B n^3 T^6); measured (bench/bench_rollout.cpp, bench/README.md)
-///   far below that: Dinic needs few phases on these dense, nearly uniform networks. The
-///   pairs are split over threads by source token (same result on any thread count).
+/// - n >= 3: one Dinic max-flow (FlowNetwork) per (j, i) pair, on a network built once per
+///   batch element: only the T source and T sink edges get new capacities per pair; the
+///   (n - 2) T^2 middle edges stay, zero ones left out. A middle node now passes flow from
+///   several predecessors to several successors, so its edges are shared bottlenecks: paths
+///   are no longer edge-disjoint, and merging two layers into parallel two-edge paths (the
+///   n = 2 formula applied twice) gives only an upper bound. Nor do the T sinks of one source
+///   share a computation: unlike an undirected one, a directed network has no Gomory-Hu tree
+///   of its pairwise max-flows.
+///   Cost: T^2 max-flows on V = (n - 1) T + 2 nodes and E <= (n - 2) T^2 + 2T edges, each
+///   O(V^2 E) in the worst case, so O(B n^3 T^6) in all; in practice Dinic needs 2-3 phases
+///   of O(E) each here (measured on softmax weights at T = 32, 64), so about O(B n T^4):
+///   ~0.3 s for T = 64, n = 3 on one core (bench/bench_rollout.cpp, bench/README.md). The
+///   pairs are split over threads by source token (the same result on any thread count).
 Tensor attention_flow(const std::vector<Tensor>& layers, const RolloutOptions& options = {});
 /// The same with a cross-attention layer `cross` [B, (h',) Tq, T] on top -> [B, Tq, T].
 Tensor attention_flow(const std::vector<Tensor>& layers, const Tensor& cross,

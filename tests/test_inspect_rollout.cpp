@@ -204,6 +204,49 @@ TEST_CASE("rollout and flow of a two-token, two-layer stack worked on paper") {
     CHECK(max_abs_diff(attention_flow({a1}), t64({1.0, 0.0, 0.25, 0.75}, {1, 2, 2})) < 1e-15);
 }
 
+// Three layers, no residual, T = 2: only middle node (1, 0) passes anything on (column 0 of
+// A_2), to both (2, 0) and (2, 1), which each pass 0.5 to every top node:
+//   A_1 = [[0.8, 0.2], [0.4, 0.6]], A_2 = [[1, 0], [1, 0]], A_3 = [[0.5, 0.5], [0.5, 0.5]].
+// From input i the flow enters (1, 0) through one edge of capacity A_1[0, i] and can leave
+// towards the top through 0.5 + 0.5 = 1, so flow(i -> j) = A_1[0, i]: 0.8 for i = 0, 0.2 for
+// i = 1. Merging layers 1 and 2 into the two-layer closed form C[m, i] = A_1[0, i] and applying
+// it again would count the shared edge twice: min(0.8, 0.5) + min(0.8, 0.5) = 1.0 for i = 0
+// and 0.2 + 0.2 = 0.4 for i = 1. Rollout A_3 A_2 A_1 = [[0.8, 0.2], [0.8, 0.2]].
+TEST_CASE("three layers with a shared middle node: flow is not the closed form applied twice") {
+    const Tensor a1 = t64({0.8, 0.2, 0.4, 0.6}, {1, 2, 2});
+    const Tensor a2 = t64({1.0, 0.0, 1.0, 0.0}, {1, 2, 2});
+    const Tensor a3 = t64({0.5, 0.5, 0.5, 0.5}, {1, 2, 2});
+    const Tensor flow = attention_flow({a1, a2, a3}, {.residual = false});
+    CHECK(max_abs_diff(flow, t64({0.8, 0.2, 0.8, 0.2}, {1, 2, 2})) < 1e-15);
+    CHECK(max_abs_diff(attention_rollout({a1, a2, a3}, {.residual = false}),
+                       t64({0.8, 0.2, 0.8, 0.2}, {1, 2, 2})) < 1e-15);
+    // The closed form over the merged layers: C = flow of layers 1-2, then sum_m min(C[m, i], A_3[j, m]).
+    const Tensor c = attention_flow({a1, a2}, {.residual = false});
+    for (std::int64_t i = 0; i < 2; ++i) {
+        const double merged =
+            std::min(c.at({0, 0, i}), a3.at({0, 0, 0})) + std::min(c.at({0, 1, i}), a3.at({0, 0, 1}));
+        CHECK(merged == doctest::Approx(i == 0 ? 1.0 : 0.4));
+        CHECK(merged > flow.at({0, 0, i}) + 0.1);
+    }
+}
+
+TEST_CASE("normalize divides each row of the result by its sum") {
+    Generator gen(23);
+    std::vector<Tensor> layers{random_attention({2, 2, 4, 4}, gen), random_attention({2, 2, 4, 4}, gen),
+                               random_attention({2, 2, 4, 4}, gen)};
+    const Tensor flow = attention_flow(layers);
+    CHECK(worst_row_sum_error(flow) > 0.1);  // separate max-flows: a row does not sum to 1
+    const Tensor normalized = attention_flow(layers, {.normalize = true});
+    CHECK(max_abs_diff(normalized, flow / sum(flow, {-1}, true)) < 1e-15);
+    CHECK(worst_row_sum_error(normalized) < 1e-14);
+    // Without the residual a row of weights that is all zero gives a zero row, left as it is.
+    Tensor w = random_attention({1, 3, 3}, gen);
+    for (std::int64_t k = 0; k < 3; ++k) w.data<double>()[3 + k] = 0.0;
+    const Tensor r = attention_rollout({w}, {.residual = false, .normalize = true});
+    for (std::int64_t k = 0; k < 3; ++k) CHECK(r.at({0, 1, k}) == 0.0);
+    CHECK(std::abs(r.at({0, 0, 0}) + r.at({0, 0, 1}) + r.at({0, 0, 2}) - 1.0) < 1e-15);
+}
+
 TEST_CASE("rollout equals the product A~_L ... A~_1 built with public ops, bottom layer applied first") {
     Generator gen(7);
     std::vector<Tensor> layers;
