@@ -5,3 +5,8 @@
 #include "inspect/attention_map.hpp"
 #include "inspect/report.hpp"
 #include "inspect/recorded_maps.hpp"
+#include "inspect/knockout.hpp"
+#include "inspect/saliency.hpp"
+#include "inspect/export.hpp"
+#include "inspect/render_svg.hpp"
+#include "inspect/render_term.hpp"
