@@ -77,14 +77,15 @@ Tensor attention_rollout(const std::vector<Tensor>& layers, const Tensor& cross,
 ///   (n - 2) T^2 middle edges stay, zero ones left out. A middle node now passes flow from
 ///   several predecessors to several successors, so its edges are shared bottlenecks: paths
 ///   are no longer edge-disjoint, and merging two layers into parallel two-edge paths (the
-///   n = 2 formula applied twice) gives only an upper bound. Nor do the T sinks of one source
-///   share a computation: unlike an undirected one, a directed network has no Gomory-Hu tree
-///   of its pairwise max-flows.
+///   n = 2 formula applied twice) gives only an upper bound. And each pair gets its own
+///   max-flow: unlike an undirected network, a directed one has no Gomory-Hu tree (which
+///   gives all pairs' values from V - 1 max-flows).
 ///   Cost: T^2 max-flows on V = (n - 1) T + 2 nodes and E <= (n - 2) T^2 + 2T edges, each
 ///   O(V^2 E) in the worst case, so O(B n^3 T^6) in all; in practice Dinic needs 2-3 phases
 ///   of O(E) each here (measured on softmax weights at T = 32, 64), so about O(B n T^4):
-///   ~0.3 s for T = 64, n = 3 on one core (bench/bench_rollout.cpp, bench/README.md). The
-///   pairs are split over threads by source token (the same result on any thread count).
+///   ~0.17 s of CPU time for T = 64, n = 3 on one core (bench/bench_rollout.cpp,
+///   bench/README.md). The pairs are split over threads by source token (the same result on
+///   any thread count).
 Tensor attention_flow(const std::vector<Tensor>& layers, const RolloutOptions& options = {});
 /// The same with a cross-attention layer `cross` [B, (h',) Tq, T] on top -> [B, Tq, T].
 Tensor attention_flow(const std::vector<Tensor>& layers, const Tensor& cross,
