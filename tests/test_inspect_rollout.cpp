@@ -513,6 +513,17 @@ TEST_CASE("rollout_map and flow_map hold one batch element with labels") {
                          attograd::ShapeError);
 }
 
+TEST_CASE("no tokens or no batch elements give empty results") {
+    const Tensor no_tokens = zeros({2, 2, 0, 0}, {.dtype = DType::Float64});
+    CHECK(attention_rollout({no_tokens, no_tokens}).shape() == Shape{2, 0, 0});
+    CHECK(attention_flow({no_tokens, no_tokens, no_tokens}).shape() == Shape{2, 0, 0});
+    const Tensor no_batch = zeros({0, 3, 3}, {.dtype = DType::Float64});
+    CHECK(attention_flow({no_batch, no_batch, no_batch}).shape() == Shape{0, 3, 3});
+    CHECK_THROWS_WITH_AS(
+        flow_map({no_batch}, TokenLabels{.queries = {"a", "b", "c"}, .keys = {"a", "b", "c"}}, 0),
+        doctest::Contains("flow_map: batch index 0 is outside [0, 0)"), attograd::IndexError);
+}
+
 TEST_CASE("bad input is refused with the layer and its shape named") {
     Generator gen(19);
     const Tensor good = random_attention({1, 2, 3, 3}, gen);
