@@ -5,3 +5,4 @@
 #include "inspect/attention_map.hpp"
 #include "inspect/report.hpp"
 #include "inspect/recorded_maps.hpp"
+#include "inspect/snapshot.hpp"
