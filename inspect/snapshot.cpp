@@ -239,8 +239,11 @@ std::vector<AttentionSnapshot> snapshots_from_json(const json& array, const std:
 }  // namespace
 
 AttentionSnapshotter::AttentionSnapshotter(nn::Module& model, std::vector<SnapshotProbe> probes,
-                                           std::int64_t every)
-    : model_(&model), probes_(std::move(probes)), every_(every) {
+                                           SnapshotOptions options)
+    : model_(&model),
+      probes_(std::move(probes)),
+      every_(options.every),
+      max_snapshots_(options.max_snapshots) {
     AG_CHECK(!probes_.empty(), ValueError, "AttentionSnapshotter: no probes given (need at least one input)");
     for (std::size_t i = 0; i < probes_.size(); ++i) {
         AG_CHECK(probes_[i].forward && probes_[i].labels, ValueError,
@@ -248,6 +251,9 @@ AttentionSnapshotter::AttentionSnapshotter(nn::Module& model, std::vector<Snapsh
                  probes_[i].forward ? "labels" : "forward");
     }
     AG_CHECK(every_ >= 0, ValueError, "AttentionSnapshotter: every must be >= 0 (0 = off), got {}", every_);
+    AG_CHECK(max_snapshots_ == 0 || max_snapshots_ >= 2, ValueError,
+             "AttentionSnapshotter: max_snapshots must be 0 (all) or >= 2 (the first and the newest), got {}",
+             max_snapshots_);
 }
 
 bool AttentionSnapshotter::maybe_snapshot(std::int64_t step) {
@@ -289,7 +295,23 @@ const AttentionSnapshot& AttentionSnapshotter::snapshot(std::int64_t step) {
         }
     }
     snapshots_.push_back(std::move(out));
+    thin();
     return snapshots_.back();
+}
+
+void AttentionSnapshotter::thin() {
+    while (max_snapshots_ > 0 && std::ssize(snapshots_) > max_snapshots_) {
+        // On a doubled grid when there is one; else (no period, or it would overflow) every other.
+        const bool grid = every_ > 0 && every_ <= std::numeric_limits<std::int64_t>::max() / 2;
+        if (grid) every_ *= 2;
+        std::vector<AttentionSnapshot> kept;
+        for (std::size_t i = 0; i < snapshots_.size(); ++i) {
+            const bool keep = i == 0 || i + 1 == snapshots_.size() ||
+                              (grid ? snapshots_[i].step % every_ == 0 : i % 2 == 0);
+            if (keep) kept.push_back(std::move(snapshots_[i]));
+        }
+        snapshots_ = std::move(kept);
+    }
 }
 
 void AttentionSnapshotter::resume(std::vector<AttentionSnapshot> earlier) {
@@ -297,6 +319,7 @@ void AttentionSnapshotter::resume(std::vector<AttentionSnapshot> earlier) {
              snapshots_.size());
     check_step_order(earlier, "AttentionSnapshotter::resume");
     snapshots_ = std::move(earlier);
+    thin();
 }
 
 void save_snapshots(const std::filesystem::path& path, const std::vector<AttentionSnapshot>& snapshots) {

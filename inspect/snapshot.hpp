@@ -37,10 +37,20 @@ struct SnapshotProbe {
     std::vector<std::string> target;  ///< the right output (may be empty)
 };
 
+/// When an AttentionSnapshotter snapshots, and how many snapshots it keeps.
+struct SnapshotOptions {
+    std::int64_t every = 10;  ///< period in steps: maybe_snapshot snapshots every N steps (0 = never)
+    /// Most snapshots kept (0 = all). A snapshot that would exceed it doubles the period and
+    /// drops the earlier snapshots off the new grid (step % every != 0; the first and the
+    /// newest stay), repeating until it fits, so that a run of any length keeps between about
+    /// max_snapshots / 2 and max_snapshots snapshots spread over all of it. Must be 0 or >= 2.
+    std::int64_t max_snapshots = 0;
+};
+
 /// Records the attention of fixed probe inputs during training, for the report's step slider
 /// and alignment-share-over-steps plot. Call it from your own loop:
 ///
-///     inspect::AttentionSnapshotter snapshotter(model, {probe}, 50);
+///     inspect::AttentionSnapshotter snapshotter(model, {probe}, {.every = 50});
 ///     for (std::int64_t step = 0; step < steps; ++step) {
 ///         snapshotter.maybe_snapshot(step);        // steps 0, 50, 100, ...
 ///         ... forward, backward, optimizer.step() ...
@@ -54,17 +64,18 @@ struct SnapshotProbe {
 /// parameters, bit for bit, as one without.
 class AttentionSnapshotter {
 public:
-    /// `every` is the period in steps (0 = maybe_snapshot never snapshots). `model` must
-    /// outlive the snapshotter. Throws ValueError when `probes` is empty, a probe has no
-    /// forward or labels function, or `every` < 0.
-    AttentionSnapshotter(nn::Module& model, std::vector<SnapshotProbe> probes, std::int64_t every);
+    /// `model` must outlive the snapshotter. Throws ValueError when `probes` is empty, a probe
+    /// has no forward or labels function, `options.every` < 0 or `options.max_snapshots` is
+    /// negative or 1.
+    AttentionSnapshotter(nn::Module& model, std::vector<SnapshotProbe> probes, SnapshotOptions options = {});
 
-    /// Snapshots when `every` > 0, `step` % `every` == 0 (step 0 included) and `step` is after
+    /// Snapshots when every() > 0, `step` % every() == 0 (step 0 included) and `step` is after
     /// the last snapshot's step; returns whether it did. Throws ValueError when `step` < 0,
     /// and as snapshot().
     bool maybe_snapshot(std::int64_t step);
     /// Records every probe now, labelled `step` (optimizer steps taken so far), and returns the
-    /// new snapshot. Throws ValueError when `step` < 0 or is not after the last snapshot's step
+    /// new snapshot (then thins the earlier ones, see SnapshotOptions::max_snapshots). Throws
+    /// ValueError when `step` < 0 or is not after the last snapshot's step
     /// (snapshots are kept in step order), and what attention_maps / alignment_share throw
     /// (e.g. ValueError "no attention was recorded" when a probe's forward calls no attention
     /// layer of `model`, ShapeError when its labels do not fit the weights).
@@ -75,14 +86,17 @@ public:
     /// Continues after `earlier` (a resumed run's saved snapshots, in step order): they come
     /// first in snapshots(), and steps up to their last one are not snapshotted again. Throws
     /// ValueError when snapshots were taken already or `earlier` is not in increasing step order.
+    /// More than max_snapshots are thinned as snapshot() does.
     void resume(std::vector<AttentionSnapshot> earlier);
-    /// The period given to the constructor.
+    /// The period now: options.every, doubled each time max_snapshots made it thin.
     std::int64_t every() const { return every_; }
 
 private:
+    void thin();
+
     nn::Module* model_;
     std::vector<SnapshotProbe> probes_;
-    std::int64_t every_;
+    std::int64_t every_, max_snapshots_;
     std::vector<AttentionSnapshot> snapshots_;
 };
 

@@ -122,7 +122,8 @@ std::vector<AttentionSnapshot> sample_snapshots() {
     Generator gen(5);
     TinyModel model(gen);
     AttentionSnapshotter snapshotter(
-        model, {probe_of(model, randn({1, 4, 3}, gen)), probe_of(model, randn({1, 3, 3}, gen))}, 1);
+        model, {probe_of(model, randn({1, 4, 3}, gen)), probe_of(model, randn({1, 3, 3}, gen))},
+        {.every = 1});
     snapshotter.snapshot(0);
     for (Tensor p : model.parameters()) {  // handles share the parameters' storage
         for (std::int64_t i = 0; i < p.numel(); ++i) p.data<float>()[i] += 0.5f;
@@ -172,7 +173,7 @@ TEST_CASE("a snapshot holds what attention_maps gives for a direct recorder call
         ran_without_grad = !grad_enabled();
         return forward();
     };
-    AttentionSnapshotter snapshotter(model, {probe}, 10);
+    AttentionSnapshotter snapshotter(model, {probe}, {.every = 10});
     const AttentionSnapshot& snapshot = snapshotter.snapshot(3);
     CHECK(ran_in_eval);
     CHECK(ran_without_grad);
@@ -220,7 +221,7 @@ TEST_CASE("a probe with crop keeps the first rows and columns of each map, as ma
     cropped.crop = true;
     cropped.labels = [](const std::string&) { return labels_of(3, "t"); };
     cropped.right["second.self_attn"] = {2, 1, 0};
-    AttentionSnapshotter a(model, {full}, 1), b(model, {cropped}, 1);
+    AttentionSnapshotter a(model, {full}, {.every = 1}), b(model, {cropped}, {.every = 1});
     const auto& whole = a.snapshot(0).probes[0].maps;
     const auto& part = b.snapshot(0).probes[0].maps;
     REQUIRE(whole.size() == part.size());
@@ -233,14 +234,14 @@ TEST_CASE("a probe with crop keeps the first rows and columns of each map, as ma
     }
     CHECK(part[2].alignment_share == alignment_share(part[2], {2, 1, 0}));
     cropped.labels = [](const std::string&) { return labels_of(6, "t"); };  // longer than the weights
-    AttentionSnapshotter c(model, {cropped}, 1);
+    AttentionSnapshotter c(model, {cropped}, {.every = 1});
     CHECK_THROWS_WITH_AS(c.snapshot(0), doctest::Contains("first.self_attn"), attograd::ShapeError);
 }
 
 TEST_CASE("maybe_snapshot snapshots at step 0 and every N steps, once per step") {
     Generator gen(2);
     TinyModel model(gen);
-    AttentionSnapshotter snapshotter(model, {probe_of(model, randn({1, 3, 3}, gen))}, 10);
+    AttentionSnapshotter snapshotter(model, {probe_of(model, randn({1, 3, 3}, gen))}, {.every = 10});
     CHECK(snapshotter.every() == 10);
     std::vector<std::int64_t> taken;
     for (std::int64_t step = 0; step <= 25; ++step) {
@@ -257,19 +258,50 @@ TEST_CASE("maybe_snapshot snapshots at step 0 and every N steps, once per step")
     CHECK_THROWS_WITH_AS(snapshotter.maybe_snapshot(-10), doctest::Contains("maybe_snapshot"),
                          attograd::ValueError);
 
-    AttentionSnapshotter off(model, {probe_of(model, randn({1, 3, 3}, gen))}, 0);
+    AttentionSnapshotter off(model, {probe_of(model, randn({1, 3, 3}, gen))}, {.every = 0});
     for (std::int64_t step = 0; step <= 5; ++step) CHECK_FALSE(off.maybe_snapshot(step));
     CHECK(off.snapshots().empty());
+}
+
+TEST_CASE(
+    "max_snapshots doubles the period and keeps the first, the newest and the snapshots on the new grid") {
+    Generator gen(7);
+    TinyModel model(gen);
+    const auto probe = probe_of(model, randn({1, 3, 3}, gen));
+    const auto steps = [](const AttentionSnapshotter& s) {
+        std::vector<std::int64_t> out;
+        for (const auto& snapshot : s.snapshots()) out.push_back(snapshot.step);
+        return out;
+    };
+    AttentionSnapshotter capped(model, {probe}, {.every = 1, .max_snapshots = 4});
+    for (std::int64_t step = 0; step <= 4; ++step) capped.maybe_snapshot(step);
+    CHECK(steps(capped) == std::vector<std::int64_t>{0, 2, 4});  // 5 > 4: period 2
+    CHECK(capped.every() == 2);
+    for (std::int64_t step = 5; step <= 12; ++step) capped.maybe_snapshot(step);
+    CHECK(steps(capped) == std::vector<std::int64_t>{0, 4, 8, 12});
+    CHECK(capped.every() == 4);
+    capped.snapshot(13);  // off the grid, e.g. a run's last step: kept as the newest
+    CHECK(steps(capped) == std::vector<std::int64_t>{0, 8, 13});
+
+    AttentionSnapshotter manual(model, {probe}, {.every = 0, .max_snapshots = 3});
+    for (std::int64_t step = 0; step <= 3; ++step) manual.snapshot(step);
+    CHECK(steps(manual) == std::vector<std::int64_t>{0, 2, 3});  // no period: every other, and the newest
+
+    AttentionSnapshotter resumed(model, {probe}, {.every = 1, .max_snapshots = 2});
+    resumed.resume(capped.snapshots());
+    CHECK(steps(resumed) == std::vector<std::int64_t>{0, 13});
+    CHECK_THROWS_WITH_AS(AttentionSnapshotter(model, {probe}, {.every = 1, .max_snapshots = 1}),
+                         doctest::Contains("max_snapshots must be 0 (all) or >= 2"), attograd::ValueError);
 }
 
 TEST_CASE("resume keeps a run's earlier snapshots and does not take their steps again") {
     Generator gen(3);
     TinyModel model(gen);
     const auto probe = probe_of(model, randn({1, 3, 3}, gen));
-    AttentionSnapshotter first(model, {probe}, 5);
+    AttentionSnapshotter first(model, {probe}, {.every = 5});
     first.maybe_snapshot(0);
     first.maybe_snapshot(5);
-    AttentionSnapshotter second(model, {probe}, 5);
+    AttentionSnapshotter second(model, {probe}, {.every = 5});
     second.resume(first.snapshots());
     CHECK_FALSE(second.maybe_snapshot(5));
     CHECK(second.maybe_snapshot(10));
@@ -277,7 +309,7 @@ TEST_CASE("resume keeps a run's earlier snapshots and does not take their steps 
     CHECK(second.snapshots()[0].step == 0);
     CHECK(second.snapshots()[2].step == 10);
     CHECK_THROWS_WITH_AS(second.resume({}), doctest::Contains("taken already"), attograd::ValueError);
-    AttentionSnapshotter third(model, {probe}, 5);
+    AttentionSnapshotter third(model, {probe}, {.every = 5});
     auto unordered = first.snapshots();
     std::swap(unordered[0], unordered[1]);
     CHECK_THROWS_WITH_AS(third.resume(unordered), doctest::Contains("not after"), attograd::ValueError);
@@ -288,7 +320,7 @@ TEST_CASE("the snapshotter restores every module's own training mode, also when 
     TinyModel model(gen);
     model.first->eval();  // a frozen part inside a training model
     SnapshotProbe probe = probe_of(model, randn({1, 3, 3}, gen));
-    AttentionSnapshotter snapshotter(model, {probe}, 1);
+    AttentionSnapshotter snapshotter(model, {probe}, {.every = 1});
     snapshotter.snapshot(0);
     CHECK(model.is_training());
     CHECK_FALSE(model.first->is_training());
@@ -296,7 +328,7 @@ TEST_CASE("the snapshotter restores every module's own training mode, also when 
     CHECK(model.second->self_attn->is_training());
 
     probe.forward = []() -> std::vector<std::string> { throw std::runtime_error("probe failed"); };
-    AttentionSnapshotter failing(model, {probe}, 1);
+    AttentionSnapshotter failing(model, {probe}, {.every = 1});
     CHECK_THROWS_WITH(failing.snapshot(0), "probe failed");
     CHECK(model.is_training());
     CHECK_FALSE(model.first->is_training());
@@ -310,25 +342,25 @@ TEST_CASE(
     Generator gen(5);
     TinyModel model(gen);
     const SnapshotProbe probe = probe_of(model, randn({1, 3, 3}, gen));
-    CHECK_THROWS_WITH_AS(AttentionSnapshotter(model, {}, 1), doctest::Contains("no probes"),
+    CHECK_THROWS_WITH_AS(AttentionSnapshotter(model, {}, {.every = 1}), doctest::Contains("no probes"),
                          attograd::ValueError);
     SnapshotProbe no_forward = probe;
     no_forward.forward = nullptr;
-    CHECK_THROWS_WITH_AS(AttentionSnapshotter(model, {no_forward}, 1),
+    CHECK_THROWS_WITH_AS(AttentionSnapshotter(model, {no_forward}, {.every = 1}),
                          doctest::Contains("probe 0 has no forward"), attograd::ValueError);
     SnapshotProbe no_labels = probe;
     no_labels.labels = nullptr;
-    CHECK_THROWS_WITH_AS(AttentionSnapshotter(model, {probe, no_labels}, 1),
+    CHECK_THROWS_WITH_AS(AttentionSnapshotter(model, {probe, no_labels}, {.every = 1}),
                          doctest::Contains("probe 1 has no labels"), attograd::ValueError);
-    CHECK_THROWS_WITH_AS(AttentionSnapshotter(model, {probe}, -1), doctest::Contains("every must be >= 0"),
-                         attograd::ValueError);
+    CHECK_THROWS_WITH_AS(AttentionSnapshotter(model, {probe}, {.every = -1}),
+                         doctest::Contains("every must be >= 0"), attograd::ValueError);
     SnapshotProbe idle = probe;
     idle.forward = [] { return std::vector<std::string>{}; };
-    AttentionSnapshotter nothing(model, {idle}, 1);
+    AttentionSnapshotter nothing(model, {idle}, {.every = 1});
     CHECK_THROWS_AS(nothing.snapshot(0), attograd::ValueError);  // no attention was recorded
     SnapshotProbe short_labels = probe;
     short_labels.labels = [](const std::string&) { return labels_of(2, "t"); };
-    AttentionSnapshotter mislabelled(model, {short_labels}, 1);
+    AttentionSnapshotter mislabelled(model, {short_labels}, {.every = 1});
     CHECK_THROWS_AS(mislabelled.snapshot(0), attograd::ShapeError);
 }
 
@@ -337,7 +369,7 @@ TEST_CASE("training with snapshots every 3 steps gives the same parameters, bit 
         Generator gen(11);  // parameters, data and dropout all draw from it
         TinyModel model(gen);
         const Tensor probe_input = randn({1, 4, 3}, gen);
-        AttentionSnapshotter snapshotter(model, {probe_of(model, probe_input)}, 3);
+        AttentionSnapshotter snapshotter(model, {probe_of(model, probe_input)}, {.every = 3});
         optim::Adam optimizer(model.parameters(), {.lr = 0.05});
         std::vector<double> losses;
         for (std::int64_t step = 0; step < 20; ++step) {
