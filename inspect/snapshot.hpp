@@ -22,9 +22,9 @@ struct SnapshotProbe {
     /// argmax of teacher-forced logits), or {} when there is nothing to show. It runs under
     /// NoGradGuard with the model in eval mode, and must not draw from a generator the training
     /// uses (eval-mode layers draw nothing), so that snapshots leave the training run unchanged.
-    std::function<std::vector<std::string>()> forward;
+    std::function<std::vector<std::string>()> forward{};
     /// Token labels of each recorded layer (see attention_maps).
-    LabelFunction labels;
+    LabelFunction labels{};
     /// When true, a layer's labels may be shorter than its Tq / Tk: the probe ran in a batch
     /// padded at the end (e.g. to a model's fixed width), and each map keeps only its first
     /// queries.size() rows and keys.size() columns. Labels longer than the weights are a
@@ -32,9 +32,9 @@ struct SnapshotProbe {
     bool crop = false;
     /// The right key column per query row, by layer name (AttentionMap::right), for the layers
     /// where the probe defines one; their maps get alignment_share(map, right).
-    std::map<std::string, std::vector<std::int64_t>> right;
-    std::vector<std::string> source;  ///< the input tokens, shown in the report
-    std::vector<std::string> target;  ///< the right output (may be empty)
+    std::map<std::string, std::vector<std::int64_t>> right{};
+    std::vector<std::string> source{};  ///< the input tokens, shown in the report
+    std::vector<std::string> target{};  ///< the right output (may be empty)
 };
 
 /// When an AttentionSnapshotter snapshots, and how many snapshots it keeps.
