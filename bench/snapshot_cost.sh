@@ -1,20 +1,22 @@
 #!/usr/bin/env bash
-# What attention snapshots cost `attograd train`: trains reverse, sort and dates (fixed step
-# counts, no early stop) with --snapshot-every 0, the default and 10, in alternating order,
-# ROUNDS times each, and prints a Markdown table of the median CPU seconds (user + sys: the
-# machine is shared, wall time counts other processes' slices) and wall seconds, the cost
-# against --snapshot-every 0, the snapshots taken and the file's size. Not a test.
-#   bench/snapshot_cost.sh [BUILD_DIR] [ROUNDS]     (default build 7; needs python3)
+# What attention snapshots cost whole `attograd train` runs: trains reverse, sort and dates
+# (fixed step counts, no early stop) with --snapshot-every 0 and with the default (20), in
+# alternating order, ROUNDS times each, and prints a Markdown table of the median CPU seconds
+# (user + sys: the machine is shared, wall time counts other processes' slices), median wall
+# seconds, the cost (the median over rounds of each round's CPU ratio, so that a slow spell hits
+# both runs of a round alike) and the snapshot file's size. Not a test; bench_snapshot_cost
+# times a snapshot against a training step directly, which resolves far smaller costs.
+#   bench/snapshot_cost.sh [BUILD_DIR] [ROUNDS]     (default build 9; needs python3)
 set -euo pipefail
 build=${1:-build}
-rounds=${2:-7}
+rounds=${2:-9}
 program=$build/examples/attograd/attograd
 runs=$(mktemp -d)
 trap 'rm -rf "$runs"' EXIT
 export OMP_NUM_THREADS=1  # one thread: CPU time is then the work done, not spinning
 
 tasks=("reverse --steps 300" "sort --steps 500" "dates --steps 300")
-variants=("0" "default" "10")
+variants=("0" "default")
 results=$runs/results.tsv
 for ((round = 0; round < rounds; ++round)); do
     for task in "${tasks[@]}"; do
@@ -32,7 +34,7 @@ for ((round = 0; round < rounds; ++round)); do
             read -r user sys wall < "$runs/time"
             size=0
             [[ -f $dir/attention_snapshots.safetensors ]] && size=$(stat -c %s "$dir/attention_snapshots.safetensors")
-            printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$variant" "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" "$wall" "$size" >> "$results"
+            printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$round" "$name" "$variant" "$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" "$wall" "$size" >> "$results"
         done
     done
 done
@@ -40,19 +42,21 @@ done
 python3 - "$results" "$rounds" <<'EOF'
 import collections, statistics, sys
 rows = collections.defaultdict(list)
+by_round = {}
 for line in open(sys.argv[1]):
-    name, variant, cpu, wall, size = line.split("\t")
+    round_, name, variant, cpu, wall, size = line.split("\t")
     rows[name, variant].append((float(cpu), float(wall), int(size)))
+    by_round[round_, name, variant] = float(cpu)
 print(f"medians of {sys.argv[2]} alternating rounds")
 print("| task | --snapshot-every | CPU s | wall s | CPU cost | file |")
 print("| --- | --- | --- | --- | --- | --- |")
 for name in dict.fromkeys(n for n, _ in rows):
-    off = statistics.median(r[0] for r in rows[name, "0"])
-    for variant in ("0", "default", "10"):
+    for variant in ("0", "default"):
         r = rows[name, variant]
         cpu = statistics.median(x[0] for x in r)
         wall = statistics.median(x[1] for x in r)
-        cost = "" if variant == "0" else f"{100 * (cpu - off) / off:+.1f} %"
+        ratios = [by_round[r, name, variant] / by_round[r, name, "0"] for r, n, v in by_round if n == name and v == "0"]
+        cost = "" if variant == "0" else f"{100 * (statistics.median(ratios) - 1):+.1f} %"
         size = r[0][2]
         print(f"| {name} | {variant} | {cpu:.2f} | {wall:.2f} | {cost} | {size / 1024:.0f} KiB |" if size else
               f"| {name} | {variant} | {cpu:.2f} | {wall:.2f} | {cost} | none |")
