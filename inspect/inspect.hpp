@@ -12,3 +12,4 @@
 #include "inspect/report.hpp"
 #include "inspect/rollout.hpp"
 #include "inspect/saliency.hpp"
+#include "inspect/snapshot.hpp"
