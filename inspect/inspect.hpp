@@ -3,5 +3,8 @@
 #pragma once
 
 #include "inspect/attention_map.hpp"
-#include "inspect/report.hpp"
+#include "inspect/chart_svg.hpp"
 #include "inspect/recorded_maps.hpp"
+#include "inspect/render_html.hpp"
+#include "inspect/report.hpp"
+#include "inspect/report_data.hpp"
