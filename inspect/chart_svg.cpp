@@ -3,7 +3,7 @@
 #include "inspect/chart_svg.hpp"
 
 #include "core/error.hpp"
-#include "inspect/html_text.hpp"
+#include "inspect/render_svg.hpp"
 
 #include <fmt/format.h>
 
@@ -83,7 +83,7 @@ std::string chart_svg(const Chart& chart) {
     const int width = left + plot_width + legend_width + 12;
     const int height =
         std::max(top + plot_height + bottom, top + legend_line * static_cast<int>(chart.series.size()) + 8);
-    const std::string title = html_escape(chart.title);
+    const std::string title = xml_escape(chart.title);
     if (xs.empty()) {
         return fmt::format(
             "<svg class=\"chart\" xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"80\" "
@@ -143,14 +143,14 @@ std::string chart_svg(const Chart& chart) {
         "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n"
         "<text x=\"14\" y=\"{}\" text-anchor=\"middle\" transform=\"rotate(-90 14 {})\">{}</text>\n",
         left, top, plot_width, plot_height, left + plot_width / 2, top + plot_height + 36,
-        html_escape(chart.x_label), top + plot_height / 2, top + plot_height / 2, html_escape(chart.y_label));
+        xml_escape(chart.x_label), top + plot_height / 2, top + plot_height / 2, xml_escape(chart.y_label));
 
     // The curves, clipped to the plot area by a nested <svg> (no ids to keep unique in a page).
     out += fmt::format("<svg x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" viewBox=\"{} {} {} {}\">\n", left,
                        top, plot_width, plot_height, left, top, plot_width, plot_height);
     for (std::size_t k = 0; k < chart.series.size(); ++k) {
         const Series& s = chart.series[k];
-        const std::string colour = html_escape(s.colour.empty() ? palette[k % palette.size()] : s.colour);
+        const std::string colour = xml_escape(s.colour.empty() ? palette[k % palette.size()] : s.colour);
         std::size_t i = 0;
         while (i < s.x.size()) {  // one polyline per run of finite points, a dot for a lone point
             if (!finite_point(s, i)) {
@@ -181,13 +181,13 @@ std::string chart_svg(const Chart& chart) {
         top, top + plot_height);
     for (std::size_t k = 0; k < chart.series.size(); ++k) {  // legend, right of the plot
         const Series& s = chart.series[k];
-        const std::string colour = html_escape(s.colour.empty() ? palette[k % palette.size()] : s.colour);
+        const std::string colour = xml_escape(s.colour.empty() ? palette[k % palette.size()] : s.colour);
         const int x = left + plot_width + legend_gap;
         const int y = top + 10 + legend_line * static_cast<int>(k);
         out += fmt::format(
             "<line x1=\"{0}\" x2=\"{1}\" y1=\"{2}\" y2=\"{2}\" stroke=\"{3}\" stroke-width=\"3\"/>"
             "<text class=\"legend\" x=\"{4}\" y=\"{5}\">{6}</text>\n",
-            x, x + 20, y, colour, x + 26, y + 4, html_escape(s.name));
+            x, x + 20, y, colour, x + 26, y + 4, xml_escape(s.name));
     }
     out += "</svg>\n";
     return out;

@@ -4,7 +4,7 @@
 
 #include "inspect/chart_svg.hpp"
 #include "inspect/html_assets.hpp"
-#include "inspect/html_text.hpp"
+#include "inspect/render_svg.hpp"
 #include "inspect/report_data.hpp"
 
 #include <fmt/format.h>
@@ -17,7 +17,7 @@ std::string curves_html(const Report& report) {
     std::string out = "<section id=\"curves\">\n<h2>Training curves</h2>\n";
     if (report.charts_error) {
         out += "<p class=\"error\" id=\"charts-error\">the training curves could not be drawn: " +
-               html_escape(*report.charts_error) + "</p>\n";
+               xml_escape(*report.charts_error) + "</p>\n";
     } else if (report.charts.empty()) {
         out += "<p class=\"empty\">no training curves in this report</p>\n";
     } else {
@@ -32,8 +32,8 @@ std::string config_html(const Report& report) {
     if (report.config.empty()) return "";
     std::string out = "<section id=\"config\">\n<h2>Configuration</h2>\n<table class=\"config\">\n";
     for (const auto& [key, value] : report.config)
-        out += fmt::format("<tr><td>{}</td><td><code>{}</code></td></tr>\n", html_escape(key),
-                           html_escape(value));
+        out +=
+            fmt::format("<tr><td>{}</td><td><code>{}</code></td></tr>\n", xml_escape(key), xml_escape(value));
     return out + "</table>\n</section>\n";
 }
 
@@ -85,13 +85,13 @@ std::string render_html(const Report& report) {
     // Serialise (and so validate) the data first: bad input throws before any page is built.
     const std::string data =
         report.examples.empty() && report.snapshots.empty() ? "" : report_data_json(report);
-    const std::string title = html_escape(report.title.empty() ? "attention report" : report.title);
+    const std::string title = xml_escape(report.title.empty() ? "attention report" : report.title);
     std::string out = fmt::format(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{0}</title>\n"
         "<style>{1}</style>\n</head>\n<body>\n<h1>{0}</h1>\n",
         title, report_css());
-    for (const auto& note : report.notes) out += "<p class=\"note\">" + html_escape(note) + "</p>\n";
+    for (const auto& note : report.notes) out += "<p class=\"note\">" + xml_escape(note) + "</p>\n";
     out += curves_html(report);
     out += attention_html(report);
     out += config_html(report);

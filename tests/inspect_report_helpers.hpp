@@ -15,7 +15,8 @@ using attograd::inspect::AttentionMap;
 
 /// Row i of a map puts weight on key `focus(i)` growing with `sharpness` (a softmax of
 /// sharpness * [j == focus] plus a small deterministic ripple), so every row sums to 1.
-inline std::vector<double> peaked_weights(std::int64_t rows, std::int64_t cols, double sharpness, int pattern) {
+inline std::vector<double> peaked_weights(std::int64_t rows, std::int64_t cols, double sharpness,
+                                          int pattern) {
     std::vector<double> w(static_cast<std::size_t>(rows * cols));
     for (std::int64_t i = 0; i < rows; ++i) {
         const std::int64_t focus = pattern == 0 ? i % cols : pattern == 1 ? (cols - 1 - i % cols) : 0;
@@ -43,16 +44,28 @@ inline std::vector<AttentionMap> synthetic_maps(std::int64_t n, double sharpness
     const auto source = letters(n);
     std::vector<std::string> reversed(source.rbegin(), source.rend());
     for (std::int64_t head = 0; head < 2; ++head) {
-        maps.push_back({.module = "encoder.layers.0.self_attn", .layer = 0, .head = head, .queries = source,
-                        .keys = source, .weights = peaked_weights(n, n, sharpness, static_cast<int>(head)),
-                        .right = {}, .alignment_share = std::nullopt, .saliency_correlation = std::nullopt});
+        maps.push_back({.module = "encoder.layers.0.self_attn",
+                        .layer = 0,
+                        .head = head,
+                        .queries = source,
+                        .keys = source,
+                        .weights = peaked_weights(n, n, sharpness, static_cast<int>(head)),
+                        .right = {},
+                        .alignment_share = std::nullopt,
+                        .saliency_correlation = std::nullopt});
     }
     std::vector<std::int64_t> right;
     for (std::int64_t i = 0; i < n; ++i) right.push_back(n - 1 - i);
     for (std::int64_t head = 0; head < 2; ++head) {
-        AttentionMap map{.module = "decoder.layers.0.cross_attn", .layer = 1, .head = head, .queries = reversed,
-                         .keys = source, .weights = peaked_weights(n, n, sharpness * (head + 1) / 2.0, 1),
-                         .right = right, .alignment_share = std::nullopt, .saliency_correlation = 0.5};
+        AttentionMap map{.module = "decoder.layers.0.cross_attn",
+                         .layer = 1,
+                         .head = head,
+                         .queries = reversed,
+                         .keys = source,
+                         .weights = peaked_weights(n, n, sharpness * (head + 1) / 2.0, 1),
+                         .right = right,
+                         .alignment_share = std::nullopt,
+                         .saliency_correlation = 0.5};
         map.alignment_share = attograd::inspect::alignment_share(map, right);
         maps.push_back(std::move(map));
     }
@@ -115,11 +128,23 @@ inline attograd::inspect::Report synthetic_report() {
         token.y.push_back(0.6 + 0.003 * step);
     }
     report.charts = {
-        Chart{.title = "training loss", .x_label = "step", .y_label = "loss", .series = {loss}, .y_min = {}, .y_max = {}},
-        Chart{.title = "held-out accuracy", .x_label = "step", .y_label = "accuracy", .series = {sequence, token},
-              .y_min = {}, .y_max = {}},
-        Chart{.title = "one evaluation", .x_label = "step", .y_label = "accuracy",
-              .series = {{.name = "held-out token accuracy", .colour = "", .x = {100}, .y = {0.5}}}, .y_min = {},
+        Chart{.title = "training loss",
+              .x_label = "step",
+              .y_label = "loss",
+              .series = {loss},
+              .y_min = {},
+              .y_max = {}},
+        Chart{.title = "held-out accuracy",
+              .x_label = "step",
+              .y_label = "accuracy",
+              .series = {sequence, token},
+              .y_min = {},
+              .y_max = {}},
+        Chart{.title = "one evaluation",
+              .x_label = "step",
+              .y_label = "accuracy",
+              .series = {{.name = "held-out token accuracy", .colour = "", .x = {100}, .y = {0.5}}},
+              .y_min = {},
               .y_max = {}}};
     return report;
 }
