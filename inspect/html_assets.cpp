@@ -20,7 +20,7 @@ table.config code { word-break: break-all; }
   position: sticky; top: 0; background: #fff; padding: 6px 0; z-index: 2; border-bottom: 1px solid #eee; }
 .controls select { max-width: 40em; }
 #step { width: 18em; vertical-align: middle; }
-.tokens p { margin: 0.2em 0; }
+.tokens p { margin: 0.2em 0; max-height: 4.8em; overflow: auto; }
 .tok { font-family: monospace; background: #eef; margin: 1px; padding: 1px 4px; border-radius: 3px;
   display: inline-block; }
 .views { display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start; }
@@ -112,7 +112,7 @@ std::string_view report_js() {
   }
   const format = (m, v) => v.toFixed(m.bits === 8 ? 3 : 4);
 
-  const state = { source: 0, frame: 0, map: 0, title: null, timer: null };
+  const state = { source: 0, frame: 0, map: 0, title: null, timer: null, outline: null };
   const source = () => D.sources[state.source];
   const frame = () => source().frames[state.frame];
   const current = () => frame().maps[state.map];
@@ -148,8 +148,25 @@ std::string_view report_js() {
     canvas.width = Math.max(1, Math.round(cols * scale));
     canvas.height = Math.max(1, Math.round(rows * scale));
     const ctx = canvas.getContext('2d');
-    ctx.imageSmoothingEnabled = scale < 1;  // average when shrinking, crisp cells when enlarging
-    if (rows && cols) ctx.drawImage(image(m), 0, 0, canvas.width, canvas.height);
+    if (scale >= 1) {  // enlarge: crisp cells
+      ctx.imageSmoothingEnabled = false;
+      if (rows && cols) ctx.drawImage(image(m), 0, 0, canvas.width, canvas.height);
+    } else {  // shrink: each pixel shows the largest weight of its block, so thin peaks stay visible
+      const w = weights(m), tw = canvas.width, th = canvas.height, pooled = new Float32Array(tw * th).fill(-Infinity);
+      for (let r = 0; r < rows; ++r) {
+        const y = Math.min(th - 1, Math.floor(r * th / rows));
+        for (let c = 0; c < cols; ++c) {
+          const k = y * tw + Math.min(tw - 1, Math.floor(c * tw / cols));
+          if (w[r * cols + c] > pooled[k]) pooled[k] = w[r * cols + c];
+        }
+      }
+      const im = ctx.createImageData(tw, th);
+      pooled.forEach((v, k) => {
+        const rgb = colour(v);
+        im.data.set([rgb[0], rgb[1], rgb[2], 255], 4 * k);
+      });
+      ctx.putImageData(im, 0, 0);
+    }
     fig.appendChild(canvas);
     const cap = document.createElement('figcaption');
     cap.textContent = (m.head >= 0 ? 'head ' + m.head : m.kind) +
@@ -221,6 +238,10 @@ std::string_view report_js() {
       ctx.fillText(fit(m.keys[c]), 0, 0);
       ctx.restore();
     }
+    // Outlines hide small cells' colour: off by default below 4 px per cell, the user decides.
+    const toggle = $('outline-toggle');
+    toggle.checked = state.outline != null ? state.outline : cell >= 4;
+    if (!toggle.checked) return;
     ctx.strokeStyle = 'red';
     ctx.lineWidth = cell >= 10 ? 2 : 1;
     m.right.forEach((c, r) => {
@@ -434,6 +455,10 @@ std::string_view report_js() {
       tip.hidden = false;
     });
     canvas.addEventListener('mouseleave', () => { tip.hidden = true; });
+    $('outline-toggle').addEventListener('change', () => {
+      state.outline = $('outline-toggle').checked;
+      drawHeatmap(current());
+    });
     const bar = $('scale-bar'), bctx = bar.getContext('2d');
     for (let x = 0; x < bar.width; ++x) {
       const c = colour(x / (bar.width - 1));

@@ -58,7 +58,7 @@ std::string attention_html(const Report& report) {
 <div><h3 id="map-title"></h3><div id="map-info"></div><canvas id="heatmap" width="1" height="1"></canvas>
 <div class="legend">
 <div class="scale">0 <canvas id="scale-bar" width="200" height="12"></canvas> 1 <span>(viridis; rows: queries, columns: keys)</span></div>
-<div id="outline-legend" hidden><span class="outline-swatch"></span><span id="outline-text"></span></div>
+<div id="outline-legend" hidden><label><input type="checkbox" id="outline-toggle" checked> <span class="outline-swatch"></span><span id="outline-text"></span></label></div>
 <div id="precision"></div>
 </div></div>
 </div>
