@@ -393,7 +393,11 @@ std::string_view report_js() {
     const has = f.maps.length > 0;
     $('views').hidden = !has;
     $('no-maps').hidden = has;
-    if (!has) return;
+    if (!has) {
+      $('grid').textContent = '';  // no stale thumbnails of the previous input
+      $('headview').textContent = '';
+      return;
+    }
     drawGrid();
     let i = f.maps.findIndex((m) => m.title === state.title);
     if (i < 0) i = state.map < f.maps.length ? state.map : 0;

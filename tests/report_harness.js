@@ -141,6 +141,23 @@
       } else if (E.mode === 'empty') {
         const p = $('no-examples');
         check('says there are no examples', p !== null && p.offsetHeight > 0 && /no examples/.test(p.textContent), null);
+      } else if (E.mode === 'odd') {
+        // Every source and every map is drawn without a script error (checked by the caller).
+        const chooser = $('source');
+        for (let k = 0; k < chooser.options.length; ++k) {
+          chooser.value = String(k);
+          chooser.dispatchEvent(new Event('change'));
+          thumbs().forEach((t) => t.click());
+        }
+        check('sources', chooser.options.length === E.sources, chooser.options.length);
+        check('a source without maps says so', !$('no-maps').hidden && $('views').hidden, null);
+        chooser.value = '0';
+        chooser.dispatchEvent(new Event('change'));
+        const first = document.querySelector('#tokens .tok');
+        check('tokens are text, not markup', first !== null && first.textContent === E.first_token, first && first.textContent);
+        const saliency = thumbs().find((t) => t.title === E.saliency_title);
+        saliency.click();
+        check('a map outside [0, 1] says the scale clamps', /clamps/.test($('precision').textContent), $('precision').textContent);
       } else if (E.mode === 'charts-error') {
         const p = $('charts-error');
         check('shows the charts error', p !== null && p.offsetHeight > 0 && p.textContent.includes(E.charts_error), null);

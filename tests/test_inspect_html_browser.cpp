@@ -121,3 +121,21 @@ TEST_CASE("the HTML report shows charts_error in place of the curves in headless
     check_in_browser("charts_error", render_html(report),
                      {{"mode", "charts-error"}, {"charts_error", *report.charts_error}});
 }
+
+TEST_CASE("the HTML report draws odd inputs without a script error in headless Chromium") {
+    SKIP_WITHOUT_CHROMIUM();
+    Report report;
+    InspectedExample odd = testing::synthetic_example(3, true);
+    odd.source[0] = "<b>x</b>";
+    odd.maps[0].queries[0] = "\"q\" & <i>";
+    odd.maps[1].queries.clear();  // a map of no rows
+    odd.maps[1].weights.clear();
+    for (double& w : odd.saliency->weights) w = 5.0 * w - 2.0;  // gradient x input is signed
+    report.examples = {odd, InspectedExample{}};
+    report.examples[1].source = {"no", "maps"};
+    check_in_browser("odd", render_html(report),
+                     {{"mode", "odd"},
+                      {"sources", 2},
+                      {"first_token", "<b>x</b>"},
+                      {"saliency_title", odd.saliency->title()}});
+}
