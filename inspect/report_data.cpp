@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 namespace attograd::inspect {
 
@@ -19,6 +21,35 @@ using nlohmann::json;
 // Up to this many cells a map keeps 16 bits per weight (exact to ~1e-5); beyond, 8 bits keep
 // T = 512 with 16 heads near 5.6 MB of base64.
 constexpr std::size_t max_cells_16bit = 16384;
+
+// check_map, and IndexError when a right column is neither -1 nor a key index.
+void check_report_map(const AttentionMap& map) {
+    check_map(map);
+    for (std::size_t r = 0; r < map.right.size(); ++r) {
+        const std::int64_t c = map.right[r];
+        AG_CHECK(c >= -1 && c < map.cols(), IndexError,
+                 "inspect: map '{}' [{}, {}] has right column {} at row {} (-1 or 0..{} expected)",
+                 map.title(), map.rows(), map.cols(), c, r, map.cols() - 1);
+    }
+}
+
+// RFC 4648 base64 with '=' padding.
+std::string base64_encode(const std::vector<std::uint8_t>& bytes) {
+    static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::string out;
+    out.reserve((bytes.size() + 2) / 3 * 4);
+    for (std::size_t i = 0; i < bytes.size(); i += 3) {
+        const std::size_t n = std::min<std::size_t>(3, bytes.size() - i);
+        std::uint32_t v = static_cast<std::uint32_t>(bytes[i]) << 16;
+        if (n > 1) v |= static_cast<std::uint32_t>(bytes[i + 1]) << 8;
+        if (n > 2) v |= bytes[i + 2];
+        out += alphabet[(v >> 18) & 63];
+        out += alphabet[(v >> 12) & 63];
+        out += n > 1 ? alphabet[(v >> 6) & 63] : '=';
+        out += n > 2 ? alphabet[v & 63] : '=';
+    }
+    return out;
+}
 
 json labels(const std::vector<std::string>& tokens) {
     json out = json::array();
@@ -79,33 +110,6 @@ json source_json(const InspectedExample& example, std::string label, const char*
 }
 
 }  // namespace
-
-void check_report_map(const AttentionMap& map) {
-    check_map(map);
-    for (std::size_t r = 0; r < map.right.size(); ++r) {
-        const std::int64_t c = map.right[r];
-        AG_CHECK(c >= -1 && c < map.cols(), IndexError,
-                 "inspect: map '{}' [{}, {}] has right column {} at row {} (-1 or 0..{} expected)",
-                 map.title(), map.rows(), map.cols(), c, r, map.cols() - 1);
-    }
-}
-
-std::string base64_encode(const std::vector<std::uint8_t>& bytes) {
-    static constexpr char alphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
-    for (std::size_t i = 0; i < bytes.size(); i += 3) {
-        const std::size_t n = std::min<std::size_t>(3, bytes.size() - i);
-        std::uint32_t v = static_cast<std::uint32_t>(bytes[i]) << 16;
-        if (n > 1) v |= static_cast<std::uint32_t>(bytes[i + 1]) << 8;
-        if (n > 2) v |= bytes[i + 2];
-        out += alphabet[(v >> 18) & 63];
-        out += alphabet[(v >> 12) & 63];
-        out += n > 1 ? alphabet[(v >> 6) & 63] : '=';
-        out += n > 2 ? alphabet[v & 63] : '=';
-    }
-    return out;
-}
 
 QuantisedWeights quantise_weights(const AttentionMap& map) {
     check_map(map);

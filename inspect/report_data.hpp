@@ -4,9 +4,7 @@
 
 #include "inspect/report.hpp"
 
-#include <cstdint>
 #include <string>
-#include <vector>
 
 namespace attograd::inspect {
 
@@ -23,9 +21,6 @@ struct QuantisedWeights {
 /// Quantises `map.weights` as above. Calls check_map (throws ShapeError / ValueError).
 QuantisedWeights quantise_weights(const AttentionMap& map);
 
-/// RFC 4648 base64 (with '=' padding) of `bytes`.
-std::string base64_encode(const std::vector<std::uint8_t>& bytes);
-
 /// The JSON document the page's script reads: `{"legend", "sources": [...]}` with one source
 /// per example (one frame) and one per snapshot probe (one frame per snapshot, `step` set);
 /// each frame lists its maps (title, module, layer, head, kind, display labels of queries and
@@ -34,9 +29,5 @@ std::string base64_encode(const std::vector<std::uint8_t>& bytes);
 /// inside a <script> element. Validates every map as render_html does (throws ShapeError,
 /// ValueError, IndexError).
 std::string report_data_json(const Report& report);
-
-/// Throws as check_map, and IndexError when a right column is not -1 and not a key index
-/// (naming the map, the row and its shape).
-void check_report_map(const AttentionMap& map);
 
 }  // namespace attograd::inspect

@@ -13,6 +13,8 @@
 #include <sstream>
 #include <string>
 
+#include <unistd.h>
+
 using namespace attograd::inspect;
 namespace fs = std::filesystem;
 
@@ -46,7 +48,8 @@ std::string with_harness(const std::string& html, const nlohmann::json& expect) 
 // Renders the page in Chromium and checks the harness verdict: every check passed, no script
 // error in the page or in Chromium's log.
 void check_in_browser(const std::string& name, const std::string& html, const nlohmann::json& expect) {
-    const fs::path file = fs::temp_directory_path() / ("attograd_report_" + name + ".html");
+    const fs::path file =  // per process: the sanitizer build may run the same case at once
+        fs::temp_directory_path() / ("attograd_report_" + name + "_" + std::to_string(::getpid()) + ".html");
     {
         std::ofstream out(file, std::ios::binary);
         out << with_harness(html, expect);
