@@ -41,16 +41,21 @@ std::string attention_html(const Report& report) {
     std::string out = "<section id=\"attention\">\n<h2>Attention</h2>\n";
     if (report.examples.empty() && report.snapshots.empty()) {
         return out +
-               "<p class=\"empty\" id=\"no-examples\">This report has no examples: no input was inspected, "
-               "so "
-               "there is no attention to show.</p>\n</section>\n";
+               "<p class=\"empty\" id=\"no-examples\">This report has no examples: no input was "
+               "inspected, so there is no attention to show.</p>\n</section>\n";
     }
     out += R"(<div class="controls">
 <label>input <select id="source"></select></label>
 <span id="stepbox" hidden><label>training step <input type="range" id="step" min="0" max="0" value="0"></label>
 <output id="steplabel"></output> <button id="play" type="button">play</button></span>
 </div>
-<div class="tokens" id="tokens"></div>
+)";
+    if (!report.snapshots.empty()) {
+        out +=
+            "<p class=\"hint\">Watch attention learn: choose a \u201cprobe \u2026 over training\u201d input, "
+            "then move the step slider (or press play) to replay how each head's attention formed.</p>\n";
+    }
+    out += R"(<div class="tokens" id="tokens"></div>
 <p class="empty" id="no-maps" hidden>no attention maps were recorded for this input</p>
 <div id="views">
 <div class="views">
@@ -71,7 +76,7 @@ std::string attention_html(const Report& report) {
                            chart_svg(alignment_share_chart(report.snapshots, p)));
     }
     out += R"(<h3>head view</h3>
-<p class="hint">queries left, keys right; a line's opacity is its weight (weights below 0.01 not drawn). Hover a token to highlight its lines and show its weights.</p>
+<p class="hint">queries left, keys right; a line's opacity is its weight (weights below 0.01 not drawn, at most the 20000 strongest lines). Hover a token to highlight its lines and show its weights.</p>
 <div id="headview"></div>
 </div>
 <div id="tooltip" hidden></div>
