@@ -205,6 +205,7 @@ Chart alignment_share_chart(const std::vector<AttentionSnapshot>& snapshots, std
         if (snapshot.probes.size() <= probe) continue;
         steps.push_back(static_cast<double>(snapshot.step));
         for (const auto& map : snapshot.probes[probe].maps) {
+            if (!map.alignment_share) continue;  // a head without a right alignment has no curve
             const std::string name = map.title();
             auto it = std::find_if(chart.series.begin(), chart.series.end(),
                                    [&](const Series& s) { return s.name == name; });
@@ -213,7 +214,7 @@ Chart alignment_share_chart(const std::vector<AttentionSnapshot>& snapshots, std
                 it = chart.series.end() - 1;
             }
             it->y.resize(steps.size(), std::numeric_limits<double>::quiet_NaN());
-            it->y.back() = map.alignment_share.value_or(std::numeric_limits<double>::quiet_NaN());
+            it->y.back() = *map.alignment_share;
         }
     }
     AG_CHECK(!steps.empty(), IndexError, "alignment_share_chart: no snapshot has probe {} ({} snapshots)",

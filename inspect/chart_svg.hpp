@@ -29,9 +29,9 @@ std::vector<double> nice_ticks(double lo, double hi, int count = 5);
 std::string chart_svg(const Chart& chart);
 
 /// Each head's alignment share against step for probe `probe` of `snapshots`: one series per
-/// map title (in the order first seen), x = AttentionSnapshot::step, y = the map's
-/// alignment_share (a gap where it is undefined or the snapshot lacks that probe or head),
-/// y on [0, 1]. Throws IndexError when no snapshot has a probe `probe`.
+/// map title that has an alignment_share in some snapshot (in the order first seen),
+/// x = AttentionSnapshot::step, y = the share (a gap where a snapshot lacks it), y on [0, 1].
+/// Throws IndexError when no snapshot has a probe `probe`.
 Chart alignment_share_chart(const std::vector<AttentionSnapshot>& snapshots, std::size_t probe);
 
 }  // namespace attograd::inspect

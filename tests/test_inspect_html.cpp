@@ -209,13 +209,20 @@ TEST_CASE("chart_svg refuses mismatched series and bad y ranges") {
 TEST_CASE("alignment_share_chart has one series per head against step") {
     const Report report = testing::synthetic_report();
     const Chart chart = alignment_share_chart(report.snapshots, 0);
-    REQUIRE(chart.series.size() == 4);
-    CHECK(chart.series[2].name == "decoder.layers.0.cross_attn head 0");
+    REQUIRE(chart.series.size() == 2);  // the self-attention heads have no right alignment
+    CHECK(chart.series[0].name == "decoder.layers.0.cross_attn head 0");
+    CHECK(chart.series[1].name == "decoder.layers.0.cross_attn head 1");
     for (std::size_t s = 0; s < report.snapshots.size(); ++s) {
-        CHECK(chart.series[2].x[s] == static_cast<double>(report.snapshots[s].step));
-        CHECK(chart.series[2].y[s] == *report.snapshots[s].probes[0].maps[2].alignment_share);
-        CHECK(std::isnan(chart.series[0].y[s]));  // self-attention: no right alignment
+        CHECK(chart.series[0].x[s] == static_cast<double>(report.snapshots[s].step));
+        CHECK(chart.series[0].y[s] == *report.snapshots[s].probes[0].maps[2].alignment_share);
+        CHECK(chart.series[1].y[s] == *report.snapshots[s].probes[0].maps[3].alignment_share);
     }
+    CHECK(chart.series[1].y[0] < chart.series[1].y[2]);  // the synthetic heads sharpen with the step
+    Report gappy = report;                               // a share missing at one step is a gap, not a zero
+    gappy.snapshots[1].probes[0].maps[2].alignment_share.reset();
+    const Chart with_gap = alignment_share_chart(gappy.snapshots, 0);
+    CHECK(std::isnan(with_gap.series[0].y[1]));
+    CHECK(with_gap.series[0].y[2] == chart.series[0].y[2]);
     CHECK(chart.y_min == 0.0);
     CHECK(chart.y_max == 1.0);
     CHECK_THROWS_WITH_AS(alignment_share_chart(report.snapshots, 1), doctest::Contains("probe 1"),
