@@ -41,8 +41,8 @@ std::string tick_label(double v) { return fmt::format("{:g}", v); }
 }  // namespace
 
 std::vector<double> nice_ticks(double lo, double hi, int count) {
-    AG_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo <= hi && count >= 1, ValueError,
-             "nice_ticks: need finite lo <= hi and count >= 1, got [{}, {}] and {}", lo, hi, count);
+    AG_CHECK(std::isfinite(lo) && std::isfinite(hi) && lo <= hi && count >= 1 && count <= 1000, ValueError,
+             "nice_ticks: need finite lo <= hi and count in [1, 1000], got [{}, {}] and {}", lo, hi, count);
     const double range = hi - lo;
     if (range == 0.0) return {lo};
     if (!std::isfinite(range)) return {lo, hi};

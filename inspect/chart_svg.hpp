@@ -13,7 +13,7 @@ namespace attograd::inspect {
 /// "Nice" tick positions covering [lo, hi]: about `count` multiples of 1, 2 or 5 x 10^k
 /// (Heckbert, "Nice numbers for graph labels", Graphics Gems 1990), first <= lo, last >= hi.
 /// lo == hi gives the single tick lo. Throws ValueError when lo or hi is not finite, lo > hi
-/// or count < 1.
+/// or count is outside [1, 1000].
 std::vector<double> nice_ticks(double lo, double hi, int count = 5);
 
 /// One chart as an `<svg class="chart">` element: a titled plot area, x and y axes with tick

@@ -126,6 +126,7 @@ TEST_CASE("nice_ticks cover the range in steps of 1, 2 or 5 times a power of ten
     CHECK(nice_ticks(3.0, 3.0) == std::vector<double>{3.0});
     CHECK_THROWS_WITH_AS(nice_ticks(1.0, 0.0), doctest::Contains("nice_ticks"), ValueError);
     CHECK_THROWS_WITH_AS(nice_ticks(0.0, std::nan("")), doctest::Contains("nice_ticks"), ValueError);
+    CHECK_THROWS_WITH_AS(nice_ticks(0.0, 1.0, 0), doctest::Contains("count in [1, 1000]"), ValueError);
 }
 
 TEST_CASE("chart_svg draws every series on one shared y axis with tick labels") {
