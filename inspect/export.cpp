@@ -27,8 +27,8 @@ void append_rows(std::string& out, std::size_t example, const AttentionMap& map)
     check_map(map);
     for (std::int64_t r = 0; r < map.rows(); ++r)
         for (std::int64_t c = 0; c < map.cols(); ++c)
-            out += fmt::format("{},{},{},{},{},{},{},{},{:.17g}\n", example, csv_field(map.module), map.layer, map.head, r,
-                               csv_field(map.queries[static_cast<std::size_t>(r)]), c,
+            out += fmt::format("{},{},{},{},{},{},{},{},{:.17g}\n", example, csv_field(map.module), map.layer,
+                               map.head, r, csv_field(map.queries[static_cast<std::size_t>(r)]), c,
                                csv_field(map.keys[static_cast<std::size_t>(c)]), map.at(r, c));
 }
 
@@ -68,14 +68,16 @@ T get(const json& object, const char* key, const std::string& where) {
     try {
         return value.get<T>();
     } catch (const json::exception&) {
-        throw IoError(fmt::format("examples_from_json: {}.{} has the wrong type ({})", where, key, value.type_name()));
+        throw IoError(
+            fmt::format("examples_from_json: {}.{} has the wrong type ({})", where, key, value.type_name()));
     }
 }
 
 std::optional<double> get_optional(const json& object, const char* key, const std::string& where) {
     const json& value = field(object, key, where);
     if (value.is_null()) return std::nullopt;
-    if (!value.is_number()) throw IoError(fmt::format("examples_from_json: {}.{} must be a number or null", where, key));
+    if (!value.is_number())
+        throw IoError(fmt::format("examples_from_json: {}.{} must be a number or null", where, key));
     return value.get<double>();
 }
 
@@ -88,10 +90,12 @@ AttentionMap read_map(const json& j, const std::string& where) {
     map.keys = get<std::vector<std::string>>(j, "keys", where);
     const auto rows = get<std::vector<std::vector<double>>>(j, "weights", where);
     if (std::ssize(rows) != map.rows())
-        throw IoError(fmt::format("examples_from_json: {} has {} weight rows for {} queries", where, rows.size(), map.rows()));
+        throw IoError(fmt::format("examples_from_json: {} has {} weight rows for {} queries", where,
+                                  rows.size(), map.rows()));
     for (const auto& row : rows) {
         if (std::ssize(row) != map.cols())
-            throw IoError(fmt::format("examples_from_json: {} has a weight row of {} for {} keys", where, row.size(), map.cols()));
+            throw IoError(fmt::format("examples_from_json: {} has a weight row of {} for {} keys", where,
+                                      row.size(), map.cols()));
         map.weights.insert(map.weights.end(), row.begin(), row.end());
     }
     map.right = get<std::vector<std::int64_t>>(j, "right", where);
@@ -141,7 +145,9 @@ std::vector<InspectedExample> examples_from_json(const std::string& text) {
         // The callback sees every nesting level before it is built: refuse deep documents
         // before recursion can exhaust the stack.
         document = json::parse(text, [](int depth, json::parse_event_t, json&) {
-            if (depth > max_depth) throw IoError(fmt::format("examples_from_json: JSON nested deeper than {} levels", max_depth));
+            if (depth > max_depth)
+                throw IoError(
+                    fmt::format("examples_from_json: JSON nested deeper than {} levels", max_depth));
             return true;
         });
     } catch (const json::parse_error& e) {
@@ -158,7 +164,8 @@ std::vector<InspectedExample> examples_from_json(const std::string& text) {
         example.target = get<std::vector<std::string>>(j, "target", where);
         example.prediction = get<std::vector<std::string>>(j, "prediction", where);
         const json& heads = field(j, "heads", where);
-        if (!heads.is_array()) throw IoError(fmt::format("examples_from_json: {}.heads must be an array", where));
+        if (!heads.is_array())
+            throw IoError(fmt::format("examples_from_json: {}.heads must be an array", where));
         for (std::size_t m = 0; m < heads.size(); ++m)
             example.maps.push_back(read_map(heads[m], fmt::format("{}.heads[{}]", where, m)));
         example.saliency = read_optional_map(j, "saliency", where);

@@ -4,9 +4,9 @@
 
 #include "inspect/attention_map.hpp"
 #include "inspect/chart_svg.hpp"
-#include "inspect/recorded_maps.hpp"
 #include "inspect/export.hpp"
 #include "inspect/knockout.hpp"
+#include "inspect/recorded_maps.hpp"
 #include "inspect/render_html.hpp"
 #include "inspect/render_svg.hpp"
 #include "inspect/render_term.hpp"

@@ -13,8 +13,8 @@ namespace attograd::inspect {
 
 /// The attention layers of a module tree: dotted name and head count, in named_modules() order.
 struct AttentionLayer {
-    std::string name;       ///< e.g. "layers.0.self_attn" ("" for the root itself)
-    std::int64_t num_heads; ///< 1 for nn::Attention, num_heads for nn::MultiHeadAttention
+    std::string name;        ///< e.g. "layers.0.self_attn" ("" for the root itself)
+    std::int64_t num_heads;  ///< 1 for nn::Attention, num_heads for nn::MultiHeadAttention
 };
 /// Every nn::Attention and nn::MultiHeadAttention under `root` (root included).
 std::vector<AttentionLayer> attention_layers(const nn::Module& root);

@@ -27,12 +27,23 @@ std::string xml_escape(const std::string& text) {
     out.reserve(text.size());
     for (const char c : text) {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&quot;"; break;
-            case '\'': out += "&apos;"; break;
-            default: out += c;
+            case '&':
+                out += "&amp;";
+                break;
+            case '<':
+                out += "&lt;";
+                break;
+            case '>':
+                out += "&gt;";
+                break;
+            case '"':
+                out += "&quot;";
+                break;
+            case '\'':
+                out += "&apos;";
+                break;
+            default:
+                out += c;
         }
     }
     return out;
@@ -45,19 +56,23 @@ std::string render_svg(const AttentionMap& map, const SvgOptions& options) {
     std::int64_t row_chars = 1, col_chars = 1;
     for (const auto& q : map.queries) row_chars = std::max(row_chars, display_width(display_label(q)));
     for (const auto& k : map.keys) col_chars = std::max(col_chars, display_width(display_label(k)));
-    const std::int64_t left = 12 + static_cast<std::int64_t>(label_px * static_cast<double>(std::min(row_chars, max_label_chars)));
-    const std::int64_t top = 30 + static_cast<std::int64_t>(label_px * static_cast<double>(std::min(col_chars, max_label_chars)));
+    const std::int64_t left =
+        12 + static_cast<std::int64_t>(label_px * static_cast<double>(std::min(row_chars, max_label_chars)));
+    const std::int64_t top =
+        30 + static_cast<std::int64_t>(label_px * static_cast<double>(std::min(col_chars, max_label_chars)));
     const std::int64_t grid_w = map.cols() * cell, grid_h = map.rows() * cell;
 
     std::string title = map.title();
     if (map.alignment_share) title += fmt::format(" \u2014 alignment share {:.3f}", *map.alignment_share);
-    const bool outlined = std::any_of(map.right.begin(), map.right.end(), [&](std::int64_t c) { return c >= 0 && c < map.cols(); });
+    const bool outlined = std::any_of(map.right.begin(), map.right.end(),
+                                      [&](std::int64_t c) { return c >= 0 && c < map.cols(); });
     const std::string legend = "red outline: " + options.alignment_legend;
     const std::string caption = "attention weight (rows: queries, columns: keys)";
     const std::int64_t scale_y = top + grid_h + 14;  // colour scale bar under the grid
     const std::int64_t legend_y = scale_y + 34;
-    const std::int64_t width = std::max({left + grid_w + 16, text_px(title, title_px) + 12, left + 200 + 16, text_px(caption, label_px) + 8,
-                                         outlined ? text_px(legend, label_px) + 12 : 0});
+    const std::int64_t width =
+        std::max({left + grid_w + 16, text_px(title, title_px) + 12, left + 200 + 16,
+                  text_px(caption, label_px) + 8, outlined ? text_px(legend, label_px) + 12 : 0});
     const std::int64_t height = (outlined ? legend_y : scale_y + 24) + 10;
 
     std::string out = fmt::format(
@@ -68,17 +83,19 @@ std::string render_svg(const AttentionMap& map, const SvgOptions& options) {
         width, height, xml_escape(title));
     for (std::int64_t c = 0; c < map.cols(); ++c) {  // key labels, rotated
         const std::int64_t x = left + c * cell + cell / 2 + 4;
-        out += fmt::format("<text x=\"{0}\" y=\"{1}\" transform=\"rotate(-90 {0} {1})\">{2}</text>\n", x, top - 4,
-                           xml_escape(display_label(map.keys[static_cast<std::size_t>(c)])));
+        out += fmt::format("<text x=\"{0}\" y=\"{1}\" transform=\"rotate(-90 {0} {1})\">{2}</text>\n", x,
+                           top - 4, xml_escape(display_label(map.keys[static_cast<std::size_t>(c)])));
     }
     for (std::int64_t r = 0; r < map.rows(); ++r) {
         const std::int64_t y = top + r * cell;
         const std::string query = xml_escape(display_label(map.queries[static_cast<std::size_t>(r)]));
-        out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 4, y + cell / 2 + 4, query);
+        out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n", left - 4,
+                           y + cell / 2 + 4, query);
         for (std::int64_t c = 0; c < map.cols(); ++c) {
             const double w = map.at(r, c);
             out += fmt::format(
-                "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{} \u2192 {}: {:.4f}</title></rect>\n",
+                "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{} \u2192 {}: "
+                "{:.4f}</title></rect>\n",
                 left + c * cell, y, cell, cell, hex(weight_colour(w)), query,
                 xml_escape(display_label(map.keys[static_cast<std::size_t>(c)])), w);
         }
@@ -92,17 +109,20 @@ std::string render_svg(const AttentionMap& map, const SvgOptions& options) {
             left + c * cell + 1, top + r * cell + 1, cell - 2, cell - 2);
     }
     // Colour scale: 10 steps of the viridis ramp, labelled 0 and 1.
-    out += fmt::format("<g class=\"scale\"><text x=\"{}\" y=\"{}\" text-anchor=\"end\">0</text>\n", left - 4, scale_y + 11);
+    out += fmt::format("<g class=\"scale\"><text x=\"{}\" y=\"{}\" text-anchor=\"end\">0</text>\n", left - 4,
+                       scale_y + 11);
     for (int i = 0; i < 10; ++i) {
-        out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"18\" height=\"12\" fill=\"{}\"/>\n", left + 18 * i, scale_y,
-                           hex(weight_colour((i + 0.5) / 10.0)));
+        out += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"18\" height=\"12\" fill=\"{}\"/>\n",
+                           left + 18 * i, scale_y, hex(weight_colour((i + 0.5) / 10.0)));
     }
-    out += fmt::format("<text x=\"{}\" y=\"{}\">1</text><text x=\"{}\" y=\"{}\">{}</text></g>\n",
-                       left + 184, scale_y + 11, 4, scale_y + 26, caption);
+    out += fmt::format("<text x=\"{}\" y=\"{}\">1</text><text x=\"{}\" y=\"{}\">{}</text></g>\n", left + 184,
+                       scale_y + 11, 4, scale_y + 26, caption);
     if (outlined) {
-        out += fmt::format("<g class=\"legend\"><rect x=\"4\" y=\"{}\" width=\"12\" height=\"12\" fill=\"none\" stroke=\"red\" stroke-width=\"1.5\"/>"
-                           "<text x=\"22\" y=\"{}\">{}</text></g>\n",
-                           legend_y - 10, legend_y, xml_escape(legend));
+        out += fmt::format(
+            "<g class=\"legend\"><rect x=\"4\" y=\"{}\" width=\"12\" height=\"12\" fill=\"none\" "
+            "stroke=\"red\" stroke-width=\"1.5\"/>"
+            "<text x=\"22\" y=\"{}\">{}</text></g>\n",
+            legend_y - 10, legend_y, xml_escape(legend));
     }
     out += "</svg>\n";
     return out;

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 namespace attograd::inspect {
 
@@ -88,6 +89,24 @@ AttentionMap downsample(const AttentionMap& map, std::int64_t factor) {
     return out;
 }
 
+/// `text` broken at spaces into lines of at most `width` code points (a longer word stands alone).
+std::string wrap(const std::string& text, std::int64_t width) {
+    std::string out, line;
+    std::istringstream words(text);
+    for (std::string word; words >> word;) {
+        const auto count = [](const std::string& s) {
+            return std::count_if(s.begin(), s.end(),
+                                 [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+        };
+        if (!line.empty() && count(line) + 1 + count(word) > width) {
+            out += line + '\n';
+            line.clear();
+        }
+        line += (line.empty() ? "" : " ") + word;
+    }
+    return out + line + '\n';
+}
+
 struct Layout {
     std::vector<std::string> row_labels, col_labels;
     std::int64_t row_width = 1, col_width = 1;
@@ -115,7 +134,8 @@ Layout layout(const AttentionMap& map, std::int64_t max_col_width) {
 
 TermColour choose_term_colour(bool is_tty, bool no_color, const char* colorterm) {
     if (!is_tty || no_color) return TermColour::Plain;
-    if (colorterm != nullptr && (std::strcmp(colorterm, "truecolor") == 0 || std::strcmp(colorterm, "24bit") == 0))
+    if (colorterm != nullptr &&
+        (std::strcmp(colorterm, "truecolor") == 0 || std::strcmp(colorterm, "24bit") == 0))
         return TermColour::TrueColour;
     return TermColour::Ansi256;
 }
@@ -128,7 +148,8 @@ TermColour detect_term_colour(std::FILE* stream) {
 
 std::int64_t terminal_width(std::FILE* stream) {
     winsize size{};
-    if (::isatty(::fileno(stream)) != 0 && ::ioctl(::fileno(stream), TIOCGWINSZ, &size) == 0 && size.ws_col > 0)
+    if (::isatty(::fileno(stream)) != 0 && ::ioctl(::fileno(stream), TIOCGWINSZ, &size) == 0 &&
+        size.ws_col > 0)
         return size.ws_col;
     if (const char* columns = std::getenv("COLUMNS")) {
         char* end = nullptr;
@@ -140,7 +161,8 @@ std::int64_t terminal_width(std::FILE* stream) {
 
 std::string render_heatmap(const AttentionMap& map, const TermOptions& options) {
     check_map(map);
-    AG_CHECK(options.width >= 20, ValueError, "render_heatmap: width must be >= 20 columns, got {}", options.width);
+    AG_CHECK(options.width >= 20, ValueError, "render_heatmap: width must be >= 20 columns, got {}",
+             options.width);
     // Shrink labels to one column per cell before pooling; pool only when that is not enough.
     Layout l = layout(map, max_col_label);
     std::int64_t factor = 1;
@@ -155,14 +177,16 @@ std::string render_heatmap(const AttentionMap& map, const TermOptions& options) 
         l.col_width = 1;
         shown = &pooled;
     }
-    std::string out = map.title();
-    if (map.alignment_share) out += fmt::format("  (alignment share {:.3f})", *map.alignment_share);
-    out += '\n';
+    std::string title = map.title();
+    if (map.alignment_share) title += fmt::format("  (alignment share {:.3f})", *map.alignment_share);
+    std::string out = display_width(title) <= options.width ? title + '\n' : wrap(title, options.width);
     if (factor > 1) {
-        out += fmt::format(
-            "(downsampled {}x to fit {} columns: {} queries x {} keys shown as {} x {}; a cell sums {} keys and "
-            "averages {} queries)\n",
-            factor, options.width, map.rows(), map.cols(), shown->rows(), shown->cols(), factor, factor);
+        out += wrap(
+            fmt::format(
+                "(downsampled {}x to fit {} columns: {} queries x {} keys shown as {} x {}; a cell sums "
+                "{} keys and averages {} queries)",
+                factor, options.width, map.rows(), map.cols(), shown->rows(), shown->cols(), factor, factor),
+            options.width);
         // A ruler every 10 cells: the first key index of that cell.
         std::string ruler(static_cast<std::size_t>(l.row_width + 1), ' ');
         for (std::int64_t c = 0; c < shown->cols(); c += 10) {
@@ -172,7 +196,11 @@ std::string render_heatmap(const AttentionMap& map, const TermOptions& options) 
             if (pad > 0) ruler += std::string(static_cast<std::size_t>(pad), ' ');
         }
         while (!ruler.empty() && ruler.back() == ' ') ruler.pop_back();
-        out += ruler.substr(0, static_cast<std::size_t>(options.width)) + "   (key index)\n";
+        if (std::ssize(ruler) + 14 > options.width) {
+            out += ruler.substr(0, static_cast<std::size_t>(options.width)) + "\n";
+        } else {
+            out += ruler + "   (key index)\n";
+        }
     } else {
         out += std::string(static_cast<std::size_t>(l.row_width + 1), ' ');
         for (const auto& label : l.col_labels) out += ' ' + pad_left(label, l.col_width);
@@ -180,12 +208,16 @@ std::string render_heatmap(const AttentionMap& map, const TermOptions& options) 
     }
     for (std::int64_t r = 0; r < shown->rows(); ++r) {
         out += pad_left(l.row_labels[static_cast<std::size_t>(r)], l.row_width) + " ";
-        for (std::int64_t c = 0; c < shown->cols(); ++c) out += ' ' + cell(shown->at(r, c), l.col_width, options.colour);
+        for (std::int64_t c = 0; c < shown->cols(); ++c)
+            out += ' ' + cell(shown->at(r, c), l.col_width, options.colour);
         out += '\n';
     }
     out += std::string(static_cast<std::size_t>(l.row_width + 1), ' ') + " scale: 0 ";
     for (const double w : {0.0, 0.2, 0.4, 0.6, 0.8, 1.0}) out += cell(w, 1, options.colour);
-    out += " 1   (rows: queries, columns: keys)\n";
+    const std::string axes = "(rows: queries, columns: keys)";
+    // "scale: 0 " + 6 cells + " 1" is 17 columns after the label margin.
+    out += l.row_width + 2 + 17 + 3 + std::ssize(axes) <= options.width ? " 1   " + axes + "\n"
+                                                                        : " 1\n" + axes + "\n";
     return out;
 }
 

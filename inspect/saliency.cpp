@@ -36,8 +36,8 @@ AttentionMap saliency(const ScoreFunction& f, const Tensor& embedding, const Tok
     AG_CHECK(embedding.defined() && embedding.dim() == 2, ShapeError,
              "saliency: the embedding must be [S, E], got {}",
              embedding.defined() ? fmt::format("{}", embedding.shape()) : std::string("an undefined tensor"));
-    AG_CHECK(is_floating(embedding.dtype()), DTypeError, "saliency: the embedding must be float32 or float64, got {}",
-             embedding.dtype());
+    AG_CHECK(is_floating(embedding.dtype()), DTypeError,
+             "saliency: the embedding must be float32 or float64, got {}", embedding.dtype());
     const std::int64_t s = embedding.size(0), e = embedding.size(1);
     Tensor x = clone(embedding.detach());
     x.requires_grad_(true);
@@ -49,8 +49,8 @@ AttentionMap saliency(const ScoreFunction& f, const Tensor& embedding, const Tok
     AG_CHECK(std::ssize(labels.queries) == tout && std::ssize(labels.keys) == s, ShapeError,
              "saliency: scores [{}] over embedding {} need {} query and {} key labels, got {} and {}", tout,
              embedding.shape(), tout, s, labels.queries.size(), labels.keys.size());
-    AG_CHECK(scores.requires_grad(), ValueError, "saliency: the scores [{}] do not depend on the embedding {}", tout,
-             embedding.shape());
+    AG_CHECK(scores.requires_grad(), ValueError,
+             "saliency: the scores [{}] do not depend on the embedding {}", tout, embedding.shape());
     AttentionMap map;
     map.module = "saliency (gradient x input)";
     map.head = -1;
@@ -68,9 +68,11 @@ AttentionMap saliency(const ScoreFunction& f, const Tensor& embedding, const Tok
             const auto g = to_dtype(grad, DType::Float64).to_vector<double>();
             for (std::int64_t i = 0; i < s; ++i) {
                 double dot = 0.0;
-                for (std::int64_t j = 0; j < e; ++j) dot += g[static_cast<std::size_t>(i * e + j)] * value[static_cast<std::size_t>(i * e + j)];
-                AG_CHECK(std::isfinite(dot), ValueError, "saliency: the gradient of output {} is not finite at input {}",
-                         t, i);
+                for (std::int64_t j = 0; j < e; ++j)
+                    dot +=
+                        g[static_cast<std::size_t>(i * e + j)] * value[static_cast<std::size_t>(i * e + j)];
+                AG_CHECK(std::isfinite(dot), ValueError,
+                         "saliency: the gradient of output {} is not finite at input {}", t, i);
                 row[static_cast<std::size_t>(i)] = std::abs(dot);
             }
         }
@@ -82,7 +84,8 @@ AttentionMap saliency(const ScoreFunction& f, const Tensor& embedding, const Tok
 }
 
 std::optional<double> spearman(const std::vector<double>& a, const std::vector<double>& b) {
-    AG_CHECK(a.size() == b.size(), ShapeError, "spearman: series of different lengths {} and {}", a.size(), b.size());
+    AG_CHECK(a.size() == b.size(), ShapeError, "spearman: series of different lengths {} and {}", a.size(),
+             b.size());
     if (a.size() < 2) return std::nullopt;
     const auto ra = ranks(a), rb = ranks(b);
     const double n = static_cast<double>(a.size());
@@ -102,14 +105,15 @@ std::optional<double> saliency_correlation(const AttentionMap& head, const Atten
     check_map(head);
     check_map(saliency);
     AG_CHECK(head.rows() == saliency.rows() && head.cols() == saliency.cols(), ShapeError,
-             "saliency_correlation: '{}' is [{}, {}] but '{}' is [{}, {}]", head.title(), head.rows(), head.cols(),
-             saliency.title(), saliency.rows(), saliency.cols());
+             "saliency_correlation: '{}' is [{}, {}] but '{}' is [{}, {}]", head.title(), head.rows(),
+             head.cols(), saliency.title(), saliency.rows(), saliency.cols());
     double total = 0.0;
     std::int64_t counted = 0;
     for (std::int64_t t = 0; t < head.rows(); ++t) {
         const auto first = static_cast<std::ptrdiff_t>(t * head.cols());
         const std::vector<double> a(head.weights.begin() + first, head.weights.begin() + first + head.cols());
-        const std::vector<double> b(saliency.weights.begin() + first, saliency.weights.begin() + first + head.cols());
+        const std::vector<double> b(saliency.weights.begin() + first,
+                                    saliency.weights.begin() + first + head.cols());
         if (const auto rho = spearman(a, b)) {
             total += *rho;
             ++counted;
