@@ -165,6 +165,13 @@
         check('heatmap drawn', !blank($('heatmap')), null);
       }
       check('no nan shown', !/\bnan\b/i.test(document.body.innerText), null);
+      // Self-contained: no element or style rule refers to another file (Chromium's resource
+      // timing does not list file:// loads, so the references themselves are checked).
+      const refs = [...document.querySelectorAll('[src], link, iframe, object, embed, [srcset]')].map((e) => e.outerHTML);
+      for (const sheet of document.styleSheets) {
+        for (const rule of sheet.cssRules) if (/url\(|@import/.test(rule.cssText)) refs.push(rule.cssText);
+      }
+      check('no external reference', refs.length === 0, refs);
     } catch (e) {
       verdict.failures.push('harness threw: ' + e + ' ' + e.stack);
     }
