@@ -15,11 +15,20 @@ constexpr std::int64_t T = 8, V = 10, E = 32;
 class Reverser : public nn::Module {
 public:
     explicit Reverser(Generator& gen) {
-        tokens_ = register_module("tokens", std::make_shared<nn::Embedding>(nn::EmbeddingOptions{.num_embeddings = V, .embedding_dim = E}, gen));
-        positions_ = register_module("positions", std::make_shared<nn::Embedding>(nn::EmbeddingOptions{.num_embeddings = T, .embedding_dim = E}, gen));
-        attn0_ = register_module("attn0", std::make_shared<nn::MultiHeadAttention>(nn::MultiHeadAttentionOptions{.embed_dim = E, .num_heads = 2}, gen));
-        attn1_ = register_module("attn1", std::make_shared<nn::MultiHeadAttention>(nn::MultiHeadAttentionOptions{.embed_dim = E, .num_heads = 2}, gen));
-        out_ = register_module("out", std::make_shared<nn::Linear>(nn::LinearOptions{.in_features = E, .out_features = V}, gen));
+        tokens_ = register_module("tokens",
+                                  std::make_shared<nn::Embedding>(
+                                      nn::EmbeddingOptions{.num_embeddings = V, .embedding_dim = E}, gen));
+        positions_ = register_module("positions",
+                                     std::make_shared<nn::Embedding>(
+                                         nn::EmbeddingOptions{.num_embeddings = T, .embedding_dim = E}, gen));
+        attn0_ =
+            register_module("attn0", std::make_shared<nn::MultiHeadAttention>(
+                                         nn::MultiHeadAttentionOptions{.embed_dim = E, .num_heads = 2}, gen));
+        attn1_ =
+            register_module("attn1", std::make_shared<nn::MultiHeadAttention>(
+                                         nn::MultiHeadAttentionOptions{.embed_dim = E, .num_heads = 2}, gen));
+        out_ = register_module(
+            "out", std::make_shared<nn::Linear>(nn::LinearOptions{.in_features = E, .out_features = V}, gen));
     }
     std::string type_name() const override { return "Reverser"; }
 
@@ -82,7 +91,8 @@ int main(int argc, char** argv) {
     for (std::int64_t step = 0; step < 300; ++step) {
         snapshotter.maybe_snapshot(step);
         const Tensor x = randint(0, V, {64, T}, gen);
-        const Tensor loss = cross_entropy(reshape(model.forward(x), {-1, V}), reshape(index_select(x, 1, reversed), {-1}));
+        const Tensor loss =
+            cross_entropy(reshape(model.forward(x), {-1, V}), reshape(index_select(x, 1, reversed), {-1}));
         adam.zero_grad();
         loss.backward();
         adam.step();
@@ -97,7 +107,8 @@ int main(int argc, char** argv) {
         NoGradGuard no_grad;
         (void)model.forward(probe);
     }
-    inspect::InspectedExample example{.source = digits, .prediction = digits_of(argmax(model.forward(probe), 2))};
+    inspect::InspectedExample example{.source = digits,
+                                      .prediction = digits_of(argmax(model.forward(probe), 2))};
     example.maps = inspect::attention_maps(recorder.records(), labels);
     const std::vector<Tensor> stack = {recorder.weights("attn0")[0], recorder.weights("attn1")[0]};
     example.rollout = inspect::rollout_map(stack, labels);
@@ -121,9 +132,10 @@ int main(int argc, char** argv) {
 
     // The report: a handful of lines.
     inspect::Report report{.title = "my own model: reversing digits"};
-    report.notes = {fmt::format("held-out accuracy {:.1f}%, {:.1f}% with head 0 of attn1 knocked out", 100 * with_all_heads,
-                                100 * without_head)};
-    report.charts = {{.title = "training loss", .x_label = "step", .y_label = "cross-entropy", .series = {loss_curve}}};
+    report.notes = {fmt::format("held-out accuracy {:.1f}%, {:.1f}% with head 0 of attn1 knocked out",
+                                100 * with_all_heads, 100 * without_head)};
+    report.charts = {
+        {.title = "training loss", .x_label = "step", .y_label = "cross-entropy", .series = {loss_curve}}};
     report.alignment_legend = "right alignment: output t attends input T-1-t";
     report.examples = {example};
     report.snapshots = snapshotter.snapshots();

@@ -59,16 +59,18 @@ void flatten(const nlohmann::json& json, const std::string& prefix, const RunCon
 
 }  // namespace
 
-std::vector<std::pair<std::string, std::string>> config_rows(const RunConfig& config, const nlohmann::json& progress) {
+std::vector<std::pair<std::string, std::string>> config_rows(const RunConfig& config,
+                                                             const nlohmann::json& progress) {
     nlohmann::json json = to_json(config);
     json.erase("vocab");
     json.erase("format");
     json.erase("format_version");
     std::vector<std::pair<std::string, std::string>> rows;
     flatten(json, "", config, rows);
-    rows.emplace_back("model.attention_span", config.model.window >= 0
-                                                  ? fmt::format("local-{} (window D = {})", config.model.local, config.model.window)
-                                                  : std::string("global"));
+    rows.emplace_back("model.attention_span",
+                      config.model.window >= 0
+                          ? fmt::format("local-{} (window D = {})", config.model.local, config.model.window)
+                          : std::string("global"));
     rows.emplace_back("vocab_size", std::to_string(config.vocab.size()));
     flatten(nlohmann::json{{"progress", progress}}, "", config, rows);
     return rows;
@@ -85,8 +87,8 @@ std::vector<inspect::Chart> training_charts(const std::string& metrics_csv) {
         ++number;
         if (line.empty() || line == "\r") continue;
         const auto fields = split_csv_line(line);
-        AG_CHECK(fields.size() == header.size(), IoError, "metrics.csv line {}: {} fields, the header has {}", number,
-                 fields.size(), header.size());
+        AG_CHECK(fields.size() == header.size(), IoError, "metrics.csv line {}: {} fields, the header has {}",
+                 number, fields.size(), header.size());
         for (std::size_t i = 0; i < fields.size(); ++i) {
             double value = std::numeric_limits<double>::quiet_NaN();
             if (!fields[i].empty()) {
@@ -124,11 +126,19 @@ std::vector<inspect::Chart> training_charts(const std::string& metrics_csv) {
         return s;
     };
     std::vector<inspect::Chart> charts;
-    inspect::Chart loss{.title = "training loss", .x_label = "step", .y_label = "cross-entropy (nats)", .series = {},
-                        .y_min = 0.0, .y_max = std::nullopt};
+    inspect::Chart loss{.title = "training loss",
+                        .x_label = "step",
+                        .y_label = "cross-entropy (nats)",
+                        .series = {},
+                        .y_min = 0.0,
+                        .y_max = std::nullopt};
     if (column("loss") != nullptr) loss.series.push_back(series("loss", "training loss", "#c0392b"));
     charts.push_back(std::move(loss));
-    inspect::Chart accuracy{.title = "accuracy", .x_label = "step", .y_label = "accuracy", .series = {}, .y_min = 0.0,
+    inspect::Chart accuracy{.title = "accuracy",
+                            .x_label = "step",
+                            .y_label = "accuracy",
+                            .series = {},
+                            .y_min = 0.0,
                             .y_max = 1.0};
     for (const auto& [name, label, colour] :
          {std::tuple{"train_token_accuracy", "training token accuracy", "#7d3c98"},
@@ -151,7 +161,8 @@ inspect::Report build_report(const LoadedRun& run, std::vector<inspect::Inspecte
     } catch (const Error& e) {
         report.charts_error = fmt::format("training curves could not be read: {}", e.what());
     }
-    if (!run.task->info().alignment.empty()) report.alignment_legend = "right alignment: " + run.task->info().alignment;
+    if (!run.task->info().alignment.empty())
+        report.alignment_legend = "right alignment: " + run.task->info().alignment;
     report.notes = std::move(notes);
     report.examples = std::move(examples);
     return report;

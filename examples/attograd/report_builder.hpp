@@ -15,7 +15,8 @@ namespace attograd::cli {
 /// The configuration as "section.field" -> value rows, without the fields that do not apply to
 /// this run (the estimator of a soft model, the local mode of a global one, momentum of Adam,
 /// the decoder of an encoder model, the data path of a bundled task), plus progress.
-std::vector<std::pair<std::string, std::string>> config_rows(const RunConfig& config, const nlohmann::json& progress);
+std::vector<std::pair<std::string, std::string>> config_rows(const RunConfig& config,
+                                                             const nlohmann::json& progress);
 
 /// The training curves of a metrics.csv (`step,loss,...`): the loss, and the accuracies on one
 /// shared [0, 1] axis. Empty fields are gaps. Throws IoError naming the line and the field
