@@ -13,5 +13,7 @@
 #include "nn/linear.hpp"
 #include "nn/local_window.hpp"
 #include "nn/module.hpp"
+#include "nn/module_list.hpp"
 #include "nn/multihead_attention.hpp"
 #include "nn/sequential.hpp"
+#include "nn/transformer.hpp"
