@@ -15,5 +15,7 @@
 #include "nn/module.hpp"
 #include "nn/module_list.hpp"
 #include "nn/multihead_attention.hpp"
+#include "nn/positional_bias.hpp"
+#include "nn/positional_encoding.hpp"
 #include "nn/sequential.hpp"
 #include "nn/transformer.hpp"

@@ -36,6 +36,8 @@ std::shared_ptr<MultiHeadAttention> make_attention(const TransformerLayerOptions
                                                                           .score = o.score,
                                                                           .local = o.local,
                                                                           .window = o.window,
+                                                                          .positional = o.positional,
+                                                                          .rope_base = o.rope_base,
                                                                           .dtype = o.dtype},
                                                 gen);
 }
@@ -77,6 +79,7 @@ std::string layer_repr(const TransformerLayerOptions& o) {
         o.norm_first, o.bias);
     if (o.score != Score::ScaledDot) out += fmt::format(", score={}", to_string(o.score));
     if (o.local != LocalMode::None) out += fmt::format(", local={}, window={}", to_string(o.local), o.window);
+    if (o.positional != Positional::None) out += fmt::format(", positional={}", to_string(o.positional));
     return out;
 }
 

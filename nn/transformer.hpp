@@ -6,6 +6,7 @@
 #include "nn/attention_scores.hpp"
 #include "nn/local_window.hpp"
 #include "nn/module.hpp"
+#include "nn/positional_bias.hpp"
 
 #include <memory>
 #include <string_view>
@@ -46,12 +47,15 @@ struct TransformerLayerOptions {
     /// Learn the additive biases of the attentions, linears and LayerNorms (PyTorch >= 2.1).
     bool bias = true;
     /// Beyond PyTorch, passed to every MultiHeadAttention of the layer (self- and
-    /// cross-attention alike; see MultiHeadAttentionOptions): the score, and local attention
-    /// with its window D.
+    /// cross-attention alike; see MultiHeadAttentionOptions): the score, local attention with
+    /// its window D, and relative positions.
     Score score = Score::ScaledDot;
     LocalMode local = LocalMode::None;  ///< see MultiHeadAttentionOptions::local
     std::int64_t window = 0;            ///< local attention's D
-    DType dtype = DType::Float32;       ///< parameter dtype (float32 or float64)
+    /// Relative positions in every attention (RoPE or ALiBi; see MultiHeadAttentionOptions).
+    Positional positional = Positional::None;
+    double rope_base = 10000.0;    ///< RoPE's base
+    DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)
 };
 using TransformerEncoderLayerOptions = TransformerLayerOptions;
 using TransformerDecoderLayerOptions = TransformerLayerOptions;

@@ -33,6 +33,17 @@ inline void leave_nan_blocks(const Shape& shape) {
     for (int i = 0; i < 4; ++i) blocks.push_back(full(shape, std::nan(""), {.dtype = DType::Float64}));
 }
 
+/// A bool tensor of `shape` whose element (row, column) of the trailing dimension is
+/// masked(row, column), rows counted over all leading dimensions together.
+template <class Fn>
+Tensor bool_mask(const Shape& shape, Fn masked) {
+    Tensor m = zeros(shape, {.dtype = DType::Bool});
+    bool* p = m.data<bool>();
+    const std::int64_t cols = shape.back();
+    for (std::int64_t i = 0; i < m.numel(); ++i) p[i] = masked(i / cols, i % cols);
+    return m;
+}
+
 /// `inputs` followed by every parameter of `m`: gradcheck checks them all.
 inline std::vector<Tensor> with_parameters(const nn::Module& m, std::vector<Tensor> inputs) {
     for (const Tensor& p : m.parameters()) inputs.push_back(p);

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 using namespace attograd;
+using testing::bool_mask;
 using testing::fixture_mask;
 using testing::fixture_tensor;
 using testing::max_abs_diff;
@@ -42,16 +43,6 @@ std::shared_ptr<nn::MultiHeadAttention> random_module(nn::MultiHeadAttentionOpti
         state[name] = rand64(p.shape(), seed++).detach() * 0.5;
     mha->load_state_dict(state);
     return mha;
-}
-
-// bool masks built from a predicate.
-template <class Fn>
-Tensor bool_mask(const Shape& shape, Fn masked) {
-    Tensor m = zeros(shape, {.dtype = DType::Bool});
-    bool* p = m.data<bool>();
-    const std::int64_t cols = shape.back();
-    for (std::int64_t i = 0; i < m.numel(); ++i) p[i] = masked(i / cols, i % cols);
-    return m;
 }
 
 }  // namespace

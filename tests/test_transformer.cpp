@@ -8,6 +8,7 @@
 #include <filesystem>
 
 using namespace attograd;
+using testing::bool_mask;
 using testing::fixture_mask;
 using testing::fixture_tensor;
 using testing::max_abs_diff;
@@ -66,16 +67,6 @@ FixtureModel build(const nlohmann::json& c, DType dtype) {
     REQUIRE(kind == "decoder");
     auto m = std::make_shared<nn::TransformerDecoder>(stack);
     return {m, [m, dec](const Tensor& x, const Tensor& memory) { return m->forward(x, memory, dec); }};
-}
-
-// bool masks built from a predicate of (row, column).
-template <class Fn>
-Tensor bool_mask(const Shape& shape, Fn masked) {
-    Tensor m = zeros(shape, {.dtype = DType::Bool});
-    bool* p = m.data<bool>();
-    const std::int64_t cols = shape.back();
-    for (std::int64_t i = 0; i < m.numel(); ++i) p[i] = masked(i / cols, i % cols);
-    return m;
 }
 
 // nn.Transformer's two halves, for the state_dict and checkpoint tests.
@@ -230,7 +221,9 @@ TEST_CASE("a layer passes score, local and window to its attentions: gradcheck a
     const std::int64_t B = 2, T = 6, E = 4;
     for (const auto score : {nn::Score::ScaledDot, nn::Score::Additive}) {
         for (const auto local : {nn::LocalMode::Monotonic, nn::LocalMode::Predictive}) {
-            INFO(nn::to_string(score) << " " << nn::to_string(local));
+            const auto positional =
+                score == nn::Score::ScaledDot ? nn::Positional::Rotary : nn::Positional::ALiBi;
+            INFO(nn::to_string(score) << " " << nn::to_string(local) << " " << nn::to_string(positional));
             nn::TransformerDecoderLayer dec({.d_model = E,
                                              .nhead = 2,
                                              .dim_feedforward = 6,
@@ -238,11 +231,15 @@ TEST_CASE("a layer passes score, local and window to its attentions: gradcheck a
                                              .score = score,
                                              .local = local,
                                              .window = 1,
+                                             .positional = positional,
+                                             .rope_base = 50.0,
                                              .dtype = DType::Float64},
                                             gen);
             CHECK(dec.self_attn().options().local == local);
             CHECK(dec.multihead_attn().options().score == score);
             CHECK(dec.multihead_attn().options().window == 1);
+            CHECK(dec.self_attn().options().positional == positional);
+            CHECK(dec.multihead_attn().options().rope_base == 50.0);
             randomize_parameters(dec, 70);
             const Tensor r = rand64({B, T, E}, 5).detach();
             auto fn = [&](const Inputs& in) {
