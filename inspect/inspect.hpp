@@ -3,5 +3,10 @@
 #pragma once
 
 #include "inspect/attention_map.hpp"
-#include "inspect/report.hpp"
+#include "inspect/export.hpp"
+#include "inspect/knockout.hpp"
 #include "inspect/recorded_maps.hpp"
+#include "inspect/render_svg.hpp"
+#include "inspect/render_term.hpp"
+#include "inspect/report.hpp"
+#include "inspect/saliency.hpp"
