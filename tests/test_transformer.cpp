@@ -216,7 +216,7 @@ TEST_CASE("Transformer layers pass float64 gradcheck for inputs and every parame
     }
 }
 
-TEST_CASE("a layer passes score, local and window to its attentions: gradcheck and a full window") {
+TEST_CASE("a layer passes score, local, window and positions to its attentions: gradcheck, a full window") {
     Generator gen(5);
     const std::int64_t B = 2, T = 6, E = 4;
     for (const auto score : {nn::Score::ScaledDot, nn::Score::Additive}) {
