@@ -738,6 +738,67 @@ TEST_CASE("inspect --format json --to - prints the tokens and every head's weigh
     }
 }
 
+TEST_CASE("inspect --rollout --flow adds rollout and flow maps over the self-attention stack") {
+    TempDir tmp;
+    train(tmp / "run",
+          {"--task", "sort", "--model", "encoder", "--layers", "2", "--heads", "2", "--steps", "5"});
+    const Outcome o = run({"inspect", "--run", tmp / "run", "--format", "json", "--to", "-", "--input",
+                           "d a c b", "--rollout", "--flow"});
+    require_ok(o);
+    const json example = json::parse(o.out)["examples"][0];
+    REQUIRE(example["heads"].size() == 4);
+    for (const char* kind : {"rollout", "flow"}) {
+        CAPTURE(kind);
+        const json& map = example[kind];
+        REQUIRE(map.is_object());
+        CHECK(map["head"] == -1);
+        CHECK(map["keys"] == example["heads"][0]["keys"]);
+        CHECK(map["queries"] == example["heads"][3]["queries"]);
+        for (const json& row : map["weights"]) {
+            double total = 0.0;
+            for (const json& w : row) {
+                CHECK(w.get<double>() >= 0.0);
+                CHECK(w.get<double>() <= 1.0 + 1e-12);
+                total += w.get<double>();
+            }
+            if (std::string(kind) == "rollout") CHECK(total == doctest::Approx(1.0).epsilon(1e-6));
+        }
+    }
+}
+
+TEST_CASE("inspect --knockout is repeatable: every named head is silenced, the note names them") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "5", "--heads", "2"});
+    const Outcome o = run({"inspect", "--run", tmp / "run", "--format", "json", "--to", "-", "--input",
+                           "a b c", "--knockout", "0.0", "--knockout", "0.1"});
+    require_ok(o);
+    CHECK(o.err.find("knockout of 0.0, 0.1") != std::string::npos);
+    const json example = json::parse(o.out)["examples"][0];
+    REQUIRE(example["heads"].size() == 2);
+    for (const json& head : example["heads"])
+        for (const json& row : head["weights"])
+            for (const json& w : row) CHECK(w.get<double>() == 0.0);
+    // Without the knockout the same heads attend.
+    const json plain = json::parse(
+        run({"inspect", "--run", tmp / "run", "--format", "json", "--to", "-", "--input", "a b c"}).out);
+    double mass = 0.0;
+    for (const json& row : plain["examples"][0]["heads"][0]["weights"])
+        for (const json& w : row) mass += w.get<double>();
+    // each query row is a distribution
+    CHECK(mass == doctest::Approx(static_cast<double>(plain["examples"][0]["heads"][0]["queries"].size())));
+}
+
+TEST_CASE("inspect --format html says a corrupt metrics.csv could not be read instead of drawing it") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "5"});
+    write_text(fs::path(tmp / "run") / "metrics.csv", "step,loss\n10,abc\n");
+    require_ok(run({"inspect", "--run", tmp / "run", "--format", "html"}));
+    const std::string html = read_text(fs::path(tmp / "run") / "inspect" / "report.html");
+    CHECK(
+        html.find("could not be drawn: metrics.csv line 2: field &apos;loss&apos; is not a finite number") !=
+        std::string::npos);
+}
+
 TEST_CASE("a TSV that is not UTF-8, a directory or larger than memory allows is refused before training") {
     TempDir tmp;
     const fs::path bad = fs::path(tmp.path()) / "bad.tsv";

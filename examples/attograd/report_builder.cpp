@@ -159,7 +159,7 @@ inspect::Report build_report(const LoadedRun& run, std::vector<inspect::Inspecte
     try {
         report.charts = training_charts(read_file(metrics));
     } catch (const Error& e) {
-        report.charts_error = fmt::format("training curves could not be read: {}", e.what());
+        report.charts_error = e.what();  // the page says the curves could not be drawn, and why
     }
     if (!run.task->info().alignment.empty())
         report.alignment_legend = "right alignment: " + run.task->info().alignment;
