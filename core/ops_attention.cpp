@@ -4,6 +4,7 @@
 
 #include "core/autograd.hpp"
 #include "core/fused_attention_common.hpp"
+#include "core/gemm.hpp"
 #include "core/parallel.hpp"
 
 #include <Eigen/Core>
@@ -17,10 +18,6 @@ namespace {
 
 template <class T>
 using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-template <class T>
-using BlockMap = Eigen::Map<RowMatrix<T>, 0, Eigen::OuterStride<>>;
-template <class T>
-using ConstBlockMap = Eigen::Map<const RowMatrix<T>, 0, Eigen::OuterStride<>>;
 template <class T>
 using MatrixMap = Eigen::Map<RowMatrix<T>>;
 template <class T>
@@ -81,12 +78,14 @@ T* scratch(int slot, std::int64_t n) {
     return buffer.data();
 }
 
-// Adds the mask to the scores of block (b, h), then softmax over each row in place; a row
-// that is all -inf becomes all zero.
+// Scales the scores q k^T of block (b, h) and adds the mask, then softmax over each row in
+// place; a row that is all -inf becomes all zero.
 template <class T>
 void masked_softmax_rows(const Geometry& g, std::int64_t b, std::int64_t h, const T* mask, T* scores) {
+    const T scale = static_cast<T>(g.scale);
     for (std::int64_t t = 0; t < g.tq; ++t) {
         Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> row(scores + t * g.tk, g.tk);
+        row *= scale;
         if (mask != nullptr) {
             const T* m = mask + b * g.mask_b + h * g.mask_h + t * g.mask_t;
             if (g.mask_s == 0)
@@ -117,34 +116,33 @@ void masked_softmax_rows(const Geometry& g, std::int64_t b, std::int64_t h, cons
     }
 }
 
-// scores P = softmax(scale q k^T + mask) -> weights; output = dropout(P) v.
-// Each block zeroes its own part of `out` (and of dq, dk, dv in backward) and adds its products
-// into it: Eigen's `C = A B` on a strided block would zero it row by row inside the GEMM call,
-// and zeroing the whole tensor up front is one serial pass while the other threads wait.
+// scores P = softmax(scale q k^T + mask) -> weights; output = dropout(P) v. Every product
+// writes its whole block (core/gemm.hpp), so no output needs zeroing first.
 template <class T>
 void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const T* mask, T* out,
                     T* weights) {
-    const T scale = static_cast<T>(g.scale);
 #pragma omp parallel for schedule(dynamic, kBlocksPerGrab) if (g.parallel())
     for (std::int64_t bh = 0; bh < g.blocks(); ++bh) {
         const std::int64_t b = bh / g.heads, h = bh % g.heads;
-        const ConstBlockMap<T> Q(q + g.q.at(b, h), g.tq, g.d, Eigen::OuterStride<>(g.q.row));
-        const ConstBlockMap<T> K(k + g.k.at(b, h), g.tk, g.d, Eigen::OuterStride<>(g.k.row));
-        const ConstBlockMap<T> V(v + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row));
-        BlockMap<T> O(out + g.out.at(b, h), g.tq, g.dv, Eigen::OuterStride<>(g.out.row));
-        MatrixMap<T> P(weights + bh * g.tq * g.tk, g.tq, g.tk);
-        O.setZero();
-        if (g.tk == 0) continue;
-        P.noalias() = (scale * Q) * K.transpose();
-        masked_softmax_rows(g, b, h, mask, P.data());
-        if (g.dropout_active()) {
-            MatrixMap<T> dropped(scratch<T>(0, g.tq * g.tk), g.tq, g.tk);
-            apply_dropout(P.data(), dropped.data(), g.tq * g.tk, g.dropout_p,
-                          g.seeds[static_cast<std::size_t>(bh)]);
-            O.noalias() += dropped * V;
-        } else {
-            O.noalias() += P * V;
+        T* o = out + g.out.at(b, h);
+        T* p = weights + bh * g.tq * g.tk;
+        if (g.tk == 0) {  // no keys: a zero output
+            detail::zero_block(o, g.tq, g.dv, g.out.row);
+            continue;
         }
+        // S [Tq, Tk] = Q K^T, scaled inside the softmax
+        detail::gemm(g.tq, g.tk, g.d, q + g.q.at(b, h), g.q.row, false, k + g.k.at(b, h), g.k.row, true, p,
+                     g.tk, false);
+        masked_softmax_rows(g, b, h, mask, p);
+        const T* pv = p;
+        if (g.dropout_active()) {
+            T* dropped = scratch<T>(0, g.tq * g.tk);
+            apply_dropout(p, dropped, g.tq * g.tk, g.dropout_p, g.seeds[static_cast<std::size_t>(bh)]);
+            pv = dropped;
+        }
+        // O [Tq, dv] = Pd V
+        detail::gemm(g.tq, g.dv, g.tk, pv, g.tk, false, v + g.v.at(b, h), g.v.row, false, o, g.out.row,
+                     false);
     }
 }
 
@@ -167,47 +165,47 @@ void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
         const std::int64_t b = bh / g.heads, h = bh % g.heads;
         const std::int64_t plane = g.tq * g.tk;
         const auto seed = g.dropout_active() ? g.seeds[static_cast<std::size_t>(bh)] : 0;
-        const ConstBlockMap<T> Q(a.q + g.q.at(b, h), g.tq, g.d, Eigen::OuterStride<>(g.q.row));
-        const ConstBlockMap<T> K(a.k + g.k.at(b, h), g.tk, g.d, Eigen::OuterStride<>(g.k.row));
-        const ConstMatrixMap<T> P(a.weights + bh * plane, g.tq, g.tk);
-        MatrixMap<T> dP(scratch<T>(0, plane), g.tq, g.tk);
-        if (a.dv != nullptr)
-            BlockMap<T>(a.dv + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row)).setZero();
+        const T* q = a.q + g.q.at(b, h);
+        const T* k = a.k + g.k.at(b, h);
+        const T* P = a.weights + bh * plane;
+        T* dP = scratch<T>(0, plane);
+        T* dv = a.dv != nullptr ? a.dv + g.v.at(b, h) : nullptr;
         if (a.dout != nullptr) {
-            const ConstBlockMap<T> V(a.v + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row));
-            const ConstBlockMap<T> dO(a.dout + g.out.at(b, h), g.tq, g.dv, Eigen::OuterStride<>(g.out.row));
-            if (a.dv != nullptr) {
-                BlockMap<T> dV(a.dv + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row));
+            const T* dO = a.dout + g.out.at(b, h);
+            if (dv != nullptr) {
+                const T* pd = P;
                 if (g.dropout_active()) {
-                    MatrixMap<T> dropped(scratch<T>(1, plane), g.tq, g.tk);
-                    apply_dropout(P.data(), dropped.data(), plane, g.dropout_p, seed);
-                    dV.noalias() += dropped.transpose() * dO;
-                } else {
-                    dV.noalias() += P.transpose() * dO;
+                    T* dropped = scratch<T>(1, plane);
+                    apply_dropout(P, dropped, plane, g.dropout_p, seed);
+                    pd = dropped;
                 }
+                // dV [Tk, dv] = Pd^T dO
+                detail::gemm(g.tk, g.dv, g.tq, pd, g.tk, true, dO, g.out.row, false, dv, g.v.row, false);
             }
-            dP.noalias() = dO * V.transpose();
-            if (g.dropout_active()) apply_dropout(dP.data(), dP.data(), plane, g.dropout_p, seed);
+            // dPd [Tq, Tk] = dO V^T
+            detail::gemm(g.tq, g.tk, g.dv, dO, g.out.row, false, a.v + g.v.at(b, h), g.v.row, true, dP, g.tk,
+                         false);
+            if (g.dropout_active()) apply_dropout(dP, dP, plane, g.dropout_p, seed);
         } else {
-            dP.setZero();
+            if (dv != nullptr) detail::zero_block(dv, g.tk, g.dv, g.v.row);
+            std::fill_n(dP, plane, T(0));
         }
-        if (a.dweights != nullptr) dP += ConstMatrixMap<T>(a.dweights + bh * plane, g.tq, g.tk);
+        if (a.dweights != nullptr)
+            MatrixMap<T>(dP, g.tq, g.tk) += ConstMatrixMap<T>(a.dweights + bh * plane, g.tq, g.tk);
+        // dP becomes scale * dS, so that the two products below need no scaling
         for (std::int64_t t = 0; t < g.tq; ++t) {
-            auto dp = dP.row(t).array();
-            const auto p = P.row(t).array();
+            Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> dp(dP + t * g.tk, g.tk);
+            const Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>> p(P + t * g.tk, g.tk);
             const T dot = (dp * p).sum();
-            dp = p * (dp - dot);
+            dp = scale * p * (dp - dot);
         }
-        if (a.dq != nullptr) {
-            BlockMap<T> dQ(a.dq + g.q.at(b, h), g.tq, g.d, Eigen::OuterStride<>(g.q.row));
-            dQ.setZero();
-            dQ.noalias() += (scale * dP) * K;
-        }
-        if (a.dk != nullptr) {
-            BlockMap<T> dK(a.dk + g.k.at(b, h), g.tk, g.d, Eigen::OuterStride<>(g.k.row));
-            dK.setZero();
-            dK.noalias() += (scale * dP.transpose()) * Q;
-        }
+        // dQ [Tq, d] = scale dS K; dK [Tk, d] = scale dS^T Q
+        if (a.dq != nullptr)
+            detail::gemm(g.tq, g.d, g.tk, dP, g.tk, false, k, g.k.row, false, a.dq + g.q.at(b, h), g.q.row,
+                         false);
+        if (a.dk != nullptr)
+            detail::gemm(g.tk, g.d, g.tq, dP, g.tk, true, q, g.q.row, false, a.dk + g.k.at(b, h), g.k.row,
+                         false);
     }
 }
 
