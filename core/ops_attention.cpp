@@ -3,9 +3,11 @@
 #include "core/ops_attention.hpp"
 
 #include "core/autograd.hpp"
+#include "core/flash_attention.hpp"
 #include "core/fused_attention_common.hpp"
 #include "core/gemm.hpp"
 #include "core/parallel.hpp"
+#include "core/sdpa_common.hpp"
 
 #include <Eigen/Core>
 
@@ -25,57 +27,18 @@ using ConstMatrixMap = Eigen::Map<const RowMatrix<T>>;
 
 using detail::heads_major;
 
-// Everything the kernels need to know about one call, besides the data pointers.
-struct Geometry : detail::HeadGeometry {
-    // Strides of the additive mask over [B, h, Tq, Tk] (0 on broadcast dimensions).
-    std::int64_t mask_b = 0, mask_h = 0, mask_t = 0, mask_s = 0;
-    double scale = 1.0;
-    // Dropout: active only while training with p > 0; one seed per (batch, head) block.
-    double dropout_p = 0.0;
-    std::vector<std::uint64_t> seeds{};
-    bool dropout_active() const { return !seeds.empty(); }
-    // Enough work per call to be worth a parallel region.
-    bool parallel() const {
-        return blocks() > 1 &&
-               detail::worth_parallel(blocks() * tq * tk * (d + dv), detail::kMinParallelGemmWork);
-    }
-};
+using detail::apply_dropout;
+using detail::kBlocksPerGrab;
+using Geometry = detail::SdpaGeometry;
 
-// (batch, head) blocks a thread takes at a time: threads that come free take more, so a core
-// that runs slower for a while (a shared machine) does not hold the others up.
-constexpr int kBlocksPerGrab = 4;
+// Keys from which a call without need_weights takes the flash path: below, the [Tq, Tk]
+// weights fit one key tile anyway and the kernel that keeps them is faster, since its backward
+// recomputes nothing (measured in bench/README.md).
+constexpr std::int64_t kFlashMinKeys = 0;
 
-// A small counter-based generator (SplitMix64): each block's dropout mask is regenerated from
-// its seed in backward instead of being stored.
-struct SplitMix64 {
-    std::uint64_t state;
-    std::uint64_t next() {
-        std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
-    }
-};
-
-// dst = src * M / (1 - p) for the block's dropout mask M (keep with probability 1 - p);
-// dst may equal src. The same seed gives the same mask in forward and backward.
-template <class T>
-void apply_dropout(const T* src, T* dst, std::int64_t n, double p, std::uint64_t seed) {
-    SplitMix64 rng{seed};
-    const T keep_scale = p >= 1.0 ? T(0) : static_cast<T>(1.0 / (1.0 - p));
-    for (std::int64_t i = 0; i < n; ++i) {
-        const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
-        dst[i] = u >= p ? src[i] * keep_scale : T(0);
-    }
-}
-
-// Per-thread scratch of at least n elements, kept across calls (no allocation per step).
 template <class T>
 T* scratch(int slot, std::int64_t n) {
-    thread_local std::vector<T> buffers[2];
-    auto& buffer = buffers[slot];
-    if (buffer.size() < static_cast<std::size_t>(n)) buffer.resize(static_cast<std::size_t>(n));
-    return buffer.data();
+    return detail::sdpa_scratch<T>(slot, n);
 }
 
 // Scales the scores q k^T of block (b, h) and adds the mask, then softmax over each row in
@@ -243,42 +206,21 @@ void prepare(Geometry& g, const Tensor& q, const SdpaOptions& o, const char* op)
     }
 }
 
-// Runs the kernels for q, k, v (one tensor when `packed`) and records the tape entries:
-// one for the output and one for the weights (whose backward runs only when they are used).
-SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, bool packed, Geometry g,
-               const Shape& out_shape, const SdpaOptions& options) {
-    prepare(g, q, options, op);
-    Tensor out = empty(out_shape, {.dtype = q.dtype()});  // every block writes its part
-    Tensor weights = empty({g.batch, g.heads, g.tq, g.tk}, {.dtype = q.dtype()});
-    const Tensor mask = options.attn_mask;
-    dispatch_floating(q.dtype(), op, [&]<class T>(T) {
-        forward_kernel<T>(g, q.data<T>(), k.data<T>(), v.data<T>(), detail::data_or_null<T>(mask),
-                          out.data<T>(), weights.data<T>());
-    });
-    if (!autograd::needs_record({&q, &k, &v})) return {out, weights};
-
-    // Gradients for every input that needs one; a packed qkv gets one tensor for all three.
-    auto backward = [packed, q, k, v](const Geometry& geo, const Tensor& p, const Tensor& dout,
-                                      const Tensor& dweights, autograd::Gradients& grads, bool with_v) {
-        Tensor dq, dk, dv;  // every block writes its parts
+// Gradient buffers for the inputs that need one (every block writes its parts); a packed qkv
+// gets one tensor for all three.
+struct InputGrads {
+    Tensor dq, dk, dv;
+    InputGrads(bool packed, const Tensor& q, const Tensor& k, const Tensor& v,
+               const autograd::Gradients& grads, bool with_v) {
         if (packed) {
             dq = dk = dv = empty(q.shape(), {.dtype = q.dtype()});
-        } else {
-            if (grads.needs(0)) dq = empty(q.shape(), {.dtype = q.dtype()});
-            if (grads.needs(1)) dk = empty(k.shape(), {.dtype = k.dtype()});
-            if (with_v && grads.needs(2)) dv = empty(v.shape(), {.dtype = v.dtype()});
+            return;
         }
-        dispatch_floating(q.dtype(), "attention backward", [&]<class T>(T) {
-            backward_kernel<T>(geo, {.q = q.data<T>(),
-                                     .k = k.data<T>(),
-                                     .v = v.data<T>(),
-                                     .weights = p.data<T>(),
-                                     .dout = detail::data_or_null<T>(dout),
-                                     .dweights = detail::data_or_null<T>(dweights),
-                                     .dq = detail::data_or_null<T>(dq),
-                                     .dk = detail::data_or_null<T>(dk),
-                                     .dv = detail::data_or_null<T>(dv)});
-        });
+        if (grads.needs(0)) dq = empty(q.shape(), {.dtype = q.dtype()});
+        if (grads.needs(1)) dk = empty(k.shape(), {.dtype = k.dtype()});
+        if (with_v && grads.needs(2)) dv = empty(v.shape(), {.dtype = v.dtype()});
+    }
+    void add_to(autograd::Gradients& grads, bool packed) const {
         if (packed) {
             grads.add(0, dq);
             return;
@@ -286,24 +228,96 @@ SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
         if (dq.defined()) grads.add(0, dq);
         if (dk.defined()) grads.add(1, dk);
         if (dv.defined()) grads.add(2, dv);
+    }
+};
+
+// The flash path (core/flash_attention.hpp): no [Tq, Tk] weights; the output entry saves the
+// output and the log-sum-exp of each query's scores, and backward recomputes the scores tile
+// by tile.
+SdpaResult run_flash(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, bool packed,
+                     const Geometry& g, const Shape& out_shape, const Tensor& mask) {
+    Tensor out = empty(out_shape, {.dtype = q.dtype()});  // every tile writes its part
+    Tensor lse = empty({g.blocks(), g.tq}, {.dtype = q.dtype()});
+    dispatch_floating(q.dtype(), op, [&]<class T>(T) {
+        detail::flash_forward<T>(g, q.data<T>(), k.data<T>(), v.data<T>(), detail::data_or_null<T>(mask),
+                                 out.data<T>(), lse.data<T>());
+    });
+    if (!autograd::needs_record({&q, &k, &v})) return {out, Tensor()};
+    const std::vector<Tensor> inputs = packed ? std::vector<Tensor>{q} : std::vector<Tensor>{q, k, v};
+    autograd::record(
+        op, inputs, out,
+        [packed, q, k, v, g, mask, lse, o = out.detach()](const Tensor& dy, autograd::Gradients& grads) {
+            InputGrads d(packed, q, k, v, grads, true);
+            dispatch_floating(q.dtype(), "attention backward", [&]<class T>(T) {
+                detail::flash_backward<T>(g, {.q = q.data<T>(),
+                                              .k = k.data<T>(),
+                                              .v = v.data<T>(),
+                                              .mask = detail::data_or_null<T>(mask),
+                                              .out = o.data<T>(),
+                                              .lse = lse.data<T>(),
+                                              .dout = dy.data<T>(),
+                                              .dq = detail::data_or_null<T>(d.dq),
+                                              .dk = detail::data_or_null<T>(d.dk),
+                                              .dv = detail::data_or_null<T>(d.dv)});
+            });
+            d.add_to(grads, packed);
+        });
+    return {out, Tensor()};
+}
+
+// Runs the kernels for q, k, v (one tensor when `packed`) and records the tape entries:
+// one for the output and one for the weights (whose backward runs only when they are used).
+// Without need_weights, long sequences take the flash path (see kFlashMinKeys).
+SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, bool packed, Geometry g,
+               const Shape& out_shape, const SdpaOptions& options) {
+    prepare(g, q, options, op);
+    const Tensor mask = options.attn_mask;
+    if (!options.need_weights && g.tk >= kFlashMinKeys)
+        return run_flash(op, q, k, v, packed, g, out_shape, mask);
+    Tensor out = empty(out_shape, {.dtype = q.dtype()});  // every block writes its part
+    Tensor weights = empty({g.batch, g.heads, g.tq, g.tk}, {.dtype = q.dtype()});
+    dispatch_floating(q.dtype(), op, [&]<class T>(T) {
+        forward_kernel<T>(g, q.data<T>(), k.data<T>(), v.data<T>(), detail::data_or_null<T>(mask),
+                          out.data<T>(), weights.data<T>());
+    });
+    const Tensor returned = options.need_weights ? weights : Tensor();
+    if (!autograd::needs_record({&q, &k, &v})) return {out, returned};
+
+    auto backward = [packed, q, k, v](const Geometry& geo, const Tensor& p, const Tensor& dout,
+                                      const Tensor& dweights, autograd::Gradients& grads, bool with_v) {
+        InputGrads d(packed, q, k, v, grads, with_v);
+        dispatch_floating(q.dtype(), "attention backward", [&]<class T>(T) {
+            backward_kernel<T>(geo, {.q = q.data<T>(),
+                                     .k = k.data<T>(),
+                                     .v = v.data<T>(),
+                                     .weights = p.data<T>(),
+                                     .dout = detail::data_or_null<T>(dout),
+                                     .dweights = detail::data_or_null<T>(dweights),
+                                     .dq = detail::data_or_null<T>(d.dq),
+                                     .dk = detail::data_or_null<T>(d.dk),
+                                     .dv = detail::data_or_null<T>(d.dv)});
+        });
+        d.add_to(grads, packed);
     };
     const std::vector<Tensor> inputs = packed ? std::vector<Tensor>{q} : std::vector<Tensor>{q, k, v};
     // Through the weights alone: dS = P * (dW - rowsum(dW * P)); v gets no gradient. This entry
     // holds the weights weakly (it produces them: a strong reference would keep it alive), and
     // it is recorded first so that the output's entry, which holds them strongly, comes later
     // on the tape, as every consumer does, and a sweep releases both in one pass.
-    std::weak_ptr<detail::TensorImpl> weak_weights = weights.impl();
-    autograd::record("attention_weights", inputs, weights,
-                     [backward, g, weak_weights](const Tensor& dw, autograd::Gradients& grads) {
-                         const Tensor p(weak_weights.lock());
-                         AG_ASSERT(p.defined(), "attention weights released before their backward");
-                         backward(g, p, Tensor(), dw, grads, false);
-                     });
+    if (options.need_weights) {
+        std::weak_ptr<detail::TensorImpl> weak_weights = weights.impl();
+        autograd::record("attention_weights", inputs, weights,
+                         [backward, g, weak_weights](const Tensor& dw, autograd::Gradients& grads) {
+                             const Tensor p(weak_weights.lock());
+                             AG_ASSERT(p.defined(), "attention weights released before their backward");
+                             backward(g, p, Tensor(), dw, grads, false);
+                         });
+    }
     // dV = Pd^T dO, dS = P * (dPd M / (1 - p) - rowsum(...)), dQ = scale dS K, dK = scale dS^T Q
     autograd::record(op, inputs, out, [backward, g, weights](const Tensor& dy, autograd::Gradients& grads) {
         backward(g, weights, dy, Tensor(), grads, true);
     });
-    return {out, weights};
+    return {out, returned};
 }
 
 }  // namespace
