@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
+
+#include <omp.h>
 
 namespace attograd::detail {
 namespace {
@@ -130,63 +133,94 @@ void recompute_probabilities(const SdpaGeometry& g, const T* mask, const T* lse,
     }
 }
 
+// Pointers of one (batch, head) block for backward, and its per-thread tiles.
 template <class T>
-void backward_block(const SdpaGeometry& g, const FlashBackwardArgs<T>& a, std::int64_t bh) {
-    const std::int64_t b = bh / g.heads, h = bh % g.heads;
-    T* P = sdpa_scratch<T>(0, kQueryTile * kKeyTile);
-    T* dropped = sdpa_scratch<T>(1, kQueryTile * kKeyTile);
-    T* dP = sdpa_scratch<T>(2, kQueryTile * kKeyTile);
-    T* D = sdpa_scratch<T>(3, g.tq);
-    T* spare = sdpa_scratch<T>(5, kKeyTile);
+struct BlockView {
+    std::int64_t b, h, bh;
+    const T *q, *k, *v, *dO, *lse, *D;
+    T *dq, *dk, *dv;
+    T *P, *dropped, *dP, *spare;
+
+    BlockView(const SdpaGeometry& g, const FlashBackwardArgs<T>& a, const T* d_all, std::int64_t block)
+        : b(block / g.heads), h(block % g.heads), bh(block) {
+        q = a.q + g.q.at(b, h);
+        k = a.k + g.k.at(b, h);
+        v = a.v + g.v.at(b, h);
+        dO = a.dout + g.out.at(b, h);
+        lse = a.lse + bh * g.tq;
+        D = d_all + bh * g.tq;
+        dq = a.dq != nullptr ? a.dq + g.q.at(b, h) : nullptr;
+        dk = a.dk != nullptr ? a.dk + g.k.at(b, h) : nullptr;
+        dv = a.dv != nullptr ? a.dv + g.v.at(b, h) : nullptr;
+        P = sdpa_scratch<T>(0, kQueryTile * kKeyTile);
+        dropped = sdpa_scratch<T>(1, kQueryTile * kKeyTile);
+        dP = sdpa_scratch<T>(2, kQueryTile * kKeyTile);
+        spare = sdpa_scratch<T>(5, kKeyTile);
+    }
+};
+
+// Tile (query rows [i0, i0 + rows), keys [s0, s0 + cols)) of a block: P = exp(S - lse) with
+// S = scale Q_i K_j^T + mask; dP = (dO_i V_j^T) * M / (1 - p), then dP becomes
+// scale * dS = scale P (dP - D). Returns the dropped weights Pd (P itself without dropout).
+template <class T>
+const T* tile_backward(const SdpaGeometry& g, const T* mask, const BlockView<T>& w, std::int64_t i0,
+                       std::int64_t rows, std::int64_t s0, std::int64_t cols) {
     const T scale = static_cast<T>(g.scale);
-    const T* lse = a.lse + bh * g.tq;
-    const T *q = a.q + g.q.at(b, h), *k = a.k + g.k.at(b, h), *v = a.v + g.v.at(b, h);
-    const T *o = a.out + g.out.at(b, h), *dO = a.dout + g.out.at(b, h);
-    T* dq = a.dq != nullptr ? a.dq + g.q.at(b, h) : nullptr;
-    T* dk = a.dk != nullptr ? a.dk + g.k.at(b, h) : nullptr;
-    T* dv = a.dv != nullptr ? a.dv + g.v.at(b, h) : nullptr;
-    // D_t = rowsum(dP * P) = dO_t . O_t (the dropout mask cancels: O = Pd V)
-    for (std::int64_t t = 0; t < g.tq; ++t)
-        D[t] = (ConstRowArray<T>(dO + t * g.out.row, g.dv) * ConstRowArray<T>(o + t * g.out.row, g.dv)).sum();
-    if (dq != nullptr) zero_block(dq, g.tq, g.d, g.q.row);
-    const auto seed = g.dropout_active() ? g.seeds[static_cast<std::size_t>(bh)] : 0;
+    gemm(rows, cols, g.d, w.q + i0 * g.q.row, g.q.row, false, w.k + s0 * g.k.row, g.k.row, true, w.P, cols,
+         false);
+    recompute_probabilities(g, mask, w.lse, w.b, w.h, i0, s0, w.P, rows, cols, w.spare);
+    const auto seed = g.dropout_active() ? g.seeds[static_cast<std::size_t>(w.bh)] : 0;
+    const T* pd = w.P;
+    if (g.dropout_active()) {
+        for (std::int64_t r = 0; r < rows; ++r)
+            apply_dropout(w.P + r * cols, w.dropped + r * cols, cols, g.dropout_p, seed,
+                          (i0 + r) * g.tk + s0);
+        pd = w.dropped;
+    }
+    gemm(rows, cols, g.dv, w.dO + i0 * g.out.row, g.out.row, false, w.v + s0 * g.v.row, g.v.row, true, w.dP,
+         cols, false);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        T* row = w.dP + r * cols;
+        if (g.dropout_active()) apply_dropout(row, row, cols, g.dropout_p, seed, (i0 + r) * g.tk + s0);
+        RowArray<T>(row, cols) =
+            scale * ConstRowArray<T>(w.P + r * cols, cols) * (RowArray<T>(row, cols) - w.D[i0 + r]);
+    }
+    return pd;
+}
+
+// dK_j and dV_j of key tile [s0, s0 + cols): sums over the query tiles in order.
+template <class T>
+void key_tile_grads(const SdpaGeometry& g, const T* mask, const BlockView<T>& w, std::int64_t s0,
+                    std::int64_t cols, bool with_dq) {
+    T* dkj = w.dk != nullptr ? w.dk + s0 * g.k.row : nullptr;
+    T* dvj = w.dv != nullptr ? w.dv + s0 * g.v.row : nullptr;
+    if (dkj != nullptr) zero_block(dkj, cols, g.d, g.k.row);
+    if (dvj != nullptr) zero_block(dvj, cols, g.dv, g.v.row);
+    for (std::int64_t i0 = 0; i0 < g.tq; i0 += kQueryTile) {
+        const std::int64_t rows = std::min(kQueryTile, g.tq - i0);
+        const T* pd = tile_backward(g, mask, w, i0, rows, s0, cols);
+        // dV_j += Pd^T dO_i; dK_j += scale dS^T Q_i; (one pass) dQ_i += scale dS K_j
+        if (dvj != nullptr)
+            gemm(cols, g.dv, rows, pd, cols, true, w.dO + i0 * g.out.row, g.out.row, false, dvj, g.v.row,
+                 true);
+        if (dkj != nullptr)
+            gemm(cols, g.d, rows, w.dP, cols, true, w.q + i0 * g.q.row, g.q.row, false, dkj, g.k.row, true);
+        if (with_dq && w.dq != nullptr)
+            gemm(rows, g.d, cols, w.dP, cols, false, w.k + s0 * g.k.row, g.k.row, false, w.dq + i0 * g.q.row,
+                 g.q.row, true);
+    }
+}
+
+// dQ_i of query tile [i0, i0 + rows): sums over the key tiles in order.
+template <class T>
+void query_tile_grads(const SdpaGeometry& g, const T* mask, const BlockView<T>& w, std::int64_t i0,
+                      std::int64_t rows) {
+    T* dqi = w.dq + i0 * g.q.row;
+    zero_block(dqi, rows, g.d, g.q.row);
     for (std::int64_t s0 = 0; s0 < g.tk; s0 += kKeyTile) {
         const std::int64_t cols = std::min(kKeyTile, g.tk - s0);
-        const T *kj = k + s0 * g.k.row, *vj = v + s0 * g.v.row;
-        T* dkj = dk != nullptr ? dk + s0 * g.k.row : nullptr;
-        T* dvj = dv != nullptr ? dv + s0 * g.v.row : nullptr;
-        if (dkj != nullptr) zero_block(dkj, cols, g.d, g.k.row);
-        if (dvj != nullptr) zero_block(dvj, cols, g.dv, g.v.row);
-        for (std::int64_t i0 = 0; i0 < g.tq; i0 += kQueryTile) {
-            const std::int64_t rows = std::min(kQueryTile, g.tq - i0);
-            const T *qi = q + i0 * g.q.row, *dOi = dO + i0 * g.out.row;
-            // P [rows, cols] = exp(S - lse), S = scale Q_i K_j^T + mask
-            gemm(rows, cols, g.d, qi, g.q.row, false, kj, g.k.row, true, P, cols, false);
-            recompute_probabilities(g, a.mask, lse, b, h, i0, s0, P, rows, cols, spare);
-            const T* pd = P;
-            if (g.dropout_active()) {
-                for (std::int64_t r = 0; r < rows; ++r)
-                    apply_dropout(P + r * cols, dropped + r * cols, cols, g.dropout_p, seed,
-                                  (i0 + r) * g.tk + s0);
-                pd = dropped;
-            }
-            // dV_j += Pd^T dO_i
-            if (dvj != nullptr)
-                gemm(cols, g.dv, rows, pd, cols, true, dOi, g.out.row, false, dvj, g.v.row, true);
-            // dPd = dO_i V_j^T, dP = dPd * M / (1 - p), then dP becomes scale * dS = scale P (dP - D)
-            gemm(rows, cols, g.dv, dOi, g.out.row, false, vj, g.v.row, true, dP, cols, false);
-            for (std::int64_t r = 0; r < rows; ++r) {
-                T* row = dP + r * cols;
-                if (g.dropout_active())
-                    apply_dropout(row, row, cols, g.dropout_p, seed, (i0 + r) * g.tk + s0);
-                RowArray<T>(row, cols) =
-                    scale * ConstRowArray<T>(P + r * cols, cols) * (RowArray<T>(row, cols) - D[i0 + r]);
-            }
-            // dQ_i += scale dS K_j; dK_j += scale dS^T Q_i
-            if (dq != nullptr)
-                gemm(rows, g.d, cols, dP, cols, false, kj, g.k.row, false, dq + i0 * g.q.row, g.q.row, true);
-            if (dkj != nullptr) gemm(cols, g.d, rows, dP, cols, true, qi, g.q.row, false, dkj, g.k.row, true);
-        }
+        tile_backward(g, mask, w, i0, rows, s0, cols);
+        gemm(rows, g.d, cols, w.dP, cols, false, w.k + s0 * g.k.row, g.k.row, false, dqi, g.q.row, true);
     }
 }
 
@@ -209,8 +243,48 @@ void flash_forward(const SdpaGeometry& g, const T* q, const T* k, const T* v, co
 
 template <class T>
 void flash_backward(const SdpaGeometry& g, const FlashBackwardArgs<T>& a) {
-#pragma omp parallel for schedule(dynamic, 1) if (g.parallel())
-    for (std::int64_t bh = 0; bh < g.blocks(); ++bh) backward_block(g, a, bh);
+    const std::int64_t query_tiles = (g.tq + kQueryTile - 1) / kQueryTile;
+    const std::int64_t key_tiles = (g.tk + kKeyTile - 1) / kKeyTile;
+    const bool parallel = g.blocks() * std::max(query_tiles, key_tiles) > 1 &&
+                          worth_parallel(g.blocks() * g.tq * g.tk * (g.d + g.dv), kMinParallelGemmWork);
+    // D_t = rowsum(dP * P) = dO_t . O_t for every query (the dropout mask cancels: O = Pd V)
+    std::vector<T> d_all(static_cast<std::size_t>(g.blocks() * g.tq));
+    for (std::int64_t bh = 0; bh < g.blocks(); ++bh) {
+        const T* o = a.out + g.out.at(bh / g.heads, bh % g.heads);
+        const T* dO = a.dout + g.out.at(bh / g.heads, bh % g.heads);
+        for (std::int64_t t = 0; t < g.tq; ++t)
+            d_all[static_cast<std::size_t>(bh * g.tq + t)] =
+                (ConstRowArray<T>(dO + t * g.out.row, g.dv) * ConstRowArray<T>(o + t * g.out.row, g.dv))
+                    .sum();
+    }
+    const int threads = parallel ? omp_get_max_threads() : 1;
+    if (g.blocks() >= threads) {
+        // One pass per block: key tiles outer, dQ summed over them in order.
+#pragma omp parallel for schedule(dynamic, 1) if (parallel)
+        for (std::int64_t bh = 0; bh < g.blocks(); ++bh) {
+            const BlockView<T> w(g, a, d_all.data(), bh);
+            if (w.dq != nullptr) zero_block(w.dq, g.tq, g.d, g.q.row);
+            for (std::int64_t s0 = 0; s0 < g.tk; s0 += kKeyTile)
+                key_tile_grads(g, a.mask, w, s0, std::min(kKeyTile, g.tk - s0), true);
+        }
+        return;
+    }
+    // Fewer blocks than threads (one long sequence): key tiles in parallel for dK and dV, then
+    // query tiles in parallel for dQ. Each sum still runs over the same tiles in the same order,
+    // so the result is the one-pass result, bit for bit; the scores are recomputed once more.
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t item = 0; item < g.blocks() * key_tiles; ++item) {
+        const BlockView<T> w(g, a, d_all.data(), item / key_tiles);
+        const std::int64_t s0 = (item % key_tiles) * kKeyTile;
+        key_tile_grads(g, a.mask, w, s0, std::min(kKeyTile, g.tk - s0), false);
+    }
+    if (a.dq == nullptr) return;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t item = 0; item < g.blocks() * query_tiles; ++item) {
+        const BlockView<T> w(g, a, d_all.data(), item / query_tiles);
+        const std::int64_t i0 = (item % query_tiles) * kQueryTile;
+        query_tile_grads(g, a.mask, w, i0, std::min(kQueryTile, g.tq - i0));
+    }
 }
 
 template void flash_forward<float>(const SdpaGeometry&, const float*, const float*, const float*,

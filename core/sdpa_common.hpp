@@ -6,6 +6,8 @@
 #include "core/fused_attention_common.hpp"
 #include "core/parallel.hpp"
 
+#include <Eigen/Core>
+
 #include <cstdint>
 #include <vector>
 
@@ -58,10 +60,12 @@ void apply_dropout(const T* src, T* dst, std::int64_t n, double p, std::uint64_t
 }
 
 /// Per-thread scratch `slot` (0 .. 5) of at least n elements, kept across calls (no allocation
-/// per step).
+/// per step). 64-byte aligned, like tensor storage: Eigen's vectorised reductions (sum, max)
+/// start with scalar steps up to the first aligned packet, so a row's sum would otherwise add in
+/// an order that depends on which thread's buffer holds it, and results on the thread count.
 template <class T>
 T* sdpa_scratch(int slot, std::int64_t n) {
-    thread_local std::vector<T> buffers[6];
+    thread_local std::vector<T, Eigen::aligned_allocator<T>> buffers[6];
     auto& buffer = buffers[slot];
     if (buffer.size() < static_cast<std::size_t>(n)) buffer.resize(static_cast<std::size_t>(n));
     return buffer.data();

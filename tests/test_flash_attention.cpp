@@ -8,6 +8,8 @@
 #include <functional>
 #include <limits>
 
+#include <omp.h>
+
 using namespace attograd;
 using testing::max_abs_diff;
 using testing::rand64;
@@ -159,4 +161,29 @@ TEST_CASE("multi-head attention without weights equals it with weights for every
         };
         CHECK(flash_vs_kept(attend, {query, memory}) < 1e-12);
     }
+}
+
+TEST_CASE("flash attention gives the same bits on one thread as on two") {
+    // One (batch, head) block: two threads split its backward by key tiles and query tiles.
+    std::vector<std::vector<float>> results;
+    for (const int threads : {1, 2}) {
+        omp_set_num_threads(threads);
+        Generator gen(30);
+        Tensor q = randn({1, 1, 300, 16}, gen, {.requires_grad = true});
+        Tensor k = randn({1, 1, 400, 16}, gen, {.requires_grad = true});
+        Tensor v = randn({1, 1, 400, 16}, gen, {.requires_grad = true});
+        const Tensor out = scaled_dot_product_attention(q, k, v, {.need_weights = false}).output;
+        sum(out * out).backward();
+        std::vector<float> all = out.to_vector<float>();
+        for (const Tensor& x : {q, k, v})
+            for (const float g : x.grad().to_vector<float>()) all.push_back(g);
+        results.push_back(all);
+    }
+    omp_set_num_threads(omp_get_num_procs());
+    REQUIRE(results[0].size() == results[1].size());
+    std::size_t first_diff = results[0].size();
+    for (std::size_t i = 0; i < results[0].size() && first_diff == results[0].size(); ++i)
+        if (results[0][i] != results[1][i]) first_diff = i;
+    INFO("first difference at ", first_diff, " of ", results[0].size());
+    CHECK(first_diff == results[0].size());
 }
