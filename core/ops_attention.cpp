@@ -31,10 +31,11 @@ using detail::apply_dropout;
 using detail::kBlocksPerGrab;
 using Geometry = detail::SdpaGeometry;
 
-// Keys from which a call without need_weights takes the flash path: below, the [Tq, Tk]
-// weights fit one key tile anyway and the kernel that keeps them is faster, since its backward
-// recomputes nothing (measured in bench/README.md).
-constexpr std::int64_t kFlashMinKeys = 0;
+// Keys from which a call without need_weights takes the flash path. Below, the kernel that keeps
+// the weights is faster (its backward recomputes no scores or exp; bench_global_attention, one
+// thread: 0.87x at T = 512, 0.83x at 1024, 0.98x at 2048, faster from 4096 on) and its
+// [Tq, Tk] buffer is at most 16 MB per (batch, head) in float32.
+constexpr std::int64_t kFlashMinKeys = 2048;
 
 template <class T>
 T* scratch(int slot, std::int64_t n) {
