@@ -81,9 +81,9 @@ bool xsmm_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::
     (void)initialised;
     if (trans_b) {
         // op(B) = B^T [k, n] into a contiguous buffer: LIBXSMM 1.17 has no such kernel.
+        // (LIBXSMM's JIT transpose: column-major [k, n] with ld ldb in, [n, k] with ld n out.)
         T* bt = transpose_buffer<T>(static_cast<std::size_t>(k * n));
-        for (std::int64_t r = 0; r < n; ++r)
-            for (std::int64_t p = 0; p < k; ++p) bt[p * n + r] = b[r * ldb + p];
+        libxsmm_otrans(bt, b, sizeof(T), k, n, ldb, n);
         b = bt;
         ldb = n;
     }
