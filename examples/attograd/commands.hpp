@@ -47,8 +47,10 @@ struct InspectArgs {
     bool samples_given = false;
     std::string format = "term";
     std::string to;
-    std::string knockout;  ///< "LAYER.HEAD" or ""
+    std::vector<std::string> knockout;  ///< "LAYER.HEAD" texts (repeatable)
     bool saliency = false;
+    bool rollout = false;
+    bool flow = false;
 };
 
 /// Prints the bundled tasks: name, example, default model, target, right alignment.
