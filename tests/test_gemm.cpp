@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 using attograd::detail::gemm;
@@ -91,7 +92,9 @@ TEST_CASE("gemm with k = 0 writes zeros or leaves C unchanged when accumulating"
     CHECK(c == std::vector<double>(6, 0.0));
 }
 
-TEST_CASE("gemm gives each row the same bits whether called on all rows or on a row block") {
+TEST_CASE("gemm on LIBXSMM gives each row the same bits whether called on all rows or on a row block") {
+    // Eigen's GEMM sizes its cache blocks from all three sizes, so only LIBXSMM promises this.
+    if (std::string(attograd::detail::gemm_backend()) != "libxsmm") return;
     const std::int64_t m = 300, n = 40, k = 96;
     for (int flags = 0; flags < 4; ++flags) {
         const bool ta = flags & 1, tb = flags & 2;
