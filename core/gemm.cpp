@@ -42,7 +42,8 @@ void eigen_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std:
 #ifdef ATTOGRAD_LIBXSMM
 
 // Blocks of C per kernel call: 256 x 256 keeps a block's panels of A and B in L2 for k up to
-// ~512 (fp32) and measured faster than whole large products (bench_matmul, n = 1024).
+// ~512 (fp32). Not tuned: unblocked, LIBXSMM fell from ~280 GFLOP/s (k <= 256) to ~244 at
+// 1024^3; blocked, bench_gemm_shapes measured 168 at 1024^3 on a loaded machine.
 constexpr std::int64_t kXsmmBlockRows = 256;
 constexpr std::int64_t kXsmmBlockCols = 256;
 
