@@ -11,6 +11,7 @@
 #include "core/ops_loss.hpp"
 #include "core/ops_matmul.hpp"
 #include "core/ops_norm.hpp"
+#include "core/ops_positional.hpp"
 #include "core/ops_random.hpp"
 #include "core/ops_reduce.hpp"
 #include "core/ops_shape.hpp"

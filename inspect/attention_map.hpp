@@ -11,17 +11,17 @@ namespace attograd::inspect {
 /// One matrix to draw for one example: a head's attention weights (rows: queries, columns:
 /// keys), or a derived map (rollout, flow, saliency) with `head` = -1.
 struct AttentionMap {
-    std::string module;                     ///< module name, e.g. "decoder.layers.0.cross_attn", or "rollout"
-    std::int64_t layer = 0;                 ///< index of the layer in the order the recorder first saw it
-    std::int64_t head = 0;                  ///< head index within the layer; -1 for a map that is not a head
-    std::vector<std::string> queries;       ///< row labels, one per query
-    std::vector<std::string> keys;          ///< column labels, one per key
-    std::vector<double> weights;            ///< [queries, keys] row-major
-    std::vector<std::int64_t> right;        ///< per row, the right key column or -1 (may be empty)
-    std::optional<double> alignment_share;  ///< mass on the right keys, when defined
+    std::string module{};                ///< module name, e.g. "decoder.layers.0.cross_attn", or "rollout"
+    std::int64_t layer = 0;              ///< index of the layer in the order the recorder first saw it
+    std::int64_t head = 0;               ///< head index within the layer; -1 for a map that is not a head
+    std::vector<std::string> queries{};  ///< row labels, one per query
+    std::vector<std::string> keys{};     ///< column labels, one per key
+    std::vector<double> weights{};       ///< [queries, keys] row-major
+    std::vector<std::int64_t> right{};   ///< per row, the right key column or -1 (may be empty)
+    std::optional<double> alignment_share{};  ///< mass on the right keys, when defined
     /// Mean over rows of the Spearman rank correlation between this head's weights and the
     /// gradient x input saliency of the same output (inspect::saliency_correlation).
-    std::optional<double> saliency_correlation;
+    std::optional<double> saliency_correlation{};
 
     std::int64_t rows() const { return static_cast<std::int64_t>(queries.size()); }
     std::int64_t cols() const { return static_cast<std::int64_t>(keys.size()); }
@@ -39,13 +39,13 @@ void check_map(const AttentionMap& map);
 
 /// Everything inspected for one input: its tokens and every map.
 struct InspectedExample {
-    std::vector<std::string> source;       ///< the input tokens
-    std::vector<std::string> target;       ///< the right output (empty when unknown)
-    std::vector<std::string> prediction;   ///< the model's output (empty when not a seq model)
-    std::vector<AttentionMap> maps;        ///< every layer's and head's attention, in layer order
-    std::optional<AttentionMap> saliency;  ///< gradient x input per output row (head = -1)
-    std::optional<AttentionMap> rollout;   ///< attention rollout (head = -1)
-    std::optional<AttentionMap> flow;      ///< attention flow (head = -1)
+    std::vector<std::string> source{};       ///< the input tokens
+    std::vector<std::string> target{};       ///< the right output (empty when unknown)
+    std::vector<std::string> prediction{};   ///< the model's output (empty when not a seq model)
+    std::vector<AttentionMap> maps{};        ///< every layer's and head's attention, in layer order
+    std::optional<AttentionMap> saliency{};  ///< gradient x input per output row (head = -1)
+    std::optional<AttentionMap> rollout{};   ///< attention rollout (head = -1)
+    std::optional<AttentionMap> flow{};      ///< attention flow (head = -1)
 };
 
 /// An RGB colour.

@@ -14,8 +14,8 @@ namespace attograd::inspect {
 
 /// Token labels of one attention layer's two axes.
 struct TokenLabels {
-    std::vector<std::string> queries;  ///< one per query (rows), Tq of them
-    std::vector<std::string> keys;     ///< one per key (columns), Tk of them
+    std::vector<std::string> queries{};  ///< one per query (rows), Tq of them
+    std::vector<std::string> keys{};     ///< one per key (columns), Tk of them
 };
 
 /// The labels of the layer called `layer_name` (e.g. "layers.0.self_attn").

@@ -14,38 +14,38 @@ namespace attograd::inspect {
 
 /// One line of a chart: points (x[i], y[i]); non-finite y values are gaps.
 struct Series {
-    std::string name;    ///< legend label
-    std::string colour;  ///< CSS colour, e.g. "#2471a3"
-    std::vector<double> x, y;
+    std::string name{};    ///< legend label
+    std::string colour{};  ///< CSS colour, e.g. "#2471a3"
+    std::vector<double> x{}, y{};
 };
 
 /// A line chart with labelled axes. Every series of a chart shares one y scale: [y_min, y_max]
 /// when both are given, else the range of all series' finite values.
 struct Chart {
-    std::string title;    ///< e.g. "held-out accuracy"
-    std::string x_label;  ///< e.g. "step"
-    std::string y_label;  ///< e.g. "accuracy"
-    std::vector<Series> series;
-    std::optional<double> y_min, y_max;
+    std::string title{};    ///< e.g. "held-out accuracy"
+    std::string x_label{};  ///< e.g. "step"
+    std::string y_label{};  ///< e.g. "accuracy"
+    std::vector<Series> series{};
+    std::optional<double> y_min{}, y_max{};
 };
 
 /// The attention of fixed probe inputs at one training step (inspect::AttentionSnapshotter).
 struct AttentionSnapshot {
-    std::int64_t step = 0;                 ///< optimizer steps taken when it was recorded
-    std::vector<InspectedExample> probes;  ///< one per probe input, maps with alignment shares
+    std::int64_t step = 0;                   ///< optimizer steps taken when it was recorded
+    std::vector<InspectedExample> probes{};  ///< one per probe input, maps with alignment shares
 };
 
 /// Everything one HTML report shows.
 struct Report {
-    std::string title;                                        ///< page heading
-    std::vector<std::pair<std::string, std::string>> config;  ///< rows of the configuration table
-    std::vector<std::string> notes;                           ///< lines shown under the title
-    std::vector<Chart> charts;                                ///< training curves
-    std::optional<std::string> charts_error;  ///< why the curves could not be read (shown instead)
+    std::string title{};                                        ///< page heading
+    std::vector<std::pair<std::string, std::string>> config{};  ///< rows of the configuration table
+    std::vector<std::string> notes{};                           ///< lines shown under the title
+    std::vector<Chart> charts{};                                ///< training curves
+    std::optional<std::string> charts_error{};  ///< why the curves could not be read (shown instead)
     /// What the outlined cells of a map mean, e.g. "right alignment: anti-diagonal".
-    std::string alignment_legend;
-    std::vector<InspectedExample> examples;    ///< switchable in the page
-    std::vector<AttentionSnapshot> snapshots;  ///< replayed with a step slider (may be empty)
+    std::string alignment_legend{};
+    std::vector<InspectedExample> examples{};    ///< switchable in the page
+    std::vector<AttentionSnapshot> snapshots{};  ///< replayed with a step slider (may be empty)
 };
 
 }  // namespace attograd::inspect

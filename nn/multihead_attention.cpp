@@ -4,6 +4,7 @@
 #include "core/autograd.hpp"
 #include "core/ops.hpp"
 #include "core/ops_linear.hpp"
+#include "core/ops_positional.hpp"
 #include "nn/attention_recorder.hpp"
 #include "nn/head_silencing.hpp"
 #include "nn/linear.hpp"
@@ -70,6 +71,11 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions options, Genera
              "outside every window)",
              kOp);
     AG_CHECK(is_floating(o.dtype), DTypeError, "{}: dtype must be float32 or float64, got {}", kOp, o.dtype);
+    AG_CHECK(o.positional != Positional::Rotary || (o.embed_dim / o.num_heads) % 2 == 0, ValueError,
+             "{}: rotary positions need an even head width, got embed_dim {} / num_heads {} = {}", kOp,
+             o.embed_dim, o.num_heads, o.embed_dim / o.num_heads);
+    AG_CHECK(std::isfinite(o.rope_base) && o.rope_base > 0, ValueError,
+             "{}: rope_base must be finite and > 0, got {}", kOp, o.rope_base);
     if (o.kdim == 0) o.kdim = o.embed_dim;
     if (o.vdim == 0) o.vdim = o.embed_dim;
     const std::int64_t e = o.embed_dim;
@@ -119,6 +125,8 @@ std::string MultiHeadAttention::extra_repr() const {
         o.embed_dim, o.num_heads, o.dropout, o.bias, o.add_bias_kv, o.add_zero_attn, o.kdim, o.vdim,
         to_string(o.score));
     if (o.local != LocalMode::None) out += fmt::format(", local={}, window={}", to_string(o.local), o.window);
+    if (o.positional != Positional::None) out += fmt::format(", positional={}", to_string(o.positional));
+    if (o.positional == Positional::Rotary) out += fmt::format(", rope_base={}", o.rope_base);
     return out;
 }
 
@@ -160,6 +168,13 @@ MultiHeadAttention::Projected MultiHeadAttention::project(const Tensor& query, c
             linear(value, weight_part(2), bias_part(2))};
 }
 
+Tensor MultiHeadAttention::rotate(const Tensor& x) const {
+    if (options_.positional != Positional::Rotary) return x;
+    // q and k [B, T, E], or the q and k thirds of a packed qkv [B, T, 3E]
+    const std::int64_t e = options_.embed_dim;
+    return rotary_embedding(x, head_dim(), options_.rope_base, x.size(2) == 3 * e ? 2 * e : e);
+}
+
 MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const Tensor& key,
                                                      const Tensor& value,
                                                      const MultiHeadAttentionArgs& args) const {
@@ -176,8 +191,12 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
         std::tie(heads, weights) =
             attend_local(query, key, value, masks, args.need_weights || attention_recording());
     } else {
-        const Tensor mask =
-            pad_mask_columns(combine_attention_masks(masks, batch, o.num_heads, tq, tk, o.dtype, kOp), extra);
+        Tensor mask = combine_attention_masks(masks, batch, o.num_heads, tq, tk, o.dtype, kOp);
+        if (o.positional == Positional::ALiBi) {  // [mb, h, Tq, Tk]; no gradient
+            const Tensor bias = alibi_bias(o.num_heads, tq, tk, o.dtype);
+            mask = mask.defined() ? mask + bias : bias;
+        }
+        mask = pad_mask_columns(mask, extra);
         const SdpaOptions sdpa{.attn_mask = mask,
                                .scale = o.score == Score::Dot ? std::optional<double>(1.0) : std::nullopt,
                                .dropout_p = o.dropout,
@@ -186,12 +205,14 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
                                .need_weights = args.need_weights || attention_recording()};
         if (!score_ && self && packed_projection() && extra == 0) {
             // q, k, v from one GEMM; the kernel reads them in place and returns one gradient
-            auto r = scaled_dot_product_attention_packed(linear(query, in_proj_weight_, in_proj_bias_),
-                                                         o.num_heads, sdpa);
+            auto r = scaled_dot_product_attention_packed(
+                rotate(linear(query, in_proj_weight_, in_proj_bias_)), o.num_heads, sdpa);
             heads = r.output;
             weights = r.weights;
         } else {
             auto [q, k, v] = project(query, key, value);
+            q = rotate(q);
+            k = rotate(k);
             if (o.add_bias_kv) {
                 const Tensor rows = zeros({batch, 1, o.embed_dim}, {.dtype = o.dtype});
                 k = concat({k, rows + bias_k_}, 1);

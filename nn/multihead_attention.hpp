@@ -6,6 +6,7 @@
 #include "nn/attention_scores.hpp"
 #include "nn/local_window.hpp"
 #include "nn/module.hpp"
+#include "nn/positional_bias.hpp"
 
 #include <memory>
 
@@ -43,7 +44,14 @@ struct MultiHeadAttentionOptions {
     /// training, run the score module, a softmax and local_weighted_sum per head sequence.
     /// Sparse and hard attention are single-head only (nn::Attention).
     LocalMode local = LocalMode::None;
-    std::int64_t window = 0;       ///< local attention's D (>= 0; >= 1 for local-p)
+    std::int64_t window = 0;  ///< local attention's D (>= 0; >= 1 for local-p)
+    /// Beyond PyTorch: relative positions inside every head (see nn::Positional). Rotary rotates
+    /// the projected queries and keys (before bias_k / zero_attn keys are appended, which get no
+    /// position) and needs an even head width E / h; ALiBi adds -m_h |t - s| to the scores, on
+    /// the local path within the band only. Both work with every score, global and local
+    /// attention and the fused kernels; local-p predicts its centres from the unrotated queries.
+    Positional positional = Positional::None;
+    double rope_base = 10000.0;    ///< RoPE's base (theta_j = base^(-2j / d)); finite and > 0
     DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)
 };
 
@@ -85,15 +93,16 @@ struct MultiHeadAttentionOutput {
 ///
 /// Documented differences from PyTorch: inputs are always batch first; a query whose keys are
 /// all masked gets zero weights and a zero output (PyTorch: NaN); the returned weights are taken
-/// before dropout (PyTorch returns them after); the `score` and `local` options. Self-attention (the same
-/// tensor as query, key and value, kdim == vdim == E, no bias_kv / zero_attn) runs one GEMM for
-/// the three projections and one fused attention op on the packed result.
+/// before dropout (PyTorch returns them after); the `score`, `local` and `positional` options. Self-attention
+/// (the same tensor as query, key and value, kdim == vdim == E, no bias_kv / zero_attn) runs one GEMM for the
+/// three projections and one fused attention op on the packed result.
 class MultiHeadAttention : public Module {
 public:
     /// Draws the initial parameters from `generator`, which must outlive the module (dropout
     /// draws from it). Throws ValueError (embed_dim < 1, num_heads < 1 or not dividing
     /// embed_dim, kdim / vdim < 0, dropout outside [0, 1], batch_first = false, window < 0,
-    /// local-p with window 0, local with add_bias_kv / add_zero_attn), DTypeError.
+    /// local-p with window 0, local with add_bias_kv / add_zero_attn, Rotary with an odd head
+    /// width, rope_base not finite and > 0), DTypeError.
     explicit MultiHeadAttention(MultiHeadAttentionOptions options,
                                 Generator& generator = default_generator());
     ~MultiHeadAttention() override;
@@ -136,6 +145,9 @@ private:
     };
     Projected project(const Tensor& query, const Tensor& key, const Tensor& value) const;
     void check_inputs(const Tensor& query, const Tensor& key, const Tensor& value) const;
+    // RoPE on projected queries or keys [B, T, E], or on q and k of a packed qkv [B, T, 3E];
+    // x itself without rotary positions.
+    Tensor rotate(const Tensor& x) const;
     // The other paths (nn/multihead_attention_local.cpp) -> heads side by side [B, Tq, E] and
     // the weights [B, h, Tq, Tk'] (undefined when the local path was not asked for them).
     // attend_with_score takes the projections q [B, Tq, E], k, v [B, Tk', E]; attend_local the

@@ -89,6 +89,15 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(const Tensor& query, 
     } else {
         start = monotonic_window_start(b * h, tq, tk, d_band);
     }
+    // RoPE after local-p's centres, which are predicted from the queries' content
+    if (qkv.defined()) {
+        qkv = rotate(qkv);
+    } else {
+        q = rotate(q);
+        k = rotate(k);
+    }
+    // ALiBi within the band only: [B h, Tq, 2D + 1]
+    const Tensor alibi = o.positional == Positional::ALiBi ? alibi_band(start, width, h, o.dtype) : Tensor();
     // local-p: the weights times the Gaussian exp(-(s - p_t)^2 / (2 sigma^2)), sigma = D / 2, not
     // renormalised
     const Tensor gaussian = centre.defined()
@@ -96,9 +105,11 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(const Tensor& query, 
                                 : Tensor();
     Tensor heads, band;  // [B, Tq, E] and the weights [B h, Tq, 2D + 1]
     if (fused) {
+        Tensor band_mask =
+            masks.empty() ? Tensor() : local_band_mask(per_head(masks, h), start, width, tk, o.dtype, kOp);
+        if (alibi.defined()) band_mask = band_mask.defined() ? band_mask + alibi : alibi;
         const LocalSdpaOptions options{
-            .band_mask = masks.empty() ? Tensor()
-                                       : local_band_mask(per_head(masks, h), start, width, tk, o.dtype, kOp),
+            .band_mask = band_mask,
             .factor = gaussian,
             .scale = o.score == Score::Dot ? std::optional<double>(1.0) : std::nullopt};
         const SdpaResult r =
@@ -109,8 +120,9 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(const Tensor& query, 
     } else {
         const Tensor qh = split_heads(q, h), kh = split_heads(k, h), vh = split_heads(v, h);  // [B h, T, d]
         // the band [B h, Tq, 2D + 1]: -inf outside the keys and where masked
-        const Tensor scores = score_->forward_local(qh, kh, start, width) +
-                              local_band_mask(per_head(masks, h), start, width, tk, o.dtype, kOp);
+        Tensor scores = score_->forward_local(qh, kh, start, width) +
+                        local_band_mask(per_head(masks, h), start, width, tk, o.dtype, kOp);
+        if (alibi.defined()) scores = scores + alibi;
         band = softmax(scores, -1);
         if (gaussian.defined()) band = band * gaussian;
         heads = merge_heads(

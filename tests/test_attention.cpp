@@ -28,11 +28,6 @@ AttentionOptions projected(Score score, Normalizer normalizer) {
             .normalizer = normalizer};
 }
 
-std::vector<Tensor> with_parameters(std::vector<Tensor> inputs, const Module& m) {
-    for (const Tensor& p : m.parameters()) inputs.push_back(p);
-    return inputs;
-}
-
 void check_finite(const Tensor& t) {
     REQUIRE(t.defined());
     for (double x : t.to_vector<double>()) REQUIRE(std::isfinite(x));
@@ -77,7 +72,7 @@ TEST_CASE(
                 auto fn = [&layer, masks = masks](const std::vector<Tensor>& x) {
                     return layer->forward(x[0], x[1], x[2], masks).output;
                 };
-                CHECK_GRADCHECK(fn, with_parameters({in.q, in.k, in.v}, *layer.attention));
+                CHECK_GRADCHECK(fn, with_parameters(*layer.attention, {in.q, in.k, in.v}));
             }
 }
 
@@ -88,7 +83,7 @@ TEST_CASE("unprojected attention passes gradcheck for every score (the score's o
         auto layer = make_layer64({.query_dim = 3, .key_dim = same ? 3 : 5, .value_dim = 2, .score = score});
         Tensor q = rand64({2, 3, 3}, 1), k = rand64({2, 4, same ? 3 : 5}, 2), v = rand64({2, 4, 2}, 3);
         auto fn = [&layer](const std::vector<Tensor>& x) { return layer->forward(x[0], x[1], x[2]).output; };
-        CHECK_GRADCHECK(fn, with_parameters({q, k, v}, *layer.attention));
+        CHECK_GRADCHECK(fn, with_parameters(*layer.attention, {q, k, v}));
     }
 }
 
@@ -109,7 +104,7 @@ TEST_CASE("a fully masked row gives zero weights, zero output and finite gradien
             auto fn = [&layer](const std::vector<Tensor>& x) {
                 return layer->forward(x[0], x[1], x[2], fully_masked_row()).output;
             };
-            CHECK_GRADCHECK(fn, with_parameters({in.q, in.k, in.v}, *layer.attention));
+            CHECK_GRADCHECK(fn, with_parameters(*layer.attention, {in.q, in.k, in.v}));
         }
 }
 

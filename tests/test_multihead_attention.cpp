@@ -9,29 +9,18 @@
 #include <filesystem>
 
 using namespace attograd;
+using testing::bool_mask;
+using testing::fixture_mask;
 using testing::fixture_tensor;
 using testing::max_abs_diff;
 using testing::rand64;
+using testing::scaled_diff;
+using testing::with_parameters;
 using Inputs = std::vector<Tensor>;
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// |a - ref| relative to the reference's scale: the largest |ref|, at least 1. In float64 the
-// tolerance is 1e-10; in float32 1e-5, a few float32 ulps of gradients that reach 25 here
-// (two correct float32 implementations summing in different orders differ by that much).
-double scaled_diff(const Tensor& a, const Tensor& ref) {
-    double scale = 1.0;
-    for (const double x : ref.to_vector<double>()) scale = std::max(scale, std::abs(x));
-    return max_abs_diff(a, ref) / scale;
-}
-
-// A fixture mask: bool masks are stored as 0/1 with "dtype": "bool".
-Tensor fixture_mask(const nlohmann::json& j, DType dtype) {
-    if (j.at("dtype") == "bool") return gt(fixture_tensor(j), scalar(0.5, {.dtype = DType::Float64}));
-    return fixture_tensor(j, dtype);
-}
 
 nn::MultiHeadAttentionOptions options_of(const nlohmann::json& o, DType dtype) {
     return {.embed_dim = o.at("embed_dim"),
@@ -54,22 +43,6 @@ std::shared_ptr<nn::MultiHeadAttention> random_module(nn::MultiHeadAttentionOpti
         state[name] = rand64(p.shape(), seed++).detach() * 0.5;
     mha->load_state_dict(state);
     return mha;
-}
-
-// Every parameter of `m` followed by `inputs`: gradcheck checks them all.
-Inputs with_parameters(const nn::Module& m, Inputs inputs) {
-    for (const Tensor& p : m.parameters()) inputs.push_back(p);
-    return inputs;
-}
-
-// bool masks built from a predicate.
-template <class Fn>
-Tensor bool_mask(const Shape& shape, Fn masked) {
-    Tensor m = zeros(shape, {.dtype = DType::Bool});
-    bool* p = m.data<bool>();
-    const std::int64_t cols = shape.back();
-    for (std::int64_t i = 0; i < m.numel(); ++i) p[i] = masked(i / cols, i % cols);
-    return m;
 }
 
 }  // namespace
@@ -394,19 +367,7 @@ TEST_CASE("the checkpoint attograd writes is the one gen_mha.py loads into PyTor
                                               {"weights", out.weights}, {"key_padding_mask", padding}};
     const std::map<std::string, std::string> meta = {
         {"embed_dim", "8"}, {"num_heads", "2"}, {"kdim", "6"}, {"vdim", "4"}, {"add_bias_kv", "true"}};
-    if (std::getenv("ATTOGRAD_WRITE_FIXTURES") != nullptr) {
-        nn::save(mha, dir / "mha_attograd_state.safetensors");
-        save_safetensors(dir / "mha_attograd_io.safetensors", io, meta);
-    }
-    const auto saved_state = load_safetensors(dir / "mha_attograd_state.safetensors");
-    CHECK(saved_state.size() == mha.state_dict().size());
-    for (const auto& [name, t] : mha.state_dict()) {
-        INFO(name);
-        REQUIRE(saved_state.contains(name));
-        CHECK(max_abs_diff(saved_state.at(name), t) == 0.0);
-    }
-    const auto saved_io = read_safetensors(dir / "mha_attograd_io.safetensors");
-    CHECK(saved_io.metadata == meta);
+    const auto saved_io = testing::checkpoint_fixture("mha_attograd", mha, io, meta);
     CHECK(max_abs_diff(saved_io.tensors.at("output"), out.output) < 1e-6);
     CHECK(max_abs_diff(saved_io.tensors.at("weights"), out.weights) < 1e-6);
     // And the file loads back into a fresh module by name.

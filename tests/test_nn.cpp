@@ -423,6 +423,26 @@ TEST_CASE("Sequential chains its modules and names them 0, 1, ...") {
                          ValueError);
 }
 
+TEST_CASE("ModuleList names its modules 0, 1, ... and holds any module") {
+    Generator gen(23);
+    auto linear = std::make_shared<nn::Linear>(nn::LinearOptions{.in_features = 3, .out_features = 4}, gen);
+    auto norm = std::make_shared<nn::LayerNorm>(nn::LayerNormOptions{.normalized_shape = {4}});
+    nn::ModuleList list;
+    CHECK(list.push_back(linear) == linear);
+    list.push_back(norm);
+    CHECK(list.size() == 2);
+    CHECK(names_of(list.named_parameters()) ==
+          std::vector<std::string>{"0.weight", "0.bias", "1.weight", "1.bias"});
+    CHECK(list.at(1) == norm);
+    CHECK_THROWS_WITH_AS(list.at(2), doctest::Contains("ModuleList::at: index 2 out of range for 2 modules"),
+                         IndexError);
+    CHECK_THROWS_WITH_AS(list.push_back(std::shared_ptr<nn::Linear>()), doctest::Contains("null module"),
+                         ValueError);
+    list.eval();
+    CHECK_FALSE(linear->is_training());
+    CHECK(nn::to_string(list).starts_with("ModuleList(\n  (0): Linear("));
+}
+
 TEST_CASE("layers print as PyTorch does") {
     Generator gen(23);
     CHECK(fmt::format("{}", nn::Linear({.in_features = 4, .out_features = 8}, gen)) ==

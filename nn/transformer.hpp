@@ -1,0 +1,243 @@
+// Transformer layers (Vaswani et al. 2017) with torch.nn's semantics and state_dict names: the
+// encoder and decoder layers and their stacks.
+#pragma once
+
+#include "core/generator.hpp"
+#include "nn/attention_scores.hpp"
+#include "nn/local_window.hpp"
+#include "nn/module.hpp"
+#include "nn/positional_bias.hpp"
+
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace attograd::nn {
+
+class Dropout;
+class LayerNorm;
+class Linear;
+class ModuleList;
+class MultiHeadAttention;
+
+/// The activation between a Transformer layer's two feed-forward linears (PyTorch's
+/// `activation` "relu" | "gelu"; GELU is the exact erf form, attograd::gelu).
+enum class Activation { ReLU, GELU };
+
+/// Parses "relu" or "gelu". Throws ValueError listing the choices.
+Activation parse_activation(std::string_view name);
+/// "relu" or "gelu".
+std::string_view to_string(Activation activation);
+
+/// Options of TransformerEncoderLayer and TransformerDecoderLayer, with the names and defaults
+/// of torch.nn.TransformerEncoderLayer / TransformerDecoderLayer (PyTorch 2.1's `bias` included).
+struct TransformerLayerOptions {
+    std::int64_t d_model = 0;             ///< E, width of the sequences (> 0)
+    std::int64_t nhead = 1;               ///< heads of each attention; must divide d_model
+    std::int64_t dim_feedforward = 2048;  ///< width of the feed-forward hidden layer (> 0)
+    /// Dropout probability, in [0, 1], on the attention weights, after each attention block,
+    /// inside the feed-forward block and after it (PyTorch's dropout, dropout1..3).
+    double dropout = 0.1;
+    Activation activation = Activation::ReLU;  ///< feed-forward activation
+    double layer_norm_eps = 1e-5;              ///< eps of every LayerNorm
+    /// attograd is always batch first ([B, T, E]); false is rejected (PyTorch's default is false).
+    bool batch_first = true;
+    /// Pre-norm (LayerNorm before each block, Xiong et al. 2020) instead of the paper's post-norm.
+    bool norm_first = false;
+    /// Learn the additive biases of the attentions, linears and LayerNorms (PyTorch >= 2.1).
+    bool bias = true;
+    /// Beyond PyTorch, passed to every MultiHeadAttention of the layer (self- and
+    /// cross-attention alike; see MultiHeadAttentionOptions): the score, local attention with
+    /// its window D, and relative positions.
+    Score score = Score::ScaledDot;
+    LocalMode local = LocalMode::None;  ///< see MultiHeadAttentionOptions::local
+    std::int64_t window = 0;            ///< local attention's D
+    /// Relative positions in every attention (RoPE or ALiBi; see MultiHeadAttentionOptions).
+    Positional positional = Positional::None;
+    double rope_base = 10000.0;    ///< RoPE's base
+    DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)
+};
+using TransformerEncoderLayerOptions = TransformerLayerOptions;
+using TransformerDecoderLayerOptions = TransformerLayerOptions;
+
+/// Keyword arguments of TransformerEncoderLayer::forward and TransformerEncoder::forward
+/// (PyTorch's; TransformerEncoder calls src_mask `mask`). Masks have MultiHeadAttention's
+/// semantics: bool `true` = not allowed, float = added to the scores.
+struct TransformerEncoderArgs {
+    /// bool or float, [T, T] or [B * nhead, T, T] (index b * nhead + head).
+    Tensor src_mask{};
+    /// bool or float [B, T]: true (or the added float) at padded positions.
+    Tensor src_key_padding_mask{};
+    /// Position t attends only to positions s <= t. Unlike PyTorch 2, where it is a hint that
+    /// src_mask is causal, it applies the causal mask itself (combined with src_mask if given).
+    bool is_causal = false;
+};
+
+/// Keyword arguments of TransformerDecoderLayer::forward and TransformerDecoder::forward
+/// (PyTorch's), with MultiHeadAttention's mask semantics.
+struct TransformerDecoderArgs {
+    Tensor tgt_mask{};                 ///< self-attention: bool or float [Tt, Tt] or [B * nhead, Tt, Tt]
+    Tensor memory_mask{};              ///< cross-attention: bool or float [Tt, Tm] or [B * nhead, Tt, Tm]
+    Tensor tgt_key_padding_mask{};     ///< bool or float [B, Tt]: true at padded targets
+    Tensor memory_key_padding_mask{};  ///< bool or float [B, Tm]: true at padded memory positions
+    /// Target t attends only to targets s <= t (applied, not a hint as in PyTorch 2).
+    bool tgt_is_causal = false;
+    /// Target t attends only to memory positions s <= t (applied, not a hint as in PyTorch 2).
+    bool memory_is_causal = false;
+};
+
+/// torch.nn.TransformerEncoderLayer (Vaswani et al. 2017, §3.1), always batch first:
+///   post-norm: x = norm1(x + dropout1(self_attn(x))); x = norm2(x + dropout2(ff(x)))
+///   pre-norm:  x = x + dropout1(self_attn(norm1(x))); x = x + dropout2(ff(norm2(x)))
+///   ff(x) = linear2(dropout(activation(linear1(x))))
+/// Submodules, registered in PyTorch's order and under its names so the state_dict keys are
+/// PyTorch's: `self_attn` (MultiHeadAttention: `self_attn.in_proj_weight`, `self_attn.in_proj_bias`,
+/// `self_attn.out_proj.weight`, ...), `linear1` [dim_feedforward, E], `dropout`, `linear2`
+/// [E, dim_feedforward], `norm1`, `norm2` (LayerNorm [E]), `dropout1`, `dropout2`. Initialised
+/// as PyTorch does (each submodule's own initialisation). An AttentionRecorder sees the weights
+/// [B, nhead, T, T] under `<name>.self_attn`.
+class TransformerEncoderLayer : public Module {
+public:
+    /// Draws the initial parameters from `generator`, which must outlive the layer (dropout
+    /// draws from it). Throws ValueError (d_model, nhead or dim_feedforward < 1, nhead not
+    /// dividing d_model, dropout outside [0, 1], layer_norm_eps < 0, batch_first = false, the
+    /// attention options MultiHeadAttention refuses), DTypeError.
+    explicit TransformerEncoderLayer(TransformerLayerOptions options,
+                                     Generator& generator = default_generator());
+    ~TransformerEncoderLayer() override;
+
+    /// src [B, T, E] -> [B, T, E]. Throws ShapeError (src not [B, T, d_model], masks that do not
+    /// fit, with the shapes), DTypeError (src not of the parameters' dtype, mask dtypes).
+    Tensor forward(const Tensor& src, const TransformerEncoderArgs& args = {}) const;
+
+    std::string type_name() const override { return "TransformerEncoderLayer"; }
+    std::string extra_repr() const override;
+
+    const TransformerLayerOptions& options() const { return options_; }
+    /// The self-attention, registered as "self_attn".
+    const MultiHeadAttention& self_attn() const { return *self_attn_; }
+
+protected:
+    void dtype_changed(DType dtype) override { options_.dtype = dtype; }
+
+private:
+    TransformerLayerOptions options_;
+    std::shared_ptr<MultiHeadAttention> self_attn_;
+    std::shared_ptr<Linear> linear1_, linear2_;
+    std::shared_ptr<LayerNorm> norm1_, norm2_;
+    std::shared_ptr<Dropout> dropout_, dropout1_, dropout2_;
+};
+
+/// torch.nn.TransformerDecoderLayer (Vaswani et al. 2017, §3.1), always batch first:
+///   post-norm: x = norm1(x + dropout1(self_attn(x))); x = norm2(x + dropout2(multihead_attn(x, memory)));
+///              x = norm3(x + dropout3(ff(x)))
+///   pre-norm:  x = x + dropout1(self_attn(norm1(x))); x = x + dropout2(multihead_attn(norm2(x), memory));
+///              x = x + dropout3(ff(norm3(x)))
+/// Submodules in PyTorch's order and names: `self_attn`, `multihead_attn` (cross-attention over
+/// the memory), `linear1`, `dropout`, `linear2`, `norm1`, `norm2`, `norm3`, `dropout1`,
+/// `dropout2`, `dropout3`. An AttentionRecorder sees `<name>.self_attn` [B, nhead, Tt, Tt] and
+/// `<name>.multihead_attn` [B, nhead, Tt, Tm].
+class TransformerDecoderLayer : public Module {
+public:
+    /// Throws as TransformerEncoderLayer's constructor.
+    explicit TransformerDecoderLayer(TransformerLayerOptions options,
+                                     Generator& generator = default_generator());
+    ~TransformerDecoderLayer() override;
+
+    /// tgt [B, Tt, E], memory [B, Tm, E] -> [B, Tt, E]. Throws ShapeError (tgt or memory not
+    /// [B, T, d_model], batch sizes that differ, masks that do not fit), DTypeError.
+    Tensor forward(const Tensor& tgt, const Tensor& memory, const TransformerDecoderArgs& args = {}) const;
+
+    std::string type_name() const override { return "TransformerDecoderLayer"; }
+    std::string extra_repr() const override;
+
+    const TransformerLayerOptions& options() const { return options_; }
+    /// The self-attention over the targets, registered as "self_attn".
+    const MultiHeadAttention& self_attn() const { return *self_attn_; }
+    /// The cross-attention over the memory, registered as "multihead_attn".
+    const MultiHeadAttention& multihead_attn() const { return *multihead_attn_; }
+
+protected:
+    void dtype_changed(DType dtype) override { options_.dtype = dtype; }
+
+private:
+    TransformerLayerOptions options_;
+    std::shared_ptr<MultiHeadAttention> self_attn_, multihead_attn_;
+    std::shared_ptr<Linear> linear1_, linear2_;
+    std::shared_ptr<LayerNorm> norm1_, norm2_, norm3_;
+    std::shared_ptr<Dropout> dropout_, dropout1_, dropout2_, dropout3_;
+};
+
+/// Options of TransformerEncoder and TransformerDecoder.
+struct TransformerStackOptions {
+    TransformerLayerOptions layer{};  ///< options of every layer
+    std::int64_t num_layers = 1;      ///< number of layers (>= 1)
+    /// A final LayerNorm(d_model, layer_norm_eps, bias) registered as "norm" (PyTorch's `norm`
+    /// argument, as nn.Transformer passes it; usual with norm_first).
+    bool norm = false;
+};
+using TransformerEncoderOptions = TransformerStackOptions;
+using TransformerDecoderOptions = TransformerStackOptions;
+
+/// torch.nn.TransformerEncoder: num_layers TransformerEncoderLayers applied in turn, then the
+/// optional final `norm`. Layers are registered in a ModuleList "layers", so the keys are
+/// PyTorch's: `layers.0.self_attn.in_proj_weight`, `layers.1.linear1.weight`, ...,
+/// `norm.weight`. Documented difference: each layer draws its own initial parameters
+/// (PyTorch deep-copies one layer, so its layers start equal).
+class TransformerEncoder : public Module {
+public:
+    /// Throws ValueError (num_layers < 1) and as TransformerEncoderLayer's constructor.
+    explicit TransformerEncoder(TransformerStackOptions options, Generator& generator = default_generator());
+    ~TransformerEncoder() override;
+
+    /// src [B, T, E] -> [B, T, E]; every layer gets the same args. Throws as
+    /// TransformerEncoderLayer::forward.
+    Tensor forward(const Tensor& src, const TransformerEncoderArgs& args = {}) const;
+
+    std::string type_name() const override { return "TransformerEncoder"; }
+    std::string extra_repr() const override;
+
+    const TransformerStackOptions& options() const { return options_; }
+    /// Layer `index` (in [0, num_layers)). Throws IndexError.
+    const TransformerEncoderLayer& layer(std::size_t index) const;
+
+protected:
+    void dtype_changed(DType dtype) override { options_.layer.dtype = dtype; }
+
+private:
+    TransformerStackOptions options_;
+    std::vector<std::shared_ptr<TransformerEncoderLayer>> layers_;
+    std::shared_ptr<LayerNorm> norm_;
+};
+
+/// torch.nn.TransformerDecoder: num_layers TransformerDecoderLayers, each attending over the same
+/// memory, then the optional final `norm`. Keys: `layers.0.self_attn.in_proj_weight`,
+/// `layers.0.multihead_attn.out_proj.weight`, `layers.0.norm3.bias`, ..., `norm.weight`.
+/// Each layer draws its own initial parameters (PyTorch: copies of one layer).
+class TransformerDecoder : public Module {
+public:
+    /// Throws ValueError (num_layers < 1) and as TransformerDecoderLayer's constructor.
+    explicit TransformerDecoder(TransformerStackOptions options, Generator& generator = default_generator());
+    ~TransformerDecoder() override;
+
+    /// tgt [B, Tt, E], memory [B, Tm, E] -> [B, Tt, E]; every layer gets the same args. Throws as
+    /// TransformerDecoderLayer::forward.
+    Tensor forward(const Tensor& tgt, const Tensor& memory, const TransformerDecoderArgs& args = {}) const;
+
+    std::string type_name() const override { return "TransformerDecoder"; }
+    std::string extra_repr() const override;
+
+    const TransformerStackOptions& options() const { return options_; }
+    /// Layer `index` (in [0, num_layers)). Throws IndexError.
+    const TransformerDecoderLayer& layer(std::size_t index) const;
+
+protected:
+    void dtype_changed(DType dtype) override { options_.layer.dtype = dtype; }
+
+private:
+    TransformerStackOptions options_;
+    std::vector<std::shared_ptr<TransformerDecoderLayer>> layers_;
+    std::shared_ptr<LayerNorm> norm_;
+};
+
+}  // namespace attograd::nn
