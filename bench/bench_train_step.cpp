@@ -18,6 +18,7 @@
 // own speed before and after it (bench::fma_gflops): on this VM another guest sometimes slows
 // one core by up to 40 % without any steal showing, and then every multi-threaded figure moves.
 #include "attograd.hpp"
+#include "core/gemm.hpp"
 #include "optim/optim.hpp"
 #include "timing.hpp"
 
@@ -83,17 +84,32 @@ double time_config(const Config& c) {
     });
 }
 
+// Floating-point operations of one step's products (2 per multiply-add), forward + backward
+// (backward: two products per forward product, dX and dW or dQ and dK ...):
+//   projections: in_proj [BT, E] x [E, 3E], out_proj [BT, E] x [E, E], head [BT, E] x [E, 16]:
+//     3 x 2 BT (4 E^2 + 16 E)
+//   attention: scores and weighted sum, 2 x 2 B T K E forward (K = T keys, or 2D + 1 for the band),
+//     four products in backward: 12 B T K E.
+// Softmax, cross-entropy, Adam and the embedding are left out: the floor is the products alone.
+double step_flops(const Config& c) {
+    const double bt = static_cast<double>(c.batch * c.time), e = static_cast<double>(c.embed);
+    const double keys = c.window >= 0 ? static_cast<double>(2 * c.window + 1) : static_cast<double>(c.time);
+    return 6.0 * bt * (4.0 * e * e + 16.0 * e) + 12.0 * bt * keys * e;
+}
+
 // The LibTorch figure of one configuration from libtorch_train_step beside this program, or
-// a negative value when that program was not built.
-double libtorch_ms(const std::filesystem::path& self, const std::string& name, int threads) {
+// a negative value when that program was not built; `blas` gets the BLAS library it loaded.
+double libtorch_ms(const std::filesystem::path& self, const std::string& name, int threads,
+                   std::string& blas) {
     const auto peer = self.parent_path() / "libtorch_train_step";
     if (!std::filesystem::exists(peer)) return -1.0;
     const std::string args = threads > 0 ? fmt::format(" --threads {} {}", threads, name) : " " + name;
     FILE* pipe = popen((peer.string() + args).c_str(), "r");
     if (pipe == nullptr) return -1.0;
-    char got[64];
+    char got[512];
     double ms = -1.0;
-    if (std::fscanf(pipe, "%63s %lf", got, &ms) != 2 || got != name) ms = -1.0;
+    if (std::fscanf(pipe, "blas %511s", got) == 1) blas = got;
+    if (std::fscanf(pipe, "%511s %lf", got, &ms) != 2 || got != name) ms = -1.0;
     pclose(pipe);
     return ms;
 }
@@ -114,12 +130,18 @@ int main(int argc, char** argv) {
                         omp_get_max_threads());
         std::fclose(load);
     }
-    std::printf("%-7s %-28s %12s %12s %9s\n", "config", "shape", "attograd ms", "libtorch ms", "speed-up");
     const auto core_check = [] {
         const double one = bench::fma_gflops(1), all = bench::fma_gflops(omp_get_max_threads());
         return 100.0 * all / (one * omp_get_max_threads());
     };
     const double cores_before = core_check();
+    // The floor: the step's product FLOPs at the threads' measured multiply-add peak.
+    const double peak_before = bench::fma_gflops(omp_get_max_threads());
+    std::printf("multiply-add peak of %d threads: %.0f GFLOP/s (gemm backend: %s)\n", omp_get_max_threads(),
+                peak_before, detail::gemm_backend());
+    std::printf("%-7s %-28s %8s %9s %12s %12s %9s %10s %10s\n", "config", "shape", "MFLOP", "floor ms",
+                "attograd ms", "libtorch ms", "speed-up", "ours/floor", "torch/floor");
+    std::string blas = "not run";
     const bench::CpuTicks start = bench::cpu_ticks();
     constexpr int kRounds = 3;
     for (const auto& c : configs) {
@@ -127,19 +149,24 @@ int main(int argc, char** argv) {
         std::vector<double> ours, torch;
         for (int round = 0; round < kRounds; ++round) {
             ours.push_back(time_config(c));
-            torch.push_back(libtorch_ms(self, c.name, threads));
+            torch.push_back(libtorch_ms(self, c.name, threads, blas));
         }
         const std::string shape = fmt::format("B={} T={} E={} h={}{}", c.batch, c.time, c.embed, c.heads,
                                               c.window >= 0 ? fmt::format(" D={}", c.window) : "");
+        const double flops = step_flops(c), floor_ms = flops / (peak_before * 1e9) * 1e3;
+        const double our_ms = bench::median(ours), torch_ms = bench::median(torch);
         if (torch.back() > 0)
-            std::printf("%-7s %-28s %12.3f %12.3f %8.2fx\n", c.name.c_str(), shape.c_str(),
-                        bench::median(ours), bench::median(torch),
-                        bench::median(torch) / bench::median(ours));
+            std::printf("%-7s %-28s %8.1f %9.3f %12.3f %12.3f %8.2fx %9.2fx %9.2fx\n", c.name.c_str(),
+                        shape.c_str(), flops * 1e-6, floor_ms, our_ms, torch_ms, torch_ms / our_ms,
+                        our_ms / floor_ms, torch_ms / floor_ms);
         else
-            std::printf("%-7s %-28s %12.3f %12s %9s\n", c.name.c_str(), shape.c_str(), bench::median(ours),
-                        "-", "-");
+            std::printf("%-7s %-28s %8.1f %9.3f %12.3f %12s %9s %9.2fx %10s\n", c.name.c_str(), shape.c_str(),
+                        flops * 1e-6, floor_ms, our_ms, "-", "-", our_ms / floor_ms, "-");
         std::fflush(stdout);
     }
+    std::printf("LibTorch's BLAS: %s\n", blas.c_str());
+    std::printf("multiply-add peak of %d threads after the run: %.0f GFLOP/s\n", omp_get_max_threads(),
+                bench::fma_gflops(omp_get_max_threads()));
     const double steal = bench::steal_percent_since(start);
     std::printf(
         "CPU time stolen by the host during the run: %.1f %%; %d threads ran at %.0f %% (before) and "

@@ -3,8 +3,11 @@
 #include "core/ops_attention.hpp"
 
 #include "core/autograd.hpp"
+#include "core/flash_attention.hpp"
 #include "core/fused_attention_common.hpp"
+#include "core/gemm.hpp"
 #include "core/parallel.hpp"
+#include "core/sdpa_common.hpp"
 
 #include <Eigen/Core>
 
@@ -18,75 +21,35 @@ namespace {
 template <class T>
 using RowMatrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 template <class T>
-using BlockMap = Eigen::Map<RowMatrix<T>, 0, Eigen::OuterStride<>>;
-template <class T>
-using ConstBlockMap = Eigen::Map<const RowMatrix<T>, 0, Eigen::OuterStride<>>;
-template <class T>
 using MatrixMap = Eigen::Map<RowMatrix<T>>;
 template <class T>
 using ConstMatrixMap = Eigen::Map<const RowMatrix<T>>;
 
 using detail::heads_major;
 
-// Everything the kernels need to know about one call, besides the data pointers.
-struct Geometry : detail::HeadGeometry {
-    // Strides of the additive mask over [B, h, Tq, Tk] (0 on broadcast dimensions).
-    std::int64_t mask_b = 0, mask_h = 0, mask_t = 0, mask_s = 0;
-    double scale = 1.0;
-    // Dropout: active only while training with p > 0; one seed per (batch, head) block.
-    double dropout_p = 0.0;
-    std::vector<std::uint64_t> seeds{};
-    bool dropout_active() const { return !seeds.empty(); }
-    // Enough work per call to be worth a parallel region.
-    bool parallel() const {
-        return blocks() > 1 &&
-               detail::worth_parallel(blocks() * tq * tk * (d + dv), detail::kMinParallelGemmWork);
-    }
-};
+using detail::apply_dropout;
+using detail::kBlocksPerGrab;
+using Geometry = detail::SdpaGeometry;
 
-// (batch, head) blocks a thread takes at a time: threads that come free take more, so a core
-// that runs slower for a while (a shared machine) does not hold the others up.
-constexpr int kBlocksPerGrab = 4;
+// Keys from which a call without need_weights takes the flash path. Below, the kernel that keeps
+// the weights is faster (its backward recomputes no scores or exp; bench_global_attention, one
+// thread: 0.87x at T = 512, 0.83x at 1024, 0.98x at 2048, faster from 4096 on) and its
+// [Tq, Tk] buffer is at most 16 MB per (batch, head) in float32.
+constexpr std::int64_t kFlashMinKeys = 2048;
 
-// A small counter-based generator (SplitMix64): each block's dropout mask is regenerated from
-// its seed in backward instead of being stored.
-struct SplitMix64 {
-    std::uint64_t state;
-    std::uint64_t next() {
-        std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-        return z ^ (z >> 31);
-    }
-};
-
-// dst = src * M / (1 - p) for the block's dropout mask M (keep with probability 1 - p);
-// dst may equal src. The same seed gives the same mask in forward and backward.
-template <class T>
-void apply_dropout(const T* src, T* dst, std::int64_t n, double p, std::uint64_t seed) {
-    SplitMix64 rng{seed};
-    const T keep_scale = p >= 1.0 ? T(0) : static_cast<T>(1.0 / (1.0 - p));
-    for (std::int64_t i = 0; i < n; ++i) {
-        const double u = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;
-        dst[i] = u >= p ? src[i] * keep_scale : T(0);
-    }
-}
-
-// Per-thread scratch of at least n elements, kept across calls (no allocation per step).
 template <class T>
 T* scratch(int slot, std::int64_t n) {
-    thread_local std::vector<T> buffers[2];
-    auto& buffer = buffers[slot];
-    if (buffer.size() < static_cast<std::size_t>(n)) buffer.resize(static_cast<std::size_t>(n));
-    return buffer.data();
+    return detail::sdpa_scratch<T>(slot, n);
 }
 
-// Adds the mask to the scores of block (b, h), then softmax over each row in place; a row
-// that is all -inf becomes all zero.
+// Scales the scores q k^T of block (b, h) and adds the mask, then softmax over each row in
+// place; a row that is all -inf becomes all zero.
 template <class T>
 void masked_softmax_rows(const Geometry& g, std::int64_t b, std::int64_t h, const T* mask, T* scores) {
+    const T scale = static_cast<T>(g.scale);
     for (std::int64_t t = 0; t < g.tq; ++t) {
         Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> row(scores + t * g.tk, g.tk);
+        row *= scale;
         if (mask != nullptr) {
             const T* m = mask + b * g.mask_b + h * g.mask_h + t * g.mask_t;
             if (g.mask_s == 0)
@@ -117,34 +80,33 @@ void masked_softmax_rows(const Geometry& g, std::int64_t b, std::int64_t h, cons
     }
 }
 
-// scores P = softmax(scale q k^T + mask) -> weights; output = dropout(P) v.
-// Each block zeroes its own part of `out` (and of dq, dk, dv in backward) and adds its products
-// into it: Eigen's `C = A B` on a strided block would zero it row by row inside the GEMM call,
-// and zeroing the whole tensor up front is one serial pass while the other threads wait.
+// scores P = softmax(scale q k^T + mask) -> weights; output = dropout(P) v. Every product
+// writes its whole block (core/gemm.hpp), so no output needs zeroing first.
 template <class T>
 void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const T* mask, T* out,
                     T* weights) {
-    const T scale = static_cast<T>(g.scale);
 #pragma omp parallel for schedule(dynamic, kBlocksPerGrab) if (g.parallel())
     for (std::int64_t bh = 0; bh < g.blocks(); ++bh) {
         const std::int64_t b = bh / g.heads, h = bh % g.heads;
-        const ConstBlockMap<T> Q(q + g.q.at(b, h), g.tq, g.d, Eigen::OuterStride<>(g.q.row));
-        const ConstBlockMap<T> K(k + g.k.at(b, h), g.tk, g.d, Eigen::OuterStride<>(g.k.row));
-        const ConstBlockMap<T> V(v + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row));
-        BlockMap<T> O(out + g.out.at(b, h), g.tq, g.dv, Eigen::OuterStride<>(g.out.row));
-        MatrixMap<T> P(weights + bh * g.tq * g.tk, g.tq, g.tk);
-        O.setZero();
-        if (g.tk == 0) continue;
-        P.noalias() = (scale * Q) * K.transpose();
-        masked_softmax_rows(g, b, h, mask, P.data());
-        if (g.dropout_active()) {
-            MatrixMap<T> dropped(scratch<T>(0, g.tq * g.tk), g.tq, g.tk);
-            apply_dropout(P.data(), dropped.data(), g.tq * g.tk, g.dropout_p,
-                          g.seeds[static_cast<std::size_t>(bh)]);
-            O.noalias() += dropped * V;
-        } else {
-            O.noalias() += P * V;
+        T* o = out + g.out.at(b, h);
+        T* p = weights + bh * g.tq * g.tk;
+        if (g.tk == 0) {  // no keys: a zero output
+            detail::zero_block(o, g.tq, g.dv, g.out.row);
+            continue;
         }
+        // S [Tq, Tk] = Q K^T, scaled inside the softmax
+        detail::gemm(g.tq, g.tk, g.d, q + g.q.at(b, h), g.q.row, false, k + g.k.at(b, h), g.k.row, true, p,
+                     g.tk, false);
+        masked_softmax_rows(g, b, h, mask, p);
+        const T* pv = p;
+        if (g.dropout_active()) {
+            T* dropped = scratch<T>(0, g.tq * g.tk);
+            apply_dropout(p, dropped, g.tq * g.tk, g.dropout_p, g.seeds[static_cast<std::size_t>(bh)]);
+            pv = dropped;
+        }
+        // O [Tq, dv] = Pd V
+        detail::gemm(g.tq, g.dv, g.tk, pv, g.tk, false, v + g.v.at(b, h), g.v.row, false, o, g.out.row,
+                     false);
     }
 }
 
@@ -167,47 +129,47 @@ void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
         const std::int64_t b = bh / g.heads, h = bh % g.heads;
         const std::int64_t plane = g.tq * g.tk;
         const auto seed = g.dropout_active() ? g.seeds[static_cast<std::size_t>(bh)] : 0;
-        const ConstBlockMap<T> Q(a.q + g.q.at(b, h), g.tq, g.d, Eigen::OuterStride<>(g.q.row));
-        const ConstBlockMap<T> K(a.k + g.k.at(b, h), g.tk, g.d, Eigen::OuterStride<>(g.k.row));
-        const ConstMatrixMap<T> P(a.weights + bh * plane, g.tq, g.tk);
-        MatrixMap<T> dP(scratch<T>(0, plane), g.tq, g.tk);
-        if (a.dv != nullptr)
-            BlockMap<T>(a.dv + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row)).setZero();
+        const T* q = a.q + g.q.at(b, h);
+        const T* k = a.k + g.k.at(b, h);
+        const T* P = a.weights + bh * plane;
+        T* dP = scratch<T>(0, plane);
+        T* dv = a.dv != nullptr ? a.dv + g.v.at(b, h) : nullptr;
         if (a.dout != nullptr) {
-            const ConstBlockMap<T> V(a.v + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row));
-            const ConstBlockMap<T> dO(a.dout + g.out.at(b, h), g.tq, g.dv, Eigen::OuterStride<>(g.out.row));
-            if (a.dv != nullptr) {
-                BlockMap<T> dV(a.dv + g.v.at(b, h), g.tk, g.dv, Eigen::OuterStride<>(g.v.row));
+            const T* dO = a.dout + g.out.at(b, h);
+            if (dv != nullptr) {
+                const T* pd = P;
                 if (g.dropout_active()) {
-                    MatrixMap<T> dropped(scratch<T>(1, plane), g.tq, g.tk);
-                    apply_dropout(P.data(), dropped.data(), plane, g.dropout_p, seed);
-                    dV.noalias() += dropped.transpose() * dO;
-                } else {
-                    dV.noalias() += P.transpose() * dO;
+                    T* dropped = scratch<T>(1, plane);
+                    apply_dropout(P, dropped, plane, g.dropout_p, seed);
+                    pd = dropped;
                 }
+                // dV [Tk, dv] = Pd^T dO
+                detail::gemm(g.tk, g.dv, g.tq, pd, g.tk, true, dO, g.out.row, false, dv, g.v.row, false);
             }
-            dP.noalias() = dO * V.transpose();
-            if (g.dropout_active()) apply_dropout(dP.data(), dP.data(), plane, g.dropout_p, seed);
+            // dPd [Tq, Tk] = dO V^T
+            detail::gemm(g.tq, g.tk, g.dv, dO, g.out.row, false, a.v + g.v.at(b, h), g.v.row, true, dP, g.tk,
+                         false);
+            if (g.dropout_active()) apply_dropout(dP, dP, plane, g.dropout_p, seed);
         } else {
-            dP.setZero();
+            if (dv != nullptr) detail::zero_block(dv, g.tk, g.dv, g.v.row);
+            std::fill_n(dP, plane, T(0));
         }
-        if (a.dweights != nullptr) dP += ConstMatrixMap<T>(a.dweights + bh * plane, g.tq, g.tk);
+        if (a.dweights != nullptr)
+            MatrixMap<T>(dP, g.tq, g.tk) += ConstMatrixMap<T>(a.dweights + bh * plane, g.tq, g.tk);
+        // dP becomes scale * dS, so that the two products below need no scaling
         for (std::int64_t t = 0; t < g.tq; ++t) {
-            auto dp = dP.row(t).array();
-            const auto p = P.row(t).array();
+            Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> dp(dP + t * g.tk, g.tk);
+            const Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>> p(P + t * g.tk, g.tk);
             const T dot = (dp * p).sum();
-            dp = p * (dp - dot);
+            dp = scale * p * (dp - dot);
         }
-        if (a.dq != nullptr) {
-            BlockMap<T> dQ(a.dq + g.q.at(b, h), g.tq, g.d, Eigen::OuterStride<>(g.q.row));
-            dQ.setZero();
-            dQ.noalias() += (scale * dP) * K;
-        }
-        if (a.dk != nullptr) {
-            BlockMap<T> dK(a.dk + g.k.at(b, h), g.tk, g.d, Eigen::OuterStride<>(g.k.row));
-            dK.setZero();
-            dK.noalias() += (scale * dP.transpose()) * Q;
-        }
+        // dQ [Tq, d] = scale dS K; dK [Tk, d] = scale dS^T Q
+        if (a.dq != nullptr)
+            detail::gemm(g.tq, g.d, g.tk, dP, g.tk, false, k, g.k.row, false, a.dq + g.q.at(b, h), g.q.row,
+                         false);
+        if (a.dk != nullptr)
+            detail::gemm(g.tk, g.d, g.tq, dP, g.tk, true, q, g.q.row, false, a.dk + g.k.at(b, h), g.k.row,
+                         false);
     }
 }
 
@@ -245,42 +207,21 @@ void prepare(Geometry& g, const Tensor& q, const SdpaOptions& o, const char* op)
     }
 }
 
-// Runs the kernels for q, k, v (one tensor when `packed`) and records the tape entries:
-// one for the output and one for the weights (whose backward runs only when they are used).
-SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, bool packed, Geometry g,
-               const Shape& out_shape, const SdpaOptions& options) {
-    prepare(g, q, options, op);
-    Tensor out = empty(out_shape, {.dtype = q.dtype()});  // every block writes its part
-    Tensor weights = empty({g.batch, g.heads, g.tq, g.tk}, {.dtype = q.dtype()});
-    const Tensor mask = options.attn_mask;
-    dispatch_floating(q.dtype(), op, [&]<class T>(T) {
-        forward_kernel<T>(g, q.data<T>(), k.data<T>(), v.data<T>(), detail::data_or_null<T>(mask),
-                          out.data<T>(), weights.data<T>());
-    });
-    if (!autograd::needs_record({&q, &k, &v})) return {out, weights};
-
-    // Gradients for every input that needs one; a packed qkv gets one tensor for all three.
-    auto backward = [packed, q, k, v](const Geometry& geo, const Tensor& p, const Tensor& dout,
-                                      const Tensor& dweights, autograd::Gradients& grads, bool with_v) {
-        Tensor dq, dk, dv;  // every block writes its parts
+// Gradient buffers for the inputs that need one (every block writes its parts); a packed qkv
+// gets one tensor for all three.
+struct InputGrads {
+    Tensor dq, dk, dv;
+    InputGrads(bool packed, const Tensor& q, const Tensor& k, const Tensor& v,
+               const autograd::Gradients& grads, bool with_v) {
         if (packed) {
             dq = dk = dv = empty(q.shape(), {.dtype = q.dtype()});
-        } else {
-            if (grads.needs(0)) dq = empty(q.shape(), {.dtype = q.dtype()});
-            if (grads.needs(1)) dk = empty(k.shape(), {.dtype = k.dtype()});
-            if (with_v && grads.needs(2)) dv = empty(v.shape(), {.dtype = v.dtype()});
+            return;
         }
-        dispatch_floating(q.dtype(), "attention backward", [&]<class T>(T) {
-            backward_kernel<T>(geo, {.q = q.data<T>(),
-                                     .k = k.data<T>(),
-                                     .v = v.data<T>(),
-                                     .weights = p.data<T>(),
-                                     .dout = detail::data_or_null<T>(dout),
-                                     .dweights = detail::data_or_null<T>(dweights),
-                                     .dq = detail::data_or_null<T>(dq),
-                                     .dk = detail::data_or_null<T>(dk),
-                                     .dv = detail::data_or_null<T>(dv)});
-        });
+        if (grads.needs(0)) dq = empty(q.shape(), {.dtype = q.dtype()});
+        if (grads.needs(1)) dk = empty(k.shape(), {.dtype = k.dtype()});
+        if (with_v && grads.needs(2)) dv = empty(v.shape(), {.dtype = v.dtype()});
+    }
+    void add_to(autograd::Gradients& grads, bool packed) const {
         if (packed) {
             grads.add(0, dq);
             return;
@@ -288,24 +229,96 @@ SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
         if (dq.defined()) grads.add(0, dq);
         if (dk.defined()) grads.add(1, dk);
         if (dv.defined()) grads.add(2, dv);
+    }
+};
+
+// The flash path (core/flash_attention.hpp): no [Tq, Tk] weights; the output entry saves the
+// output and the log-sum-exp of each query's scores, and backward recomputes the scores tile
+// by tile.
+SdpaResult run_flash(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, bool packed,
+                     const Geometry& g, const Shape& out_shape, const Tensor& mask) {
+    Tensor out = empty(out_shape, {.dtype = q.dtype()});  // every tile writes its part
+    Tensor lse = empty({g.blocks(), g.tq}, {.dtype = q.dtype()});
+    dispatch_floating(q.dtype(), op, [&]<class T>(T) {
+        detail::flash_forward<T>(g, q.data<T>(), k.data<T>(), v.data<T>(), detail::data_or_null<T>(mask),
+                                 out.data<T>(), lse.data<T>());
+    });
+    if (!autograd::needs_record({&q, &k, &v})) return {out, Tensor()};
+    const std::vector<Tensor> inputs = packed ? std::vector<Tensor>{q} : std::vector<Tensor>{q, k, v};
+    autograd::record(
+        op, inputs, out,
+        [packed, q, k, v, g, mask, lse, o = out.detach()](const Tensor& dy, autograd::Gradients& grads) {
+            InputGrads d(packed, q, k, v, grads, true);
+            dispatch_floating(q.dtype(), "attention backward", [&]<class T>(T) {
+                detail::flash_backward<T>(g, {.q = q.data<T>(),
+                                              .k = k.data<T>(),
+                                              .v = v.data<T>(),
+                                              .mask = detail::data_or_null<T>(mask),
+                                              .out = o.data<T>(),
+                                              .lse = lse.data<T>(),
+                                              .dout = dy.data<T>(),
+                                              .dq = detail::data_or_null<T>(d.dq),
+                                              .dk = detail::data_or_null<T>(d.dk),
+                                              .dv = detail::data_or_null<T>(d.dv)});
+            });
+            d.add_to(grads, packed);
+        });
+    return {out, Tensor()};
+}
+
+// Runs the kernels for q, k, v (one tensor when `packed`) and records the tape entries:
+// one for the output and one for the weights (whose backward runs only when they are used).
+// Without need_weights, long sequences take the flash path (see kFlashMinKeys).
+SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, bool packed, Geometry g,
+               const Shape& out_shape, const SdpaOptions& options) {
+    prepare(g, q, options, op);
+    const Tensor mask = options.attn_mask;
+    if (!options.need_weights && g.tk >= kFlashMinKeys)
+        return run_flash(op, q, k, v, packed, g, out_shape, mask);
+    Tensor out = empty(out_shape, {.dtype = q.dtype()});  // every block writes its part
+    Tensor weights = empty({g.batch, g.heads, g.tq, g.tk}, {.dtype = q.dtype()});
+    dispatch_floating(q.dtype(), op, [&]<class T>(T) {
+        forward_kernel<T>(g, q.data<T>(), k.data<T>(), v.data<T>(), detail::data_or_null<T>(mask),
+                          out.data<T>(), weights.data<T>());
+    });
+    const Tensor returned = options.need_weights ? weights : Tensor();
+    if (!autograd::needs_record({&q, &k, &v})) return {out, returned};
+
+    auto backward = [packed, q, k, v](const Geometry& geo, const Tensor& p, const Tensor& dout,
+                                      const Tensor& dweights, autograd::Gradients& grads, bool with_v) {
+        InputGrads d(packed, q, k, v, grads, with_v);
+        dispatch_floating(q.dtype(), "attention backward", [&]<class T>(T) {
+            backward_kernel<T>(geo, {.q = q.data<T>(),
+                                     .k = k.data<T>(),
+                                     .v = v.data<T>(),
+                                     .weights = p.data<T>(),
+                                     .dout = detail::data_or_null<T>(dout),
+                                     .dweights = detail::data_or_null<T>(dweights),
+                                     .dq = detail::data_or_null<T>(d.dq),
+                                     .dk = detail::data_or_null<T>(d.dk),
+                                     .dv = detail::data_or_null<T>(d.dv)});
+        });
+        d.add_to(grads, packed);
     };
     const std::vector<Tensor> inputs = packed ? std::vector<Tensor>{q} : std::vector<Tensor>{q, k, v};
     // Through the weights alone: dS = P * (dW - rowsum(dW * P)); v gets no gradient. This entry
     // holds the weights weakly (it produces them: a strong reference would keep it alive), and
     // it is recorded first so that the output's entry, which holds them strongly, comes later
     // on the tape, as every consumer does, and a sweep releases both in one pass.
-    std::weak_ptr<detail::TensorImpl> weak_weights = weights.impl();
-    autograd::record("attention_weights", inputs, weights,
-                     [backward, g, weak_weights](const Tensor& dw, autograd::Gradients& grads) {
-                         const Tensor p(weak_weights.lock());
-                         AG_ASSERT(p.defined(), "attention weights released before their backward");
-                         backward(g, p, Tensor(), dw, grads, false);
-                     });
+    if (options.need_weights) {
+        std::weak_ptr<detail::TensorImpl> weak_weights = weights.impl();
+        autograd::record("attention_weights", inputs, weights,
+                         [backward, g, weak_weights](const Tensor& dw, autograd::Gradients& grads) {
+                             const Tensor p(weak_weights.lock());
+                             AG_ASSERT(p.defined(), "attention weights released before their backward");
+                             backward(g, p, Tensor(), dw, grads, false);
+                         });
+    }
     // dV = Pd^T dO, dS = P * (dPd M / (1 - p) - rowsum(...)), dQ = scale dS K, dK = scale dS^T Q
     autograd::record(op, inputs, out, [backward, g, weights](const Tensor& dy, autograd::Gradients& grads) {
         backward(g, weights, dy, Tensor(), grads, true);
     });
-    return {out, weights};
+    return {out, returned};
 }
 
 }  // namespace

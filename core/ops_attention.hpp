@@ -24,12 +24,17 @@ struct SdpaOptions {
     bool training = false;
     /// Source of the dropout masks; default_generator() when null.
     Generator* generator = nullptr;
+    /// Return the weights. When false, SdpaResult::weights is undefined and long sequences run
+    /// a flash-style kernel (Dao et al. 2022: key tiles, online softmax, log-sum-exp saved for
+    /// backward) whose memory grows as T * d, not T^2.
+    bool need_weights = true;
 };
 
 /// The two results of a fused attention op.
 struct SdpaResult {
     Tensor output;   ///< the weighted sum of values
-    Tensor weights;  ///< [B, h, Tq, Tk] softmax weights, before dropout (rows sum to 1 or are 0)
+    Tensor weights;  ///< [B, h, Tq, Tk] softmax weights, before dropout (rows sum to 1 or are 0);
+                     ///< undefined unless SdpaOptions::need_weights
 };
 
 /// Scaled dot-product attention (Vaswani et al. 2017, eq. 1):

@@ -2,21 +2,15 @@
 #include "core/ops_matmul.hpp"
 
 #include "core/autograd.hpp"
+#include "core/gemm.hpp"
 #include "core/ops_reduce.hpp"
 #include "core/ops_shape.hpp"
 #include "core/parallel.hpp"
-
-#include <Eigen/Core>
 
 #include <algorithm>
 
 namespace attograd {
 namespace {
-
-template <class T>
-using MatrixMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
-template <class T>
-using ConstMatrixMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 
 // Multiply-adds (n * m * k summed over the batch) above which the batch is split over threads.
 
@@ -50,25 +44,16 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
                   (sa.size() == 2 && sb.size() == 2 && row_init.numel() == (transpose_b ? b_rows : b_cols)),
               "matmul_kernel: row_init needs 2-D operands and one value per column");
     // Rows [first, first + count) of C = op(A) op(B), or of C = 1 r + op(A) op(B) for a row r:
-    // Eigen's `C = A B` zeroes C and then adds the GEMM into it, so starting from r instead
-    // costs no extra pass over C.
+    // the GEMM adds onto the rows r (beta = 1), which costs no extra pass over C.
     const auto product_rows = [&]<class T>(const T* pa, const T* pb, T* po, std::int64_t first,
                                            std::int64_t count) {
-        const ConstMatrixMap<T> A(pa, a_rows, a_cols);
-        const ConstMatrixMap<T> B(pb, b_rows, b_cols);
-        auto C = MatrixMap<T>(po, n, m).middleRows(first, count);
+        T* c = po + first * m;
         if (row_init.defined())
-            C.rowwise() = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(row_init.data<T>(), m);
-        else
-            C.setZero();
-        if (!transpose_a && !transpose_b)
-            C.noalias() += A.middleRows(first, count) * B;
-        else if (transpose_a && !transpose_b)
-            C.noalias() += A.transpose().middleRows(first, count) * B;
-        else if (!transpose_a)
-            C.noalias() += A.middleRows(first, count) * B.transpose();
-        else
-            C.noalias() += A.transpose().middleRows(first, count) * B.transpose();
+            for (std::int64_t r = 0; r < count; ++r) std::copy_n(row_init.data<T>(), m, c + r * m);
+        // rows of op(A): rows of A, or columns of A when transposed
+        const T* a_rows_from = transpose_a ? pa + first : pa + first * a_cols;
+        gemm(count, m, inner, a_rows_from, a_cols, transpose_a, pb, b_cols, transpose_b, c, m,
+             row_init.defined());
     };
     const auto product = [&]<class T>(const T* pa, const T* pb, T* po) { product_rows(pa, pb, po, 0, n); };
     if (sa.size() == 2 && sb.size() == 2) {

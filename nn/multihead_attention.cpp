@@ -201,7 +201,8 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
                                .scale = o.score == Score::Dot ? std::optional<double>(1.0) : std::nullopt,
                                .dropout_p = o.dropout,
                                .training = is_training(),
-                               .generator = generator_};
+                               .generator = generator_,
+                               .need_weights = args.need_weights || attention_recording()};
         if (!score_ && self && packed_projection() && extra == 0) {
             // q, k, v from one GEMM; the kernel reads them in place and returns one gradient
             auto r = scaled_dot_product_attention_packed(

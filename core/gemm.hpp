@@ -1,0 +1,38 @@
+// Internal: the one GEMM entry point of the framework, on raw row-major pointers; it picks
+// LIBXSMM's JIT kernels or Eigen's GEMM by shape.
+#pragma once
+
+#include <cstdint>
+
+namespace attograd::detail {
+
+/// C [m, n] = op(A) [m, k] op(B) [k, n], or C += op(A) op(B) when `accumulate`. Every operand is
+/// row-major with its rows `ld*` elements apart; op(X) = X^T when `trans_*` (A is then stored
+/// [k, m], B [n, k]). Serial: callers split their work over threads themselves
+/// (core/parallel.hpp). On LIBXSMM every element of C is one dot product over k added in index
+/// order, so the result does not depend on how callers split rows, hence on the thread count;
+/// Eigen's GEMM sizes its cache blocks from m, n and k, so a row block may differ from the whole
+/// product in the last bits (as before this layer existed).
+///
+/// Kernel choice (measured on a 2-core AMD EPYC with AVX-512, fp32, one thread; figures in
+/// bench/README.md): LIBXSMM's kernels, JIT-compiled for the running CPU (AVX2 or AVX-512) and
+/// cached per shape, beat Eigen's GEMM on every shape measured, from 32 x 32 x 16 (~2.2x) to
+/// 1024 x 1024 x 1024 (~1.2x): they skip Eigen's packing, which dominates small products. So
+/// with ATTOGRAD_USE_LIBXSMM every product goes to LIBXSMM, with C cut into blocks of at most
+/// kXsmmBlockRows x kXsmmBlockCols (k whole, so that the order of each dot product stays fixed)
+/// to keep the kernels' working set in cache. LIBXSMM 1.17 has no kernel for a transposed B
+/// (row-major), so op(B) is first copied into a per-thread [k, n] buffer (k * n moves against
+/// m * n * k multiply-adds). Without LIBXSMM, or when it returns no kernel, Eigen's GEMM runs.
+template <class T>
+void gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool trans_a,
+          const T* b, std::int64_t ldb, bool trans_b, T* c, std::int64_t ldc, bool accumulate);
+
+/// The kernel library gemm() runs on: "libxsmm" or "eigen" (for benchmarks' headers).
+const char* gemm_backend();
+
+extern template void gemm<float>(std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t, bool,
+                                 const float*, std::int64_t, bool, float*, std::int64_t, bool);
+extern template void gemm<double>(std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t, bool,
+                                  const double*, std::int64_t, bool, double*, std::int64_t, bool);
+
+}  // namespace attograd::detail
