@@ -126,13 +126,13 @@ int main(int argc, char** argv) {
     const double with_all_heads = accuracy(model, held_out, reversed);
     double without_head = 0.0;
     {
-        inspect::HeadKnockout knockout(model, {{"attn1", {0}}});
+        inspect::HeadKnockout knockout(model, {{"attn1", {0, 1}}});  // both heads of the second layer
         without_head = accuracy(model, held_out, reversed);
     }
 
     // The report: a handful of lines.
     inspect::Report report{.title = "my own model: reversing digits"};
-    report.notes = {fmt::format("held-out accuracy {:.1f}%, {:.1f}% with head 0 of attn1 knocked out",
+    report.notes = {fmt::format("held-out accuracy {:.1f}%, {:.1f}% with attn1 knocked out",
                                 100 * with_all_heads, 100 * without_head)};
     report.charts = {
         {.title = "training loss", .x_label = "step", .y_label = "cross-entropy", .series = {loss_curve}}};
