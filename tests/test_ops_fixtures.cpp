@@ -4,6 +4,7 @@
 #include "helpers.hpp"
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -68,6 +69,14 @@ const std::map<std::string, Replay>& replays() {
              return mean(in[0], a.at("axes").get<std::vector<std::int64_t>>(), a.at("keepdim").get<bool>());
          }},
         {"max", [](In in, A a) { return max(in[0], axis(a), a.at("keepdim").get<bool>()).values; }},
+        {"norm",
+         [](In in, A a) {
+             const auto p = a.at("p").get<std::string>();
+             const double order = p == "inf" ? std::numeric_limits<double>::infinity() : std::stod(p);
+             const auto dims = a.at("dims").is_null() ? std::vector<std::int64_t>{}
+                                                      : a.at("dims").get<std::vector<std::int64_t>>();
+             return norm(in[0], order, dims, a.at("keepdim").get<bool>());
+         }},
         {"softmax", [](In in, A a) { return softmax(in[0], axis(a)); }},
         {"log_softmax", [](In in, A a) { return log_softmax(in[0], axis(a)); }},
         {"concat", [](In in, A a) { return concat(in, axis(a)); }},
