@@ -1,5 +1,5 @@
 // Joining, slicing and indexing: concat, stack, narrow, slice, index_select, gather, embedding,
-// masked_fill and where, each with its backward (scatter-add wherever indices may repeat).
+// masked_fill, where, triu and tril, each with its backward (scatter-add wherever indices may repeat).
 #include "core/ops_index.hpp"
 
 #include "core/autograd.hpp"
@@ -369,5 +369,40 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     }
     return out;
 }
+
+namespace {
+
+// x with the elements of each [m, n] matrix outside the kept triangle set to 0: j - i >= diagonal
+// kept (upper) or j - i <= diagonal kept (lower).
+Tensor triangle(const Tensor& x, std::int64_t diagonal, bool upper, const char* op) {
+    check_defined(x, op, "x");
+    AG_CHECK(x.dim() >= 2, ShapeError, "{}: expected at least 2 dimensions, got {}", op, x.shape());
+    const std::int64_t m = x.size(-2), n = x.size(-1);
+    const std::int64_t matrices = m * n == 0 ? 0 : x.numel() / (m * n);
+    Tensor out = empty(x.shape(), {.dtype = x.dtype()});
+    dispatch_all(x.dtype(), [&]<class T>(T) {
+        const T* px = x.data<T>();
+        T* po = out.data<T>();
+        for (std::int64_t b = 0; b < matrices; ++b)
+            for (std::int64_t i = 0; i < m; ++i)
+                for (std::int64_t j = 0; j < n; ++j) {
+                    const std::int64_t k = (b * m + i) * n + j;
+                    const bool keep = upper ? j - i >= diagonal : j - i <= diagonal;
+                    po[k] = keep ? px[k] : T(0);
+                }
+    });
+    if (autograd::needs_record({&x})) {
+        // dx = dy on the kept triangle, 0 elsewhere
+        autograd::record(op, {x}, out, [diagonal, upper, op](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, triangle(dy, diagonal, upper, op));
+        });
+    }
+    return out;
+}
+
+}  // namespace
+
+Tensor triu(const Tensor& x, std::int64_t diagonal) { return triangle(x, diagonal, true, "triu"); }
+Tensor tril(const Tensor& x, std::int64_t diagonal) { return triangle(x, diagonal, false, "tril"); }
 
 }  // namespace attograd

@@ -1,5 +1,5 @@
 // Joining, slicing and indexing: concat, stack, narrow, slice, index_select, gather, embedding,
-// masked_fill and where.
+// masked_fill, where, triu and tril.
 #pragma once
 
 #include "core/tensor.hpp"
@@ -51,5 +51,15 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 /// db = dy elsewhere, each summed back to its own shape. Throws DTypeError (condition not bool,
 /// dtypes of a and b differ), ShapeError (shapes do not broadcast).
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+
+/// Upper triangle of the last two dimensions (PyTorch's `torch.triu`): x [..., m, n] keeps
+/// x[..., i, j] where j - i >= diagonal and is 0 elsewhere. diagonal 0 keeps the main diagonal,
+/// 1 starts above it, -1 below; any offset is allowed (beyond the matrix: all kept or all 0).
+/// Any dtype. Backward: dx = triu(dy, diagonal). Throws ShapeError when x has fewer than 2
+/// dimensions.
+Tensor triu(const Tensor& x, std::int64_t diagonal = 0);
+/// Lower triangle (PyTorch's `torch.tril`): keeps x[..., i, j] where j - i <= diagonal.
+/// Backward: dx = tril(dy, diagonal). Throws ShapeError as triu.
+Tensor tril(const Tensor& x, std::int64_t diagonal = 0);
 
 }  // namespace attograd

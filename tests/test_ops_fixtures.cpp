@@ -95,6 +95,8 @@ const std::map<std::string, Replay>& replays() {
         {"embedding", [](In in, A) { return embedding(in[0], in[1]); }},
         {"masked_fill", [](In in, A a) { return masked_fill(in[0], in[1], a.at("value").get<double>()); }},
         {"where", [](In in, A) { return where(in[0], in[1], in[2]); }},
+        {"triu", [](In in, A a) { return triu(in[0], a.at("diagonal").get<std::int64_t>()); }},
+        {"tril", [](In in, A a) { return tril(in[0], a.at("diagonal").get<std::int64_t>()); }},
         {"cross_entropy", [](In in, A a) { return cross_entropy(in[0], in[1], class_options(a)); }},
         {"nll_loss", [](In in, A a) { return nll_loss(in[0], in[1], class_options(a)); }},
         {"mse_loss", [](In in, A a) { return mse_loss(in[0], in[1], reduction_of(a)); }},

@@ -155,3 +155,28 @@ TEST_CASE("where chooses elementwise with all three operands broadcasting") {
     CHECK(b.grad().at({0, 0}) == 1.0);  // one of three columns takes b
     CHECK(a.grad().at({0, 1}) == 0.0);
 }
+
+TEST_CASE("triu and tril keep a triangle of the last two dimensions") {
+    const Tensor x = rand64({2, 3, 4}, 21);
+    const Tensor up = triu(x, 1), low = tril(x, -1);
+    CHECK(up.shape() == x.shape());
+    CHECK(up.at({1, 0, 1}) == x.at({1, 0, 1}));
+    CHECK(up.at({1, 1, 1}) == 0.0);
+    CHECK(low.at({0, 2, 1}) == x.at({0, 2, 1}));
+    CHECK(low.at({0, 1, 1}) == 0.0);
+    // triu(d) + tril(d - 1) rebuilds x for any offset
+    for (std::int64_t d : {-4, -1, 0, 2, 6})
+        CHECK((triu(x, d) + tril(x, d - 1)).to_vector<double>() == x.to_vector<double>());
+    CHECK(triu(index_tensor({1, 2, 3, 4}, {2, 2})).to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>{1, 2, 0, 4});
+    for (std::int64_t d : {0, 1, -2}) {
+        CHECK_GRADCHECK([d](const std::vector<Tensor>& in) { return triu(in[0], d); },
+                        std::vector<Tensor>{x});
+        CHECK_GRADCHECK([d](const std::vector<Tensor>& in) { return tril(in[0], d); },
+                        std::vector<Tensor>{x});
+    }
+    CHECK(triu(zeros({0, 3})).shape() == Shape{0, 3});
+    CHECK_THROWS_WITH_AS(triu(zeros({3})), doctest::Contains("triu: expected at least 2 dimensions"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(tril(scalar(1.0)), doctest::Contains("tril"), ShapeError);
+}
