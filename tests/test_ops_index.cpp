@@ -180,3 +180,46 @@ TEST_CASE("triu and tril keep a triangle of the last two dimensions") {
                          ShapeError);
     CHECK_THROWS_WITH_AS(tril(scalar(1.0)), doctest::Contains("tril"), ShapeError);
 }
+
+TEST_CASE("index, slice with a step and select read like Python's indexing") {
+    using namespace attograd::indexing;
+    const Tensor x = rand64({3, 4, 5}, 31);
+    const Tensor row = x.index({1});
+    CHECK(row.shape() == Shape{4, 5});
+    CHECK(row.at({2, 3}) == x.at({1, 2, 3}));
+    const Tensor mixed = x.index({-1, Slice(1, None), Slice(None, None, 2)});  // x[-1, 1:, ::2]
+    CHECK(mixed.shape() == Shape{3, 3});
+    CHECK(mixed.at({0, 1}) == x.at({2, 1, 2}));
+    CHECK(mixed.at({2, 2}) == x.at({2, 3, 4}));
+    const Tensor last = index(x, {Ellipsis, -1});  // x[..., -1]
+    CHECK(last.shape() == Shape{3, 4});
+    CHECK(last.at({1, 2}) == x.at({1, 2, 4}));
+    CHECK(x.index({All, Ellipsis, 0}).shape() == Shape{3, 4});
+    CHECK(x.index({Slice(5, 9)}).shape() == Shape{0, 4, 5});  // clamped, empty
+    CHECK(x.index({}).shape() == x.shape());
+    CHECK(select(x, 2, -5).at({0, 0}) == x.at({0, 0, 0}));
+    const Tensor strided = slice(x, 1, 0, 4, 3);
+    CHECK(strided.shape() == Shape{3, 2, 5});
+    CHECK(strided.at({0, 1, 0}) == x.at({0, 3, 0}));
+    CHECK_GRADCHECK(
+        [](const std::vector<Tensor>& in) {
+            return in[0].index({1, Slice(None, None, 2), Slice(-3, None)});
+        },
+        std::vector<Tensor>{x});
+    CHECK_GRADCHECK(
+        [](const std::vector<Tensor>& in) {
+            return select(in[0], 0, 2) * slice(in[0], 0, 0, 3, 2).index({1});
+        },
+        std::vector<Tensor>{x});
+    CHECK_THROWS_WITH_AS(x.index({3}), doctest::Contains("index: index 3 is out of range for dimension 0"),
+                         IndexError);
+    CHECK_THROWS_WITH_AS(x.index({0, 0, 0, 0}), doctest::Contains("index: 4 indices for a tensor of rank 3"),
+                         IndexError);
+    CHECK_THROWS_WITH_AS(x.index({Ellipsis, Ellipsis}), doctest::Contains("at most one Ellipsis"),
+                         IndexError);
+    CHECK_THROWS_WITH_AS(x.index({Slice(0, 2, 0)}), doctest::Contains("step must be positive"), ValueError);
+    CHECK_THROWS_WITH_AS(slice(x, 0, 0, 2, -1), doctest::Contains("slice: step must be positive"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(select(x, 1, 4), doctest::Contains("select: index 4 is out of range"), IndexError);
+    CHECK_THROWS_WITH_AS(select(scalar(1.0), 0, 0), doctest::Contains("select"), ShapeError);
+}
