@@ -50,6 +50,9 @@ struct AttentionOptions {
     LocalMode local = LocalMode::None;
     std::int64_t window = 0;  ///< local attention's D: each query sees 2D + 1 keys (>= 0; >= 1 for local-p)
     double dropout = 0.0;     ///< dropout on the weights while training, in [0, 1]
+    /// Parameter dtype (float32 or float64), as MultiHeadAttentionOptions. Inputs must match it
+    /// when the layer has parameters (a parameter-free layer computes in its inputs' dtype).
+    DType dtype = DType::Float32;
 };
 
 /// What Attention::forward returns.
@@ -140,6 +143,9 @@ public:
     /// The score module (registered as "score").
     const AttentionScore& score() const { return *score_; }
 
+protected:
+    void dtype_changed(DType dtype) override { options_.dtype = dtype; }
+
 private:
     struct Normalised {
         Tensor weights, log_prob;
@@ -152,6 +158,7 @@ private:
     Tensor attention_dropout(const Tensor& weights) const;
 
     AttentionOptions options_;
+    bool has_parameters_ = false;  // whether inputs must match options_.dtype
     Generator* generator_;
     std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_;
     std::shared_ptr<AttentionScore> score_;

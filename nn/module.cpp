@@ -158,4 +158,11 @@ std::string to_string(const Module& module) {
     return out;
 }
 
+void check_input_dtype(const Tensor& input, DType parameters, std::string_view layer,
+                       std::string_view input_name) {
+    AG_CHECK(!input.defined() || input.dtype() == parameters, DTypeError,
+             "{}: {} is {} {} but the layer's parameters are {}", layer, input_name, input.dtype(),
+             input.shape(), parameters);
+}
+
 }  // namespace attograd::nn

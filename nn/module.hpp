@@ -100,6 +100,12 @@ private:
     bool training_ = true;
 };
 
+/// Checks that a layer's input has its parameters' dtype. Throws DTypeError naming the layer
+/// and the input: "Attention: query is float64 [2, 3, 4] but the layer's parameters are
+/// float32" (convert the input with to_dtype, or the layer with Module::to).
+void check_input_dtype(const Tensor& input, DType parameters, std::string_view layer,
+                       std::string_view input_name);
+
 /// Prints a module tree as PyTorch does: `Linear(in_features=4, out_features=8, bias=true)`,
 /// with submodules indented one per line.
 std::string to_string(const Module& module);

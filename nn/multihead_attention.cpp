@@ -138,10 +138,9 @@ void MultiHeadAttention::check_inputs(const Tensor& query, const Tensor& key, co
     AG_CHECK(key.size(1) == value.size(1), ShapeError, "{}: key {} and value {} have different lengths", kOp,
              key.shape(), value.shape());
     AG_CHECK(key.size(1) >= 1, ShapeError, "{}: needs at least one key, got key {}", kOp, key.shape());
-    for (const Tensor* t : {&query, &key, &value})
-        AG_CHECK(t->dtype() == o.dtype, DTypeError,
-                 "{}: inputs must have the parameters' dtype {}, got {} {}", kOp, o.dtype, t->dtype(),
-                 t->shape());
+    check_input_dtype(query, o.dtype, kOp, "query");
+    check_input_dtype(key, o.dtype, kOp, "key");
+    check_input_dtype(value, o.dtype, kOp, "value");
 }
 
 MultiHeadAttention::Projected MultiHeadAttention::project(const Tensor& query, const Tensor& key,
