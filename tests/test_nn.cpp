@@ -140,8 +140,8 @@ TEST_CASE("load_state_dict copies values and rejects missing, unexpected, missha
     CHECK_THROWS_WITH_AS(b.load_state_dict(misshapen),
                          doctest::Contains("'layers.0.proj.weight' has shape [4, 5]"), ShapeError);
     nn::StateDict mistyped = a.state_dict();
-    mistyped["embed.weight"] = zeros({10, 4}, {.dtype = DType::Float64});
-    CHECK_THROWS_WITH_AS(b.load_state_dict(mistyped), doctest::Contains("'embed.weight' has dtype float64"),
+    mistyped["embed.weight"] = zeros({10, 4}, {.dtype = DType::Int64});
+    CHECK_THROWS_WITH_AS(b.load_state_dict(mistyped), doctest::Contains("'embed.weight' has dtype int64"),
                          DTypeError);
     // Every failed load left b unchanged, even though the other tensors were fine.
     CHECK(max_abs_diff(b.head->weight(), before) == 0);
@@ -525,4 +525,23 @@ TEST_CASE("AttentionOptions takes a dtype for every parameter") {
     // a parameter-free layer computes in its inputs' dtype
     nn::Attention plain({.query_dim = 4}, gen);
     CHECK(plain.forward(x, x).output.dtype() == DType::Float64);
+}
+
+TEST_CASE("load_state_dict converts float64 and float32 as PyTorch's copy_ does") {
+    Generator gen(5);
+    nn::Linear f32({.in_features = 3, .out_features = 2}, gen);
+    nn::Linear f64({.in_features = 3, .out_features = 2, .dtype = DType::Float64}, gen);
+    f64.load_state_dict(f32.state_dict());  // float32 -> float64 is exact
+    CHECK(f64.weight().dtype() == DType::Float64);
+    CHECK(f64.weight().to_vector<double>() == to_dtype(f32.weight(), DType::Float64).to_vector<double>());
+    nn::StateDict precise = f64.state_dict();
+    precise["bias"] = tensor({0.1, 1e-20}, {2}, {.dtype = DType::Float64});
+    f32.load_state_dict(precise);  // float64 -> float32 rounds
+    CHECK(f32.bias().dtype() == DType::Float32);
+    CHECK(f32.bias().to_vector<float>() == std::vector<float>{0.1f, 1e-20f});
+    CHECK(f32.weight().requires_grad());
+    nn::StateDict as_bool = f32.state_dict();
+    as_bool["bias"] = zeros({2}, {.dtype = DType::Bool});
+    CHECK_THROWS_WITH_AS(f32.load_state_dict(as_bool),
+                         doctest::Contains("'bias' has dtype bool in the checkpoint"), DTypeError);
 }
