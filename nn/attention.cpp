@@ -11,6 +11,7 @@
 #include "nn/attention_recorder.hpp"
 #include "nn/head_silencing.hpp"
 #include "nn/linear.hpp"
+#include "nn/unbatched.hpp"
 
 #include <cmath>
 
@@ -110,6 +111,17 @@ AttentionOutput Attention::forward(const Tensor& query, const Tensor& inputs, co
 
 AttentionOutput Attention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                    const AttentionMasks& masks, bool need_weights) const {
+    if (query.defined() && key.defined() && value.defined() && query.dim() == 2 && key.dim() == 2 &&
+        value.dim() == 2) {  // unbatched [T, D], as PyTorch: run as a batch of one (nn/unbatched.hpp)
+        const Unbatched in(query, key, value, masks.key_padding_mask);
+        AttentionMasks batched = masks;
+        batched.key_padding_mask = in.key_padding_mask;
+        AttentionOutput out = forward(in.query, in.key, in.value, batched, need_weights);
+        for (Tensor* t :
+             {&out.output, &out.weights, &out.band_weights, &out.window_start, &out.centre, &out.log_prob})
+            *t = drop_batch(*t);
+        return out;
+    }
     const AttentionOptions& o = options_;
     AG_CHECK(query.defined() && key.defined() && value.defined(), ValueError,
              "{}: undefined query, key or value", kOp);

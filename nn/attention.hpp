@@ -116,7 +116,10 @@ public:
     /// [B, Tq, Dv'] and, when `need_weights`, weights [B, Tq, Tk]. Reports the weights to an
     /// active AttentionRecorder. Throws ShapeError naming the shapes (wrong ranks, widths,
     /// batch or key counts, Tk = 0), DTypeError (inputs' dtypes differ from the parameters'),
-    /// and the errors of check_attention_masks for bad masks.
+    /// and the errors of check_attention_masks for bad masks. Unbatched inputs (as PyTorch's
+    /// attention layers take them): query [Tq, Dq], key [Tk, Dk], value [Tk, Dv] with
+    /// key_padding_mask [Tk] -> output [Tq, Dv'], weights [Tq, Tk] (every AttentionOutput field
+    /// loses its batch dimension).
     AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
                             const AttentionMasks& masks = {}, bool need_weights = true) const;
     /// Plain attention: keys = values = inputs [B, Tk, Dk].

@@ -7,6 +7,7 @@
 #include "nn/attention_recorder.hpp"
 #include "nn/head_silencing.hpp"
 #include "nn/linear.hpp"
+#include "nn/unbatched.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -162,6 +163,14 @@ MultiHeadAttention::Projected MultiHeadAttention::project(const Tensor& query, c
 MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const Tensor& key,
                                                      const Tensor& value,
                                                      const MultiHeadAttentionArgs& args) const {
+    if (query.defined() && key.defined() && value.defined() && query.dim() == 2 && key.dim() == 2 &&
+        value.dim() == 2) {  // unbatched [T, E], as PyTorch: run as a batch of one (nn/unbatched.hpp)
+        const Unbatched in(query, key, value, args.key_padding_mask);
+        MultiHeadAttentionArgs batched = args;
+        batched.key_padding_mask = in.key_padding_mask;
+        MultiHeadAttentionOutput out = forward(in.query, in.key, in.value, batched);
+        return {drop_batch(out.output), drop_batch(out.weights)};
+    }
     check_inputs(query, key, value);
     const auto& o = options_;
     const std::int64_t batch = query.size(0), tq = query.size(1), tk = key.size(1);
