@@ -224,7 +224,7 @@ void save_safetensors(const fs::path& path, const std::map<std::string, Tensor>&
 
 SafetensorsContents read_safetensors(const fs::path& path) {
     const std::string where = fmt::format("load_safetensors: '{}'", path.string());
-    File file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    File file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // a FIFO must not block
     AG_CHECK(file.get() >= 0, IoError, "{}: cannot open: {}", where, errno_text());
     struct stat st {};
     AG_CHECK(::fstat(file.get(), &st) == 0, IoError, "{}: cannot stat: {}", where, errno_text());

@@ -3,14 +3,17 @@
 #include "commands.hpp"
 #include "evaluation.hpp"
 #include "file_io.hpp"
-#include "render_html.hpp"
+#include "report_builder.hpp"
 #include "run_dir.hpp"
+#include "snapshot_probes.hpp"
 #include "text.hpp"
 
 #include "inspect/export.hpp"
 #include "inspect/knockout.hpp"
+#include "inspect/render_html.hpp"
 #include "inspect/render_svg.hpp"
 #include "inspect/render_term.hpp"
+#include "inspect/snapshot.hpp"
 
 #include <fmt/format.h>
 
@@ -203,19 +206,17 @@ int cmd_inspect(const InspectArgs& args) {
     std::string contents;
     std::string name;
     if (args.format == "html") {
-        Report report;
-        report.title = fmt::format("attograd run: {} ({})", run.config.task.name, run.dir.string());
-        report.config = to_json(run.config);
-        report.config["progress"] = run.progress;
-        report.config.erase("vocab");
-        report.config["vocab_size"] = run.config.vocab.size();
-        const fs::path metrics = run.dir / "metrics.csv";
-        report.metrics_csv = fs::exists(metrics) ? read_file(metrics) : "";
-        report.notes = notes;
-        if (!task.info().alignment.empty())
-            report.notes.push_back("right alignment: " + task.info().alignment);
-        report.examples = examples;
-        contents = render_html(report);
+        inspect::Report report = build_report(run, examples, notes);
+        const fs::path snapshots = run.dir / snapshot_file;
+        if (fs::exists(snapshots)) {
+            try {
+                report.snapshots = inspect::load_snapshots(snapshots);
+            } catch (const Error& e) {  // the report is still worth having without them
+                fmt::print(stderr, "attograd: warning: {}; the report has no training replay\n", e.what());
+                report.notes.push_back(fmt::format("attention snapshots could not be read: {}", e.what()));
+            }
+        }
+        contents = inspect::render_html(report);
         name = "report.html";
     } else if (args.format == "csv") {
         contents = inspect::to_csv(examples);

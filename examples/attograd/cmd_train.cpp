@@ -8,6 +8,7 @@
 #include "models.hpp"
 #include "progress.hpp"
 #include "run_dir.hpp"
+#include "snapshot_probes.hpp"
 
 #include "core/autograd.hpp"
 #include "core/error.hpp"
@@ -33,7 +34,12 @@ constexpr const char* metrics_header =
     "step,loss,train_token_accuracy,heldout_token_accuracy,heldout_sequence_accuracy,lr,seconds\n";
 
 /// The options --resume accepts (the rest would change the saved run).
-constexpr std::array resume_options = {"resume", "steps", "eval-every", "no-early-stop", "quiet"};
+constexpr std::array resume_options = {"resume",         "steps",         "eval-every",
+                                       "snapshot-every", "no-early-stop", "quiet"};
+
+/// Held-out examples whose attention `train` snapshots, and the most snapshots a run keeps
+/// (a longer run thins them and doubles the period: inspect::SnapshotOptions).
+constexpr std::int64_t snapshot_probe_count = 3, max_snapshots = 32;
 
 /// A seed for the batch of step `step` (SplitMix64 of both), so that a resumed run draws the
 /// same batches as an uninterrupted one.
@@ -70,6 +76,7 @@ void apply_overrides(const TrainArgs& a, RunConfig& c) {
     if (a.was_given("warmup")) t.warmup = a.warmup;
     if (a.was_given("schedule")) t.schedule = a.schedule;
     if (a.was_given("eval-every")) t.eval_every = a.eval_every;
+    if (a.was_given("snapshot-every")) t.snapshot_every = a.snapshot_every;
     if (a.no_early_stop) t.early_stop = false;
     if (m.kind == "encoder" && !a.was_given("layers")) m.layers = std::max<std::int64_t>(m.layers, 1);
 }
@@ -163,7 +170,7 @@ int cmd_train(const TrainArgs& args) {
                 !(name == "out" && fs::path(args.out) == fs::path(args.resume))) {
                 throw UsageError(fmt::format(
                     "--resume continues a run with its saved configuration; --{} cannot be given with it (allowed: "
-                    "--steps, --eval-every, --no-early-stop, --quiet)",
+                    "--steps, --eval-every, --snapshot-every, --no-early-stop, --quiet)",
                     name));
             }
         }
@@ -176,6 +183,7 @@ int cmd_train(const TrainArgs& args) {
         out = run.dir;
         if (args.was_given("steps")) config.train.steps = args.steps;
         if (args.was_given("eval-every")) config.train.eval_every = args.eval_every;
+        if (args.was_given("snapshot-every")) config.train.snapshot_every = args.snapshot_every;
         if (args.no_early_stop) config.train.early_stop = false;
         for (const char* file : {"optimizer.safetensors", "metrics.csv"}) {
             AG_CHECK(fs::exists(out / file), IoError, "{}: missing; this run cannot be resumed", (out / file).string());
@@ -255,8 +263,26 @@ int cmd_train(const TrainArgs& args) {
     std::int64_t logged = 0;
     Evaluation last;
     bool evaluated = false, reached = false;
+    // Snapshots of the first held-out examples' attention (they draw no random numbers: the
+    // training is the same with and without them).
+    std::unique_ptr<inspect::AttentionSnapshotter> snapshotter;
+    if (t.snapshot_every > 0) {
+        auto probes = snapshot_probes(*model, config.model, *task, config.vocab, snapshot_probe_count);
+        if (!probes.empty()) {
+            snapshotter = std::make_unique<inspect::AttentionSnapshotter>(
+                *model, std::move(probes),
+                inspect::SnapshotOptions{.every = t.snapshot_every, .max_snapshots = max_snapshots});
+            if (resuming && fs::exists(out / snapshot_file)) {
+                auto earlier = inspect::load_snapshots(out / snapshot_file);
+                std::erase_if(earlier, [&](const inspect::AttentionSnapshot& s) { return s.step > step; });
+                snapshotter->resume(std::move(earlier));
+            }
+        }
+    }
+
     model->train();
     while (step < t.steps) {
+        if (snapshotter) snapshotter->maybe_snapshot(step);
         Generator batch_generator(batch_seed(t.seed, step));
         std::vector<std::vector<std::int64_t>> sources, targets;
         for (std::int64_t i = 0; i < t.batch; ++i) {
@@ -323,6 +349,9 @@ int cmd_train(const TrainArgs& args) {
             if (reached && t.early_stop) break;
         }
     }
+    if (snapshotter && (snapshotter->snapshots().empty() || snapshotter->snapshots().back().step < step)) {
+        snapshotter->snapshot(step);  // the trained model
+    }
     progress.finish();
     if (!evaluated) {
         model->eval();
@@ -341,6 +370,11 @@ int cmd_train(const TrainArgs& args) {
     auto state = prefixed(optimizer->state_dict(), "optimizer.");
     if (schedule) state.merge(prefixed(schedule->state_dict(), "schedule."));
     save_safetensors(out / "optimizer.safetensors", state);
+    if (snapshotter) {
+        inspect::save_snapshots(out / snapshot_file, snapshotter->snapshots());
+    } else if (!resuming) {
+        fs::remove(out / snapshot_file);  // an earlier run's snapshots would be taken for this one's
+    }
     write_file_atomic(out / "metrics.csv", metrics);
     if (config.task.name == "data") write_file_atomic(out / "heldout.tsv", to_tsv(task->held_out(), config.task.chars));
     nlohmann::json json = to_json(config);
@@ -354,9 +388,9 @@ int cmd_train(const TrainArgs& args) {
     fmt::print("{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
                info.name, 100 * last.sequence_accuracy, 100 * last.token_accuracy, step, seconds,
                reached ? fmt::format(" (target {:.0f}% reached)", 100 * info.target_accuracy) : "");
-    fmt::print(
-        "wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv); next: attograd inspect --run {}\n",
-               out.string(), out.string());
+    fmt::print("wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}); next: attograd "
+               "inspect --run {}\n",
+               out.string(), snapshotter ? ", " + std::string(snapshot_file) : "", out.string());
     return 0;
 }
 

@@ -92,6 +92,8 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add("warmup", a.warmup, "linear learning-rate warm-up steps");
     add("schedule", a.schedule, "after the warm-up: cosine or constant");
     add("eval-every", a.eval_every, "held-out evaluation every N steps");
+    add("snapshot-every", a.snapshot_every,
+        "record the attention of the first held-out examples every N steps (0 = off; default 20)");
     options.emplace_back("no-early-stop", app.add_flag("--no-early-stop", a.no_early_stop,
                                                        "train all --steps even after reaching the target"));
     add("out", a.out, "run directory to write (default runs/TASK)");

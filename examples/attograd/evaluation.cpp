@@ -4,6 +4,7 @@
 #include "core/autograd.hpp"
 #include "core/error.hpp"
 #include "core/ops.hpp"
+#include "inspect/rollout.hpp"
 #include "inspect/saliency.hpp"
 #include "nn/attention_recorder.hpp"
 #include "text.hpp"
@@ -213,7 +214,8 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
         for (const std::int64_t s : *align) right.push_back(model.source_column(s));
     }
 
-    for (auto& map : inspect::attention_maps(record_forward(model, batch), labels)) {
+    const auto records = record_forward(model, batch);
+    for (auto& map : inspect::attention_maps(records, labels)) {
         const bool rows_are_outputs = output_layer(map.module);
         map =
             inspect::crop_map(map, std::ssize(rows_are_outputs ? output_rows : columns), std::ssize(columns));
@@ -223,6 +225,39 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
             map.alignment_share = inspect::alignment_share(map, right);
         }
         out.maps.push_back(std::move(map));
+    }
+
+    if (options.rollout || options.flow) {
+        // The self-attention stack (the encoder's layers, in order) and, for seq2seq, the last
+        // decoder layer's cross-attention on top: its queries are the outputs.
+        std::vector<Tensor> stack;
+        Tensor cross;
+        for (const auto& info : model.attention_layers()) {
+            Tensor last;
+            for (const auto& record : records)
+                if (record.name == info.name) last = record.weights;
+            if (!last.defined()) continue;
+            if (info.cross) {
+                cross = last;
+            } else {
+                stack.push_back(last);
+            }
+        }
+        const bool rows_are_outputs = cross.defined() || config.kind == "encoder";
+        const inspect::TokenLabels top{.queries = cross.defined() ? padded(output_rows, output_width)
+                                                  : rows_are_outputs ? padded(output_rows, source_width)
+                                                                     : padded(columns, source_width),
+                                       .keys = padded(columns, source_width)};
+        const auto finish = [&](inspect::AttentionMap map) {
+            map = inspect::crop_map(map, std::ssize(rows_are_outputs ? output_rows : columns), std::ssize(columns));
+            if (rows_are_outputs && !right.empty()) {
+                map.right = right;
+                map.alignment_share = inspect::alignment_share(map, right);
+            }
+            return map;
+        };
+        if (options.rollout) out.rollout = finish(inspect::rollout_map(stack, cross, top));
+        if (options.flow) out.flow = finish(inspect::flow_map(stack, cross, top));
     }
 
     if (options.saliency) {
