@@ -13,12 +13,6 @@
 namespace attograd {
 namespace {
 
-void check_binary(const Tensor& a, const Tensor& b, std::string_view op) {
-    AG_CHECK(a.defined() && b.defined(), ValueError, "{}: undefined tensor argument", op);
-    AG_CHECK(a.dtype() == b.dtype(), DTypeError, "{}: dtypes differ: {} {} and {} {}", op, a.dtype(),
-             a.shape(), b.dtype(), b.shape());
-}
-
 // out = f(a, b) over the broadcast shape; R is the result element type.
 template <class T, class R, class F>
 Tensor broadcast_map(const Tensor& a, const Tensor& b, std::string_view op, F f) {
@@ -50,10 +44,43 @@ Tensor broadcast_map(const Tensor& a, const Tensor& b, std::string_view op, F f)
     return out;
 }
 
+void check_defined(const Tensor& a, const Tensor& b, std::string_view op) {
+    AG_CHECK(a.defined() && b.defined(), ValueError, "{}: undefined tensor argument", op);
+}
+
+// PyTorch's type promotion for two tensors: int64 or bool with a float -> that float, bool with
+// int64 -> int64. float32 with float64 stays an error (a layer fed the wrong dtype should say so,
+// not silently compute in float64).
+DType promoted_dtype(const Tensor& a, const Tensor& b, std::string_view op) {
+    check_defined(a, b, op);
+    const DType da = a.dtype(), db = b.dtype();
+    if (da == db) return da;
+    AG_CHECK(!(is_floating(da) && is_floating(db)), DTypeError, "{}: dtypes differ: {} {} and {} {}", op, da,
+             a.shape(), db, b.shape());
+    if (is_floating(da)) return da;
+    if (is_floating(db)) return db;
+    return DType::Int64;  // int64 with bool
+}
+
+// Wrapping int64 arithmetic (PyTorch wraps on overflow; signed overflow is undefined in C++).
+template <class T, class F>
+T wrapping(T x, T y, F f) {
+    if constexpr (std::is_integral_v<T>)
+        return static_cast<T>(f(static_cast<std::uint64_t>(x), static_cast<std::uint64_t>(y)));
+    else
+        return f(x, y);
+}
+
+// out = f(a, b) over the broadcast shape, in the promoted dtype: float, or int64 when
+// `integer` allows it.
 template <class F>
-Tensor binary_float(const Tensor& a, const Tensor& b, std::string_view op, F f) {
-    check_binary(a, b, op);
-    return dispatch_floating(a.dtype(), op, [&]<class T>(T) { return broadcast_map<T, T>(a, b, op, f); });
+Tensor binary_arith(const Tensor& a, const Tensor& b, std::string_view op, F f, bool integer = true) {
+    const DType dtype = promoted_dtype(a, b, op);
+    const Tensor x = to_dtype(a, dtype), y = to_dtype(b, dtype);
+    if (integer && dtype == DType::Int64) return broadcast_map<std::int64_t, std::int64_t>(x, y, op, f);
+    AG_CHECK(is_floating(dtype), DTypeError, "{}: expected a float32, float64{} tensor, got {}", op,
+             integer ? " or int64" : "", dtype);
+    return dispatch_floating(dtype, op, [&]<class T>(T) { return broadcast_map<T, T>(x, y, op, f); });
 }
 
 // y = f(x) elementwise for a float tensor.
@@ -103,7 +130,7 @@ Tensor scalar_map(const Tensor& x, double s, std::string_view op, F f) {
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-    Tensor out = binary_float(a, b, "add", [](auto x, auto y) { return x + y; });
+    Tensor out = binary_arith(a, b, "add", [](auto x, auto y) { return wrapping(x, y, std::plus<>{}); });
     if (autograd::needs_record({&a, &b})) {
         autograd::record("add", {a, b}, out,
                          [sa = a.shape(), sb = b.shape()](const Tensor& dy, autograd::Gradients& g) {
@@ -116,7 +143,7 @@ Tensor add(const Tensor& a, const Tensor& b) {
 }
 
 Tensor sub(const Tensor& a, const Tensor& b) {
-    Tensor out = binary_float(a, b, "sub", [](auto x, auto y) { return x - y; });
+    Tensor out = binary_arith(a, b, "sub", [](auto x, auto y) { return wrapping(x, y, std::minus<>{}); });
     if (autograd::needs_record({&a, &b})) {
         autograd::record("sub", {a, b}, out,
                          [sa = a.shape(), sb = b.shape()](const Tensor& dy, autograd::Gradients& g) {
@@ -128,7 +155,8 @@ Tensor sub(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mul(const Tensor& a, const Tensor& b) {
-    Tensor out = binary_float(a, b, "mul", [](auto x, auto y) { return x * y; });
+    Tensor out =
+        binary_arith(a, b, "mul", [](auto x, auto y) { return wrapping(x, y, std::multiplies<>{}); });
     if (autograd::needs_record({&a, &b})) {
         autograd::record("mul", {a, b}, out, [a, b](const Tensor& dy, autograd::Gradients& g) {
             // da = dy * b, db = dy * a (each reduced to its own shape).
@@ -140,7 +168,13 @@ Tensor mul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor div(const Tensor& a, const Tensor& b) {
-    Tensor out = binary_float(a, b, "div", [](auto x, auto y) { return x / y; });
+    // True division: two integer tensors divide as float32 (PyTorch's default float dtype).
+    check_defined(a, b, "div");
+    if (!is_floating(a.dtype()) && !is_floating(b.dtype()) && a.dtype() != DType::Bool &&
+        b.dtype() != DType::Bool)
+        return div(to_dtype(a, DType::Float32), to_dtype(b, DType::Float32));
+    Tensor out = binary_arith(
+        a, b, "div", [](auto x, auto y) { return x / y; }, false);
     if (autograd::needs_record({&a, &b})) {
         autograd::record("div", {a, b}, out, [a, b](const Tensor& dy, autograd::Gradients& g) {
             // da = dy / b, db = -dy * a / b^2.
@@ -285,8 +319,9 @@ Tensor gelu(const Tensor& x) {
 namespace {
 template <class Cmp>
 Tensor compare(const Tensor& a, const Tensor& b, std::string_view op, Cmp cmp) {
-    check_binary(a, b, op);
-    return dispatch_all(a.dtype(), [&]<class T>(T) { return broadcast_map<T, bool>(a, b, op, cmp); });
+    const DType dtype = promoted_dtype(a, b, op);
+    const Tensor x = to_dtype(a, dtype), y = to_dtype(b, dtype);
+    return dispatch_all(dtype, [&]<class T>(T) { return broadcast_map<T, bool>(x, y, op, cmp); });
 }
 }  // namespace
 
@@ -298,6 +333,102 @@ Tensor lt(const Tensor& a, const Tensor& b) {
 }
 Tensor gt(const Tensor& a, const Tensor& b) {
     return compare(a, b, "gt", [](auto x, auto y) { return x > y; });
+}
+Tensor ne(const Tensor& a, const Tensor& b) {
+    return compare(a, b, "ne", [](auto x, auto y) { return x != y; });
+}
+Tensor le(const Tensor& a, const Tensor& b) {
+    return compare(a, b, "le", [](auto x, auto y) { return x <= y; });
+}
+Tensor ge(const Tensor& a, const Tensor& b) {
+    return compare(a, b, "ge", [](auto x, auto y) { return x >= y; });
+}
+
+namespace {
+// A plain number compared with x: in x's dtype when x is float (as PyTorch converts it), in
+// float64 otherwise (exact for integers below 2^53).
+Tensor comparand(const Tensor& x, double b, std::string_view op) {
+    AG_CHECK(x.defined(), ValueError, "{}: undefined tensor argument", op);
+    return scalar(b, {.dtype = is_floating(x.dtype()) ? x.dtype() : DType::Float64});
+}
+}  // namespace
+
+Tensor eq(const Tensor& a, double b) { return eq(a, comparand(a, b, "eq")); }
+Tensor ne(const Tensor& a, double b) { return ne(a, comparand(a, b, "ne")); }
+Tensor lt(const Tensor& a, double b) { return lt(a, comparand(a, b, "lt")); }
+Tensor le(const Tensor& a, double b) { return le(a, comparand(a, b, "le")); }
+Tensor gt(const Tensor& a, double b) { return gt(a, comparand(a, b, "gt")); }
+Tensor ge(const Tensor& a, double b) { return ge(a, comparand(a, b, "ge")); }
+Tensor operator==(const Tensor& a, const Tensor& b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, const Tensor& b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, const Tensor& b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, const Tensor& b) { return le(a, b); }
+Tensor operator>(const Tensor& a, const Tensor& b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, const Tensor& b) { return ge(a, b); }
+Tensor operator==(const Tensor& a, double b) { return eq(a, b); }
+Tensor operator!=(const Tensor& a, double b) { return ne(a, b); }
+Tensor operator<(const Tensor& a, double b) { return lt(a, b); }
+Tensor operator<=(const Tensor& a, double b) { return le(a, b); }
+Tensor operator>(const Tensor& a, double b) { return gt(a, b); }
+Tensor operator>=(const Tensor& a, double b) { return ge(a, b); }
+Tensor operator==(double a, const Tensor& b) { return eq(b, a); }
+Tensor operator!=(double a, const Tensor& b) { return ne(b, a); }
+Tensor operator<(double a, const Tensor& b) { return gt(b, a); }
+Tensor operator<=(double a, const Tensor& b) { return ge(b, a); }
+Tensor operator>(double a, const Tensor& b) { return lt(b, a); }
+Tensor operator>=(double a, const Tensor& b) { return le(b, a); }
+
+namespace {
+// Python's floor division and modulo: the quotient rounds toward -inf, the remainder takes the
+// divisor's sign. Integer division by zero is refused (PyTorch: "ZeroDivisionError").
+template <class T>
+T floor_quotient(T x, T y) {
+    if constexpr (std::is_integral_v<T>) {
+        if (y == -1) return wrapping(T(0), x, std::minus<>{});  // -INT64_MIN wraps, as PyTorch
+        const T q = x / y;
+        return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+    } else {
+        return std::floor(x / y);
+    }
+}
+template <class T>
+T python_remainder(T x, T y) {
+    if constexpr (std::is_integral_v<T>) {
+        if (y == -1) return T(0);
+        const T r = x % y;
+        return (r != 0 && ((r < 0) != (y < 0))) ? r + y : r;
+    } else {
+        // PyTorch: a - floor(a / b) * b, which keeps the divisor's sign
+        return x - std::floor(x / y) * y;
+    }
+}
+void check_no_zero_divisor(const Tensor& b, std::string_view op) {
+    if (b.dtype() != DType::Int64 && b.dtype() != DType::Bool) return;
+    const Tensor d = to_dtype(b, DType::Int64);
+    const auto* p = d.data<std::int64_t>();
+    for (std::int64_t i = 0, n = d.numel(); i < n; ++i)
+        AG_CHECK(p[i] != 0, ValueError, "{}: integer division by zero (divisor {} at flat index {})", op,
+                 b.shape(), i);
+}
+}  // namespace
+
+Tensor floor_divide(const Tensor& a, const Tensor& b) {
+    if (promoted_dtype(a, b, "floor_divide") == DType::Int64) check_no_zero_divisor(b, "floor_divide");
+    // piecewise constant: not recorded (PyTorch gives it no gradient either)
+    return binary_arith(a, b, "floor_divide", [](auto x, auto y) { return floor_quotient(x, y); });
+}
+
+Tensor remainder(const Tensor& a, const Tensor& b) {
+    if (promoted_dtype(a, b, "remainder") == DType::Int64) check_no_zero_divisor(b, "remainder");
+    Tensor out = binary_arith(a, b, "remainder", [](auto x, auto y) { return python_remainder(x, y); });
+    if (autograd::needs_record({&a, &b})) {
+        autograd::record("remainder", {a, b}, out, [a, b](const Tensor& dy, autograd::Gradients& g) {
+            // da = dy, db = -dy * floor(a / b)
+            if (g.needs(0)) g.add(0, sum_to(dy, a.shape()));
+            if (g.needs(1)) g.add(1, neg(sum_to(mul(dy, floor_divide(a, b)), b.shape())));
+        });
+    }
+    return out;
 }
 
 Tensor clone(const Tensor& x) {
@@ -343,6 +474,7 @@ Tensor operator*(const Tensor& a, const Tensor& b) { return mul(a, b); }
 Tensor operator/(const Tensor& a, const Tensor& b) { return div(a, b); }
 Tensor operator-(const Tensor& x) { return neg(x); }
 Tensor operator+(const Tensor& a, double b) {
+    if (a.defined() && !is_floating(a.dtype())) return to_dtype(a, DType::Float32) + b;
     Tensor out = scalar_map(a, b, "add", [](auto x, auto s) { return x + s; });
     if (autograd::needs_record({&a}))
         autograd::record("add", {a}, out, [](const Tensor& dy, autograd::Gradients& g) { g.add(0, dy); });
@@ -350,6 +482,7 @@ Tensor operator+(const Tensor& a, double b) {
 }
 
 Tensor operator-(const Tensor& a, double b) {
+    if (a.defined() && !is_floating(a.dtype())) return to_dtype(a, DType::Float32) - b;
     Tensor out = scalar_map(a, b, "sub", [](auto x, auto s) { return x - s; });
     if (autograd::needs_record({&a}))
         autograd::record("sub", {a}, out, [](const Tensor& dy, autograd::Gradients& g) { g.add(0, dy); });
@@ -357,6 +490,7 @@ Tensor operator-(const Tensor& a, double b) {
 }
 
 Tensor operator*(const Tensor& a, double b) {
+    if (a.defined() && !is_floating(a.dtype())) return to_dtype(a, DType::Float32) * b;
     Tensor out = scalar_map(a, b, "mul", [](auto x, auto s) { return x * s; });
     if (autograd::needs_record({&a})) {
         // da = dy * b
@@ -368,6 +502,7 @@ Tensor operator*(const Tensor& a, double b) {
 }
 
 Tensor operator/(const Tensor& a, double b) {
+    if (a.defined() && !is_floating(a.dtype())) return to_dtype(a, DType::Float32) / b;
     Tensor out = scalar_map(a, b, "div", [](auto x, auto s) { return x / s; });
     if (autograd::needs_record({&a})) {
         // da = dy / b
@@ -379,6 +514,7 @@ Tensor operator/(const Tensor& a, double b) {
 }
 
 Tensor operator+(double a, const Tensor& b) {
+    if (b.defined() && !is_floating(b.dtype())) return a + to_dtype(b, DType::Float32);
     Tensor out = scalar_map(b, a, "add", [](auto x, auto s) { return s + x; });
     if (autograd::needs_record({&b}))
         autograd::record("add", {b}, out, [](const Tensor& dy, autograd::Gradients& g) { g.add(0, dy); });
@@ -386,6 +522,7 @@ Tensor operator+(double a, const Tensor& b) {
 }
 
 Tensor operator-(double a, const Tensor& b) {
+    if (b.defined() && !is_floating(b.dtype())) return a - to_dtype(b, DType::Float32);
     Tensor out = scalar_map(b, a, "sub", [](auto x, auto s) { return s - x; });
     if (autograd::needs_record({&b}))
         autograd::record("sub", {b}, out,
@@ -394,6 +531,7 @@ Tensor operator-(double a, const Tensor& b) {
 }
 
 Tensor operator*(double a, const Tensor& b) {
+    if (b.defined() && !is_floating(b.dtype())) return a * to_dtype(b, DType::Float32);
     Tensor out = scalar_map(b, a, "mul", [](auto x, auto s) { return s * x; });
     if (autograd::needs_record({&b})) {
         // db = dy * a
@@ -405,6 +543,7 @@ Tensor operator*(double a, const Tensor& b) {
 }
 
 Tensor operator/(double a, const Tensor& b) {
+    if (b.defined() && !is_floating(b.dtype())) return a / to_dtype(b, DType::Float32);
     Tensor out = scalar_map(b, a, "div", [](auto x, auto s) { return s / x; });
     if (autograd::needs_record({&b})) {
         // db = -(dy / b) * (a / b), in the order the tensor-tensor div evaluates it
@@ -423,5 +562,68 @@ Tensor operator/(double a, const Tensor& b) {
     }
     return out;
 }
+
+Tensor floor_divide(const Tensor& a, double b) {
+    return floor_divide(a, detail::number_operand(a, b, "floor_divide"));
+}
+Tensor remainder(const Tensor& a, double b) {
+    return remainder(a, detail::number_operand(a, b, "remainder"));
+}
+Tensor operator%(const Tensor& a, const Tensor& b) { return remainder(a, b); }
+
+namespace detail {
+
+Tensor number_operand(const Tensor& x, double value, std::string_view op) {
+    AG_CHECK(x.defined(), ValueError, "{}: undefined tensor argument", op);
+    return scalar(value, {.dtype = is_floating(x.dtype()) ? x.dtype() : DType::Float32});
+}
+
+Tensor integer_operand(const Tensor& x, std::int64_t value, std::string_view op) {
+    AG_CHECK(x.defined(), ValueError, "{}: undefined tensor argument", op);
+    return is_floating(x.dtype()) ? scalar(static_cast<double>(value), {.dtype = x.dtype()})
+                                  : index_tensor({value}, {});
+}
+
+Tensor integer_arith(char op, const Tensor& a, std::int64_t b, bool number_first) {
+    AG_CHECK(a.defined(), ValueError, "{}: undefined tensor argument", op);
+    if (is_floating(a.dtype())) {
+        const auto v = static_cast<double>(b);
+        switch (op) {
+            case '+':
+                return number_first ? v + a : a + v;
+            case '-':
+                return number_first ? v - a : a - v;
+            case '*':
+                return number_first ? v * a : a * v;
+            case '/':
+                return number_first ? v / a : a / v;
+            default:
+                break;
+        }
+    }
+    const Tensor n = integer_operand(a, b, "integer_arith");
+    const Tensor& x = number_first ? n : a;
+    const Tensor& y = number_first ? a : n;
+    switch (op) {
+        case '+':
+            return add(x, y);
+        case '-':
+            return sub(x, y);
+        case '*':
+            return mul(x, y);
+        case '/':
+            return div(x, y);
+        case '%':
+            return remainder(x, y);
+        case 'f':
+            return floor_divide(x, y);
+        default:
+            break;
+    }
+    AG_ASSERT(false, "integer_arith: unknown operator {}", op);
+    return {};
+}
+
+}  // namespace detail
 
 }  // namespace attograd

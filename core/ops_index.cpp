@@ -1,14 +1,17 @@
 // Joining, slicing and indexing: concat, stack, narrow, slice, index_select, gather, embedding,
-// masked_fill and where, each with its backward (scatter-add wherever indices may repeat).
+// masked_fill, where, triu and tril, each with its backward (scatter-add wherever indices may repeat).
 #include "core/ops_index.hpp"
 
 #include "core/autograd.hpp"
 #include "core/broadcast_iter.hpp"
+#include "core/ops_elementwise.hpp"
 #include "core/ops_reduce.hpp"
+#include "core/ops_shape.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <variant>
 
 namespace attograd {
 namespace {
@@ -221,13 +224,70 @@ Tensor narrow(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64
     return out;
 }
 
-Tensor slice(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_t end) {
+Tensor slice(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_t end, std::int64_t step) {
     check_defined(x, "slice", "x");
     AG_CHECK(x.dim() >= 1, ShapeError, "slice: needs a tensor of rank >= 1, got a 0-d tensor");
+    AG_CHECK(step >= 1, ValueError, "slice: step must be positive, got {}", step);
     const std::int64_t n = x.shape()[static_cast<std::size_t>(normalize_axis(axis, x.dim(), "slice"))];
     const auto clamp = [n](std::int64_t i) { return std::clamp<std::int64_t>(i < 0 ? i + n : i, 0, n); };
     const std::int64_t begin = clamp(start);
-    return narrow(x, axis, begin, std::max<std::int64_t>(clamp(end) - begin, 0));
+    const std::int64_t length = std::max<std::int64_t>(clamp(end) - begin, 0);
+    if (step == 1) return narrow(x, axis, begin, length);
+    // every step-th position of [begin, begin + length): one gather, scatter-added back in backward
+    std::vector<std::int64_t> positions;
+    for (std::int64_t i = begin; i < begin + length; i += step) positions.push_back(i);
+    const auto count = static_cast<std::int64_t>(positions.size());
+    return index_select(x, axis, index_tensor(positions, {count}));
+}
+
+Tensor select(const Tensor& x, std::int64_t axis, std::int64_t index) {
+    check_defined(x, "select", "x");
+    AG_CHECK(x.dim() >= 1, ShapeError, "select: needs a tensor of rank >= 1, got a 0-d tensor");
+    const std::int64_t a = normalize_axis(axis, x.dim(), "select");
+    const std::int64_t n = x.shape()[static_cast<std::size_t>(a)];
+    AG_CHECK(index >= -n && index < n, IndexError,
+             "select: index {} is out of range for axis {} of size {} (shape {})", index, axis, n, x.shape());
+    Shape out_shape = x.shape();
+    out_shape.erase(out_shape.begin() + a);
+    return reshape(narrow(x, a, index < 0 ? index + n : index, 1), out_shape);
+}
+
+Tensor index(const Tensor& x, std::initializer_list<indexing::TensorIndex> indices) {
+    check_defined(x, "index", "x");
+    std::int64_t named = 0, ellipses = 0;
+    for (const auto& item : indices) {
+        if (std::holds_alternative<indexing::EllipsisIndex>(item.item()))
+            ++ellipses;
+        else
+            ++named;
+    }
+    AG_CHECK(ellipses <= 1, IndexError, "index: at most one Ellipsis, got {}", ellipses);
+    AG_CHECK(named <= x.dim(), IndexError, "index: {} indices for a tensor of rank {} (shape {})", named,
+             x.dim(), x.shape());
+    Tensor out = x;
+    std::int64_t axis = 0;  // the dimension of `out` the next item applies to
+    for (const auto& item : indices) {
+        if (const auto* i = std::get_if<std::int64_t>(&item.item())) {
+            const std::int64_t n = out.size(axis);
+            AG_CHECK(*i >= -n && *i < n, IndexError,
+                     "index: index {} is out of range for dimension {} of size {} (shape {})", *i, axis, n,
+                     x.shape());
+            out = select(out, axis, *i);  // removes the dimension: axis stays
+        } else if (const auto* s = std::get_if<indexing::Slice>(&item.item())) {
+            AG_CHECK(s->step >= 1, ValueError, "index: slice step must be positive, got {}", s->step);
+            const bool whole = !s->start && !s->stop && s->step == 1;  // `:` keeps the tensor as it is
+            if (!whole)
+                out = slice(out, axis, s->start.value_or(0), s->stop.value_or(out.size(axis)), s->step);
+            ++axis;
+        } else {
+            axis += x.dim() - named;  // the dimensions no item names
+        }
+    }
+    return out;
+}
+
+Tensor Tensor::index(std::initializer_list<indexing::TensorIndex> indices) const {
+    return attograd::index(*this, indices);
 }
 
 Tensor index_select(const Tensor& x, std::int64_t axis, const Tensor& index) {
@@ -338,8 +398,15 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     check_defined(b, "where", "b");
     AG_CHECK(condition.dtype() == DType::Bool, DTypeError, "where: condition must be bool, got {} {}",
              condition.dtype(), condition.shape());
-    AG_CHECK(a.dtype() == b.dtype(), DTypeError, "where: dtypes of a and b differ: {} {} and {} {}",
-             a.dtype(), a.shape(), b.dtype(), b.shape());
+    if (a.dtype() != b.dtype()) {
+        // PyTorch's promotion: int64 / bool with a float -> that float, bool with int64 -> int64
+        AG_CHECK(!is_floating(a.dtype()) || !is_floating(b.dtype()), DTypeError,
+                 "where: dtypes of a and b differ: {} {} and {} {}", a.dtype(), a.shape(), b.dtype(),
+                 b.shape());
+        const DType common =
+            is_floating(a.dtype()) ? a.dtype() : (is_floating(b.dtype()) ? b.dtype() : DType::Int64);
+        return where(condition, to_dtype(a, common), to_dtype(b, common));
+    }
     const Shape out_shape =
         broadcast_shapes(broadcast_shapes(condition.shape(), a.shape(), "where"), b.shape(), "where");
     Tensor out = empty(out_shape, {.dtype = a.dtype()});
@@ -369,5 +436,47 @@ Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b) {
     }
     return out;
 }
+
+namespace {
+
+// x with the elements of each [m, n] matrix outside the kept triangle set to 0: j - i >= diagonal
+// kept (upper) or j - i <= diagonal kept (lower).
+Tensor triangle(const Tensor& x, std::int64_t diagonal, bool upper, const char* op) {
+    check_defined(x, op, "x");
+    AG_CHECK(x.dim() >= 2, ShapeError, "{}: expected at least 2 dimensions, got {}", op, x.shape());
+    const std::int64_t m = x.size(-2), n = x.size(-1);
+    const std::int64_t matrices = m * n == 0 ? 0 : x.numel() / (m * n);
+    Tensor out = empty(x.shape(), {.dtype = x.dtype()});
+    dispatch_all(x.dtype(), [&]<class T>(T) {
+        const T* px = x.data<T>();
+        T* po = out.data<T>();
+        for (std::int64_t b = 0; b < matrices; ++b)
+            for (std::int64_t i = 0; i < m; ++i)
+                for (std::int64_t j = 0; j < n; ++j) {
+                    const std::int64_t k = (b * m + i) * n + j;
+                    const bool keep = upper ? j - i >= diagonal : j - i <= diagonal;
+                    po[k] = keep ? px[k] : T(0);
+                }
+    });
+    if (autograd::needs_record({&x})) {
+        // dx = dy on the kept triangle, 0 elsewhere
+        autograd::record(op, {x}, out, [diagonal, upper, op](const Tensor& dy, autograd::Gradients& g) {
+            g.add(0, triangle(dy, diagonal, upper, op));
+        });
+    }
+    return out;
+}
+
+}  // namespace
+
+Tensor where(const Tensor& condition, const Tensor& a, double b) {
+    return where(condition, a, detail::number_operand(a, b, "where"));
+}
+Tensor where(const Tensor& condition, double a, const Tensor& b) {
+    return where(condition, detail::number_operand(b, a, "where"), b);
+}
+
+Tensor triu(const Tensor& x, std::int64_t diagonal) { return triangle(x, diagonal, true, "triu"); }
+Tensor tril(const Tensor& x, std::int64_t diagonal) { return triangle(x, diagonal, false, "tril"); }
 
 }  // namespace attograd

@@ -1,8 +1,11 @@
 // Joining, slicing and indexing: concat, stack, narrow, slice, index_select, gather, embedding,
-// masked_fill and where.
+// masked_fill, where, triu and tril.
 #pragma once
 
+#include "core/ops_elementwise.hpp"
 #include "core/tensor.hpp"
+
+#include <concepts>
 
 #include <vector>
 
@@ -22,10 +25,20 @@ Tensor stack(const std::vector<Tensor>& tensors, std::int64_t axis);
 /// counts from the end. Backward writes the gradient into that range, zeros elsewhere. Throws
 /// IndexError when the range leaves the dimension, ShapeError for a 0-d tensor.
 Tensor narrow(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_t length);
-/// Python-style slice x[.., start:end, ..] along `axis`: negative bounds count from the end and
-/// both are clamped to the dimension, so it never throws for a range (an empty result instead).
-/// Throws IndexError on a bad axis, ShapeError for a 0-d tensor.
-Tensor slice(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_t end);
+/// Python-style slice x[.., start:end:step, ..] along `axis` (PyTorch's `x.slice` / `x[a:b:s]`):
+/// negative bounds count from the end and both are clamped to the dimension, so it never throws
+/// for a range (an empty result instead). step >= 1; step 1 is one contiguous copy, a larger step
+/// gathers every step-th element. Backward writes the gradient back into the sliced positions,
+/// zeros elsewhere. Throws IndexError on a bad axis, ShapeError for a 0-d tensor, ValueError
+/// when step <= 0.
+Tensor slice(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_t end, std::int64_t step = 1);
+/// x[.., index, ..]: the entries at `index` along `axis`, that dimension removed (PyTorch's
+/// `select`; negative index counts from the end): x [a, n, b], axis 1 -> [a, b]. Differentiable.
+/// Throws IndexError (index outside [-n, n), bad axis), ShapeError for a 0-d tensor.
+Tensor select(const Tensor& x, std::int64_t axis, std::int64_t index);
+/// Python-style indexing with integers, Slice and Ellipsis (core/tensor_index.hpp); the free
+/// form of Tensor::index: `index(x, {0, Slice(1, 3)})` is PyTorch's `x[0, 1:3]`.
+Tensor index(const Tensor& x, std::initializer_list<indexing::TensorIndex> indices);
 /// Entries of x chosen by a 1-D int64 `index` along `axis` (PyTorch's `index_select`):
 /// x [.., n, ..], index [k] -> [.., k, ..], out[.., j, ..] = x[.., index[j], ..]. Backward
 /// scatter-adds, so rows picked several times get the sum. Throws IndexError (an index outside
@@ -47,9 +60,34 @@ Tensor embedding(const Tensor& weight, const Tensor& indices);
 /// `value` does not fit an int64 or bool x.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 /// Elementwise choice `condition ? a : b` (PyTorch's `torch.where`), all three broadcasting
-/// together to the output shape; a and b share a dtype. Backward: da = dy where condition,
-/// db = dy elsewhere, each summed back to its own shape. Throws DTypeError (condition not bool,
-/// dtypes of a and b differ), ShapeError (shapes do not broadcast).
+/// together to the output shape. a and b of different dtypes promote as the arithmetic ops do
+/// (core/ops_elementwise.hpp: int64 / bool with a float -> that float, bool with int64 -> int64).
+/// Backward: da = dy where condition, db = dy elsewhere, each summed back to its own shape.
+/// Throws DTypeError (condition not bool, float32 with float64), ShapeError (shapes do not
+/// broadcast).
 Tensor where(const Tensor& condition, const Tensor& a, const Tensor& b);
+/// where with a plain number for b (`where(mask, x, 0.0)`) or a: the number takes the tensor's
+/// dtype when it is float; a double with an int64 / bool tensor promotes to float32, an integer
+/// keeps it int64 (PyTorch's rule for Python float and int).
+Tensor where(const Tensor& condition, const Tensor& a, double b);
+Tensor where(const Tensor& condition, double a, const Tensor& b);
+template <std::integral I>
+Tensor where(const Tensor& condition, const Tensor& a, I b) {
+    return where(condition, a, detail::integer_operand(a, static_cast<std::int64_t>(b), "where"));
+}
+template <std::integral I>
+Tensor where(const Tensor& condition, I a, const Tensor& b) {
+    return where(condition, detail::integer_operand(b, static_cast<std::int64_t>(a), "where"), b);
+}
+
+/// Upper triangle of the last two dimensions (PyTorch's `torch.triu`): x [..., m, n] keeps
+/// x[..., i, j] where j - i >= diagonal and is 0 elsewhere. diagonal 0 keeps the main diagonal,
+/// 1 starts above it, -1 below; any offset is allowed (beyond the matrix: all kept or all 0).
+/// Any dtype. Backward: dx = triu(dy, diagonal). Throws ShapeError when x has fewer than 2
+/// dimensions.
+Tensor triu(const Tensor& x, std::int64_t diagonal = 0);
+/// Lower triangle (PyTorch's `torch.tril`): keeps x[..., i, j] where j - i <= diagonal.
+/// Backward: dx = tril(dy, diagonal). Throws ShapeError as triu.
+Tensor tril(const Tensor& x, std::int64_t diagonal = 0);
 
 }  // namespace attograd

@@ -1,4 +1,4 @@
-// Reductions: sum, mean and max over axes, and sum_to for broadcast gradients.
+// Reductions: sum, mean, max and vector norms over axes, and sum_to for broadcast gradients.
 #include "core/ops_reduce.hpp"
 
 #include "core/autograd.hpp"
@@ -180,6 +180,92 @@ MaxResult max(const Tensor& x, std::int64_t axis, bool keepdim) {
 Tensor argmax(const Tensor& x, std::int64_t axis, bool keepdim) {
     NoGradGuard no_grad;
     return max(x, axis, keepdim).indices;
+}
+
+namespace {
+
+// Calls fn(i, o) for every input element i with o the flat index of its reduction's output
+// (in keep_shape order), walking x's shape in row-major order.
+template <class Fn>
+void for_each_reduced(const Shape& in_shape, const Shape& keep_shape, Fn&& fn) {
+    const std::array<Shape, 1> strides{broadcast_strides(keep_shape, in_shape)};
+    detail::for_each_run(in_shape, strides,
+                         [&](std::int64_t i, const auto& off, std::int64_t len, const auto& step) {
+                             for (std::int64_t k = 0; k < len; ++k) fn(i + k, off[0] + k * step[0]);
+                         });
+}
+
+}  // namespace
+
+Tensor norm(const Tensor& x, double p, const std::vector<std::int64_t>& dims, bool keepdim) {
+    AG_CHECK(x.defined(), ValueError, "norm: undefined tensor argument");
+    const bool inf = p == std::numeric_limits<double>::infinity();
+    AG_CHECK(p == 1.0 || p == 2.0 || inf, ValueError, "norm: p must be 1, 2 or inf, got {}", p);
+    check_floating(x, "norm");
+    std::vector<std::int64_t> axes = dims;
+    if (axes.empty())
+        for (std::int64_t d = 0; d < x.dim(); ++d) axes.push_back(d);
+    const ReducePlan r = plan(x.shape(), axes, keepdim, "norm");
+    AG_CHECK(!inf || r.count > 0 || numel(r.keep_shape) == 0, ShapeError,
+             "norm: p = inf over an empty reduction of shape {} has no maximum", x.shape());
+    Tensor out = dispatch_floating(x.dtype(), "norm", [&]<class T>(T) {
+        std::vector<double> acc(static_cast<std::size_t>(numel(r.keep_shape)), 0.0);
+        const T* px = x.data<T>();
+        for_each_reduced(x.shape(), r.keep_shape, [&](std::int64_t i, std::int64_t o) {
+            const double v = std::abs(static_cast<double>(px[i]));
+            double& a = acc[static_cast<std::size_t>(o)];
+            if (p == 1.0)
+                a += v;
+            else if (p == 2.0)
+                a += v * v;
+            else if (v > a || std::isnan(v))
+                a = std::isnan(a) ? a : v;  // the first NaN stays
+        });
+        Tensor result = empty(r.out_shape, {.dtype = x.dtype()});
+        T* po = result.data<T>();
+        for (std::size_t k = 0; k < acc.size(); ++k)
+            po[k] = static_cast<T>(p == 2.0 ? std::sqrt(acc[k]) : acc[k]);
+        return result;
+    });
+    if (autograd::needs_record({&x})) {
+        autograd::record(
+            "norm", {x}, out,
+            [x, n = out.detach(), p, keep_shape = r.keep_shape](const Tensor& dy, autograd::Gradients& g) {
+                // p = 1: dx = dy sign(x); p = 2: dx = dy x / n (0 where n = 0);
+                // p = inf: dx = dy sign(x) [|x| = n] / #{|x| = n}
+                Tensor dx = empty(x.shape(), {.dtype = x.dtype()});
+                dispatch_floating(x.dtype(), "norm", [&]<class T>(T) {
+                    const T* px = x.data<T>();
+                    const T* pn = n.data<T>();
+                    const T* pd = dy.data<T>();
+                    T* pg = dx.data<T>();
+                    auto sign = [](T v) { return v > 0 ? T(1) : (v < 0 ? T(-1) : T(0)); };
+                    std::vector<double> ties;
+                    if (p != 1.0 && p != 2.0) {
+                        ties.assign(static_cast<std::size_t>(n.numel()), 0.0);
+                        for_each_reduced(x.shape(), keep_shape, [&](std::int64_t i, std::int64_t o) {
+                            const T v = std::abs(px[i]);
+                            if (v == pn[o] || std::isnan(v)) ties[static_cast<std::size_t>(o)] += 1.0;
+                        });
+                    }
+                    for_each_reduced(x.shape(), keep_shape, [&](std::int64_t i, std::int64_t o) {
+                        if (p == 1.0) {
+                            pg[i] = pd[o] * sign(px[i]);
+                        } else if (p == 2.0) {
+                            pg[i] = pn[o] == T(0) ? T(0) : pd[o] * px[i] / pn[o];
+                        } else {
+                            const T v = std::abs(px[i]);
+                            const bool tie = v == pn[o] || std::isnan(v);
+                            pg[i] =
+                                tie ? sign(px[i]) * static_cast<T>(pd[o] / ties[static_cast<std::size_t>(o)])
+                                    : T(0);
+                        }
+                    });
+                });
+                g.add(0, dx);
+            });
+    }
+    return out;
 }
 
 Tensor sum_to(const Tensor& grad, const Shape& shape) {

@@ -1,4 +1,4 @@
-// Reductions: sum, mean and max over axes, and sum_to for broadcast gradients.
+// Reductions: sum, mean, max and vector norms over axes, and sum_to for broadcast gradients.
 #pragma once
 
 #include "core/tensor.hpp"
@@ -27,6 +27,18 @@ struct MaxResult {
 MaxResult max(const Tensor& x, std::int64_t axis, bool keepdim = false);
 /// Index of the maximum along `axis` (int64, not differentiable).
 Tensor argmax(const Tensor& x, std::int64_t axis, bool keepdim = false);
+
+/// Vector p-norm over `dims` (PyTorch's `torch.linalg.vector_norm`): p = 1 gives sum |x|,
+/// p = 2 sqrt(sum x^2), p = inf (`std::numeric_limits<double>::infinity()`) max |x|. An empty
+/// `dims` reduces every dimension (PyTorch's `dim=None`); otherwise x [..] -> x's shape without
+/// `dims` (kept as size 1 when `keepdim`). Accumulated in double; NaN propagates. One tape entry,
+/// backward as PyTorch's: dx = dy * sign(x) for p = 1, dy * x / n for p = 2 (0 where n = 0, so
+/// the zero vector has gradient 0, not NaN), and for p = inf dy * sign(x) shared evenly among
+/// the elements with |x| = n. Throws ValueError (p not 1, 2 or inf), DTypeError (not float),
+/// IndexError (bad or repeated dim), ShapeError (p = inf over an empty reduction, which has no
+/// maximum).
+Tensor norm(const Tensor& x, double p = 2.0, const std::vector<std::int64_t>& dims = {},
+            bool keepdim = false);
 
 /// Sums `grad` down to `shape`, the inverse of broadcasting `shape` up to grad's shape (one
 /// helper for every broadcast backward). Differentiable. Throws ShapeError when `shape` does

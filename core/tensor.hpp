@@ -5,6 +5,7 @@
 #include "core/generator.hpp"
 #include "core/shape.hpp"
 #include "core/storage.hpp"
+#include "core/tensor_index.hpp"
 
 #include <cstdint>
 #include <initializer_list>
@@ -76,6 +77,13 @@ public:
     /// All elements in row-major order, converted to T.
     template <class T>
     std::vector<T> to_vector() const;
+    /// Python-style indexing, LibTorch's spelling (`using namespace attograd::indexing;`):
+    /// `x.index({0, Slice(1, 3), All})` is PyTorch's `x[0, 1:3, :]`, `x.index({Ellipsis, -1})`
+    /// is `x[..., -1]`, `x.index({Slice(None, None, 2)})` is `x[::2]`. An integer selects and
+    /// removes its dimension; a Slice keeps it; Ellipsis stands for the dimensions not named.
+    /// A copy, differentiable (core/ops_index.hpp: select, slice). Throws IndexError (an integer
+    /// out of range, more indices than dimensions, two Ellipsis), ValueError (step <= 0).
+    Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
 
     // --- autograd -------------------------------------------------------------------------
     /// Whether gradients flow into this tensor.

@@ -11,6 +11,7 @@
 #include "nn/attention_recorder.hpp"
 #include "nn/head_silencing.hpp"
 #include "nn/linear.hpp"
+#include "nn/unbatched.hpp"
 
 #include <cmath>
 
@@ -28,6 +29,7 @@ void check_options(const AttentionOptions& o) {
         "{}: widths must be positive (0 = default), got query_dim={} key_dim={} value_dim={} embed_dim={} "
         "hidden={}",
         kOp, o.query_dim, o.key_dim, o.value_dim, o.embed_dim, o.hidden);
+    AG_CHECK(is_floating(o.dtype), DTypeError, "{}: dtype must be float32 or float64, got {}", kOp, o.dtype);
     AG_CHECK(o.window >= 0, ValueError, "{}: window D must be >= 0, got {}", kOp, o.window);
     AG_CHECK(o.local != LocalMode::Predictive || o.window >= 1, ValueError,
              "{}: local-p needs window D >= 1 (its Gaussian has sigma = D / 2), got {}", kOp, o.window);
@@ -65,9 +67,10 @@ Attention::Attention(AttentionOptions options, Generator& generator)
     o.embed_dim = or_default(o.embed_dim, o.query_dim);
     auto projection = [&](const char* name, std::int64_t in) {
         return register_module(
-            name,
-            std::make_shared<Linear>(
-                LinearOptions{.in_features = in, .out_features = o.embed_dim, .bias = o.bias}, generator));
+            name, std::make_shared<Linear>(
+                      LinearOptions{
+                          .in_features = in, .out_features = o.embed_dim, .bias = o.bias, .dtype = o.dtype},
+                      generator));
     };
     if (o.project_query) q_proj_ = projection("q_proj", o.query_dim);
     if (o.project_key) k_proj_ = projection("k_proj", o.key_dim);
@@ -81,9 +84,11 @@ Attention::Attention(AttentionOptions options, Generator& generator)
         // Uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)], as the other parameters.
         const double bw = 1.0 / std::sqrt(static_cast<double>(dq)),
                      bv = 1.0 / std::sqrt(static_cast<double>(h));
-        W_p_ = register_parameter("W_p", uniform({h, dq}, -bw, bw, generator));
-        v_p_ = register_parameter("v_p", uniform({h}, -bv, bv, generator));
+        W_p_ = register_parameter("W_p", uniform({h, dq}, -bw, bw, generator, {.dtype = o.dtype}));
+        v_p_ = register_parameter("v_p", uniform({h}, -bv, bv, generator, {.dtype = o.dtype}));
     }
+    score_->to(o.dtype);
+    has_parameters_ = !parameters().empty();
 }
 
 Attention::~Attention() = default;
@@ -106,6 +111,17 @@ AttentionOutput Attention::forward(const Tensor& query, const Tensor& inputs, co
 
 AttentionOutput Attention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                    const AttentionMasks& masks, bool need_weights) const {
+    if (query.defined() && key.defined() && value.defined() && query.dim() == 2 && key.dim() == 2 &&
+        value.dim() == 2) {  // unbatched [T, D], as PyTorch: run as a batch of one (nn/unbatched.hpp)
+        const Unbatched in(query, key, value, masks.key_padding_mask);
+        AttentionMasks batched = masks;
+        batched.key_padding_mask = in.key_padding_mask;
+        AttentionOutput out = forward(in.query, in.key, in.value, batched, need_weights);
+        for (Tensor* t :
+             {&out.output, &out.weights, &out.band_weights, &out.window_start, &out.centre, &out.log_prob})
+            *t = drop_batch(*t);
+        return out;
+    }
     const AttentionOptions& o = options_;
     AG_CHECK(query.defined() && key.defined() && value.defined(), ValueError,
              "{}: undefined query, key or value", kOp);
@@ -117,6 +133,11 @@ AttentionOutput Attention::forward(const Tensor& query, const Tensor& key, const
              ShapeError, "{}: batch sizes or key counts differ: query {}, key {}, value {}", kOp,
              query.shape(), key.shape(), value.shape());
     AG_CHECK(key.size(1) >= 1, ShapeError, "{}: no keys to attend to: key {}", kOp, key.shape());
+    if (has_parameters_) {
+        check_input_dtype(query, o.dtype, kOp, "query");
+        check_input_dtype(key, o.dtype, kOp, "key");
+        check_input_dtype(value, o.dtype, kOp, "value");
+    }
     AG_CHECK(query.dtype() == key.dtype() && key.dtype() == value.dtype(), DTypeError,
              "{}: dtypes differ: query {}, key {}, value {}", kOp, query.dtype(), key.dtype(), value.dtype());
     check_attention_masks(masks, query.size(0), 1, query.size(1), key.size(1), kOp);

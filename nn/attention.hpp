@@ -50,6 +50,9 @@ struct AttentionOptions {
     LocalMode local = LocalMode::None;
     std::int64_t window = 0;  ///< local attention's D: each query sees 2D + 1 keys (>= 0; >= 1 for local-p)
     double dropout = 0.0;     ///< dropout on the weights while training, in [0, 1]
+    /// Parameter dtype (float32 or float64), as MultiHeadAttentionOptions. Inputs must match it
+    /// when the layer has parameters (a parameter-free layer computes in its inputs' dtype).
+    DType dtype = DType::Float32;
 };
 
 /// What Attention::forward returns.
@@ -113,7 +116,10 @@ public:
     /// [B, Tq, Dv'] and, when `need_weights`, weights [B, Tq, Tk]. Reports the weights to an
     /// active AttentionRecorder. Throws ShapeError naming the shapes (wrong ranks, widths,
     /// batch or key counts, Tk = 0), DTypeError (inputs' dtypes differ from the parameters'),
-    /// and the errors of check_attention_masks for bad masks.
+    /// and the errors of check_attention_masks for bad masks. Unbatched inputs (as PyTorch's
+    /// attention layers take them): query [Tq, Dq], key [Tk, Dk], value [Tk, Dv] with
+    /// key_padding_mask [Tk] -> output [Tq, Dv'], weights [Tq, Tk] (every AttentionOutput field
+    /// loses its batch dimension).
     AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
                             const AttentionMasks& masks = {}, bool need_weights = true) const;
     /// Plain attention: keys = values = inputs [B, Tk, Dk].
@@ -140,6 +146,9 @@ public:
     /// The score module (registered as "score").
     const AttentionScore& score() const { return *score_; }
 
+protected:
+    void dtype_changed(DType dtype) override { options_.dtype = dtype; }
+
 private:
     struct Normalised {
         Tensor weights, log_prob;
@@ -152,6 +161,7 @@ private:
     Tensor attention_dropout(const Tensor& weights) const;
 
     AttentionOptions options_;
+    bool has_parameters_ = false;  // whether inputs must match options_.dtype
     Generator* generator_;
     std::shared_ptr<Linear> q_proj_, k_proj_, v_proj_;
     std::shared_ptr<AttentionScore> score_;

@@ -1,11 +1,50 @@
-// Attention masks: validating attn_mask / key_padding_mask / is_causal and combining them.
+// Attention masks: causal and padding mask helpers, validating attn_mask / key_padding_mask /
+// is_causal and combining them.
 #include "nn/attention_mask.hpp"
 
 #include "core/error.hpp"
+#include "core/ops_elementwise.hpp"
+#include "core/ops_index.hpp"
+
+#include <algorithm>
 
 #include <limits>
 
 namespace attograd::nn {
+
+Tensor causal_mask(std::int64_t size) {
+    AG_CHECK(size >= 0, ValueError, "causal_mask: size must be >= 0, got {}", size);
+    return triu(ones({size, size}, {.dtype = DType::Bool}), 1);
+}
+
+Tensor generate_square_subsequent_mask(std::int64_t size, DType dtype) {
+    AG_CHECK(size >= 0, ValueError, "generate_square_subsequent_mask: size must be >= 0, got {}", size);
+    AG_CHECK(is_floating(dtype), DTypeError, "generate_square_subsequent_mask: dtype must be float, got {}",
+             dtype);
+    return masked_fill(zeros({size, size}, {.dtype = dtype}), causal_mask(size),
+                       -std::numeric_limits<double>::infinity());
+}
+
+Tensor lengths_to_padding_mask(const Tensor& lengths, std::int64_t max_len) {
+    AG_CHECK(lengths.defined(), ValueError, "lengths_to_padding_mask: undefined lengths");
+    AG_CHECK(lengths.dtype() == DType::Int64, DTypeError,
+             "lengths_to_padding_mask: lengths must be int64, got {} {}", lengths.dtype(), lengths.shape());
+    AG_CHECK(lengths.dim() == 1, ShapeError, "lengths_to_padding_mask: lengths must be [B], got {}",
+             lengths.shape());
+    const auto values = lengths.to_vector<std::int64_t>();
+    const std::int64_t longest = values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+    const std::int64_t t_max = max_len < 0 ? std::max<std::int64_t>(longest, 0) : max_len;
+    const auto batch = static_cast<std::int64_t>(values.size());
+    Tensor mask = empty({batch, t_max}, {.dtype = DType::Bool});
+    bool* pm = mask.data<bool>();
+    for (std::int64_t b = 0; b < batch; ++b) {
+        const std::int64_t len = values[static_cast<std::size_t>(b)];
+        AG_CHECK(len >= 0 && len <= t_max, ValueError,
+                 "lengths_to_padding_mask: length {} of sequence {} is outside [0, {}]", len, b, t_max);
+        for (std::int64_t t = 0; t < t_max; ++t) pm[b * t_max + t] = t >= len;
+    }
+    return mask;
+}
 
 void check_attention_masks(const AttentionMasks& masks, std::int64_t batch, std::int64_t heads,
                            std::int64_t tq, std::int64_t tk, std::string_view op) {

@@ -1,4 +1,5 @@
-// Attention masks: validating attn_mask / key_padding_mask / is_causal and combining them.
+// Attention masks: causal and padding mask helpers, validating attn_mask / key_padding_mask /
+// is_causal and combining them.
 #pragma once
 
 #include "core/tensor.hpp"
@@ -22,6 +23,20 @@ struct AttentionMasks {
     /// True when no mask of any kind is set.
     bool empty() const { return !attn_mask.defined() && !key_padding_mask.defined() && !is_causal; }
 };
+
+/// Boolean causal mask [size, size]: `true` above the diagonal (key s > query t, not allowed),
+/// the form `attn_mask` takes (`AttentionMasks::is_causal` applies the same mask without building
+/// it). Equals `triu(ones, 1)`. Throws ValueError when size is negative.
+Tensor causal_mask(std::int64_t size);
+/// PyTorch's `nn.Transformer.generate_square_subsequent_mask`: the float form of causal_mask,
+/// [size, size] with -inf above the diagonal and 0 elsewhere, of `dtype` (float32 or float64).
+/// Throws ValueError (size negative), DTypeError (dtype not float).
+Tensor generate_square_subsequent_mask(std::int64_t size, DType dtype = DType::Float32);
+/// key_padding_mask from sequence lengths: int64 lengths [B] -> bool [B, T], `true` at t >=
+/// lengths[b] (padding). T = max_len, or the largest length when max_len < 0. Throws DTypeError
+/// (lengths not int64), ShapeError (lengths not 1-D), ValueError (a length negative or above
+/// max_len).
+Tensor lengths_to_padding_mask(const Tensor& lengths, std::int64_t max_len = -1);
 
 /// Checks the masks' shapes and dtypes for `batch` sequences, `heads` heads, `tq` queries and
 /// `tk` keys. Throws ShapeError / DTypeError whose message starts with `op` and names the

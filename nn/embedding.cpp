@@ -35,6 +35,9 @@ Embedding::Embedding(EmbeddingOptions options, Generator& generator) : options_(
 }
 
 Tensor Embedding::forward(const Tensor& ids) const {
+    AG_CHECK(!ids.defined() || ids.dtype() == DType::Int64, DTypeError,
+             "Embedding: ids must be int64 token ids, got {} {}", ids.defined() ? ids.dtype() : DType::Int64,
+             ids.shape());
     bool any_padding = false;
     if (options_.padding_idx && ids.defined() && ids.dtype() == DType::Int64) {
         const std::int64_t* first = ids.data<std::int64_t>();

@@ -22,6 +22,7 @@ LayerNorm::LayerNorm(LayerNormOptions options) : options_(std::move(options)) {
 }
 
 Tensor LayerNorm::forward(const Tensor& x) const {
+    if (options_.elementwise_affine) check_input_dtype(x, options_.dtype, "LayerNorm", "input");
     return layer_norm(x, options_.normalized_shape, weight_, bias_, options_.eps);
 }
 

@@ -23,7 +23,10 @@ Linear::Linear(LinearOptions options, Generator& generator) : options_(options) 
             "bias", uniform({options.out_features}, -bound, bound, generator, {.dtype = options.dtype}));
 }
 
-Tensor Linear::forward(const Tensor& x) const { return linear(x, weight_, bias_); }
+Tensor Linear::forward(const Tensor& x) const {
+    check_input_dtype(x, options_.dtype, "Linear", "input");
+    return linear(x, weight_, bias_);
+}
 
 std::string Linear::extra_repr() const {
     return fmt::format("in_features={}, out_features={}, bias={}", options_.in_features,

@@ -1,6 +1,7 @@
 // Module: registered parameters, buffers and submodules; state_dict; train/eval.
 #include "nn/module.hpp"
 
+#include "core/autograd.hpp"
 #include "core/error.hpp"
 #include "core/ops_elementwise.hpp"
 
@@ -93,15 +94,19 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
         AG_CHECK(it->second.shape() == target.shape(), ShapeError,
                  "load_state_dict: '{}' has shape {} in the checkpoint but {} in the model", name,
                  it->second.shape(), target.shape());
-        AG_CHECK(it->second.dtype() == target.dtype(), DTypeError,
-                 "load_state_dict: '{}' has dtype {} in the checkpoint but {} in the model", name,
+        // float32 <-> float64 converts, as PyTorch's copy_; int64 / bool must match exactly
+        AG_CHECK(it->second.dtype() == target.dtype() ||
+                     (is_floating(it->second.dtype()) && is_floating(target.dtype())),
+                 DTypeError, "load_state_dict: '{}' has dtype {} in the checkpoint but {} in the model", name,
                  it->second.dtype(), target.dtype());
     }
     for (const auto& [name, target] : own) {
         auto it = state.find(name);
         if (it == state.end()) continue;
         Tensor dst = target;
-        std::memmove(dst.raw_data(), it->second.raw_data(),
+        NoGradGuard no_grad;
+        const Tensor src = to_dtype(it->second, dst.dtype());  // itself when the dtypes agree
+        std::memmove(dst.raw_data(), src.raw_data(),
                      static_cast<std::size_t>(dst.numel()) * dtype_size(dst.dtype()));
     }
 }
@@ -156,6 +161,13 @@ std::string to_string(const Module& module) {
     std::string out;
     print(module, "", out);
     return out;
+}
+
+void check_input_dtype(const Tensor& input, DType parameters, std::string_view layer,
+                       std::string_view input_name) {
+    AG_CHECK(!input.defined() || input.dtype() == parameters, DTypeError,
+             "{}: {} is {} {} but the layer's parameters are {}", layer, input_name, input.dtype(),
+             input.shape(), parameters);
 }
 
 }  // namespace attograd::nn

@@ -51,7 +51,10 @@ public:
     /// Copies every tensor of `state` into the parameter or buffer of the same name. With
     /// `strict`, missing and unexpected names are an error. Throws ValueError listing the
     /// missing and unexpected names, ShapeError naming the tensor and both shapes, and
-    /// DTypeError on a dtype mismatch; nothing is changed when it throws.
+    /// DTypeError when an int64 / bool tensor meets another dtype; nothing is changed when it
+    /// throws. float32 and float64 convert to the model's dtype (rounding to float32 when
+    /// needed), as PyTorch's `load_state_dict` does through `copy_`, so a float64 checkpoint
+    /// loads into a float32 model and back.
     void load_state_dict(const StateDict& state, bool strict = true);
 
     /// Switches this module and every submodule to training (dropout active, hard attention
@@ -99,6 +102,12 @@ private:
     std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
     bool training_ = true;
 };
+
+/// Checks that a layer's input has its parameters' dtype. Throws DTypeError naming the layer
+/// and the input: "Attention: query is float64 [2, 3, 4] but the layer's parameters are
+/// float32" (convert the input with to_dtype, or the layer with Module::to).
+void check_input_dtype(const Tensor& input, DType parameters, std::string_view layer,
+                       std::string_view input_name);
 
 /// Prints a module tree as PyTorch does: `Linear(in_features=4, out_features=8, bias=true)`,
 /// with submodules indented one per line.

@@ -8,6 +8,7 @@
 #include "nn/attention_recorder.hpp"
 #include "nn/head_silencing.hpp"
 #include "nn/linear.hpp"
+#include "nn/unbatched.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -146,10 +147,9 @@ void MultiHeadAttention::check_inputs(const Tensor& query, const Tensor& key, co
     AG_CHECK(key.size(1) == value.size(1), ShapeError, "{}: key {} and value {} have different lengths", kOp,
              key.shape(), value.shape());
     AG_CHECK(key.size(1) >= 1, ShapeError, "{}: needs at least one key, got key {}", kOp, key.shape());
-    for (const Tensor* t : {&query, &key, &value})
-        AG_CHECK(t->dtype() == o.dtype, DTypeError,
-                 "{}: inputs must have the parameters' dtype {}, got {} {}", kOp, o.dtype, t->dtype(),
-                 t->shape());
+    check_input_dtype(query, o.dtype, kOp, "query");
+    check_input_dtype(key, o.dtype, kOp, "key");
+    check_input_dtype(value, o.dtype, kOp, "value");
 }
 
 MultiHeadAttention::Projected MultiHeadAttention::project(const Tensor& query, const Tensor& key,
@@ -178,6 +178,14 @@ Tensor MultiHeadAttention::rotate(const Tensor& x) const {
 MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const Tensor& key,
                                                      const Tensor& value,
                                                      const MultiHeadAttentionArgs& args) const {
+    if (query.defined() && key.defined() && value.defined() && query.dim() == 2 && key.dim() == 2 &&
+        value.dim() == 2) {  // unbatched [T, E], as PyTorch: run as a batch of one (nn/unbatched.hpp)
+        const Unbatched in(query, key, value, args.key_padding_mask);
+        MultiHeadAttentionArgs batched = args;
+        batched.key_padding_mask = in.key_padding_mask;
+        MultiHeadAttentionOutput out = forward(in.query, in.key, in.value, batched);
+        return {drop_batch(out.output), drop_batch(out.weights)};
+    }
     check_inputs(query, key, value);
     const auto& o = options_;
     const std::int64_t batch = query.size(0), tq = query.size(1), tk = key.size(1);

@@ -110,7 +110,10 @@ public:
     /// query [B, Tq, E], key [B, Tk, kdim], value [B, Tk, vdim] -> output [B, Tq, E] and the
     /// weights (see MultiHeadAttentionOutput). Reports the per-head weights [B, h, Tq, Tk'] to
     /// an active AttentionRecorder. Throws ShapeError naming the shapes (ranks, widths, batch
-    /// or key counts, masks), DTypeError (input or mask dtypes).
+    /// or key counts, masks), DTypeError (input or mask dtypes). Unbatched inputs (PyTorch's):
+    /// query [Tq, E], key [Tk, kdim], value [Tk, vdim] with key_padding_mask [Tk] and attn_mask
+    /// [Tq, Tk] or [h, Tq, Tk] -> output [Tq, E], weights [Tq, Tk'] or [h, Tq, Tk'] (run as a
+    /// batch of one; the recorder sees [1, h, Tq, Tk']).
     MultiHeadAttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
                                      const MultiHeadAttentionArgs& args = {}) const;
     /// Self-attention: forward(x, x, x, args).

@@ -165,8 +165,10 @@ TEST_CASE("attention rejects bad input with the right error and the shapes") {
                          doctest::Contains("key_padding_mask must be bool"), DTypeError);
     CHECK_THROWS_WITH_AS(layer.forward(q, k, v, {.key_padding_mask = zeros({5, 2}, {.dtype = DType::Bool})}),
                          doctest::Contains("[B, Tk] = [2, 5], got [5, 2]"), ShapeError);
-    CHECK_THROWS_WITH_AS(layer.forward(q, k, zeros({2, 5, 2}, {.dtype = DType::Float64})),
-                         doctest::Contains("dtypes differ"), DTypeError);
+    CHECK_THROWS_WITH_AS(
+        layer.forward(q, k, zeros({2, 5, 2}, {.dtype = DType::Float64})),
+        doctest::Contains("Attention: value is float64 [2, 5, 2] but the layer's parameters are float32"),
+        DTypeError);
     CHECK_THROWS_WITH_AS(Attention({.query_dim = 3, .key_dim = 4, .score = Score::Dot}, gen),
                          doctest::Contains("query_dim=3 key_dim=4"), ShapeError);
     CHECK_THROWS_WITH_AS(Attention({.query_dim = 0}, gen), doctest::Contains("query_dim=0"), ValueError);

@@ -442,7 +442,8 @@ TEST_CASE("MultiHeadAttention rejects bad options and inputs with the shapes in 
                          ShapeError);
     CHECK_THROWS_WITH_AS(
         mha.forward(to_dtype(q, DType::Float64), k, v),
-        doctest::Contains("inputs must have the parameters' dtype float32, got float64 [2, 3, 4]"),
+        doctest::Contains(
+            "MultiHeadAttention: query is float64 [2, 3, 4] but the layer's parameters are float32"),
         DTypeError);
     CHECK_THROWS_WITH_AS(
         mha.forward(q, k, v, {.attn_mask = zeros({3, 4}, {.dtype = DType::Bool})}),

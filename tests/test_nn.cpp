@@ -140,8 +140,8 @@ TEST_CASE("load_state_dict copies values and rejects missing, unexpected, missha
     CHECK_THROWS_WITH_AS(b.load_state_dict(misshapen),
                          doctest::Contains("'layers.0.proj.weight' has shape [4, 5]"), ShapeError);
     nn::StateDict mistyped = a.state_dict();
-    mistyped["embed.weight"] = zeros({10, 4}, {.dtype = DType::Float64});
-    CHECK_THROWS_WITH_AS(b.load_state_dict(mistyped), doctest::Contains("'embed.weight' has dtype float64"),
+    mistyped["embed.weight"] = zeros({10, 4}, {.dtype = DType::Int64});
+    CHECK_THROWS_WITH_AS(b.load_state_dict(mistyped), doctest::Contains("'embed.weight' has dtype int64"),
                          DTypeError);
     // Every failed load left b unchanged, even though the other tensors were fine.
     CHECK(max_abs_diff(b.head->weight(), before) == 0);
@@ -469,8 +469,10 @@ TEST_CASE("layers reject bad options and bad input") {
     nn::Linear layer({.in_features = 3, .out_features = 2}, gen);
     CHECK_THROWS_WITH_AS(layer.forward(zeros({4, 5})),
                          doctest::Contains("linear: x [4, 5] does not match weight [2, 3]"), ShapeError);
-    CHECK_THROWS_WITH_AS(layer.forward(zeros({4, 3}, {.dtype = DType::Float64})),
-                         doctest::Contains("linear: dtypes differ"), DTypeError);
+    CHECK_THROWS_WITH_AS(
+        layer.forward(zeros({4, 3}, {.dtype = DType::Float64})),
+        doctest::Contains("Linear: input is float64 [4, 3] but the layer's parameters are float32"),
+        DTypeError);
     CHECK_THROWS_WITH_AS(nn::Embedding({.num_embeddings = 4, .embedding_dim = 2, .padding_idx = 4}),
                          doctest::Contains("padding_idx 4"), ValueError);
     CHECK_THROWS_WITH_AS(nn::Embedding({.num_embeddings = 4, .embedding_dim = 2, .padding_idx = -5}),
@@ -490,4 +492,76 @@ TEST_CASE("layers reject bad options and bad input") {
     CHECK_THROWS_WITH_AS(nn::Dropout({.p = 1.5}), doctest::Contains("Dropout: p must be in [0, 1], got 1.5"),
                          ValueError);
     CHECK_THROWS_WITH_AS(nn::Dropout({.p = -0.1}), doctest::Contains("Dropout: p"), ValueError);
+}
+
+TEST_CASE("a dtype mismatch names the layer and the input, not an inner op") {
+    Generator gen(3);
+    const Tensor x64 = zeros({2, 3, 4}, {.dtype = DType::Float64});
+    nn::Linear linear({.in_features = 4, .out_features = 2}, gen);
+    CHECK_THROWS_WITH_AS(
+        linear.forward(x64),
+        doctest::Contains("Linear: input is float64 [2, 3, 4] but the layer's parameters are float32"),
+        DTypeError);
+    nn::LayerNorm norm({.normalized_shape = {4}});
+    CHECK_THROWS_WITH_AS(norm.forward(x64), doctest::Contains("LayerNorm: input is float64"), DTypeError);
+    nn::Embedding embedding({.num_embeddings = 5, .embedding_dim = 4}, gen);
+    CHECK_THROWS_WITH_AS(embedding.forward(zeros({2})), doctest::Contains("Embedding: ids must be int64"),
+                         DTypeError);
+    nn::Attention attention({.query_dim = 4, .project_query = true, .project_key = true}, gen);
+    CHECK_THROWS_WITH_AS(
+        attention.forward(x64, x64),
+        doctest::Contains("Attention: query is float64 [2, 3, 4] but the layer's parameters are float32"),
+        DTypeError);
+    nn::MultiHeadAttention mha({.embed_dim = 4, .num_heads = 2}, gen);
+    CHECK_THROWS_WITH_AS(mha.forward(x64), doctest::Contains("MultiHeadAttention: query is float64"),
+                         DTypeError);
+    // after Module::to the same input is accepted
+    linear.to(DType::Float64);
+    CHECK(linear.forward(x64).dtype() == DType::Float64);
+    attention.to(DType::Float64);
+    CHECK(attention.options().dtype == DType::Float64);
+    CHECK(attention.forward(x64, x64).output.dtype() == DType::Float64);
+}
+
+TEST_CASE("AttentionOptions takes a dtype for every parameter") {
+    Generator gen(4);
+    nn::Attention attention({.query_dim = 4,
+                             .score = nn::Score::Additive,
+                             .project_query = true,
+                             .project_value = true,
+                             .local = nn::LocalMode::Predictive,
+                             .window = 2,
+                             .dtype = DType::Float64},
+                            gen);
+    for (const auto& [name, p] : attention.named_parameters()) {
+        CAPTURE(name);
+        CHECK(p.dtype() == DType::Float64);
+    }
+    CHECK(attention.named_parameters().size() >= 7);
+    const Tensor x = randn({1, 5, 4}, gen, {.dtype = DType::Float64});
+    CHECK(attention.forward(x, x).output.dtype() == DType::Float64);
+    CHECK_THROWS_WITH_AS(nn::Attention({.query_dim = 4, .dtype = DType::Int64}, gen),
+                         doctest::Contains("Attention: dtype must be float32 or float64"), DTypeError);
+    // a parameter-free layer computes in its inputs' dtype
+    nn::Attention plain({.query_dim = 4}, gen);
+    CHECK(plain.forward(x, x).output.dtype() == DType::Float64);
+}
+
+TEST_CASE("load_state_dict converts float64 and float32 as PyTorch's copy_ does") {
+    Generator gen(5);
+    nn::Linear f32({.in_features = 3, .out_features = 2}, gen);
+    nn::Linear f64({.in_features = 3, .out_features = 2, .dtype = DType::Float64}, gen);
+    f64.load_state_dict(f32.state_dict());  // float32 -> float64 is exact
+    CHECK(f64.weight().dtype() == DType::Float64);
+    CHECK(f64.weight().to_vector<double>() == to_dtype(f32.weight(), DType::Float64).to_vector<double>());
+    nn::StateDict precise = f64.state_dict();
+    precise["bias"] = tensor({0.1, 1e-20}, {2}, {.dtype = DType::Float64});
+    f32.load_state_dict(precise);  // float64 -> float32 rounds
+    CHECK(f32.bias().dtype() == DType::Float32);
+    CHECK(f32.bias().to_vector<float>() == std::vector<float>{0.1f, 1e-20f});
+    CHECK(f32.weight().requires_grad());
+    nn::StateDict as_bool = f32.state_dict();
+    as_bool["bias"] = zeros({2}, {.dtype = DType::Bool});
+    CHECK_THROWS_WITH_AS(f32.load_state_dict(as_bool),
+                         doctest::Contains("'bias' has dtype bool in the checkpoint"), DTypeError);
 }

@@ -4,6 +4,7 @@
 #include "helpers.hpp"
 
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -68,6 +69,14 @@ const std::map<std::string, Replay>& replays() {
              return mean(in[0], a.at("axes").get<std::vector<std::int64_t>>(), a.at("keepdim").get<bool>());
          }},
         {"max", [](In in, A a) { return max(in[0], axis(a), a.at("keepdim").get<bool>()).values; }},
+        {"norm",
+         [](In in, A a) {
+             const auto p = a.at("p").get<std::string>();
+             const double order = p == "inf" ? std::numeric_limits<double>::infinity() : std::stod(p);
+             const auto dims = a.at("dims").is_null() ? std::vector<std::int64_t>{}
+                                                      : a.at("dims").get<std::vector<std::int64_t>>();
+             return norm(in[0], order, dims, a.at("keepdim").get<bool>());
+         }},
         {"softmax", [](In in, A a) { return softmax(in[0], axis(a)); }},
         {"log_softmax", [](In in, A a) { return log_softmax(in[0], axis(a)); }},
         {"concat", [](In in, A a) { return concat(in, axis(a)); }},
@@ -79,13 +88,35 @@ const std::map<std::string, Replay>& replays() {
          }},
         {"slice",
          [](In in, A a) {
-             return slice(in[0], axis(a), a.at("start").get<std::int64_t>(), a.at("end").get<std::int64_t>());
+             return slice(in[0], axis(a), a.at("start").get<std::int64_t>(), a.at("end").get<std::int64_t>(),
+                          a.value("step", std::int64_t{1}));
+         }},
+        {"select", [](In in, A a) { return select(in[0], axis(a), a.at("index").get<std::int64_t>()); }},
+        {"index_0_slice_1_3_all",
+         [](In in, A) {
+             using namespace indexing;
+             return in[0].index({0, Slice(1, 3), All});
+         }},
+        {"index_ellipsis_step_2_last",
+         [](In in, A) {
+             using namespace indexing;
+             return in[0].index({Ellipsis, Slice(None, None, 2), -1});
          }},
         {"index_select", [](In in, A a) { return index_select(in[0], axis(a), in[1]); }},
         {"gather", [](In in, A a) { return gather(in[0], axis(a), in[1]); }},
         {"embedding", [](In in, A) { return embedding(in[0], in[1]); }},
         {"masked_fill", [](In in, A a) { return masked_fill(in[0], in[1], a.at("value").get<double>()); }},
         {"where", [](In in, A) { return where(in[0], in[1], in[2]); }},
+        {"floor_divide", [](In in, A) { return floor_divide(in[0], in[1]); }},
+        {"remainder", [](In in, A) { return remainder(in[0], in[1]); }},
+        {"eq", [](In in, A) { return to_dtype(eq(in[0], in[1]), DType::Int64); }},
+        {"ne", [](In in, A) { return to_dtype(ne(in[0], in[1]), DType::Int64); }},
+        {"lt", [](In in, A) { return to_dtype(lt(in[0], in[1]), DType::Int64); }},
+        {"le", [](In in, A) { return to_dtype(le(in[0], in[1]), DType::Int64); }},
+        {"gt", [](In in, A) { return to_dtype(gt(in[0], in[1]), DType::Int64); }},
+        {"ge", [](In in, A) { return to_dtype(ge(in[0], in[1]), DType::Int64); }},
+        {"triu", [](In in, A a) { return triu(in[0], a.at("diagonal").get<std::int64_t>()); }},
+        {"tril", [](In in, A a) { return tril(in[0], a.at("diagonal").get<std::int64_t>()); }},
         {"cross_entropy", [](In in, A a) { return cross_entropy(in[0], in[1], class_options(a)); }},
         {"nll_loss", [](In in, A a) { return nll_loss(in[0], in[1], class_options(a)); }},
         {"mse_loss", [](In in, A a) { return mse_loss(in[0], in[1], reduction_of(a)); }},

@@ -155,3 +155,71 @@ TEST_CASE("where chooses elementwise with all three operands broadcasting") {
     CHECK(b.grad().at({0, 0}) == 1.0);  // one of three columns takes b
     CHECK(a.grad().at({0, 1}) == 0.0);
 }
+
+TEST_CASE("triu and tril keep a triangle of the last two dimensions") {
+    const Tensor x = rand64({2, 3, 4}, 21);
+    const Tensor up = triu(x, 1), low = tril(x, -1);
+    CHECK(up.shape() == x.shape());
+    CHECK(up.at({1, 0, 1}) == x.at({1, 0, 1}));
+    CHECK(up.at({1, 1, 1}) == 0.0);
+    CHECK(low.at({0, 2, 1}) == x.at({0, 2, 1}));
+    CHECK(low.at({0, 1, 1}) == 0.0);
+    // triu(d) + tril(d - 1) rebuilds x for any offset
+    for (std::int64_t d : {-4, -1, 0, 2, 6})
+        CHECK((triu(x, d) + tril(x, d - 1)).to_vector<double>() == x.to_vector<double>());
+    CHECK(triu(index_tensor({1, 2, 3, 4}, {2, 2})).to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>{1, 2, 0, 4});
+    for (std::int64_t d : {0, 1, -2}) {
+        CHECK_GRADCHECK([d](const std::vector<Tensor>& in) { return triu(in[0], d); },
+                        std::vector<Tensor>{x});
+        CHECK_GRADCHECK([d](const std::vector<Tensor>& in) { return tril(in[0], d); },
+                        std::vector<Tensor>{x});
+    }
+    CHECK(triu(zeros({0, 3})).shape() == Shape{0, 3});
+    CHECK_THROWS_WITH_AS(triu(zeros({3})), doctest::Contains("triu: expected at least 2 dimensions"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(tril(scalar(1.0)), doctest::Contains("tril"), ShapeError);
+}
+
+TEST_CASE("index, slice with a step and select read like Python's indexing") {
+    using namespace attograd::indexing;
+    const Tensor x = rand64({3, 4, 5}, 31);
+    const Tensor row = x.index({1});
+    CHECK(row.shape() == Shape{4, 5});
+    CHECK(row.at({2, 3}) == x.at({1, 2, 3}));
+    const Tensor mixed = x.index({-1, Slice(1, None), Slice(None, None, 2)});  // x[-1, 1:, ::2]
+    CHECK(mixed.shape() == Shape{3, 3});
+    CHECK(mixed.at({0, 1}) == x.at({2, 1, 2}));
+    CHECK(mixed.at({2, 2}) == x.at({2, 3, 4}));
+    const Tensor last = index(x, {Ellipsis, -1});  // x[..., -1]
+    CHECK(last.shape() == Shape{3, 4});
+    CHECK(last.at({1, 2}) == x.at({1, 2, 4}));
+    CHECK(x.index({All, Ellipsis, 0}).shape() == Shape{3, 4});
+    CHECK(x.index({Slice(5, 9)}).shape() == Shape{0, 4, 5});  // clamped, empty
+    CHECK(x.index({}).shape() == x.shape());
+    CHECK(select(x, 2, -5).at({0, 0}) == x.at({0, 0, 0}));
+    const Tensor strided = slice(x, 1, 0, 4, 3);
+    CHECK(strided.shape() == Shape{3, 2, 5});
+    CHECK(strided.at({0, 1, 0}) == x.at({0, 3, 0}));
+    CHECK_GRADCHECK(
+        [](const std::vector<Tensor>& in) {
+            return in[0].index({1, Slice(None, None, 2), Slice(-3, None)});
+        },
+        std::vector<Tensor>{x});
+    CHECK_GRADCHECK(
+        [](const std::vector<Tensor>& in) {
+            return select(in[0], 0, 2) * slice(in[0], 0, 0, 3, 2).index({1});
+        },
+        std::vector<Tensor>{x});
+    CHECK_THROWS_WITH_AS(x.index({3}), doctest::Contains("index: index 3 is out of range for dimension 0"),
+                         IndexError);
+    CHECK_THROWS_WITH_AS(x.index({0, 0, 0, 0}), doctest::Contains("index: 4 indices for a tensor of rank 3"),
+                         IndexError);
+    CHECK_THROWS_WITH_AS(x.index({Ellipsis, Ellipsis}), doctest::Contains("at most one Ellipsis"),
+                         IndexError);
+    CHECK_THROWS_WITH_AS(x.index({Slice(0, 2, 0)}), doctest::Contains("step must be positive"), ValueError);
+    CHECK_THROWS_WITH_AS(slice(x, 0, 0, 2, -1), doctest::Contains("slice: step must be positive"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(select(x, 1, 4), doctest::Contains("select: index 4 is out of range"), IndexError);
+    CHECK_THROWS_WITH_AS(select(scalar(1.0), 0, 0), doctest::Contains("select"), ShapeError);
+}

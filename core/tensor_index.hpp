@@ -1,0 +1,47 @@
+// Index items for Tensor::index: integers, Slice (Python's start:stop:step) and Ellipsis, as in
+// LibTorch's torch::indexing.
+#pragma once
+
+#include <concepts>
+#include <cstdint>
+#include <optional>
+#include <variant>
+
+namespace attograd::indexing {
+
+/// An open end of a Slice (Python's empty `:` bound), e.g. `Slice(2, None)` for `2:`.
+inline constexpr std::nullopt_t None = std::nullopt;
+
+/// Python's `start:stop:step` along one dimension: negative bounds count from the end, bounds are
+/// clamped to the dimension (never an error, possibly empty), an open bound (None) means the
+/// start or the end. step must be positive (as in PyTorch).
+struct Slice {
+    constexpr Slice(std::optional<std::int64_t> start_ = None, std::optional<std::int64_t> stop_ = None,
+                    std::int64_t step_ = 1)
+        : start(start_), stop(stop_), step(step_) {}
+    std::optional<std::int64_t> start;
+    std::optional<std::int64_t> stop;
+    std::int64_t step;
+};
+
+/// Every element of a dimension (Python's `:`).
+inline constexpr Slice All{};
+
+/// Stands for as many `:` as needed to reach the remaining indices (Python's `...`).
+struct EllipsisIndex {};
+inline constexpr EllipsisIndex Ellipsis{};
+
+/// One index item: an integer (selects and removes the dimension), a Slice or Ellipsis.
+class TensorIndex {
+public:
+    template <std::integral I>
+    constexpr TensorIndex(I i) : item_(static_cast<std::int64_t>(i)) {}
+    constexpr TensorIndex(Slice s) : item_(s) {}
+    constexpr TensorIndex(EllipsisIndex e) : item_(e) {}
+    const std::variant<std::int64_t, Slice, EllipsisIndex>& item() const { return item_; }
+
+private:
+    std::variant<std::int64_t, Slice, EllipsisIndex> item_;
+};
+
+}  // namespace attograd::indexing

@@ -1,0 +1,78 @@
+// Vector norms: values, gradients (float64 gradcheck, zero vector), errors.
+#include "helpers.hpp"
+
+#include <limits>
+
+using namespace attograd;
+using testing::rand64;
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+}
+
+TEST_CASE("norm computes the 1, 2 and inf norms over the given dims") {
+    const Tensor x = tensor({3, -4, 0, 1, -2, 2}, {2, 3});
+    CHECK(norm(x).item() == doctest::Approx(std::sqrt(34.0)));
+    CHECK(norm(x, 1.0).item() == doctest::Approx(12.0));
+    CHECK(norm(x, kInf).item() == doctest::Approx(4.0));
+    const Tensor rows = norm(x, 2.0, {1});
+    CHECK(rows.shape() == Shape{2});
+    CHECK(rows.to_vector<double>()[0] == doctest::Approx(5.0));
+    CHECK(rows.to_vector<double>()[1] == doctest::Approx(3.0));
+    CHECK(norm(x, 1.0, {0}, true).shape() == Shape{1, 3});
+    CHECK(norm(x, kInf, {-1}).to_vector<double>() == std::vector<double>{4.0, 2.0});
+}
+
+TEST_CASE("norm passes gradcheck for every p and several dims") {
+    for (double p : {1.0, 2.0, kInf}) {
+        for (const std::vector<std::int64_t>& dims : {std::vector<std::int64_t>{}, {1}, {0, 2}, {-1}}) {
+            CAPTURE(p);
+            CAPTURE(dims.size());
+            const Tensor x = rand64({2, 3, 4}, 3);
+            CHECK_GRADCHECK([&](const std::vector<Tensor>& in) { return norm(in[0], p, dims, true); },
+                            std::vector<Tensor>{x});
+        }
+    }
+}
+
+TEST_CASE("norm of the zero vector has gradient 0, not NaN") {
+    for (double p : {1.0, 2.0, kInf}) {
+        CAPTURE(p);
+        const Tensor x = zeros({2, 4}, {.dtype = DType::Float64, .requires_grad = true});
+        Tensor n = norm(x, p, {1});
+        CHECK(n.to_vector<double>() == std::vector<double>{0.0, 0.0});
+        sum(n).backward();
+        CHECK(x.grad().to_vector<double>() == std::vector<double>(8, 0.0));
+    }
+    // The route norm replaces: sqrt(sum(x * x)) gives NaN there.
+    const Tensor x = zeros({3}, {.dtype = DType::Float64, .requires_grad = true});
+    sqrt(sum(x * x)).backward();
+    CHECK_FALSE(testing::all_finite(x.grad()));
+}
+
+TEST_CASE("norm with p = inf shares the gradient among tied maxima") {
+    const Tensor x = tensor({2, -2, 1}, {3}, {.dtype = DType::Float64, .requires_grad = true});
+    norm(x, kInf).backward();
+    CHECK(x.grad().to_vector<double>() == std::vector<double>{0.5, -0.5, 0.0});
+}
+
+TEST_CASE("norm works in float32 and is one tape entry") {
+    const Tensor x = tensor({3, 4}, {2}, {.requires_grad = true});
+    const std::size_t before = autograd::tape_size();
+    const Tensor n = norm(x);
+    CHECK(autograd::tape_size() == before + 1);
+    CHECK(n.dtype() == DType::Float32);
+    CHECK(n.item() == doctest::Approx(5.0));
+    n.backward();
+    CHECK(x.grad().to_vector<float>() == std::vector<float>{0.6f, 0.8f});
+}
+
+TEST_CASE("norm rejects bad p, dtypes, dims and an empty inf reduction") {
+    const Tensor x = zeros({2, 3});
+    CHECK_THROWS_WITH_AS(norm(x, 3.0), doctest::Contains("norm: p must be 1, 2 or inf"), ValueError);
+    CHECK_THROWS_WITH_AS(norm(index_tensor({1, 2}, {2})), doctest::Contains("norm"), DTypeError);
+    CHECK_THROWS_WITH_AS(norm(x, 2.0, {2}), doctest::Contains("norm"), IndexError);
+    CHECK_THROWS_WITH_AS(norm(x, 2.0, {1, -1}), doctest::Contains("twice"), IndexError);
+    CHECK_THROWS_WITH_AS(norm(zeros({2, 0}), kInf, {1}), doctest::Contains("no maximum"), ShapeError);
+    CHECK(norm(zeros({2, 0}), 2.0, {1}).to_vector<double>() == std::vector<double>{0.0, 0.0});
+}
