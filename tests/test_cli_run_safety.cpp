@@ -212,3 +212,11 @@ TEST_CASE("train --checkpoint-every saves the run while it trains") {
     check_refused(run({"train", "--task", "copy", "--checkpoint-every", "-1", "--out", tmp / "x"}),
                   {"--checkpoint-every"});
 }
+
+TEST_CASE("a run whose loss blows up is refused as diverged (exit 2, one line), not reported as a success") {
+    TempDir tmp;
+    // Adam's step is about lr whatever the gradient: at 1e6 the loss reaches ~1e12 at once.
+    check_refused(run({"train", "--task", "reverse", "--lr", "1e6", "--steps", "200", "--out", tmp / "run", "--quiet"}),
+                  {"diverged", "4x its first value", "--lr"});
+    CHECK_FALSE(fs::exists(tmp / "run"));  // nothing from the diverged steps is kept
+}
