@@ -17,12 +17,13 @@ std::string AttentionMap::title() const {
 
 void check_map(const AttentionMap& map) {
     AG_CHECK(static_cast<std::int64_t>(map.weights.size()) == map.rows() * map.cols(), ShapeError,
-             "inspect: map '{}' has {} weights for {} query and {} key labels ([{}, {}] expected)", map.title(),
-             map.weights.size(), map.rows(), map.cols(), map.rows(), map.cols());
+             "inspect: map '{}' has {} weights for {} query and {} key labels ([{}, {}] expected)",
+             map.title(), map.weights.size(), map.rows(), map.cols(), map.rows(), map.cols());
     for (std::size_t i = 0; i < map.weights.size(); ++i) {
         AG_CHECK(std::isfinite(map.weights[i]), ValueError,
                  "inspect: map '{}' [{}, {}] has a non-finite weight {} at row {}, column {}", map.title(),
-                 map.rows(), map.cols(), map.weights[i], static_cast<std::int64_t>(i) / std::max<std::int64_t>(map.cols(), 1),
+                 map.rows(), map.cols(), map.weights[i],
+                 static_cast<std::int64_t>(i) / std::max<std::int64_t>(map.cols(), 1),
                  static_cast<std::int64_t>(i) % std::max<std::int64_t>(map.cols(), 1));
     }
 }
@@ -37,7 +38,8 @@ Rgb weight_colour(double w) {
     const auto i = std::min<std::size_t>(static_cast<std::size_t>(x), stops.size() - 2);
     const double f = x - static_cast<double>(i);
     const auto mix = [f](int a, int b) { return static_cast<int>(std::lround(a + (b - a) * f)); };
-    return {mix(stops[i].r, stops[i + 1].r), mix(stops[i].g, stops[i + 1].g), mix(stops[i].b, stops[i + 1].b)};
+    return {mix(stops[i].r, stops[i + 1].r), mix(stops[i].g, stops[i + 1].g),
+            mix(stops[i].b, stops[i + 1].b)};
 }
 
 std::string hex(Rgb colour) { return fmt::format("#{:02x}{:02x}{:02x}", colour.r, colour.g, colour.b); }

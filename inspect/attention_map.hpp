@@ -39,13 +39,13 @@ void check_map(const AttentionMap& map);
 
 /// Everything inspected for one input: its tokens and every map.
 struct InspectedExample {
-    std::vector<std::string> source;      ///< the input tokens
-    std::vector<std::string> target;      ///< the right output (empty when unknown)
-    std::vector<std::string> prediction;  ///< the model's output (empty when not a seq model)
-    std::vector<AttentionMap> maps;       ///< every layer's and head's attention, in layer order
-    std::optional<AttentionMap> saliency; ///< gradient x input per output row (head = -1)
-    std::optional<AttentionMap> rollout;  ///< attention rollout (head = -1)
-    std::optional<AttentionMap> flow;     ///< attention flow (head = -1)
+    std::vector<std::string> source;       ///< the input tokens
+    std::vector<std::string> target;       ///< the right output (empty when unknown)
+    std::vector<std::string> prediction;   ///< the model's output (empty when not a seq model)
+    std::vector<AttentionMap> maps;        ///< every layer's and head's attention, in layer order
+    std::optional<AttentionMap> saliency;  ///< gradient x input per output row (head = -1)
+    std::optional<AttentionMap> rollout;   ///< attention rollout (head = -1)
+    std::optional<AttentionMap> flow;      ///< attention flow (head = -1)
 };
 
 /// An RGB colour.

@@ -3,5 +3,16 @@
 #pragma once
 
 #include "inspect/attention_map.hpp"
-#include "inspect/report.hpp"
+#include "inspect/chart_svg.hpp"
+#include "inspect/export.hpp"
+#include "inspect/knockout.hpp"
+#include "inspect/max_flow.hpp"
 #include "inspect/recorded_maps.hpp"
+#include "inspect/render_html.hpp"
+#include "inspect/render_svg.hpp"
+#include "inspect/render_term.hpp"
+#include "inspect/report.hpp"
+#include "inspect/report_data.hpp"
+#include "inspect/rollout.hpp"
+#include "inspect/saliency.hpp"
+#include "inspect/snapshot.hpp"

@@ -43,6 +43,11 @@ std::vector<AttentionMap> attention_maps(const std::vector<nn::RecordedAttention
 std::vector<AttentionMap> attention_maps(const std::vector<nn::RecordedAttention>& records,
                                          const TokenLabels& labels, std::int64_t batch_index = 0);
 
+/// The first `rows` queries and `cols` keys of `map` (an example padded in its batch, cut back
+/// to its real length; labels and right alignment are cut too). Throws IndexError when rows or
+/// cols is negative or larger than the map's (naming its title and shape).
+AttentionMap crop_map(const AttentionMap& map, std::int64_t rows, std::int64_t cols);
+
 /// Share of attention mass on the right keys: the mean over `right`'s rows of the weight at the
 /// right column (Luong et al. 2015 §5.4 measure alignment quality this way, as agreement with
 /// a reference alignment). A row of `right` beyond the map's rows (the output stopped early)

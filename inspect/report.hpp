@@ -31,8 +31,8 @@ struct Chart {
 
 /// The attention of fixed probe inputs at one training step (inspect::AttentionSnapshotter).
 struct AttentionSnapshot {
-    std::int64_t step = 0;                ///< optimizer steps taken when it was recorded
-    std::vector<InspectedExample> probes; ///< one per probe input, maps with alignment shares
+    std::int64_t step = 0;                 ///< optimizer steps taken when it was recorded
+    std::vector<InspectedExample> probes;  ///< one per probe input, maps with alignment shares
 };
 
 /// Everything one HTML report shows.
@@ -44,8 +44,8 @@ struct Report {
     std::optional<std::string> charts_error;  ///< why the curves could not be read (shown instead)
     /// What the outlined cells of a map mean, e.g. "right alignment: anti-diagonal".
     std::string alignment_legend;
-    std::vector<InspectedExample> examples;   ///< switchable in the page
-    std::vector<AttentionSnapshot> snapshots; ///< replayed with a step slider (may be empty)
+    std::vector<InspectedExample> examples;    ///< switchable in the page
+    std::vector<AttentionSnapshot> snapshots;  ///< replayed with a step slider (may be empty)
 };
 
 }  // namespace attograd::inspect

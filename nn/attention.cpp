@@ -9,6 +9,7 @@
 #include "core/ops_softmax.hpp"
 #include "core/ops_sparsemax.hpp"
 #include "nn/attention_recorder.hpp"
+#include "nn/head_silencing.hpp"
 #include "nn/linear.hpp"
 
 #include <cmath>
@@ -124,6 +125,7 @@ AttentionOutput Attention::forward(const Tensor& query, const Tensor& key, const
     const Tensor v = v_proj_ ? v_proj_->forward(value) : value;
     AttentionOutput out = o.local == LocalMode::None ? forward_global(q, k, v, masks, need_weights)
                                                      : forward_local(q, k, v, masks, need_weights);
+    if (const auto* silenced = silenced_heads(this)) silence_heads(*silenced, out.output, out.weights);
     if (out.weights.defined()) record_attention(this, out.weights);
     if (!need_weights) out.weights = Tensor();
     return out;

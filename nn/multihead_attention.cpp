@@ -5,6 +5,7 @@
 #include "core/ops.hpp"
 #include "core/ops_linear.hpp"
 #include "nn/attention_recorder.hpp"
+#include "nn/head_silencing.hpp"
 #include "nn/linear.hpp"
 
 #include <cmath>
@@ -209,6 +210,7 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
             }
         }
     }
+    if (const auto* silenced = silenced_heads(this)) silence_heads(*silenced, heads, weights);
     if (weights.defined()) record_attention(this, weights);
     MultiHeadAttentionOutput out{.output = out_proj_->forward(heads), .weights = {}};
     if (args.need_weights) out.weights = args.average_attn_weights ? mean(weights, {1}) : weights;

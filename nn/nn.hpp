@@ -9,6 +9,7 @@
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/hard_attention.hpp"
+#include "nn/head_silencing.hpp"
 #include "nn/layer_norm.hpp"
 #include "nn/linear.hpp"
 #include "nn/local_window.hpp"

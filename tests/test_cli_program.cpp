@@ -4,6 +4,8 @@
 #include "commands.hpp"
 #include "config.hpp"
 #include "core/serialization.hpp"
+#include "inspect/snapshot.hpp"
+#include "tasks.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -187,6 +189,102 @@ TEST_CASE("train --resume continues a run to the same state as an uninterrupted 
     CHECK(fs::is_regular_file(tmp / "resumed/optimizer.safetensors"));
     CHECK(metrics_without_seconds(tmp / "resumed") == metrics_without_seconds(tmp / "whole"));
     CHECK(read_text(tmp / "resumed/model.safetensors") == read_text(tmp / "whole/model.safetensors"));
+}
+
+// --- attention snapshots over training ----------------------------------------------------------
+
+/// The steps of DIR/attention_snapshots.safetensors.
+std::vector<std::int64_t> snapshot_steps(const std::string& dir) {
+    std::vector<std::int64_t> steps;
+    for (const auto& s : attograd::inspect::load_snapshots(fs::path(dir) / "attention_snapshots.safetensors"))
+        steps.push_back(s.step);
+    return steps;
+}
+
+TEST_CASE(
+    "train snapshots the first 3 held-out examples' attention every --snapshot-every steps and at the end") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "25", "--no-early-stop", "--snapshot-every", "10"});
+    CHECK(read_config(tmp / "run")["train"]["snapshot_every"] == 10);
+    const auto snapshots =
+        attograd::inspect::load_snapshots(fs::path(tmp / "run") / "attention_snapshots.safetensors");
+    REQUIRE(snapshots.size() == 4);
+    CHECK(snapshot_steps(tmp / "run") == std::vector<std::int64_t>{0, 10, 20, 25});
+    const auto task = attograd::cli::make_task("reverse");
+    for (const auto& snapshot : snapshots) {
+        REQUIRE(snapshot.probes.size() == 3);
+        for (std::size_t p = 0; p < 3; ++p) {
+            const auto& probe = snapshot.probes[p];
+            const auto& example = task->held_out()[p];
+            CHECK(probe.source == example.source);
+            CHECK(probe.target == example.target);
+            REQUIRE(probe.maps.size() == 1);  // reverse's default: one cross-attention layer, one head
+            const auto& map = probe.maps[0];
+            CHECK(map.module == "decoder.layers.0.cross_attn");
+            CHECK(std::ssize(map.queries) == std::ssize(example.target) + 1);  // + <eos>
+            CHECK(std::ssize(map.keys) == std::ssize(example.source) + 1);
+            REQUIRE(map.alignment_share.has_value());  // reverse's right alignment: the anti-diagonal
+            CHECK(map.right.front() == std::ssize(example.source) - 1);
+        }
+    }
+    // Attention formed over training: the share on the anti-diagonal grew.
+    CHECK(*snapshots.back().probes[0].maps[0].alignment_share >
+          *snapshots.front().probes[0].maps[0].alignment_share);
+}
+
+TEST_CASE("train snapshots every 20 steps by default, and --snapshot-every 0 writes no snapshots") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "copy", "--steps", "45", "--no-early-stop"});
+    CHECK(read_config(tmp / "run")["train"]["snapshot_every"] == 20);
+    CHECK(snapshot_steps(tmp / "run") == std::vector<std::int64_t>{0, 20, 40, 45});
+    // Training again into the directory without snapshots removes the earlier run's.
+    train(tmp / "run", {"--task", "copy", "--steps", "5", "--snapshot-every", "0", "--force"});
+    CHECK_FALSE(fs::exists(fs::path(tmp / "run") / "attention_snapshots.safetensors"));
+    CHECK(read_config(tmp / "run")["train"]["snapshot_every"] == 0);
+}
+
+TEST_CASE("snapshots do not change the training: the same metrics and weights, bit for bit") {
+    TempDir tmp;
+    const std::vector<std::string> options = {"--task", "sort", "--steps", "30", "--eval-every", "10"};
+    auto every_step = options, off = options;
+    every_step.insert(every_step.end(), {"--snapshot-every", "1"});
+    off.insert(off.end(), {"--snapshot-every", "0"});
+    train(tmp / "watched", every_step);
+    train(tmp / "plain", off);
+    CHECK(snapshot_steps(tmp / "watched").size() == 31);
+    CHECK(metrics_without_seconds(tmp / "watched") == metrics_without_seconds(tmp / "plain"));
+    CHECK(read_text(tmp / "watched/model.safetensors") == read_text(tmp / "plain/model.safetensors"));
+    CHECK(read_text(tmp / "watched/optimizer.safetensors") == read_text(tmp / "plain/optimizer.safetensors"));
+}
+
+TEST_CASE("a long run keeps at most 32 snapshots, spread over all of it") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "70", "--no-early-stop", "--snapshot-every", "1",
+                        "--eval-every", "70"});
+    const auto steps = snapshot_steps(tmp / "run");
+    CHECK(steps.size() <= 32);
+    CHECK(steps.size() >= 16);
+    CHECK(steps.front() == 0);
+    CHECK(steps.back() == 70);
+}
+
+TEST_CASE("train --resume adds to the run's snapshots, and refuses a corrupt snapshot file") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "copy", "--steps", "20", "--snapshot-every", "10", "--no-early-stop"});
+    require_ok(run({"train", "--resume", tmp / "run", "--steps", "35", "--snapshot-every", "5", "--quiet"}));
+    CHECK(snapshot_steps(tmp / "run") == std::vector<std::int64_t>{0, 10, 20, 25, 30, 35});
+
+    const fs::path file = fs::path(tmp / "run") / "attention_snapshots.safetensors";
+    fs::resize_file(file, fs::file_size(file) / 2);
+    const Outcome o = run({"train", "--resume", tmp / "run", "--steps", "40", "--quiet"});
+    check_refused(o, {"attention_snapshots.safetensors"});
+    CHECK(read_config(tmp / "run")["progress"]["steps_done"] == 35);
+}
+
+TEST_CASE("train refuses a negative --snapshot-every") {
+    TempDir tmp;
+    check_refused(run({"train", "--task", "copy", "--snapshot-every", "-1", "--out", tmp / "run"}),
+                  {"--snapshot-every"});
 }
 
 // --- refused input: exit code 2, one line on stderr naming the culprit --------------------------
@@ -427,8 +525,8 @@ TEST_CASE("train --out refuses a non-empty directory that is not a run and chang
 TEST_CASE("a successful run leaves only its files in the run directory, no temporary files") {
     TempDir tmp;
     train(tmp / "run", {"--task", "reverse", "--steps", "2"});
-    const std::set<std::string> files = {"config.json", "metrics.csv", "model.safetensors",
-                                         "optimizer.safetensors"};
+    const std::set<std::string> files = {"attention_snapshots.safetensors", "config.json", "metrics.csv",
+                                         "model.safetensors", "optimizer.safetensors"};
     CHECK(entries(tmp / "run") == files);
     require_ok(run({"train", "--resume", tmp / "run", "--steps", "4", "--quiet"}));
     CHECK(entries(tmp / "run") == files);

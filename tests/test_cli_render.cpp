@@ -1,9 +1,8 @@
-// The attograd program's renderers: terminal heatmaps, SVG, HTML report, CSV and JSON exports.
+// The attograd program's HTML report, metrics CSV reading and file helpers.
 #include "file_io.hpp"
-#include "render_export.hpp"
 #include "render_html.hpp"
-#include "render_svg.hpp"
-#include "render_term.hpp"
+
+#include "inspect/recorded_maps.hpp"
 
 #include "core/error.hpp"
 
@@ -17,6 +16,8 @@
 
 using namespace attograd;
 using namespace attograd::cli;
+using attograd::inspect::AttentionMap;
+using attograd::inspect::InspectedExample;
 
 namespace {
 
@@ -31,7 +32,7 @@ AttentionMap sample_map() {
                    0.1, 0.8,  0.05, 0.05,  //
                    0.0, 0.0,  0.1,  0.9};
     map.right = {2, 1, -1};
-    map.alignment_share = alignment_share(map, map.right);
+    map.alignment_share = inspect::alignment_share(map, map.right);
     return map;
 }
 
@@ -72,59 +73,6 @@ bool well_formed(const std::string& xml, std::string& problem) {
 
 }  // namespace
 
-TEST_CASE("alignment share: mean weight on the right keys, missing rows count 0, -1 rows skipped") {
-    const AttentionMap map = sample_map();
-    REQUIRE(map.alignment_share.has_value());
-    CHECK(*map.alignment_share == doctest::Approx((0.95 + 0.8) / 2));
-    CHECK(*alignment_share(map, {2, 1, -1, 3}) == doctest::Approx((0.95 + 0.8 + 0.0) / 3));
-    CHECK_FALSE(alignment_share(map, {-1, -1}).has_value());
-}
-
-TEST_CASE("terminal colour choice: plain when not a TTY or NO_COLOR, true colour from COLORTERM") {
-    CHECK(choose_term_colour(false, false, "truecolor") == TermColour::Plain);
-    CHECK(choose_term_colour(true, true, "truecolor") == TermColour::Plain);
-    CHECK(choose_term_colour(true, false, "truecolor") == TermColour::TrueColour);
-    CHECK(choose_term_colour(true, false, "24bit") == TermColour::TrueColour);
-    CHECK(choose_term_colour(true, false, nullptr) == TermColour::Ansi256);
-    CHECK(choose_term_colour(true, false, "yes") == TermColour::Ansi256);
-}
-
-TEST_CASE("terminal heatmap: plain mode has no escape codes, shades by weight, labels on both axes") {
-    const std::string plain = render_heatmap(sample_map(), TermColour::Plain);
-    CHECK(plain.find('\x1b') == std::string::npos);
-    CHECK(plain.find("decoder.layers.0.cross_attn head 1") != std::string::npos);
-    CHECK(plain.find("alignment share 0.875") != std::string::npos);
-    CHECK(plain.find("\u2588") != std::string::npos);  // the 0.95 cell
-    CHECK(plain.find("\u2591") != std::string::npos);  // the 0.1 cell
-    std::vector<std::string> lines;
-    for (std::size_t start = 0, end; (end = plain.find('\n', start)) != std::string::npos; start = end + 1) {
-        lines.push_back(plain.substr(start, end - start));
-    }
-    REQUIRE(lines.size() == 6);  // title, column labels, 3 rows, legend
-    CHECK(lines[1].find("^") != std::string::npos);
-    CHECK(lines[1].find("$") != std::string::npos);
-    CHECK(lines[2].rfind("c ", 0) == 0);  // row label first
-    CHECK(lines[4].rfind("$ ", 0) == 0);
-    // Row "c": the cell of key "c" is full, the others blank.
-    CHECK(lines[2] == "c   " + std::string(" ") + " " + " " + "\u2588" + " " + " ");
-}
-
-TEST_CASE("terminal heatmap: colour modes use the matching escape codes") {
-    const std::string truecolour = render_heatmap(sample_map(), TermColour::TrueColour);
-    CHECK(truecolour.find("\x1b[48;2;") != std::string::npos);
-    CHECK(truecolour.find("\x1b[48;5;") == std::string::npos);
-    const std::string ansi = render_heatmap(sample_map(), TermColour::Ansi256);
-    CHECK(ansi.find("\x1b[48;5;") != std::string::npos);
-    CHECK(ansi.find("\x1b[48;2;") == std::string::npos);
-}
-
-TEST_CASE("colour scale: ends of viridis, clamped, NaN to 0") {
-    CHECK(hex(weight_colour(0.0)) == "#440154");
-    CHECK(hex(weight_colour(1.0)) == "#fde725");
-    CHECK(hex(weight_colour(2.0)) == "#fde725");
-    CHECK(hex(weight_colour(std::nan(""))) == "#440154");
-}
-
 TEST_CASE("the well-formedness check itself rejects broken markup") {
     std::string problem;
     CHECK(well_formed("<a x=\"1\"><b/>t &amp; u</a>", problem));
@@ -132,20 +80,6 @@ TEST_CASE("the well-formedness check itself rejects broken markup") {
     CHECK_FALSE(well_formed("<a>x & y</a>", problem));
     CHECK_FALSE(well_formed("<a>x < y</a>", problem));
     CHECK_FALSE(well_formed("<a>", problem));
-}
-
-TEST_CASE("SVG: well formed, labels escaped, one cell per weight, right keys outlined") {
-    const std::string svg = render_svg(sample_map());
-    std::string problem;
-    CHECK_MESSAGE(well_formed(svg, problem), problem);
-    CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0) == 0);
-    CHECK(svg.find("&lt;bos&gt;") != std::string::npos);
-    CHECK(svg.find("<bos>") == std::string::npos);
-    std::size_t cells = 0;
-    for (std::size_t at = 0; (at = svg.find("<rect x=", at)) != std::string::npos; ++at) ++cells;
-    CHECK(cells == 12 + 2);  // 3 x 4 cells and two outlined right keys
-    CHECK(svg.find("stroke=\"red\"") != std::string::npos);
-    CHECK(xml_escape("a<b & \"c\" 'd'>") == "a&lt;b &amp; &quot;c&quot; &apos;d&apos;&gt;");
 }
 
 TEST_CASE("HTML report: self-contained, well formed, with the curve, the config and every head") {
@@ -180,27 +114,6 @@ TEST_CASE("metrics CSV parsing: columns by header, blanks become NaN") {
     CHECK(columns[0].second == std::vector<double>{1, 2});
     CHECK(std::isnan(columns[2].second[0]));
     CHECK(columns[2].second[1] == 0.5);
-}
-
-TEST_CASE("CSV and JSON exports hold every weight with its tokens") {
-    InspectedExample example;
-    example.source = {"b", "c"};
-    example.prediction = {"c", "b"};
-    example.maps = {sample_map()};
-    example.maps[0].keys[1] = "a,\"b\"";
-    const std::string csv = to_csv({example});
-    CHECK(csv.rfind("example,module,layer,head,query_index,query_token,key_index,key_token,weight\n", 0) ==
-          0);
-    CHECK(std::count(csv.begin(), csv.end(), '\n') == 1 + 12);
-    CHECK(csv.find("0,decoder.layers.0.cross_attn,0,1,0,c,2,c,0.95\n") != std::string::npos);
-    CHECK(csv.find(",\"a,\"\"b\"\"\",") != std::string::npos);
-    const auto json = to_json(std::vector<InspectedExample>{example});
-    const auto& head = json["examples"][0]["heads"][0];
-    CHECK(head["weights"].size() == 3);
-    CHECK(head["weights"][0][2].get<double>() == 0.95);
-    CHECK(head["alignment_share"].get<double>() == doctest::Approx(0.875));
-    CHECK(head["saliency_correlation"].is_null());
-    CHECK(json["examples"][0]["source"] == nlohmann::json({"b", "c"}));
 }
 
 TEST_CASE("atomic writes replace the file whole and leave no temporary behind, failures throw IoError") {

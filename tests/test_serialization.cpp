@@ -356,6 +356,8 @@ TEST_CASE(
     CHECK_THROWS_WITH_AS(save_safetensors(fifo, {{"w", zeros({2})}}), doctest::Contains("not a regular file"),
                          IoError);
     CHECK(std::filesystem::is_fifo(fifo));
+    // Reading one is refused at once, not a wait for a writer that never comes.
+    CHECK_THROWS_WITH_AS(load_safetensors(fifo), doctest::Contains("not a regular file"), IoError);
     std::filesystem::remove_all(dir);
 }
 

@@ -1,19 +1,23 @@
 // `attograd inspect`: every layer's and head's attention of a run, drawn in the terminal or
 // written as SVG, HTML, CSV or JSON; knockout of one head; attention vs gradient saliency.
-#include "file_io.hpp"
 #include "commands.hpp"
 #include "evaluation.hpp"
-#include "render_export.hpp"
+#include "file_io.hpp"
 #include "render_html.hpp"
-#include "render_svg.hpp"
-#include "render_term.hpp"
 #include "run_dir.hpp"
 #include "text.hpp"
+
+#include "inspect/export.hpp"
+#include "inspect/knockout.hpp"
+#include "inspect/render_svg.hpp"
+#include "inspect/render_term.hpp"
 
 #include <fmt/format.h>
 
 #include <array>
 #include <filesystem>
+#include <map>
+#include <optional>
 
 namespace attograd::cli {
 
@@ -21,36 +25,44 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Parses "LAYER.HEAD" against the model's layers; UsageError listing them otherwise.
-Knockout parse_knockout(const std::string& text, const Model& model) {
+/// The heads named by "LAYER.HEAD" texts, by layer name (layers numbered as
+/// Model::attention_layers()); UsageError listing the model's layers otherwise.
+std::map<std::string, std::vector<std::int64_t>> parse_knockout(const std::vector<std::string>& texts,
+                                                                const Model& model) {
     const auto& layers = model.attention_layers();
     std::string listing;
     for (std::size_t l = 0; l < layers.size(); ++l) {
-        listing += fmt::format("{}{} = {} ({} head(s))", l == 0 ? "" : ", ", l, layers[l].name, layers[l].heads);
+        listing +=
+            fmt::format("{}{} = {} ({} head(s))", l == 0 ? "" : ", ", l, layers[l].name, layers[l].heads);
     }
-    const auto dot = text.find('.');
-    Knockout k;
-    try {
-        if (dot == std::string::npos) throw std::invalid_argument(text);
-        std::size_t used_layer = 0, used_head = 0;
-        k.layer = std::stoll(text.substr(0, dot), &used_layer);
-        k.head = std::stoll(text.substr(dot + 1), &used_head);
-        if (used_layer != dot || used_head != text.size() - dot - 1) throw std::invalid_argument(text);
-    } catch (const std::exception&) {
-        throw UsageError(fmt::format("--knockout takes LAYER.HEAD, e.g. 0.0, got '{}'", text));
+    std::map<std::string, std::vector<std::int64_t>> heads;
+    for (const auto& text : texts) {
+        const auto dot = text.find('.');
+        std::int64_t layer = -1, head = -1;
+        try {
+            if (dot == std::string::npos) throw std::invalid_argument(text);
+            std::size_t used_layer = 0, used_head = 0;
+            layer = std::stoll(text.substr(0, dot), &used_layer);
+            head = std::stoll(text.substr(dot + 1), &used_head);
+            if (used_layer != dot || used_head != text.size() - dot - 1) throw std::invalid_argument(text);
+        } catch (const std::exception&) {
+            throw UsageError(fmt::format("--knockout takes LAYER.HEAD, e.g. 0.0, got '{}'", text));
+        }
+        if (layer < 0 || layer >= std::ssize(layers) || head < 0 ||
+            head >= layers[static_cast<std::size_t>(layer)].heads) {
+            throw UsageError(fmt::format("--knockout {}: no such head; this model's attention layers: {}",
+                                         text, listing.empty() ? "none" : listing));
+        }
+        heads[layers[static_cast<std::size_t>(layer)].name].push_back(head);
     }
-    if (k.layer < 0 || k.layer >= std::ssize(layers) || k.head < 0 ||
-        k.head >= layers[static_cast<std::size_t>(k.layer)].heads) {
-        throw UsageError(fmt::format("--knockout {}: no such head; this model's attention layers: {}", text,
-                                     listing.empty() ? "none" : listing));
-    }
-    return k;
+    return heads;
 }
 
-std::string summary_line(const AttentionMap& map) {
+std::string summary_line(const inspect::AttentionMap& map) {
     std::string line = fmt::format("  layer {} {} head {}", map.layer, map.module, map.head);
     if (map.alignment_share) line += fmt::format(": alignment share {:.3f}", *map.alignment_share);
-    if (map.saliency_correlation) line += fmt::format(", Spearman vs saliency {:+.3f}", *map.saliency_correlation);
+    if (map.saliency_correlation)
+        line += fmt::format(", Spearman vs saliency {:+.3f}", *map.saliency_correlation);
     return line;
 }
 
@@ -62,10 +74,12 @@ int cmd_inspect(const InspectArgs& args) {
         throw UsageError(fmt::format("--format must be term, svg, html, csv or json, got '{}'", args.format));
     }
     if (!args.inputs.empty() && args.samples_given) {
-        throw UsageError("--input and --samples do not combine: inspect either your inputs or held-out samples");
+        throw UsageError(
+            "--input and --samples do not combine: inspect either your inputs or held-out samples");
     }
     if (args.format == "svg" && args.to == "-") {
-        throw UsageError("--to - (stdout) does not apply to --format svg: give a directory for the SVG files");
+        throw UsageError(
+            "--to - (stdout) does not apply to --format svg: give a directory for the SVG files");
     }
     if (args.format == "term" && !args.to.empty()) {
         throw UsageError("--to does not apply to --format term (it prints to the terminal)");
@@ -74,7 +88,7 @@ int cmd_inspect(const InspectArgs& args) {
 
     const LoadedRun run = load_run(args.run);
     const Task& task = *run.task;
-    const Knockout knockout = args.knockout.empty() ? Knockout{} : parse_knockout(args.knockout, *run.model);
+    const auto knockout = parse_knockout(args.knockout, *run.model);
 
     std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases;
     for (const auto& text : args.inputs) {
@@ -82,32 +96,38 @@ int cmd_inspect(const InspectArgs& args) {
         if (source.empty()) throw UsageError("--input is empty");
         (void)encode_tokens(run.config.vocab, source, true);  // warns about unknown tokens once
         AG_CHECK(std::ssize(source) <= run.config.model.max_source_len, ValueError,
-                 "--input has {} tokens; this model takes at most {}", source.size(), run.config.model.max_source_len);
+                 "--input has {} tokens; this model takes at most {}", source.size(),
+                 run.config.model.max_source_len);
         auto target = task.solve(source).value_or(std::vector<std::string>{});
         cases.emplace_back(std::move(source), std::move(target));
     }
-    for (std::int64_t i = 0; args.inputs.empty() && i < args.samples && i < std::ssize(task.held_out()); ++i) {
+    for (std::int64_t i = 0; args.inputs.empty() && i < args.samples && i < std::ssize(task.held_out());
+         ++i) {
         const auto& e = task.held_out()[static_cast<std::size_t>(i)];
         cases.emplace_back(e.source, e.target);
     }
 
-    std::vector<InspectedExample> examples;
-    for (const auto& [source, target] : cases) {
-        examples.push_back(inspect_example(*run.model, run.config.model, task, run.config.vocab, source, target,
-                                           knockout, args.saliency));
-    }
-
     std::vector<std::string> notes;
-    if (knockout.layer >= 0) {
-        const auto& held_out = task.held_out();
-        const Evaluation with = evaluate(*run.model, run.config.vocab, held_out);
-        const Evaluation without = evaluate(*run.model, run.config.vocab, held_out, knockout);
+    std::optional<Evaluation> with_all_heads;
+    if (!knockout.empty()) with_all_heads = evaluate(*run.model, run.config.vocab, task.held_out());
+    // Everything below runs with the knocked-out heads silenced (inspect::HeadKnockout).
+    std::optional<inspect::HeadKnockout> silenced;
+    if (!knockout.empty()) silenced.emplace(*run.model, knockout);
+    const InspectOptions options{.saliency = args.saliency, .rollout = args.rollout, .flow = args.flow};
+    std::vector<inspect::InspectedExample> examples;
+    for (const auto& [source, target] : cases) {
+        examples.push_back(
+            inspect_example(*run.model, run.config.model, task, run.config.vocab, source, target, options));
+    }
+    if (with_all_heads) {
+        const Evaluation without = evaluate(*run.model, run.config.vocab, task.held_out());
+        std::string heads;
+        for (const auto& text : args.knockout) heads += (heads.empty() ? "" : ", ") + text;
         notes.push_back(fmt::format(
-            "knockout of layer {} head {} ({}): held-out sequence accuracy {:.1f}% -> {:.1f}%, token accuracy "
+            "knockout of {} (LAYER.HEAD): held-out sequence accuracy {:.1f}% -> {:.1f}%, token accuracy "
             "{:.1f}% -> {:.1f}%",
-            knockout.layer, knockout.head, run.model->attention_layers()[static_cast<std::size_t>(knockout.layer)].name,
-            100 * with.sequence_accuracy, 100 * without.sequence_accuracy, 100 * with.token_accuracy,
-            100 * without.token_accuracy));
+            heads, 100 * with_all_heads->sequence_accuracy, 100 * without.sequence_accuracy,
+            100 * with_all_heads->token_accuracy, 100 * without.token_accuracy));
     }
     // Summary lines go to stdout, or to stderr when stdout carries the data (--to -).
     std::FILE* summary = args.to == "-" ? stderr : stdout;
@@ -115,52 +135,65 @@ int cmd_inspect(const InspectArgs& args) {
         for (const auto& note : notes) fmt::print(summary, "{}\n", note);
         for (std::size_t e = 0; e < examples.size(); ++e) {
             const auto& ex = examples[e];
-            fmt::print(summary, "example {}: {} -> {}{}\n", e + 1, task.detokenize(ex.source), task.detokenize(ex.prediction),
+            fmt::print(summary, "example {}: {} -> {}{}\n", e + 1, task.detokenize(ex.source),
+                       task.detokenize(ex.prediction),
                        ex.target.empty() ? ""
-                       : ex.prediction == ex.target ? "   (right)"
-                                                    : fmt::format("   (expected {})", task.detokenize(ex.target)));
+                       : ex.prediction == ex.target
+                           ? "   (right)"
+                           : fmt::format("   (expected {})", task.detokenize(ex.target)));
             for (const auto& map : ex.maps) fmt::print(summary, "{}\n", summary_line(map));
         }
     };
 
     if (args.format == "term") {
-        const TermColour colour = detect_term_colour(stdout);
+        const inspect::TermOptions term{.colour = inspect::detect_term_colour(stdout),
+                                        .width = std::max<std::int64_t>(20, inspect::terminal_width(stdout))};
         for (const auto& note : notes) fmt::print("{}\n\n", note);
         for (std::size_t e = 0; e < examples.size(); ++e) {
             const auto& ex = examples[e];
-            fmt::print("example {}: {} -> {}", e + 1, task.detokenize(ex.source), task.detokenize(ex.prediction));
+            fmt::print("example {}: {} -> {}", e + 1, task.detokenize(ex.source),
+                       task.detokenize(ex.prediction));
             if (!ex.target.empty()) {
-                fmt::print("{}", ex.prediction == ex.target ? "   (right)"
-                                                            : fmt::format("   (expected {})", task.detokenize(ex.target)));
+                fmt::print("{}", ex.prediction == ex.target
+                                     ? "   (right)"
+                                     : fmt::format("   (expected {})", task.detokenize(ex.target)));
             }
             fmt::print("\n\n");
             for (const auto& map : ex.maps) {
-                fmt::print("layer {}: {}", map.layer, render_heatmap(map, colour));
+                fmt::print("layer {}: {}", map.layer, inspect::render_heatmap(map, term));
                 if (map.saliency_correlation) {
                     fmt::print("Spearman correlation with saliency: {:+.3f}\n", *map.saliency_correlation);
                 }
                 fmt::print("\n");
             }
-            if (ex.saliency) fmt::print("{}\n", render_heatmap(*ex.saliency, colour));
+            for (const auto* extra : {&ex.saliency, &ex.rollout, &ex.flow})
+                if (*extra) fmt::print("{}\n", inspect::render_heatmap(**extra, term));
         }
         if (!task.info().alignment.empty()) fmt::print("right alignment: {}\n", task.info().alignment);
         return 0;
     }
 
     const fs::path default_dir = run.dir / "inspect";
+    const inspect::SvgOptions svg_options{
+        .alignment_legend =
+            task.info().alignment.empty() ? "right alignment" : "right alignment: " + task.info().alignment};
     if (args.format == "svg") {
         const fs::path dir = args.to.empty() ? default_dir : fs::path(args.to);
         fs::create_directories(dir);
         std::int64_t written = 0;
         for (std::size_t e = 0; e < examples.size(); ++e) {
-            const auto write = [&](const AttentionMap& map, const std::string& name) {
-                write_file_atomic(dir / name, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + render_svg(map));
+            const auto write = [&](const inspect::AttentionMap& map, const std::string& name) {
+                write_file_atomic(dir / name, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" +
+                                                  inspect::render_svg(map, svg_options));
                 ++written;
             };
             for (const auto& map : examples[e].maps) {
                 write(map, fmt::format("example{}_layer{}_head{}.svg", e + 1, map.layer, map.head));
             }
-            if (examples[e].saliency) write(*examples[e].saliency, fmt::format("example{}_saliency.svg", e + 1));
+            if (examples[e].saliency)
+                write(*examples[e].saliency, fmt::format("example{}_saliency.svg", e + 1));
+            if (examples[e].rollout) write(*examples[e].rollout, fmt::format("example{}_rollout.svg", e + 1));
+            if (examples[e].flow) write(*examples[e].flow, fmt::format("example{}_flow.svg", e + 1));
         }
         print_summary();
         fmt::print("wrote {} SVG file(s) to {}/\n", written, dir.string());
@@ -179,15 +212,16 @@ int cmd_inspect(const InspectArgs& args) {
         const fs::path metrics = run.dir / "metrics.csv";
         report.metrics_csv = fs::exists(metrics) ? read_file(metrics) : "";
         report.notes = notes;
-        if (!task.info().alignment.empty()) report.notes.push_back("right alignment: " + task.info().alignment);
+        if (!task.info().alignment.empty())
+            report.notes.push_back("right alignment: " + task.info().alignment);
         report.examples = examples;
         contents = render_html(report);
         name = "report.html";
     } else if (args.format == "csv") {
-        contents = to_csv(examples);
+        contents = inspect::to_csv(examples);
         name = "attention.csv";
     } else {
-        contents = to_json(examples).dump(1) + "\n";
+        contents = inspect::to_json(examples);
         name = "attention.json";
     }
     if (args.to == "-") {

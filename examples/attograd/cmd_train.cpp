@@ -10,6 +10,7 @@
 #include "progress.hpp"
 #include "run_dir.hpp"
 #include "run_writer.hpp"
+#include "snapshot_probes.hpp"
 
 #include "core/autograd.hpp"
 #include "core/error.hpp"
@@ -35,8 +36,8 @@ constexpr const char* metrics_header =
     "step,loss,train_token_accuracy,heldout_token_accuracy,heldout_sequence_accuracy,lr,seconds\n";
 
 /// The options --resume accepts (the rest would change the saved run).
-constexpr std::array resume_options = {"resume",           "steps",         "eval-every",
-                                       "checkpoint-every", "no-early-stop", "quiet"};
+constexpr std::array resume_options = {"resume",         "steps",         "eval-every", "checkpoint-every",
+                                       "snapshot-every", "no-early-stop", "quiet"};
 
 /// Divergence (documented in the README): the loss is not finite, or it has stayed above
 /// kDivergedFactor times the run's first loss for kDivergedSteps steps in a row.
@@ -62,6 +63,10 @@ void check_out_is_free(const fs::path& out, bool force) {
                         out.string(), out.string()));
     }
 }
+
+/// Held-out examples whose attention `train` snapshots, and the most snapshots a run keeps
+/// (a longer run thins them and doubles the period: inspect::SnapshotOptions).
+constexpr std::int64_t snapshot_probe_count = 3, max_snapshots = 32;
 
 /// A seed for the batch of step `step` (SplitMix64 of both), so that a resumed run draws the
 /// same batches as an uninterrupted one.
@@ -98,6 +103,7 @@ void apply_overrides(const TrainArgs& a, RunConfig& c) {
     if (a.was_given("warmup")) t.warmup = a.warmup;
     if (a.was_given("schedule")) t.schedule = a.schedule;
     if (a.was_given("eval-every")) t.eval_every = a.eval_every;
+    if (a.was_given("snapshot-every")) t.snapshot_every = a.snapshot_every;
     if (a.no_early_stop) t.early_stop = false;
     if (m.kind == "encoder" && !a.was_given("layers")) m.layers = std::max<std::int64_t>(m.layers, 1);
 }
@@ -197,8 +203,8 @@ int cmd_train(const TrainArgs& args) {
                 !(name == "out" && fs::path(args.out) == fs::path(args.resume))) {
                 throw UsageError(
                     fmt::format("--resume continues a run with its saved configuration; --{} cannot be given "
-                                "with it (allowed: "
-                                "--steps, --eval-every, --checkpoint-every, --no-early-stop, --quiet)",
+                                "with it (allowed: --steps, --eval-every, --checkpoint-every, --snapshot-every, "
+                                "--no-early-stop, --quiet)",
                                 name));
             }
         }
@@ -211,6 +217,7 @@ int cmd_train(const TrainArgs& args) {
         out = run.dir;
         if (args.was_given("steps")) config.train.steps = args.steps;
         if (args.was_given("eval-every")) config.train.eval_every = args.eval_every;
+        if (args.was_given("snapshot-every")) config.train.snapshot_every = args.snapshot_every;
         if (args.no_early_stop) config.train.early_stop = false;
         for (const char* file : {"optimizer.safetensors", "metrics.csv"}) {
             AG_CHECK(fs::exists(out / file), IoError, "{}: missing; this run cannot be resumed", (out / file).string());
@@ -303,6 +310,23 @@ int cmd_train(const TrainArgs& args) {
     last.sequence_accuracy = counters.heldout_sequence_accuracy;
     bool evaluated = false, reached = counters.reached_target;
 
+    // Snapshots of the first held-out examples' attention (they draw no random numbers: the
+    // training is the same with and without them).
+    std::unique_ptr<inspect::AttentionSnapshotter> snapshotter;
+    if (t.snapshot_every > 0) {
+        auto probes = snapshot_probes(*model, config.model, *task, config.vocab, snapshot_probe_count);
+        if (!probes.empty()) {
+            snapshotter = std::make_unique<inspect::AttentionSnapshotter>(
+                *model, std::move(probes),
+                inspect::SnapshotOptions{.every = t.snapshot_every, .max_snapshots = max_snapshots});
+            if (resuming && fs::exists(out / snapshot_file)) {
+                auto earlier = inspect::load_snapshots(out / snapshot_file);
+                std::erase_if(earlier, [&](const inspect::AttentionSnapshot& s) { return s.step > step; });
+                snapshotter->resume(std::move(earlier));
+            }
+        }
+    }
+
     // Writes the run as it stands: a complete, resumable generation of the directory.
     const auto save_run = [&] {
         counters.steps_done = step;
@@ -318,6 +342,11 @@ int cmd_train(const TrainArgs& args) {
         auto state = prefixed(optimizer->state_dict(), "optimizer.");
         if (schedule) state.merge(prefixed(schedule->state_dict(), "schedule."));
         writer.save_tensors("optimizer.safetensors", state);
+        if (snapshotter) {
+            inspect::save_snapshots(writer.file(snapshot_file), snapshotter->snapshots());
+        } else if (resuming && fs::exists(out / snapshot_file)) {
+            writer.write_file(snapshot_file, read_file(out / snapshot_file));  // kept from the earlier run
+        }
         writer.write_file("metrics.csv", metrics);
         if (config.task.name == "data")
             writer.write_file("heldout.tsv", to_tsv(task->held_out(), config.task.chars));
@@ -331,6 +360,7 @@ int cmd_train(const TrainArgs& args) {
         // The model's own samples (hard attention, dropout) are seeded per step too, so that a
         // resumed run draws what the uninterrupted one would have.
         model_generator->manual_seed(batch_seed(~t.seed, step));
+        if (snapshotter) snapshotter->maybe_snapshot(step);
         Generator batch_generator(batch_seed(t.seed, step));
         std::vector<std::vector<std::int64_t>> sources, targets;
         for (std::int64_t i = 0; i < t.batch; ++i) {
@@ -417,6 +447,9 @@ int cmd_train(const TrainArgs& args) {
         }
         if ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || eval_due) save_run();
     }
+    if (snapshotter && (snapshotter->snapshots().empty() || snapshotter->snapshots().back().step < step)) {
+        snapshotter->snapshot(step);  // the trained model
+    }
     progress.finish();
     if (!evaluated) {
         model->eval();
@@ -427,14 +460,12 @@ int cmd_train(const TrainArgs& args) {
     const double seconds = prior_seconds + progress.elapsed();
     save_run();
 
-    fmt::print(
-        "{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
-        info.name, 100 * last.sequence_accuracy, 100 * last.token_accuracy, step, seconds,
-        reached ? fmt::format(" (target {:.0f}% reached)", 100 * info.target_accuracy) : "");
-    fmt::print(
-        "wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv); next: attograd "
-        "inspect --run {}\n",
-        out.string(), out.string());
+    fmt::print("{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
+               info.name, 100 * last.sequence_accuracy, 100 * last.token_accuracy, step, seconds,
+               reached ? fmt::format(" (target {:.0f}% reached)", 100 * info.target_accuracy) : "");
+    fmt::print("wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}); next: attograd "
+               "inspect --run {}\n",
+               out.string(), snapshotter ? ", " + std::string(snapshot_file) : "", out.string());
     return 0;
 }
 

@@ -92,6 +92,8 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add("warmup", a.warmup, "linear learning-rate warm-up steps");
     add("schedule", a.schedule, "after the warm-up: cosine or constant");
     add("eval-every", a.eval_every, "held-out evaluation every N steps");
+    add("snapshot-every", a.snapshot_every,
+        "record the attention of the first held-out examples every N steps (0 = off; default 20)");
     options.emplace_back("no-early-stop", app.add_flag("--no-early-stop", a.no_early_stop,
                                                        "train all --steps even after reaching the target"));
     add("checkpoint-every", a.checkpoint_every,
@@ -140,10 +142,15 @@ int run_cli(int argc, char** argv) {
         ->capture_default_str();
     checked<std::string>(inspect_cmd->add_option(
         "--to", inspect.to, "output file (html, csv, json; '-' = stdout) or directory (svg)"));
-    checked<std::string>(inspect_cmd->add_option("--knockout", inspect.knockout,
-                                                 "zero one head's weights: LAYER.HEAD, e.g. 0.0"));
+    inspect_cmd
+        ->add_option("--knockout", inspect.knockout,
+                     "silence a head (zero weights and output): LAYER.HEAD, e.g. 0.0 (repeatable)")
+        ->check(kNotEmpty);
     inspect_cmd->add_flag("--saliency", inspect.saliency,
                           "also compute gradient x input saliency and its rank correlation with attention");
+    inspect_cmd->add_flag("--rollout", inspect.rollout,
+                          "also draw attention rollout (Abnar & Zuidema 2020) over the model's attention stack");
+    inspect_cmd->add_flag("--flow", inspect.flow, "also draw attention flow (Abnar & Zuidema 2020)");
 
     // CLI11 would report a mistyped subcommand as "A subcommand is required".
     constexpr std::array subcommands = {"tasks", "train", "eval", "inspect"};

@@ -23,7 +23,7 @@ struct TrainArgs {
     std::string model, score, attention, local, optim, schedule, estimator;
     std::int64_t window = -1, heads = 1, layers = 0, decoder_layers = 1, embed_dim = 64, ffn_dim = 128;
     double lr = 0.0, momentum = 0.0, weight_decay = 0.0, clip = 0.0;
-    std::int64_t batch = 0, steps = 0, warmup = 0, eval_every = 0;
+    std::int64_t batch = 0, steps = 0, warmup = 0, eval_every = 0, snapshot_every = 0;
     std::uint64_t seed = 0;
     std::int64_t checkpoint_every = 100;  ///< save the run every N steps (0 = at evaluations only)
     bool no_early_stop = false;
@@ -49,8 +49,10 @@ struct InspectArgs {
     bool samples_given = false;
     std::string format = "term";
     std::string to;
-    std::string knockout;  ///< "LAYER.HEAD" or ""
+    std::vector<std::string> knockout;  ///< "LAYER.HEAD" texts (repeatable)
     bool saliency = false;
+    bool rollout = false;
+    bool flow = false;
 };
 
 /// Prints the bundled tasks: name, example, default model, target, right alignment.

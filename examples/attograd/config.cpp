@@ -110,6 +110,8 @@ void validate(const RunConfig& config, const TaskInfo& task) {
     AG_CHECK(t.steps >= 0, ValueError, "--steps must be >= 0, got {}", t.steps);
     AG_CHECK(t.warmup >= 0, ValueError, "--warmup must be >= 0, got {}", t.warmup);
     AG_CHECK(t.eval_every >= 1, ValueError, "--eval-every must be >= 1, got {}", t.eval_every);
+    AG_CHECK(t.snapshot_every >= 0, ValueError, "--snapshot-every must be >= 0 (0 = off), got {}",
+             t.snapshot_every);
     AG_CHECK(t.momentum == 0.0 || t.optim == "sgd", ValueError,
              "--momentum applies to --optim sgd only (got --optim {})", t.optim);
 
@@ -168,6 +170,7 @@ nlohmann::json to_json(const RunConfig& config) {
               {"warmup", t.warmup},
               {"schedule", t.schedule},
               {"eval_every", t.eval_every},
+              {"snapshot_every", t.snapshot_every},
               {"early_stop", t.early_stop}}},
             {"vocab", config.vocab.to_json()}};
 }
@@ -214,6 +217,9 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.train.schedule = field<std::string>(json, "train", "schedule");
     c.train.eval_every = field<std::int64_t>(json, "train", "eval_every");
     c.train.early_stop = field<bool>(json, "train", "early_stop");
+    // Runs written before snapshots existed have no snapshot_every: they keep the default.
+    if (json["train"].contains("snapshot_every"))
+        c.train.snapshot_every = field<std::int64_t>(json, "train", "snapshot_every");
     AG_CHECK(json.contains("vocab"), ValueError, "config.json: missing field 'vocab'");
     c.vocab = Vocabulary::from_json(json["vocab"]);
     AG_CHECK(c.model.max_source_len >= 1 && c.model.max_target_len >= 1, ValueError,

@@ -51,6 +51,10 @@ struct TrainConfig {
     std::int64_t warmup = 50;         ///< linear warm-up steps (0 = none)
     std::string schedule = "cosine";  ///< cosine or constant after the warm-up
     std::int64_t eval_every = 100;    ///< held-out evaluation period in steps
+    /// Attention snapshot period in steps (0 = off): the first held-out examples' attention is
+    /// recorded at step 0, every N steps and at the end, into DIR/attention_snapshots.safetensors.
+    /// It does not change the training; 20 costs about 0.5 % of training time (bench/README.md).
+    std::int64_t snapshot_every = 20;
     bool early_stop = true;           ///< stop once the held-out accuracy reaches the target
 };
 

@@ -4,6 +4,8 @@
 #include "core/autograd.hpp"
 #include "core/error.hpp"
 #include "core/ops.hpp"
+#include "inspect/rollout.hpp"
+#include "inspect/saliency.hpp"
 #include "nn/attention_recorder.hpp"
 #include "text.hpp"
 
@@ -55,37 +57,25 @@ std::int64_t layer_index(const Model& model, const std::string& name) {
     return -1;
 }
 
-/// The last recorded weights of every attention layer, by layer index.
-std::vector<Tensor> record_forward(const Model& model, const Batch& batch, const Knockout& knockout) {
+/// The records of one teacher-forced forward.
+std::vector<nn::RecordedAttention> record_forward(const Model& model, const Batch& batch) {
     NoGradGuard no_grad;
     nn::AttentionRecorder recorder(model);
-    (void)model.forward(batch, knockout);
-    std::vector<Tensor> out(model.attention_layers().size());
-    for (const auto& record : recorder.records()) {
-        const std::int64_t i = layer_index(model, record.name);
-        if (i >= 0) out[static_cast<std::size_t>(i)] = record.weights;
-    }
-    return out;
+    (void)model.forward(batch);
+    return recorder.records();
 }
 
-std::vector<double> ranks(const std::vector<double>& x) {
-    std::vector<std::size_t> order(x.size());
-    std::iota(order.begin(), order.end(), 0);
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return x[a] < x[b]; });
-    std::vector<double> r(x.size());
-    for (std::size_t i = 0; i < order.size();) {
-        std::size_t j = i;
-        while (j + 1 < order.size() && x[order[j + 1]] == x[order[i]]) ++j;
-        const double average = (static_cast<double>(i) + static_cast<double>(j)) / 2.0;
-        for (std::size_t k = i; k <= j; ++k) r[order[k]] = average;
-        i = j + 1;
-    }
-    return r;
+/// `labels` padded with <pad> to `width` (the batch's padded length).
+std::vector<std::string> padded(std::vector<std::string> labels, std::int64_t width) {
+    labels.resize(static_cast<std::size_t>(std::max<std::int64_t>(width, std::ssize(labels))),
+                  Vocabulary::pad);
+    return labels;
 }
 
 }  // namespace
 
-std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vector<std::string>& tokens, bool warn) {
+std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vector<std::string>& tokens,
+                                        bool warn) {
     std::vector<std::string> unknown;
     auto ids = vocab.encode(tokens, &unknown);
     if (warn && !unknown.empty()) {
@@ -97,27 +87,29 @@ std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vect
     return ids;
 }
 
-Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples,
-                    const Knockout& knockout) {
+Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples) {
     Evaluation result;
     std::int64_t tokens = 0, right_tokens = 0, right_sequences = 0;
     for (std::size_t start = 0; start < examples.size(); start += eval_batch) {
         const std::size_t end = std::min(examples.size(), start + eval_batch);
         std::vector<std::vector<std::int64_t>> sources;
         for (std::size_t i = start; i < end; ++i) sources.push_back(vocab.encode(examples[i].source));
-        const auto predicted = model.predict(sources, knockout);
+        const auto predicted = model.predict(sources);
         for (std::size_t i = start; i < end; ++i) {
             auto prediction = vocab.decode(predicted[i - start]);
             const auto& target = examples[i].target;
-            for (std::size_t t = 0; t < target.size(); ++t) right_tokens += t < prediction.size() && prediction[t] == target[t];
+            for (std::size_t t = 0; t < target.size(); ++t)
+                right_tokens += t < prediction.size() && prediction[t] == target[t];
             tokens += std::ssize(target);
             right_sequences += prediction == target;
             result.predictions.push_back(std::move(prediction));
         }
     }
     if (!examples.empty()) {
-        result.token_accuracy = static_cast<double>(right_tokens) / static_cast<double>(std::max<std::int64_t>(tokens, 1));
-        result.sequence_accuracy = static_cast<double>(right_sequences) / static_cast<double>(examples.size());
+        result.token_accuracy =
+            static_cast<double>(right_tokens) / static_cast<double>(std::max<std::int64_t>(tokens, 1));
+        result.sequence_accuracy =
+            static_cast<double>(right_sequences) / static_cast<double>(examples.size());
     }
     return result;
 }
@@ -128,11 +120,11 @@ bool layer_has_alignment(const Model& model, const ModelConfig& config, std::int
 
 std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConfig& config, const Task& task,
                                              const Vocabulary& vocab, const std::vector<Example>& examples,
-                                             const std::vector<std::vector<std::string>>& predictions,
-                                             const Knockout& knockout) {
+                                             const std::vector<std::vector<std::string>>& predictions) {
     const auto& layers = model.attention_layers();
     std::vector<std::vector<double>> mass(layers.size());
-    for (std::size_t l = 0; l < layers.size(); ++l) mass[l].assign(static_cast<std::size_t>(layers[l].heads), 0.0);
+    for (std::size_t l = 0; l < layers.size(); ++l)
+        mass[l].assign(static_cast<std::size_t>(layers[l].heads), 0.0);
     std::int64_t rows = 0;
     for (std::size_t start = 0; start < examples.size(); start += eval_batch) {
         const std::size_t end = std::min(examples.size(), start + eval_batch);
@@ -148,9 +140,14 @@ std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConf
         }
         const auto source_ids = encode_all(vocab, sources);
         const auto output_ids = encode_all(vocab, outputs);
-        const auto recorded = record_forward(model, model.make_batch(source_ids, &output_ids), knockout);
+        std::vector<Tensor> recorded(layers.size());  // the last call of each layer
+        for (const auto& record : record_forward(model, model.make_batch(source_ids, &output_ids))) {
+            const std::int64_t l = layer_index(model, record.name);
+            if (l >= 0) recorded[static_cast<std::size_t>(l)] = record.weights;
+        }
         for (std::size_t l = 0; l < layers.size(); ++l) {
-            if (!recorded[l].defined() || !layer_has_alignment(model, config, static_cast<std::int64_t>(l))) continue;
+            if (!recorded[l].defined() || !layer_has_alignment(model, config, static_cast<std::int64_t>(l)))
+                continue;
             const Weights4 w = as_weights4(recorded[l]);
             for (std::int64_t i = 0; i < w.b; ++i) {
                 const auto& r = right[static_cast<std::size_t>(i)];
@@ -171,126 +168,116 @@ std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConf
     for (std::size_t l = 0; l < layers.size(); ++l) {
         if (!layer_has_alignment(model, config, static_cast<std::int64_t>(l))) continue;
         for (std::int64_t head = 0; head < layers[l].heads; ++head) {
-            out.push_back({static_cast<std::int64_t>(l), layers[l].name, head,
-                           rows > 0 ? mass[l][static_cast<std::size_t>(head)] / static_cast<double>(rows) : 0.0});
+            out.push_back(
+                {static_cast<std::int64_t>(l), layers[l].name, head,
+                 rows > 0 ? mass[l][static_cast<std::size_t>(head)] / static_cast<double>(rows) : 0.0});
         }
     }
     return out;
 }
 
-std::optional<double> spearman(const std::vector<double>& a, const std::vector<double>& b) {
-    if (a.size() != b.size() || a.size() < 2) return std::nullopt;
-    const auto ra = ranks(a), rb = ranks(b);
-    const double n = static_cast<double>(a.size());
-    const double ma = std::accumulate(ra.begin(), ra.end(), 0.0) / n;
-    const double mb = std::accumulate(rb.begin(), rb.end(), 0.0) / n;
-    double sab = 0.0, saa = 0.0, sbb = 0.0;
-    for (std::size_t i = 0; i < ra.size(); ++i) {
-        sab += (ra[i] - ma) * (rb[i] - mb);
-        saa += (ra[i] - ma) * (ra[i] - ma);
-        sbb += (rb[i] - mb) * (rb[i] - mb);
-    }
-    if (saa == 0.0 || sbb == 0.0) return std::nullopt;
-    return sab / std::sqrt(saa * sbb);
-}
-
-InspectedExample inspect_example(const Model& model, const ModelConfig& config, const Task& task,
-                                 const Vocabulary& vocab, const std::vector<std::string>& source,
-                                 const std::vector<std::string>& target, const Knockout& knockout, bool saliency) {
-    InspectedExample out;
+inspect::InspectedExample inspect_example(const Model& model, const ModelConfig& config, const Task& task,
+                                          const Vocabulary& vocab, const std::vector<std::string>& source,
+                                          const std::vector<std::string>& target,
+                                          const InspectOptions& options) {
+    inspect::InspectedExample out;
     out.source = source;
     out.target = target;
     const std::vector<std::vector<std::int64_t>> source_ids{encode_tokens(vocab, source, false)};
-    out.prediction = vocab.decode(model.predict(source_ids, knockout)[0]);
+    out.prediction = vocab.decode(model.predict(source_ids)[0]);
     std::vector<std::string> outputs = out.prediction;
     if (config.kind == "encoder") outputs.resize(source.size(), Vocabulary::pad);
     const std::vector<std::vector<std::int64_t>> output_ids{vocab.encode(outputs)};
     const Batch batch = model.make_batch(source_ids, &output_ids);
 
     // Labels: columns are the source as the model sees it; rows the outputs (+ <eos>) for
-    // output-row layers, the source for the seq2seq encoder's self-attention.
+    // output-row layers, the source for the seq2seq encoder's self-attention. The batch may be
+    // padded beyond them: label the padding, then crop every map to the real tokens.
     const auto columns = model.model_source(source);
     std::vector<std::string> output_rows = outputs;
     if (config.kind != "encoder") output_rows.emplace_back(Vocabulary::eos);
+    const std::int64_t source_width = batch.source.size(1);
+    const std::int64_t output_width =
+        batch.decoder_input.defined() ? batch.decoder_input.size(1) : source_width;
+    const auto output_layer = [&](const std::string& name) {
+        const std::int64_t l = layer_index(model, name);
+        return l >= 0 && layer_has_alignment(model, config, l);
+    };
+    const inspect::LabelFunction labels = [&](const std::string& name) {
+        const bool rows_are_outputs = output_layer(name);
+        return inspect::TokenLabels{
+            .queries = rows_are_outputs ? padded(output_rows, output_width) : padded(columns, source_width),
+            .keys = padded(columns, source_width)};
+    };
     std::vector<std::int64_t> right;
     if (const auto align = task.alignment(Example{source, target.empty() ? out.prediction : target})) {
         for (const std::int64_t s : *align) right.push_back(model.source_column(s));
     }
 
-    const auto recorded = record_forward(model, batch, knockout);
-    const auto& layers = model.attention_layers();
-    for (std::size_t l = 0; l < layers.size(); ++l) {
-        if (!recorded[l].defined()) continue;
-        const Weights4 w = as_weights4(recorded[l]);
-        const bool output_rows_layer = layer_has_alignment(model, config, static_cast<std::int64_t>(l));
-        const auto& rows = output_rows_layer ? output_rows : columns;
-        for (std::int64_t head = 0; head < w.h; ++head) {
-            AttentionMap map;
-            map.module = layers[l].name;
-            map.layer = static_cast<std::int64_t>(l);
-            map.head = head;
-            map.queries.assign(rows.begin(), rows.begin() + std::min<std::int64_t>(std::ssize(rows), w.tq));
-            map.keys.assign(columns.begin(), columns.begin() + std::min<std::int64_t>(std::ssize(columns), w.tk));
-            for (std::int64_t q = 0; q < map.rows(); ++q) {
-                for (std::int64_t k = 0; k < map.cols(); ++k) map.weights.push_back(w.at(0, head, q, k));
-            }
-            if (output_rows_layer && !right.empty()) {
-                map.right = right;
-                map.alignment_share = alignment_share(map, right);
-            }
-            out.maps.push_back(std::move(map));
+    const auto records = record_forward(model, batch);
+    for (auto& map : inspect::attention_maps(records, labels)) {
+        const bool rows_are_outputs = output_layer(map.module);
+        map =
+            inspect::crop_map(map, std::ssize(rows_are_outputs ? output_rows : columns), std::ssize(columns));
+        map.layer = layer_index(model, map.module);
+        if (rows_are_outputs && !right.empty()) {
+            map.right = right;
+            map.alignment_share = inspect::alignment_share(map, right);
         }
+        out.maps.push_back(std::move(map));
     }
 
-    if (saliency) {
-        // Gradient x input (Shrikumar et al. 2016; Denil et al. 2014) of each output's chosen
-        // logit with respect to the source token embeddings: |sum_e grad[s, e] * x[s, e]|,
-        // each row normalised to sum 1.
-        AttentionMap map;
-        map.module = "saliency (gradient x input)";
-        map.queries = output_rows;
-        map.keys = columns;
-        Tensor x = model.token_embedding(batch);
-        x.requires_grad_(true);
-        const std::int64_t e = x.size(2);
-        const auto out_ids = vocab.encode(output_rows);
-        for (std::int64_t t = 0; t < map.rows(); ++t) {
-            x.zero_grad();
-            const ForwardResult result = model.forward(batch, knockout, x);
-            const Tensor chosen = narrow(narrow(narrow(result.logits, 0, 0, 1), 1, t, 1), 2,
-                                         out_ids[static_cast<std::size_t>(t)], 1);
-            sum(chosen).backward();
-            const auto grad = to_dtype(x.grad(), DType::Float32).to_vector<float>();
-            const auto value = to_dtype(x, DType::Float32).to_vector<float>();
-            std::vector<double> row;
-            for (std::int64_t s = 0; s < map.cols(); ++s) {
-                double dot = 0.0;
-                for (std::int64_t j = 0; j < e; ++j) {
-                    dot += static_cast<double>(grad[static_cast<std::size_t>(s * e + j)]) *
-                           value[static_cast<std::size_t>(s * e + j)];
-                }
-                row.push_back(std::abs(dot));
+    if (options.rollout || options.flow) {
+        // The self-attention stack (the encoder's layers, in order) and, for seq2seq, the last
+        // decoder layer's cross-attention on top: its queries are the outputs.
+        std::vector<Tensor> stack;
+        Tensor cross;
+        for (const auto& info : model.attention_layers()) {
+            Tensor last;
+            for (const auto& record : records)
+                if (record.name == info.name) last = record.weights;
+            if (!last.defined()) continue;
+            if (info.cross) {
+                cross = last;
+            } else {
+                stack.push_back(last);
             }
-            const double total = std::accumulate(row.begin(), row.end(), 0.0);
-            for (double& v : row) v = total > 0.0 ? v / total : 0.0;
-            map.weights.insert(map.weights.end(), row.begin(), row.end());
         }
-        for (auto& head : out.maps) {
-            if (!layer_has_alignment(model, config, head.layer)) continue;
-            double total = 0.0;
-            std::int64_t counted = 0;
-            for (std::int64_t t = 0; t < std::min(head.rows(), map.rows()); ++t) {
-                std::vector<double> a, s;
-                for (std::int64_t k = 0; k < std::min(head.cols(), map.cols()); ++k) {
-                    a.push_back(head.at(t, k));
-                    s.push_back(map.at(t, k));
-                }
-                if (const auto rho = spearman(a, s)) {
-                    total += *rho;
-                    ++counted;
-                }
+        const bool rows_are_outputs = cross.defined() || config.kind == "encoder";
+        const inspect::TokenLabels top{.queries = cross.defined() ? padded(output_rows, output_width)
+                                                  : rows_are_outputs ? padded(output_rows, source_width)
+                                                                     : padded(columns, source_width),
+                                       .keys = padded(columns, source_width)};
+        const auto finish = [&](inspect::AttentionMap map) {
+            map = inspect::crop_map(map, std::ssize(rows_are_outputs ? output_rows : columns), std::ssize(columns));
+            if (rows_are_outputs && !right.empty()) {
+                map.right = right;
+                map.alignment_share = inspect::alignment_share(map, right);
             }
-            if (counted > 0) head.saliency_correlation = total / static_cast<double>(counted);
+            return map;
+        };
+        if (options.rollout) out.rollout = finish(inspect::rollout_map(stack, cross, top));
+        if (options.flow) out.flow = finish(inspect::flow_map(stack, cross, top));
+    }
+
+    if (options.saliency) {
+        // Gradient x input of each output's chosen logit with respect to the source token
+        // embeddings (the model's own <eos> marker included as a column).
+        const auto out_ids = vocab.encode(output_rows);
+        const Tensor embedding = model.token_embedding(batch);  // [1, S, E]
+        const std::int64_t s = embedding.size(1), e = embedding.size(2);
+        const inspect::ScoreFunction chosen_logits = [&](const Tensor& x) {
+            const ForwardResult result = model.forward(batch, reshape(x, {1, s, e}));
+            const Tensor logits = reshape(narrow(result.logits, 1, 0, std::ssize(output_rows)),
+                                          {std::ssize(output_rows), -1});  // [Tout, V]
+            return reshape(gather(logits, 1, index_tensor(out_ids, {std::ssize(out_ids), 1})), {-1});
+        };
+        auto map = inspect::saliency(chosen_logits, reshape(embedding, {s, e}),
+                                     {.queries = output_rows, .keys = padded(columns, s)});
+        map = inspect::crop_map(map, map.rows(), std::ssize(columns));
+        for (auto& head : out.maps) {
+            if (output_layer(head.module))
+                head.saliency_correlation = inspect::saliency_correlation(head, map);
         }
         out.saliency = std::move(map);
     }

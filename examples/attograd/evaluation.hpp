@@ -1,11 +1,13 @@
 // Held-out evaluation, alignment shares per head, attention maps and saliency of one input.
 #pragma once
 
-#include "attention_map.hpp"
 #include "config.hpp"
 #include "models.hpp"
 #include "tasks.hpp"
 #include "vocab.hpp"
+
+#include "inspect/attention_map.hpp"
+#include "inspect/recorded_maps.hpp"
 
 #include <optional>
 #include <string>
@@ -22,11 +24,12 @@ struct Evaluation {
 
 /// Ids of `tokens`; unknown tokens become <unk> and, when `warn`, a warning naming them is
 /// printed to stderr once per call.
-std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vector<std::string>& tokens, bool warn);
+std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vector<std::string>& tokens,
+                                        bool warn);
 
-/// Greedy predictions of `model` for `examples` (in batches) and their accuracies.
-Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples,
-                    const Knockout& knockout = {});
+/// Greedy predictions of `model` for `examples` (in batches) and their accuracies (an
+/// inspect::HeadKnockout alive around the call silences its heads).
+Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples);
 
 /// Share of attention mass on the right source position of one head, over many examples.
 struct HeadAlignment {
@@ -45,18 +48,20 @@ bool layer_has_alignment(const Model& model, const ModelConfig& config, std::int
 /// Empty when the task defines no alignment.
 std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConfig& config, const Task& task,
                                              const Vocabulary& vocab, const std::vector<Example>& examples,
-                                             const std::vector<std::vector<std::string>>& predictions,
-                                             const Knockout& knockout = {});
+                                             const std::vector<std::vector<std::string>>& predictions);
 
-/// Every layer's and head's attention for one source, labelled; `target` is the right output
-/// when known (empty otherwise). With `saliency`, also gradient x input saliency per output
-/// and each output-row head's Spearman correlation with it.
-InspectedExample inspect_example(const Model& model, const ModelConfig& config, const Task& task,
-                                 const Vocabulary& vocab, const std::vector<std::string>& source,
-                                 const std::vector<std::string>& target, const Knockout& knockout, bool saliency);
+/// What inspect_example adds to the attention maps.
+struct InspectOptions {
+    bool saliency = false;  ///< gradient x input per output, and each head's Spearman agreement
+    bool rollout = false;   ///< attention rollout over the self-attention stack (+ cross-attention)
+    bool flow = false;      ///< attention flow over the same graph
+};
 
-/// Spearman's rank correlation of two equally long series (average ranks for ties); nullopt
-/// when either is constant or shorter than 2.
-std::optional<double> spearman(const std::vector<double>& a, const std::vector<double>& b);
+/// Every layer's and head's attention for one source, labelled (inspect::attention_maps);
+/// `target` is the right output when known (empty otherwise).
+inspect::InspectedExample inspect_example(const Model& model, const ModelConfig& config, const Task& task,
+                                          const Vocabulary& vocab, const std::vector<std::string>& source,
+                                          const std::vector<std::string>& target,
+                                          const InspectOptions& options);
 
 }  // namespace attograd::cli

@@ -80,9 +80,8 @@ public:
     std::string type_name() const override { return "Block"; }
 
     /// h [B, Tq, E], memory [B, Tk, E] (or undefined: self-attention), key_padding_mask bool
-    /// [B, Tk]; `knockout_head` >= 0 silences that head (every key masked: zero weights and
-    /// output). Appends hard attention's log p to `log_probs` when trained by REINFORCE.
-    Tensor forward(const Tensor& h, const Tensor& memory, const Tensor& key_padding_mask, std::int64_t knockout_head,
+    /// [B, Tk]. Appends hard attention's log p to `log_probs` when trained by REINFORCE.
+    Tensor forward(const Tensor& h, const Tensor& memory, const Tensor& key_padding_mask,
                    std::vector<Tensor>& log_probs) const {
         const Tensor x = norm1_->forward(h);
         const Tensor& keys = memory.defined() ? memory : x;
@@ -90,11 +89,9 @@ public:
         if (multi_head_) {
             nn::MultiHeadAttentionArgs args{.key_padding_mask = key_padding_mask,
                                             .need_weights = false};
-            if (knockout_head >= 0) args.attn_mask = knockout_mask(x.size(0), x.size(1), keys.size(1), knockout_head);
             attended = multi_head_->forward(x, keys, keys, args).output;
         } else {
             nn::AttentionMasks masks{.key_padding_mask = key_padding_mask};
-            if (knockout_head == 0) masks.attn_mask = bool_full({x.size(1), keys.size(1)}, true);
             const nn::AttentionOutput a = attention_->forward(x, keys, masks, nn::attention_recording());
             if (hard_reinforce_ && a.log_prob.defined()) log_probs.push_back(a.log_prob);
             attended = a.output;
@@ -108,13 +105,6 @@ public:
     nn::Attention* attention() const { return attention_.get(); }
 
 private:
-    /// Bool [B * h, Tq, Tk]: every key of head `head` masked, nothing else.
-    Tensor knockout_mask(std::int64_t batch, std::int64_t tq, std::int64_t tk, std::int64_t head) const {
-        Tensor mask = bool_full({batch * heads_, tq, tk}, false);
-        for (std::int64_t b = 0; b < batch; ++b) std::fill_n(mask.data<bool>() + (b * heads_ + head) * tq * tk, tq * tk, true);
-        return mask;
-    }
-
     std::int64_t heads_;
     std::shared_ptr<nn::LayerNorm> norm1_, norm2_;
     std::shared_ptr<nn::Attention> attention_;
@@ -161,17 +151,14 @@ public:
     }
     std::string type_name() const override { return "Encoder"; }
 
-    /// tokens [B, S, E] (already embedded) -> [B, S, E]. `knockout_layer` counts this
-    /// encoder's layers.
-    Tensor forward(const Tensor& tokens, const Batch& batch, const Knockout& knockout,
-                   std::vector<Tensor>& log_probs) const {
+    /// tokens [B, S, E] (already embedded) -> [B, S, E].
+    Tensor forward(const Tensor& tokens, const Batch& batch, std::vector<Tensor>& log_probs) const {
         const std::int64_t s = batch.source.size(1);
         Tensor h = tokens + pos_start_->forward(positions(s)) + pos_end_->forward(batch.source_from_end);
         if (next_token_) h = h + next_token_->forward(batch.source_next);
         const auto& blocks = layers_->blocks();
         for (std::size_t i = 0; i < blocks.size(); ++i) {
-            h = blocks[i]->forward(h, Tensor(), batch.key_padding_mask,
-                                   knockout.layer == static_cast<std::int64_t>(i) ? knockout.head : -1, log_probs);
+            h = blocks[i]->forward(h, Tensor(), batch.key_padding_mask, log_probs);
         }
         return norm_->forward(h);
     }
@@ -297,24 +284,19 @@ public:
         return batch;
     }
 
-    ForwardResult forward(const Batch& batch, const Knockout& knockout,
-                          const Tensor& token_embedding) const override {
+    ForwardResult forward(const Batch& batch, const Tensor& token_embedding) const override {
         ForwardResult result;
-        const Tensor memory = encoder_->forward(embed_source(batch, token_embedding), batch, knockout, result.log_probs);
-        const Knockout decoder_knockout{knockout.layer - config_.layers, knockout.head};
-        const Tensor h = decoder_->forward(embed_->forward(batch.decoder_input), memory, batch, decoder_knockout,
-                                           result.log_probs);
+        const Tensor memory = encoder_->forward(embed_source(batch, token_embedding), batch, result.log_probs);
+        const Tensor h = decoder_->forward(embed_->forward(batch.decoder_input), memory, batch, result.log_probs);
         result.logits = logits(h);
         return result;
     }
 
-    std::vector<std::vector<std::int64_t>> predict(const std::vector<std::vector<std::int64_t>>& sources,
-                                                   const Knockout& knockout) const override {
+    std::vector<std::vector<std::int64_t>> predict(const std::vector<std::vector<std::int64_t>>& sources) const override {
         NoGradGuard no_grad;
         const Batch batch = make_batch(sources, nullptr);
         std::vector<Tensor> unused;
-        const Tensor memory = encoder_->forward(embed_->forward(batch.source), batch, knockout, unused);
-        const Knockout decoder_knockout{knockout.layer - config_.layers, knockout.head};
+        const Tensor memory = encoder_->forward(embed_->forward(batch.source), batch, unused);
         const std::int64_t b = batch.size, t = target_width_;
         std::vector<std::int64_t> input(static_cast<std::size_t>(b * t), Vocabulary::pad_id);
         for (std::int64_t i = 0; i < b; ++i) input[static_cast<std::size_t>(i * t)] = Vocabulary::bos_id;
@@ -323,8 +305,7 @@ public:
         for (std::int64_t step = 0; step < t; ++step) {
             // Decoder positions do not see each other, so position `step` depends only on the
             // tokens written so far; the whole width is run to keep local-m's centres as in training.
-            const Tensor h = decoder_->forward(embed_->forward(index_tensor(input, {b, t})), memory, batch,
-                                               decoder_knockout, unused);
+            const Tensor h = decoder_->forward(embed_->forward(index_tensor(input, {b, t})), memory, batch, unused);
             const Tensor row = logits(narrow(h, 1, step, 1));  // [B, 1, V]
             const float* data = row.data<float>();
             bool all_done = true;
@@ -385,14 +366,13 @@ private:
         }
         std::string type_name() const override { return "Decoder"; }
 
-        Tensor forward(const Tensor& inputs, const Tensor& memory, const Batch& batch, const Knockout& knockout,
+        Tensor forward(const Tensor& inputs, const Tensor& memory, const Batch& batch,
                        std::vector<Tensor>& log_probs) const {
             const std::int64_t b = inputs.size(0), t = inputs.size(1), e = inputs.size(2);
             Tensor h = inputs + pos_->forward(positions(t)) + reshape(length_->forward(batch.source_length), {b, 1, e});
             const auto& blocks = layers_->blocks();
             for (std::size_t i = 0; i < blocks.size(); ++i) {
-                h = blocks[i]->forward(h, memory, batch.key_padding_mask,
-                                       knockout.layer == static_cast<std::int64_t>(i) ? knockout.head : -1, log_probs);
+                h = blocks[i]->forward(h, memory, batch.key_padding_mask, log_probs);
             }
             return norm_->forward(h);
         }
@@ -442,18 +422,16 @@ public:
         return batch;
     }
 
-    ForwardResult forward(const Batch& batch, const Knockout& knockout,
-                          const Tensor& token_embedding) const override {
+    ForwardResult forward(const Batch& batch, const Tensor& token_embedding) const override {
         ForwardResult result;
-        result.logits = logits(encoder_->forward(embed_source(batch, token_embedding), batch, knockout, result.log_probs));
+        result.logits = logits(encoder_->forward(embed_source(batch, token_embedding), batch, result.log_probs));
         return result;
     }
 
-    std::vector<std::vector<std::int64_t>> predict(const std::vector<std::vector<std::int64_t>>& sources,
-                                                   const Knockout& knockout) const override {
+    std::vector<std::vector<std::int64_t>> predict(const std::vector<std::vector<std::int64_t>>& sources) const override {
         NoGradGuard no_grad;
         const Batch batch = make_batch(sources, nullptr);
-        const Tensor l = forward(batch, knockout, Tensor()).logits;  // [B, S, V]
+        const Tensor l = forward(batch, Tensor()).logits;  // [B, S, V]
         const float* data = l.data<float>();
         const std::int64_t s = config_.max_source_len;
         std::vector<std::vector<std::int64_t>> out(sources.size());

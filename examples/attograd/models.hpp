@@ -46,13 +46,6 @@ struct Batch {
     Tensor target;            ///< int64 [B, T]: the tokens to predict, <pad> where nothing is
 };
 
-/// Which head to silence (`inspect --knockout LAYER.HEAD`); layer numbers follow
-/// Model::attention_layers().
-struct Knockout {
-    std::int64_t layer = -1;
-    std::int64_t head = -1;
-};
-
 /// What a forward pass returns.
 struct ForwardResult {
     Tensor logits;  ///< [B, T, V]
@@ -76,11 +69,9 @@ public:
                              const std::vector<std::vector<std::int64_t>>* targets) const = 0;
     /// Teacher-forced logits of a batch made with targets. `token_embedding`, when defined,
     /// replaces embed(source) [B, S, E] (for gradient x input saliency).
-    virtual ForwardResult forward(const Batch& batch, const Knockout& knockout = {},
-                                  const Tensor& token_embedding = Tensor()) const = 0;
+    virtual ForwardResult forward(const Batch& batch, const Tensor& token_embedding = Tensor()) const = 0;
     /// Greedy outputs (ids, without <eos>) for each source.
-    virtual std::vector<std::vector<std::int64_t>> predict(const std::vector<std::vector<std::int64_t>>& sources,
-                                                           const Knockout& knockout = {}) const = 0;
+    virtual std::vector<std::vector<std::int64_t>> predict(const std::vector<std::vector<std::int64_t>>& sources) const = 0;
     /// embed(source) [B, S, E] of a batch (detached: a leaf for saliency).
     virtual Tensor token_embedding(const Batch& batch) const = 0;
     /// Source tokens as the model sees them (seq2seq adds <eos>): the column labels

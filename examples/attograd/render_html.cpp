@@ -1,8 +1,9 @@
 // The self-contained HTML report of an inspected run: config, training curve, every head.
 #include "render_html.hpp"
 
-#include "render_svg.hpp"
 #include "text.hpp"
+
+#include "inspect/render_svg.hpp"
 
 #include <fmt/format.h>
 
@@ -13,6 +14,67 @@
 namespace attograd::cli {
 
 namespace {
+
+using inspect::xml_escape;
+
+/// One series of a line chart.
+struct Series {
+    std::string name;
+    std::string colour;  ///< CSS colour
+    std::vector<double> x, y;
+};
+
+std::string render_line_chart(const std::string& title, const std::vector<Series>& series) {
+    constexpr int width = 640, height = 260, left = 60, right = 20, top = 30, bottom = 40;
+    std::string out = fmt::format(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
+        "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" "
+        "fill=\"white\"/>\n"
+        "<text x=\"{}\" y=\"18\" font-size=\"14\">{}</text>\n"
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>\n",
+        width, height, width, height, left, xml_escape(title), left, top, width - left - right,
+        height - top - bottom);
+    double x_min = 0.0, x_max = 1.0;
+    bool any = false;
+    for (const auto& s : series) {
+        for (const double x : s.x) {
+            x_min = any ? std::min(x_min, x) : x;
+            x_max = any ? std::max(x_max, x) : x;
+            any = true;
+        }
+    }
+    if (x_max <= x_min) x_max = x_min + 1.0;
+    out += fmt::format(
+        "<text x=\"{}\" y=\"{}\">{:g}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:g}</text>\n", left,
+        height - bottom + 16, x_min, width - right, height - bottom + 16, x_max);
+    out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">step</text>\n",
+                       (left + width - right) / 2, height - 8);
+    for (std::size_t k = 0; k < series.size(); ++k) {
+        const auto& s = series[k];
+        double y_min = 0.0, y_max = 1.0;
+        for (std::size_t i = 0; i < s.y.size(); ++i) {
+            y_min = i == 0 ? s.y[i] : std::min(y_min, s.y[i]);
+            y_max = i == 0 ? s.y[i] : std::max(y_max, s.y[i]);
+        }
+        if (y_max <= y_min) y_max = y_min + 1.0;
+        std::string points;
+        for (std::size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
+            if (!std::isfinite(s.y[i])) continue;
+            const double px = left + (s.x[i] - x_min) / (x_max - x_min) * (width - left - right);
+            const double py = top + (1.0 - (s.y[i] - y_min) / (y_max - y_min)) * (height - top - bottom);
+            points += fmt::format("{:.1f},{:.1f} ", px, py);
+        }
+        out += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1.5\" points=\"{}\"/>\n",
+                           xml_escape(s.colour), points);
+        out += fmt::format("<text x=\"{}\" y=\"{}\" fill=\"{}\">{} ({:.3g} \u2013 {:.3g})</text>\n",
+                           left + 8 + 200 * static_cast<int>(k), top + 14, xml_escape(s.colour),
+                           xml_escape(s.name), y_min, y_max);
+    }
+    out += "</svg>\n";
+    return out;
+}
+
+
 
 std::vector<std::string> split_csv_line(const std::string& line) {
     std::vector<std::string> fields(1);
@@ -130,7 +192,7 @@ std::string render_html(const Report& report) {
         if (!example.target.empty()) out += "<p>expected: " + tokens_html(example.target) + "</p>\n";
         out += "<div class=\"heads\">\n";
         for (const auto& map : example.maps) {
-            out += "<figure>" + render_svg(map);
+            out += "<figure>" + inspect::render_svg(map);
             if (map.saliency_correlation) {
                 out += fmt::format("<figcaption>Spearman correlation with saliency: {:.3f}</figcaption>",
                                    *map.saliency_correlation);
@@ -138,7 +200,7 @@ std::string render_html(const Report& report) {
             out += "</figure>\n";
         }
         if (example.saliency) {
-            out += "<figure>" + render_svg(*example.saliency) +
+            out += "<figure>" + inspect::render_svg(*example.saliency) +
                    "<figcaption>gradient \u00d7 input saliency</figcaption></figure>\n";
         }
         out += "</div>\n";

@@ -1,7 +1,7 @@
 // The self-contained HTML report of an inspected run: config, training curve, every head.
 #pragma once
 
-#include "attention_map.hpp"
+#include "inspect/attention_map.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -16,7 +16,7 @@ struct Report {
     nlohmann::json config;           ///< the run's config.json
     std::string metrics_csv;         ///< the run's metrics.csv ("" when missing)
     std::vector<std::string> notes;  ///< extra lines (knockout, warnings)
-    std::vector<InspectedExample> examples;
+    std::vector<inspect::InspectedExample> examples;
 };
 
 /// Columns of a metrics CSV by header name: header -> values (non-numbers become NaN). Rows

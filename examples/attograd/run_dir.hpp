@@ -9,6 +9,8 @@
 //   DIR/optimizer.safetensors  the optimizer's and schedule's state (for --resume)
 //   DIR/metrics.csv         step, loss, accuracies, lr, seconds
 //   DIR/heldout.tsv         user data runs: the held-out examples
+//   DIR/attention_snapshots.safetensors  the first held-out examples' attention every
+//                           --snapshot-every steps (inspect::save_snapshots; absent when off)
 #pragma once
 
 #include "config.hpp"

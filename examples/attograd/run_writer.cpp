@@ -132,8 +132,21 @@ void RunWriter::save_tensors(const std::string& name, const std::map<std::string
     fault_point();
 }
 
+fs::path RunWriter::file(const std::string& name) {
+    AG_CHECK(plain_name(name) && name != "config.json", IoError, "RunWriter: '{}' is not a run file name",
+             name);
+    pending_.push_back(name);
+    return staging_ / name;
+}
+
 void RunWriter::commit(nlohmann::json config) {
     AG_CHECK(!committed_, IoError, "{}: RunWriter committed twice", dir_.string());
+    for (const auto& name : pending_) {
+        const fs::path path = staging_ / name;
+        AG_CHECK(fs::is_regular_file(path), IoError, "{}: was not written", path.string());
+        files_[name] = {{"bytes", fs::file_size(path)}, {"fnv1a64", file_checksum(path)}};
+        fault_point();
+    }
     config["files"] = files_;
     write_file_atomic(staging_ / "config.json", config.dump(2) + "\n");
     fault_point();

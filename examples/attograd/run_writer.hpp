@@ -10,6 +10,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attograd::cli {
 
@@ -38,6 +39,10 @@ public:
     /// Saves `tensors` as the safetensors file `name` of the new generation. Throws as
     /// attograd::save_safetensors does.
     void save_tensors(const std::string& name, const std::map<std::string, Tensor>& tensors);
+    /// The path of file `name` in the new generation, for writers that take a path (e.g.
+    /// inspect::save_snapshots); its size and checksum are recorded at commit(). Throws IoError
+    /// for a name that is not a plain file name.
+    std::filesystem::path file(const std::string& name);
     /// Adds "files" to `config`, writes it as config.json and swaps the generation in. Throws
     /// IoError when a step fails (DIR is then as it was).
     void commit(nlohmann::json config);
@@ -45,6 +50,7 @@ public:
 private:
     std::filesystem::path dir_, staging_;
     nlohmann::json files_ = nlohmann::json::object();
+    std::vector<std::string> pending_;  ///< names handed out by file(), checksummed at commit()
     bool committed_ = false;
 };
 

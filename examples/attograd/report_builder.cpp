@@ -1,0 +1,160 @@
+// What `inspect --format html` puts in the report: the run's configuration rows that apply to
+// it, its training charts from metrics.csv, and the examples.
+#include "report_builder.hpp"
+
+#include "file_io.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <sstream>
+
+namespace attograd::cli {
+
+namespace {
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+    std::vector<std::string> fields(1);
+    for (const char c : line) {
+        if (c == ',') {
+            fields.emplace_back();
+        } else if (c != '\r') {
+            fields.back() += c;
+        }
+    }
+    return fields;
+}
+
+/// Whether "section.field" applies to a run configured as `c`.
+bool applies(const RunConfig& c, const std::string& key) {
+    const bool hard = c.model.attention == "hard";
+    const bool local = c.model.window >= 0;
+    if (key == "model.estimator") return hard;
+    if (key == "model.local") return local;
+    if (key == "model.window") return local;
+    if (key == "model.decoder_layers" || key == "model.attention" || key == "model.max_target_len")
+        return c.model.kind == "seq2seq";
+    if (key == "train.momentum") return c.train.optim == "sgd";
+    if (key == "task.data" || key == "task.chars") return c.task.name == "data";
+    return true;
+}
+
+void flatten(const nlohmann::json& json, const std::string& prefix, const RunConfig& config,
+             std::vector<std::pair<std::string, std::string>>& rows) {
+    for (auto it = json.begin(); it != json.end(); ++it) {
+        const std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+        if (it->is_object()) {
+            flatten(*it, key, config, rows);
+        } else if (applies(config, key)) {
+            std::string value = it->is_string() ? it->get<std::string>() : it->dump();
+            if (value.size() > 300) value = value.substr(0, 300) + " \u2026";
+            rows.emplace_back(key, value);
+        }
+    }
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> config_rows(const RunConfig& config, const nlohmann::json& progress) {
+    nlohmann::json json = to_json(config);
+    json.erase("vocab");
+    json.erase("format");
+    json.erase("format_version");
+    std::vector<std::pair<std::string, std::string>> rows;
+    flatten(json, "", config, rows);
+    rows.emplace_back("model.attention_span", config.model.window >= 0
+                                                  ? fmt::format("local-{} (window D = {})", config.model.local, config.model.window)
+                                                  : std::string("global"));
+    rows.emplace_back("vocab_size", std::to_string(config.vocab.size()));
+    flatten(nlohmann::json{{"progress", progress}}, "", config, rows);
+    return rows;
+}
+
+std::vector<inspect::Chart> training_charts(const std::string& metrics_csv) {
+    std::istringstream lines(metrics_csv);
+    std::string line;
+    AG_CHECK(std::getline(lines, line), IoError, "metrics.csv is empty");
+    const auto header = split_csv_line(line);
+    std::vector<std::vector<double>> columns(header.size());
+    std::int64_t number = 1;
+    while (std::getline(lines, line)) {
+        ++number;
+        if (line.empty() || line == "\r") continue;
+        const auto fields = split_csv_line(line);
+        AG_CHECK(fields.size() == header.size(), IoError, "metrics.csv line {}: {} fields, the header has {}", number,
+                 fields.size(), header.size());
+        for (std::size_t i = 0; i < fields.size(); ++i) {
+            double value = std::numeric_limits<double>::quiet_NaN();
+            if (!fields[i].empty()) {
+                std::size_t used = 0;
+                try {
+                    value = std::stod(fields[i], &used);
+                } catch (const std::exception&) {
+                    used = 0;
+                }
+                AG_CHECK(used == fields[i].size() && std::isfinite(value), IoError,
+                         "metrics.csv line {}: field '{}' is not a finite number: '{}'", number, header[i],
+                         fields[i].substr(0, 40));
+            }
+            columns[i].push_back(value);
+        }
+    }
+    const auto column = [&](const std::string& name) -> const std::vector<double>* {
+        for (std::size_t i = 0; i < header.size(); ++i)
+            if (header[i] == name) return &columns[i];
+        return nullptr;
+    };
+    const auto* steps = column("step");
+    AG_CHECK(steps != nullptr, IoError, "metrics.csv has no 'step' column (header: {})", line.substr(0, 80));
+    AG_CHECK(!steps->empty(), IoError, "metrics.csv has a header but no rows");
+    for (const double s : *steps) AG_CHECK(std::isfinite(s), IoError, "metrics.csv: a row has no step");
+    const auto series = [&](const std::string& name, const std::string& label, const std::string& colour) {
+        inspect::Series s{.name = label, .colour = colour, .x = {}, .y = {}};
+        if (const auto* values = column(name)) {
+            for (std::size_t i = 0; i < values->size(); ++i) {
+                if (!std::isfinite((*values)[i])) continue;  // evaluated only every few steps
+                s.x.push_back((*steps)[i]);
+                s.y.push_back((*values)[i]);
+            }
+        }
+        return s;
+    };
+    std::vector<inspect::Chart> charts;
+    inspect::Chart loss{.title = "training loss", .x_label = "step", .y_label = "cross-entropy (nats)", .series = {},
+                        .y_min = 0.0, .y_max = std::nullopt};
+    if (column("loss") != nullptr) loss.series.push_back(series("loss", "training loss", "#c0392b"));
+    charts.push_back(std::move(loss));
+    inspect::Chart accuracy{.title = "accuracy", .x_label = "step", .y_label = "accuracy", .series = {}, .y_min = 0.0,
+                            .y_max = 1.0};
+    for (const auto& [name, label, colour] :
+         {std::tuple{"train_token_accuracy", "training token accuracy", "#7d3c98"},
+          std::tuple{"heldout_token_accuracy", "held-out token accuracy", "#229954"},
+          std::tuple{"heldout_sequence_accuracy", "held-out sequence accuracy", "#2471a3"}}) {
+        if (column(name) != nullptr) accuracy.series.push_back(series(name, label, colour));
+    }
+    charts.push_back(std::move(accuracy));
+    return charts;
+}
+
+inspect::Report build_report(const LoadedRun& run, std::vector<inspect::InspectedExample> examples,
+                             std::vector<std::string> notes) {
+    inspect::Report report;
+    report.title = fmt::format("attograd run: {} ({})", run.config.task.name, run.dir.string());
+    report.config = config_rows(run.config, run.progress);
+    const std::filesystem::path metrics = run.dir / "metrics.csv";
+    try {
+        report.charts = training_charts(read_file(metrics));
+    } catch (const Error& e) {
+        report.charts_error = fmt::format("training curves could not be read: {}", e.what());
+    }
+    if (!run.task->info().alignment.empty()) report.alignment_legend = "right alignment: " + run.task->info().alignment;
+    report.notes = std::move(notes);
+    report.examples = std::move(examples);
+    return report;
+}
+
+}  // namespace attograd::cli

@@ -1,0 +1,31 @@
+// What `inspect --format html` puts in the report: the run's configuration rows that apply to
+// it, its training charts from metrics.csv, and the examples.
+#pragma once
+
+#include "run_dir.hpp"
+
+#include "inspect/report.hpp"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace attograd::cli {
+
+/// The configuration as "section.field" -> value rows, without the fields that do not apply to
+/// this run (the estimator of a soft model, the local mode of a global one, momentum of Adam,
+/// the decoder of an encoder model, the data path of a bundled task), plus progress.
+std::vector<std::pair<std::string, std::string>> config_rows(const RunConfig& config, const nlohmann::json& progress);
+
+/// The training curves of a metrics.csv (`step,loss,...`): the loss, and the accuracies on one
+/// shared [0, 1] axis. Empty fields are gaps. Throws IoError naming the line and the field
+/// when the text is not such a file (no step column, a row of the wrong length, a field that
+/// is not a number).
+std::vector<inspect::Chart> training_charts(const std::string& metrics_csv);
+
+/// The whole report of a run: title, config rows, charts (or why metrics.csv could not be
+/// read), the right alignment's legend, notes, examples and attention snapshots.
+inspect::Report build_report(const LoadedRun& run, std::vector<inspect::InspectedExample> examples,
+                             std::vector<std::string> notes);
+
+}  // namespace attograd::cli

@@ -1,0 +1,69 @@
+// What `train` snapshots over training: probes of the first held-out examples for
+// inspect::AttentionSnapshotter, run through the program's models.
+#include "snapshot_probes.hpp"
+
+#include "evaluation.hpp"
+
+#include "core/ops.hpp"
+
+#include <algorithm>
+#include <map>
+#include <memory>
+
+namespace attograd::cli {
+
+std::vector<inspect::SnapshotProbe> snapshot_probes(const Model& model, const ModelConfig& config,
+                                                    const Task& task, const Vocabulary& vocab,
+                                                    std::int64_t count) {
+    const auto& held_out = task.held_out();
+    const auto& layers = model.attention_layers();
+    std::vector<inspect::SnapshotProbe> probes;
+    for (std::size_t i = 0; i < held_out.size() && std::ssize(probes) < count; ++i) {
+        const Example& example = held_out[i];
+        const std::vector<std::vector<std::int64_t>> sources{vocab.encode(example.source)},
+            targets{vocab.encode(example.target)};
+        const Batch batch = model.make_batch(sources, &targets);
+
+        // Rows of output-row layers: the target (+ <eos>, which the seq2seq decoder also writes).
+        auto output_rows = std::make_shared<std::vector<std::string>>(example.target);
+        if (config.kind != "encoder") output_rows->emplace_back(Vocabulary::eos);
+        auto columns = std::make_shared<std::vector<std::string>>(model.model_source(example.source));
+        auto output_layers = std::make_shared<std::map<std::string, bool>>();
+        for (std::size_t l = 0; l < layers.size(); ++l) {
+            (*output_layers)[layers[l].name] =
+                layer_has_alignment(model, config, static_cast<std::int64_t>(l));
+        }
+
+        inspect::SnapshotProbe probe;
+        probe.source = example.source;
+        probe.target = example.target;
+        probe.crop = true;
+        probe.labels = [output_rows, columns, output_layers](const std::string& name) {
+            const auto it = output_layers->find(name);
+            const bool outputs = it != output_layers->end() && it->second;
+            return inspect::TokenLabels{outputs ? *output_rows : *columns, *columns};
+        };
+        const auto rows = static_cast<std::int64_t>(output_rows->size());
+        probe.forward = [&model, &vocab, batch, rows] {
+            const Tensor logits = to_dtype(model.forward(batch).logits, DType::Float32);  // [1, T, V]
+            const std::int64_t v = logits.size(-1);
+            const float* data = logits.data<float>();
+            std::vector<std::int64_t> ids;
+            for (std::int64_t t = 0; t < std::min(rows, logits.size(1)); ++t) {
+                ids.push_back(std::max_element(data + t * v, data + (t + 1) * v) - (data + t * v));
+            }
+            return vocab.decode(ids);
+        };
+        if (const auto align = task.alignment(example)) {
+            std::vector<std::int64_t> right;
+            for (const std::int64_t s : *align) right.push_back(model.source_column(s));
+            for (const auto& [name, outputs] : *output_layers) {
+                if (outputs) probe.right[name] = right;
+            }
+        }
+        probes.push_back(std::move(probe));
+    }
+    return probes;
+}
+
+}  // namespace attograd::cli

@@ -1,0 +1,31 @@
+// What `train` snapshots over training: probes of the first held-out examples for
+// inspect::AttentionSnapshotter, run through the program's models.
+#pragma once
+
+#include "config.hpp"
+#include "models.hpp"
+#include "tasks.hpp"
+#include "vocab.hpp"
+
+#include "inspect/snapshot.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace attograd::cli {
+
+/// The run directory's attention snapshots (written by `train`, read by `inspect`).
+inline constexpr const char* snapshot_file = "attention_snapshots.safetensors";
+
+/// Probes of the first `count` held-out examples of `task` (fewer when it has fewer). Each runs
+/// `model` once, teacher-forced on the example's target (so every snapshot of a probe has the
+/// same rows: the right output, + <eos> for seq2seq), and shows the argmax token of each row as
+/// its prediction. Labels are those `inspect` draws (columns: the source as the model sees it;
+/// rows: the outputs for layers whose rows are outputs, else the source), the padding of the
+/// model's fixed-width batch cropped; where the task defines a right alignment, the output-row
+/// layers get it. `model` must outlive the probes.
+std::vector<inspect::SnapshotProbe> snapshot_probes(const Model& model, const ModelConfig& config,
+                                                    const Task& task, const Vocabulary& vocab,
+                                                    std::int64_t count);
+
+}  // namespace attograd::cli

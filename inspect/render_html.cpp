@@ -1,0 +1,110 @@
+// The interactive, self-contained HTML report of inspected attention: the page around the
+// embedded data (report_data.cpp), the charts (chart_svg.cpp) and the script (html_assets.cpp).
+#include "inspect/render_html.hpp"
+
+#include "inspect/chart_svg.hpp"
+#include "inspect/html_assets.hpp"
+#include "inspect/render_svg.hpp"
+#include "inspect/report_data.hpp"
+
+#include <fmt/format.h>
+
+namespace attograd::inspect {
+
+namespace {
+
+std::string curves_html(const Report& report) {
+    std::string out = "<section id=\"curves\">\n<h2>Training curves</h2>\n";
+    if (report.charts_error) {
+        out += "<p class=\"error\" id=\"charts-error\">the training curves could not be drawn: " +
+               xml_escape(*report.charts_error) + "</p>\n";
+    } else if (report.charts.empty()) {
+        out += "<p class=\"empty\">no training curves in this report</p>\n";
+    } else {
+        out += "<div class=\"charts\">\n";
+        for (const auto& chart : report.charts) out += chart_svg(chart);
+        out += "</div>\n";
+    }
+    return out + "</section>\n";
+}
+
+std::string config_html(const Report& report) {
+    if (report.config.empty()) return "";
+    std::string out = "<section id=\"config\">\n<h2>Configuration</h2>\n<table class=\"config\">\n";
+    for (const auto& [key, value] : report.config)
+        out +=
+            fmt::format("<tr><td>{}</td><td><code>{}</code></td></tr>\n", xml_escape(key), xml_escape(value));
+    return out + "</table>\n</section>\n";
+}
+
+std::string attention_html(const Report& report) {
+    std::string out = "<section id=\"attention\">\n<h2>Attention</h2>\n";
+    if (report.examples.empty() && report.snapshots.empty()) {
+        return out +
+               "<p class=\"empty\" id=\"no-examples\">This report has no examples: no input was "
+               "inspected, so there is no attention to show.</p>\n</section>\n";
+    }
+    out += R"(<div class="controls">
+<label>input <select id="source"></select></label>
+<span id="stepbox" hidden><label>training step <input type="range" id="step" min="0" max="0" value="0"></label>
+<output id="steplabel"></output> <button id="play" type="button">play</button></span>
+</div>
+)";
+    if (!report.snapshots.empty()) {
+        out +=
+            "<p class=\"hint\">Watch attention learn: choose a \u201cprobe \u2026 over training\u201d input, "
+            "then move the step slider (or press play) to replay how each head's attention formed.</p>\n";
+    }
+    out += R"(<div class="tokens" id="tokens"></div>
+<p class="empty" id="no-maps" hidden>no attention maps were recorded for this input</p>
+<div id="views">
+<div class="views">
+<div><h3>all layers and heads</h3><p class="hint">click a head to select it</p><div id="grid"></div></div>
+<div><h3 id="map-title"></h3><div id="map-info"></div><canvas id="heatmap" width="1" height="1"></canvas>
+<div class="legend">
+<div class="scale">0 <canvas id="scale-bar" width="200" height="12"></canvas> 1 <span>(viridis; rows: queries, columns: keys)</span></div>
+<div id="outline-legend" hidden><label><input type="checkbox" id="outline-toggle" checked> <span class="outline-swatch"></span><span id="outline-text"></span></label></div>
+<div id="precision"></div>
+</div></div>
+</div>
+)";
+    for (std::size_t p = 0;; ++p) {  // one alignment chart per probe input, shown with its probe
+        bool any = false;
+        for (const auto& snapshot : report.snapshots) any = any || snapshot.probes.size() > p;
+        if (!any) break;
+        out += fmt::format("<div class=\"align-chart\" data-probe=\"{}\" hidden>{}</div>\n", p,
+                           chart_svg(alignment_share_chart(report.snapshots, p)));
+    }
+    out += R"(<h3>head view</h3>
+<p class="hint">queries left, keys right; a line's opacity is its weight (weights below 0.01 not drawn, at most the 20000 strongest lines). Hover a token to highlight its lines and show its weights.</p>
+<div id="headview"></div>
+</div>
+<div id="tooltip" hidden></div>
+)";
+    return out + "</section>\n";
+}
+
+}  // namespace
+
+std::string render_html(const Report& report) {
+    // Serialise (and so validate) the data first: bad input throws before any page is built.
+    const std::string data =
+        report.examples.empty() && report.snapshots.empty() ? "" : report_data_json(report);
+    const std::string title = xml_escape(report.title.empty() ? "attention report" : report.title);
+    std::string out = fmt::format(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{0}</title>\n"
+        "<style>{1}</style>\n</head>\n<body>\n<h1>{0}</h1>\n",
+        title, report_css());
+    for (const auto& note : report.notes) out += "<p class=\"note\">" + xml_escape(note) + "</p>\n";
+    out += curves_html(report);
+    out += attention_html(report);
+    out += config_html(report);
+    if (!data.empty()) {
+        out += "<script type=\"application/json\" id=\"report-data\">" + data + "</script>\n";
+        out += fmt::format("<script>{}</script>\n", report_js());
+    }
+    return out + "</body>\n</html>\n";
+}
+
+}  // namespace attograd::inspect

@@ -1,0 +1,224 @@
+// Terminal heatmaps of attention maps: true colour, 256 colours or plain shade characters;
+// maps wider than the terminal are downsampled, with a line saying so.
+#include "inspect/render_term.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace attograd::inspect {
+
+namespace {
+
+constexpr std::int64_t max_row_label = 12;
+constexpr std::int64_t max_col_label = 6;
+
+/// The first `width` code points of `text`, padded with spaces on the left to `width` columns.
+std::string pad_left(const std::string& text, std::int64_t width) {
+    std::string kept;
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < text.size();) {
+        std::size_t len = 1;
+        while (i + len < text.size() && (static_cast<unsigned char>(text[i + len]) & 0xC0) == 0x80) ++len;
+        if (n == width) break;
+        kept += text.substr(i, len);
+        ++n;
+        i += len;
+    }
+    return std::string(static_cast<std::size_t>(width - n), ' ') + kept;
+}
+
+const char* shade(double w) {
+    if (w < 0.1) return " ";
+    if (w < 0.3) return "\u2591";
+    if (w < 0.5) return "\u2592";
+    if (w < 0.75) return "\u2593";
+    return "\u2588";
+}
+
+/// `width` cells of weight `w` in the chosen colour mode.
+std::string cell(double w, std::int64_t width, TermColour colour) {
+    const auto n = static_cast<std::size_t>(width);
+    switch (colour) {
+        case TermColour::TrueColour: {
+            const Rgb c = weight_colour(w);
+            return fmt::format("\x1b[48;2;{};{};{}m{}\x1b[0m", c.r, c.g, c.b, std::string(n, ' '));
+        }
+        case TermColour::Ansi256: {
+            const int grey = 232 + static_cast<int>(std::lround(std::clamp(w, 0.0, 1.0) * 23.0));
+            return fmt::format("\x1b[48;5;{}m{}\x1b[0m", grey, std::string(n, ' '));
+        }
+        case TermColour::Plain:
+            break;
+    }
+    std::string out;
+    for (std::size_t i = 0; i < n; ++i) out += shade(w);
+    return out;
+}
+
+/// `map` pooled by `factor`: keys summed, queries averaged, labels "first-last" index ranges.
+AttentionMap downsample(const AttentionMap& map, std::int64_t factor) {
+    const auto groups = [factor](std::int64_t n) { return (n + factor - 1) / factor; };
+    const auto range = [factor](std::int64_t g, std::int64_t n) {
+        const std::int64_t first = g * factor, last = std::min(n, first + factor) - 1;
+        return first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
+    };
+    AttentionMap out;
+    out.module = map.module;
+    out.layer = map.layer;
+    out.head = map.head;
+    out.alignment_share = map.alignment_share;
+    const std::int64_t rows = groups(map.rows()), cols = groups(map.cols());
+    for (std::int64_t r = 0; r < rows; ++r) out.queries.push_back(range(r, map.rows()));
+    for (std::int64_t c = 0; c < cols; ++c) out.keys.push_back(range(c, map.cols()));
+    out.weights.assign(static_cast<std::size_t>(rows * cols), 0.0);
+    for (std::int64_t r = 0; r < map.rows(); ++r) {
+        const std::int64_t group_rows = std::min(map.rows(), (r / factor + 1) * factor) - r / factor * factor;
+        for (std::int64_t c = 0; c < map.cols(); ++c)
+            out.weights[static_cast<std::size_t>(r / factor * cols + c / factor)] +=
+                map.at(r, c) / static_cast<double>(group_rows);
+    }
+    return out;
+}
+
+/// `text` broken at spaces into lines of at most `width` code points (a longer word stands alone).
+std::string wrap(const std::string& text, std::int64_t width) {
+    std::string out, line;
+    std::istringstream words(text);
+    for (std::string word; words >> word;) {
+        const auto count = [](const std::string& s) {
+            return std::count_if(s.begin(), s.end(),
+                                 [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+        };
+        if (!line.empty() && count(line) + 1 + count(word) > width) {
+            out += line + '\n';
+            line.clear();
+        }
+        line += (line.empty() ? "" : " ") + word;
+    }
+    return out + line + '\n';
+}
+
+struct Layout {
+    std::vector<std::string> row_labels, col_labels;
+    std::int64_t row_width = 1, col_width = 1;
+    std::int64_t total() const {
+        return row_width + 1 + static_cast<std::int64_t>(col_labels.size()) * (col_width + 1);
+    }
+};
+
+Layout layout(const AttentionMap& map, std::int64_t max_col_width) {
+    Layout l;
+    for (const auto& q : map.queries) {
+        l.row_labels.push_back(display_label(q));
+        l.row_width = std::max(l.row_width, display_width(l.row_labels.back()));
+    }
+    for (const auto& k : map.keys) {
+        l.col_labels.push_back(display_label(k));
+        l.col_width = std::max(l.col_width, display_width(l.col_labels.back()));
+    }
+    l.row_width = std::min(l.row_width, max_row_label);
+    l.col_width = std::min(l.col_width, max_col_width);
+    return l;
+}
+
+}  // namespace
+
+TermColour choose_term_colour(bool is_tty, bool no_color, const char* colorterm) {
+    if (!is_tty || no_color) return TermColour::Plain;
+    if (colorterm != nullptr &&
+        (std::strcmp(colorterm, "truecolor") == 0 || std::strcmp(colorterm, "24bit") == 0))
+        return TermColour::TrueColour;
+    return TermColour::Ansi256;
+}
+
+TermColour detect_term_colour(std::FILE* stream) {
+    const char* no_color = std::getenv("NO_COLOR");
+    return choose_term_colour(::isatty(::fileno(stream)) != 0, no_color != nullptr && no_color[0] != '\0',
+                              std::getenv("COLORTERM"));
+}
+
+std::int64_t terminal_width(std::FILE* stream) {
+    winsize size{};
+    if (::isatty(::fileno(stream)) != 0 && ::ioctl(::fileno(stream), TIOCGWINSZ, &size) == 0 &&
+        size.ws_col > 0)
+        return size.ws_col;
+    if (const char* columns = std::getenv("COLUMNS")) {
+        char* end = nullptr;
+        const long n = std::strtol(columns, &end, 10);
+        if (end != columns && *end == '\0' && n > 0 && n < 100000) return n;
+    }
+    return 80;
+}
+
+std::string render_heatmap(const AttentionMap& map, const TermOptions& options) {
+    check_map(map);
+    AG_CHECK(options.width >= 20, ValueError, "render_heatmap: width must be >= 20 columns, got {}",
+             options.width);
+    // Shrink labels to one column per cell before pooling; pool only when that is not enough.
+    Layout l = layout(map, max_col_label);
+    std::int64_t factor = 1;
+    if (l.total() > options.width) l = layout(map, 1);
+    const AttentionMap* shown = &map;
+    AttentionMap pooled;
+    while (l.total() > options.width) {
+        ++factor;
+        pooled = downsample(map, factor);
+        l = layout(pooled, 1);
+        // Index-range labels are wide: draw cells 1 column wide with a ruler instead.
+        l.col_width = 1;
+        shown = &pooled;
+    }
+    std::string title = map.title();
+    if (map.alignment_share) title += fmt::format("  (alignment share {:.3f})", *map.alignment_share);
+    std::string out = display_width(title) <= options.width ? title + '\n' : wrap(title, options.width);
+    if (factor > 1) {
+        out += wrap(
+            fmt::format(
+                "(downsampled {}x to fit {} columns: {} queries x {} keys shown as {} x {}; a cell sums "
+                "{} keys and averages {} queries)",
+                factor, options.width, map.rows(), map.cols(), shown->rows(), shown->cols(), factor, factor),
+            options.width);
+        // A ruler every 10 cells: the first key index of that cell.
+        std::string ruler(static_cast<std::size_t>(l.row_width + 1), ' ');
+        for (std::int64_t c = 0; c < shown->cols(); c += 10) {
+            const std::string mark = fmt::format(" {}", c * factor);
+            ruler += mark;
+            const std::int64_t pad = std::min<std::int64_t>(10, shown->cols() - c) * 2 - std::ssize(mark);
+            if (pad > 0) ruler += std::string(static_cast<std::size_t>(pad), ' ');
+        }
+        while (!ruler.empty() && ruler.back() == ' ') ruler.pop_back();
+        if (std::ssize(ruler) + 14 > options.width) {
+            out += ruler.substr(0, static_cast<std::size_t>(options.width)) + "\n";
+        } else {
+            out += ruler + "   (key index)\n";
+        }
+    } else {
+        out += std::string(static_cast<std::size_t>(l.row_width + 1), ' ');
+        for (const auto& label : l.col_labels) out += ' ' + pad_left(label, l.col_width);
+        out += '\n';
+    }
+    for (std::int64_t r = 0; r < shown->rows(); ++r) {
+        out += pad_left(l.row_labels[static_cast<std::size_t>(r)], l.row_width) + " ";
+        for (std::int64_t c = 0; c < shown->cols(); ++c)
+            out += ' ' + cell(shown->at(r, c), l.col_width, options.colour);
+        out += '\n';
+    }
+    out += std::string(static_cast<std::size_t>(l.row_width + 1), ' ') + " scale: 0 ";
+    for (const double w : {0.0, 0.2, 0.4, 0.6, 0.8, 1.0}) out += cell(w, 1, options.colour);
+    const std::string axes = "(rows: queries, columns: keys)";
+    // "scale: 0 " + 6 cells + " 1" is 17 columns after the label margin.
+    out += l.row_width + 2 + 17 + 3 + std::ssize(axes) <= options.width ? " 1   " + axes + "\n"
+                                                                        : " 1\n" + axes + "\n";
+    return out;
+}
+
+}  // namespace attograd::inspect

@@ -1,0 +1,33 @@
+// The data an HTML report's script draws: every map of every example and snapshot, quantised
+// and base64-encoded, serialised as JSON.
+#pragma once
+
+#include "inspect/report.hpp"
+
+#include <string>
+
+namespace attograd::inspect {
+
+/// A map's weights stored compactly: `bits` 8 (maps of more than 16384 cells) or 16 per value,
+/// linear between the map's smallest and largest weight. Value i decodes as
+/// `lo + code_i * (hi - lo) / (2^bits - 1)`, within `max_error` = (hi - lo) / (2 (2^bits - 1))
+/// of the weight (0.002 for 8-bit attention weights, whose range is at most [0, 1]).
+struct QuantisedWeights {
+    int bits = 8;
+    double lo = 0.0, hi = 0.0, max_error = 0.0;
+    std::string base64;  ///< the codes, little-endian for 16 bits, RFC 4648 base64
+};
+
+/// Quantises `map.weights` as above. Calls check_map (throws ShapeError / ValueError).
+QuantisedWeights quantise_weights(const AttentionMap& map);
+
+/// The JSON document the page's script reads: `{"legend", "sources": [...]}` with one source
+/// per example (one frame) and one per snapshot probe (one frame per snapshot, `step` set);
+/// each frame lists its maps (title, module, layer, head, kind, display labels of queries and
+/// keys, quantised weights, right columns, alignment share, saliency correlation) and the
+/// derived maps (saliency, rollout, flow). Every '<' is written as \u003c, so the text can sit
+/// inside a <script> element. Validates every map as render_html does (throws ShapeError,
+/// ValueError, IndexError).
+std::string report_data_json(const Report& report);
+
+}  // namespace attograd::inspect

@@ -1,0 +1,185 @@
+// Test harness appended to the HTML report by test_inspect_html_browser (never part of the
+// product page): after load it drives the rendered page like a user (clicks, hovers, moves the
+// step slider), reads canvas pixels and computed styles, and writes a JSON verdict into
+// a <pre> with id harness-verdict. window.__expect (set by the test) holds what the page must show.
+(function () {
+  'use strict';
+  const E = window.__expect;
+  const $ = (id) => document.getElementById(id);
+  const pixels = (canvas) => canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+  function blank(canvas) {
+    const d = pixels(canvas);
+    for (let i = 4; i < d.length; i += 4) {
+      if (d[i] !== d[0] || d[i + 1] !== d[1] || d[i + 2] !== d[2] || d[i + 3] !== d[3]) return false;
+    }
+    return true;
+  }
+  function hash(canvas) {
+    const d = pixels(canvas);
+    let h = 0;
+    for (let i = 0; i < d.length; ++i) h = (h * 31 + d[i]) >>> 0;
+    return canvas.width + 'x' + canvas.height + ':' + h;
+  }
+  const style = (l) => getComputedStyle(l).stroke + '/' + getComputedStyle(l).strokeOpacity;
+  const thumbs = () => [...document.querySelectorAll('#grid .thumb')];
+  const title = () => $('map-title').textContent;
+  const overlap = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+
+  function attentionChecks(check) {
+    const grid = thumbs().map((t) => t.querySelector('canvas'));
+    check('thumbnails drawn', grid.length === E.thumbs && grid.every((c) => !blank(c)),
+      { count: grid.length, blank: grid.filter(blank).length });
+    const heat = $('heatmap');
+    check('heatmap drawn', heat.width > 50 && !blank(heat), { width: heat.width, height: heat.height });
+    check('first map selected', title() === E.first.title, title());
+
+    // Cell (0, 0): its colour is inspect::weight_colour of its weight, its tooltip names it.
+    const g = heat.dataset, x = Number(g.left) + 0.5 * Number(g.cell), y = Number(g.top) + 0.5 * Number(g.cell);
+    const px = heat.getContext('2d').getImageData(Math.floor(x), Math.floor(y), 1, 1).data;
+    check('cell colour is weight_colour', [0, 1, 2].every((k) => Math.abs(px[k] - E.first.rgb[k]) <= 2),
+      { got: [px[0], px[1], px[2]], want: E.first.rgb });
+    const rect = heat.getBoundingClientRect();
+    heat.dispatchEvent(new MouseEvent('mousemove', { bubbles: true,
+      clientX: rect.left + x * rect.width / heat.width, clientY: rect.top + y * rect.height / heat.height }));
+    const tip = $('tooltip'), prefix = E.first.query + ' \u2192 ' + E.first.key + ': ';
+    check('tooltip names query, key and weight', !tip.hidden && tip.textContent.startsWith(prefix) &&
+      Math.abs(parseFloat(tip.textContent.slice(prefix.length)) - E.first.weight) < 1e-3, tip.textContent);
+    heat.dispatchEvent(new MouseEvent('mouseleave'));
+    check('tooltip hides on leave', tip.hidden, tip.textContent);
+
+    // Head view: hovering query 0 highlights its lines, dims the others, shows its weights.
+    const token = document.querySelector('#headview text.tok-label.q');
+    const all = [...document.querySelectorAll('#headview line')];
+    const mine = all.filter((l) => l.dataset.q === '0'), other = all.find((l) => l.dataset.q !== '0');
+    const before = mine.map(style), otherBefore = other ? style(other) : null;
+    token.dispatchEvent(new MouseEvent('mouseover', { bubbles: true }));
+    const after = mine.map(style);
+    const otherAfter = other ? getComputedStyle(other) : null;
+    check('hover highlights the token lines', mine.length > 0 && after.every((s, i) => s !== before[i]) &&
+      mine.every((l) => getComputedStyle(l).stroke !== otherAfter.stroke &&
+        Number(getComputedStyle(l).strokeOpacity) > Number(otherAfter.strokeOpacity)), { before, after });
+    check('hover dims the other lines', other !== undefined && style(other) !== otherBefore &&
+      Number(otherAfter.strokeOpacity) < 0.1, otherBefore);
+    const shown = [...document.querySelectorAll('#headview text.weight')].map((t) => t.textContent).filter((t) => t);
+    check('hover shows the weights', shown.length === E.first.keys &&
+      Math.abs(parseFloat(shown[0]) - E.first.weight) < 1e-3, shown);
+    token.dispatchEvent(new MouseEvent('mouseout', { bubbles: true }));
+    check('mouseout restores the lines', mine.map(style).every((s, i) => s === before[i]), mine.map(style));
+
+    // Clicking thumbnails selects them.
+    const h0 = hash(heat);
+    thumbs()[1].click();
+    check('click selects a head', title() === E.second_title && hash(heat) !== h0 &&
+      thumbs()[1].classList.contains('selected') && !thumbs()[0].classList.contains('selected'), title());
+    const outlined = thumbs().find((t) => t.title === E.outlined_title);
+    outlined.click();
+    check('outline legend', !$('outline-legend').hidden && $('outline-text').textContent.includes(E.legend),
+      $('outline-text').textContent);
+    check('precision legend', /16-bit per map, \u00b1/.test($('precision').textContent), $('precision').textContent);
+    const saliency = thumbs().find((t) => t.title === E.saliency_title);
+    check('saliency thumbnail', saliency !== undefined, thumbs().map((t) => t.title));
+    saliency.click();
+    check('saliency titled by module only', title() === E.saliency_title && !/head/.test(title()), title());
+
+    // Another example.
+    const chooser = $('source');
+    chooser.value = '1';
+    chooser.dispatchEvent(new Event('change'));
+    const tokens = document.querySelectorAll('#tokens p:first-child .tok').length;
+    check('second example', tokens === E.second_example.tokens && thumbs().length === E.second_example.thumbs &&
+      thumbs().every((t) => !blank(t.querySelector('canvas'))) && $('stepbox').hidden,
+      { tokens, thumbs: thumbs().length });
+
+    // The training replay: moving the step slider redraws heatmap and thumbnails.
+    chooser.value = String(E.probe.source);
+    chooser.dispatchEvent(new Event('change'));
+    const slider = $('step');
+    check('step slider shown', !$('stepbox').hidden && Number(slider.max) === E.probe.steps.length - 1 &&
+      $('steplabel').textContent.startsWith('step ' + E.probe.steps[E.probe.steps.length - 1]), $('steplabel').textContent);
+    const outlinedProbe = thumbs().find((t) => t.title === E.outlined_title);
+    outlinedProbe.click();
+    const heatLast = hash(heat), thumbLast = hash(thumbs()[0].querySelector('canvas')), infoLast = $('map-info').textContent;
+    const marker = document.querySelector('.align-chart:not([hidden]) line.marker');
+    const markerLast = marker ? Number(marker.getAttribute('x1')) : NaN;
+    slider.value = '0';
+    slider.dispatchEvent(new Event('input', { bubbles: true }));
+    check('slider replays the heatmap', hash(heat) !== heatLast && title() === E.outlined_title &&
+      $('map-info').textContent !== infoLast, { info: $('map-info').textContent });
+    check('slider replays the thumbnails', hash(thumbs()[0].querySelector('canvas')) !== thumbLast, null);
+    check('slider label', $('steplabel').textContent.startsWith('step ' + E.probe.steps[0]), $('steplabel').textContent);
+    const markerFirst = marker ? Number(marker.getAttribute('x1')) : NaN;
+    const plotLeft = marker ? Number(marker.closest('svg.chart').dataset.plotLeft) : NaN;
+    check('alignment chart marker follows the step', marker !== null && markerFirst < markerLast &&
+      Math.abs(markerFirst - plotLeft) < 0.5, { markerFirst, markerLast, plotLeft });
+    const alignSeries = document.querySelectorAll('.align-chart:not([hidden]) text.legend').length;
+    check('alignment chart has a series per head', alignSeries === E.probe.heads, alignSeries);
+  }
+
+  function chartChecks(check) {
+    const charts = [...document.querySelectorAll('#curves svg.chart')];
+    check('charts', charts.length === E.charts, charts.length);
+    charts.forEach((svg, k) => {
+      const ticks = svg.querySelectorAll('text.y-tick').length;
+      const right = Number(svg.dataset.plotRight);
+      const legend = [...svg.querySelectorAll('text.legend')].map((t) => t.getBBox());
+      const apart = legend.every((a, i) => legend.every((b, j) => i === j || !overlap(a, b)));
+      check('chart ' + k + ' y axis and legend', ticks >= 2 && legend.length > 0 && apart &&
+        legend.every((b) => b.x > right), { ticks, legend: legend.length, apart });
+    });
+  }
+
+  function run() {
+    const verdict = { checks: {}, failures: [] };
+    const check = (name, ok, detail) => {
+      verdict.checks[name] = !!ok;
+      if (!ok) verdict.failures.push(name + ': ' + JSON.stringify(detail));
+    };
+    try {
+      if (E.mode === 'full') {
+        chartChecks(check);
+        attentionChecks(check);
+      } else if (E.mode === 'empty') {
+        const p = $('no-examples');
+        check('says there are no examples', p !== null && p.offsetHeight > 0 && /no examples/.test(p.textContent), null);
+      } else if (E.mode === 'odd') {
+        // Every source and every map is drawn without a script error (checked by the caller).
+        const chooser = $('source');
+        for (let k = 0; k < chooser.options.length; ++k) {
+          chooser.value = String(k);
+          chooser.dispatchEvent(new Event('change'));
+          thumbs().forEach((t) => t.click());
+        }
+        check('sources', chooser.options.length === E.sources, chooser.options.length);
+        check('a source without maps says so', !$('no-maps').hidden && $('views').hidden, null);
+        chooser.value = '0';
+        chooser.dispatchEvent(new Event('change'));
+        const first = document.querySelector('#tokens .tok');
+        check('tokens are text, not markup', first !== null && first.textContent === E.first_token, first && first.textContent);
+        const saliency = thumbs().find((t) => t.title === E.saliency_title);
+        saliency.click();
+        check('a map outside [0, 1] says the scale clamps', /clamps/.test($('precision').textContent), $('precision').textContent);
+      } else if (E.mode === 'charts-error') {
+        const p = $('charts-error');
+        check('shows the charts error', p !== null && p.offsetHeight > 0 && p.textContent.includes(E.charts_error), null);
+        check('draws no curve', document.querySelectorAll('#curves svg.chart').length === 0, null);
+        check('heatmap drawn', !blank($('heatmap')), null);
+      }
+      check('no nan shown', !/\bnan\b/i.test(document.body.innerText), null);
+      // Self-contained: no element or style rule refers to another file (Chromium's resource
+      // timing does not list file:// loads, so the references themselves are checked).
+      const refs = [...document.querySelectorAll('[src], link, iframe, object, embed, [srcset]')].map((e) => e.outerHTML);
+      for (const sheet of document.styleSheets) {
+        for (const rule of sheet.cssRules) if (/url\(|@import/.test(rule.cssText)) refs.push(rule.cssText);
+      }
+      check('no external reference', refs.length === 0, refs);
+    } catch (e) {
+      verdict.failures.push('harness threw: ' + e + ' ' + e.stack);
+    }
+    verdict.errors = window.__harnessErrors;
+    const pre = document.createElement('pre');
+    pre.id = 'harness-verdict';
+    pre.textContent = JSON.stringify(verdict);
+    document.body.appendChild(pre);
+  }
+  window.addEventListener('load', () => setTimeout(run, 0));
+})();
