@@ -74,8 +74,9 @@ TEST_CASE(
     require_ok(run(again));
     CHECK(steps_done(tmp / "run") == 4);
     CHECK(read_text(tmp / "run/notes.txt") == "mine\n");
-    CHECK(entries(tmp / "run") == std::set<std::string>{"config.json", "metrics.csv", "model.safetensors",
-                                                        "notes.txt", "optimizer.safetensors"});
+    CHECK(entries(tmp / "run") == std::set<std::string>{"attention_snapshots.safetensors", "config.json",
+                                                        "metrics.csv", "model.safetensors", "notes.txt",
+                                                        "optimizer.safetensors"});
     check_no_staging(tmp.path());
 }
 
