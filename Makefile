@@ -1,17 +1,23 @@
 # Thin wrapper over CMake: `make demo` and `make test` are the README's two quick-start commands.
 # Both install any missing Debian packages first (apt-get; through sudo when not root).
 
-PACKAGES := cmake g++ make libeigen3-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev libtinyxml2-dev chromium libxsmm-dev
+PACKAGES := cmake g++ make ccache libeigen3-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev libtinyxml2-dev chromium libxsmm-dev
+FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
+FUZZ      := build-fuzz
+FUZZ_SECONDS ?= 60
 JOBS     := $(shell nproc 2>/dev/null || echo 2)
 BUILD    := build
 SANITIZE := build-sanitize
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-sanitize build deps bench clean
+.PHONY: demo test test-sanitize build deps bench clean fuzz
 
 # Trains `reverse`, draws the attention it learned in the terminal, and writes the HTML report.
-demo: build
-	./$(BUILD)/examples/attograd/attograd train --task reverse --out runs/reverse
+# Builds only the program (not the tests and benchmarks); --force: re-running replaces the run.
+demo: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j$(JOBS) --target attograd_program
+	./$(BUILD)/examples/attograd/attograd train --task reverse --out runs/reverse --force
 	./$(BUILD)/examples/attograd/attograd inspect --run runs/reverse --input "a b c d e f g"
 	./$(BUILD)/examples/attograd/attograd inspect --run runs/reverse --samples 3 --format html
 
@@ -31,6 +37,20 @@ build: deps
 bench: build
 	@for b in $(BUILD)/bench/bench_*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done
 
+# libFuzzer targets (clang, ASan + UBSan) for the checkpoint reader, the TSV reader and the
+# run-directory loader, each run for FUZZ_SECONDS from the committed seed corpus and dictionary
+# (fuzz/corpus/NAME, fuzz/NAME.dict); new inputs go to $(FUZZ)/corpus/NAME, findings to $(FUZZ)/.
+fuzz:
+	@$(MAKE) --no-print-directory deps PACKAGES="$(FUZZ_PACKAGES)"
+	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTOGRAD_FUZZ=ON -DATTOGRAD_BUILD_TESTS=OFF -DATTOGRAD_BUILD_BENCH=OFF -DATTOGRAD_NATIVE=OFF
+	cmake --build $(FUZZ) -j$(JOBS) --target fuzz_safetensors fuzz_tsv fuzz_run_dir
+	@for f in safetensors tsv run_dir; do \
+	  mkdir -p $(FUZZ)/corpus/$$f; \
+	  echo "== fuzz_$$f for $(FUZZ_SECONDS) s"; \
+	  $(FUZZ)/fuzz/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -dict=fuzz/$$f.dict \
+	    -artifact_prefix=$(FUZZ)/ $(FUZZ)/corpus/$$f fuzz/corpus/$$f || exit 1; \
+	done
+
 # Installs only what is missing, so a machine that has everything never calls apt-get.
 deps:
 	@missing=$$(for p in $(PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
@@ -40,4 +60,4 @@ deps:
 	fi
 
 clean:
-	rm -rf $(BUILD) $(SANITIZE) runs
+	rm -rf $(BUILD) $(SANITIZE) $(FUZZ) runs

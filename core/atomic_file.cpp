@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 
 #include <fcntl.h>
+#include <stdio.h>  // renameat2, RENAME_EXCHANGE (glibc >= 2.28)
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -71,13 +72,42 @@ void AtomicFile::commit() {
     AG_CHECK(::rename(temp_.c_str(), target_.c_str()) == 0, IoError, "{}: cannot rename '{}' to it: {}",
              where_, temp_.string(), errno_text());
     committed_ = true;
-    // Best effort: the data itself is already synced; this makes the rename durable.
-    const fs::path dir = target_.parent_path().empty() ? fs::path(".") : target_.parent_path();
-    const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dir_fd >= 0) {
-        ::fsync(dir_fd);
-        ::close(dir_fd);
+    // The data itself is already synced; this makes the rename durable.
+    sync_directory(target_.parent_path());
+}
+
+void sync_directory(const fs::path& dir) {
+    const fs::path d = dir.empty() ? fs::path(".") : dir;
+    const int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        ::fsync(fd);
+        ::close(fd);
     }
+}
+
+fs::path replace_directory(const fs::path& staging, const fs::path& target, std::string_view where) {
+    sync_directory(staging);
+    std::error_code ec;
+    fs::path old;
+    if (!fs::exists(fs::symlink_status(target, ec))) {
+        AG_CHECK(::rename(staging.c_str(), target.c_str()) == 0, IoError,
+                 "{}: cannot rename '{}' to '{}': {}", where, staging.string(), target.string(),
+                 errno_text());
+    } else if (::renameat2(AT_FDCWD, staging.c_str(), AT_FDCWD, target.c_str(), RENAME_EXCHANGE) == 0) {
+        old = staging;
+    } else {
+        AG_CHECK(errno == EINVAL || errno == ENOSYS || errno == ENOTSUP, IoError,
+                 "{}: cannot swap '{}' into '{}': {}", where, staging.string(), target.string(),
+                 errno_text());
+        old = staging.string() + ".old";
+        AG_CHECK(::rename(target.c_str(), old.c_str()) == 0, IoError, "{}: cannot move '{}' aside: {}", where,
+                 target.string(), errno_text());
+        AG_CHECK(::rename(staging.c_str(), target.c_str()) == 0, IoError,
+                 "{}: cannot rename '{}' to '{}': {}", where, staging.string(), target.string(),
+                 errno_text());
+    }
+    sync_directory(target.parent_path());
+    return old;
 }
 
 void write_file_atomic(const fs::path& path, std::string_view contents) {

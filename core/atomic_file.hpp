@@ -38,6 +38,19 @@ private:
     bool committed_ = false;
 };
 
+/// Puts the complete directory `staging` in place of `target` in one step: a reader of
+/// `target` sees the old directory or the new one whole, never a mixture or nothing. A missing
+/// `target` is a plain rename; an existing one is swapped with renameat2(RENAME_EXCHANGE). On a
+/// file system without RENAME_EXCHANGE it falls back to two renames, with a moment in which
+/// `target` is missing. Both must be on the same file system. The parent directory is fsynced.
+/// Returns where the old contents now are (`staging` after a swap; empty when `target` did not
+/// exist): the caller removes them. Throws IoError starting with `where`.
+std::filesystem::path replace_directory(const std::filesystem::path& staging,
+                                        const std::filesystem::path& target, std::string_view where);
+
+/// fsyncs the directory `dir` (best effort: makes renames and new entries in it durable).
+void sync_directory(const std::filesystem::path& dir);
+
 /// Writes `contents` to `path` through an AtomicFile; `where` defaults to the path. Throws
 /// IoError naming the path when any step fails (the previous file, if any, is untouched).
 void write_file_atomic(const std::filesystem::path& path, std::string_view contents);

@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "core/gradcheck.hpp"
+#include "core/input_file.hpp"
 #include "core/ops.hpp"
 #include "core/serialization.hpp"
 #include "core/tensor.hpp"

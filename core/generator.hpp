@@ -15,7 +15,10 @@ public:
     explicit Generator(std::uint64_t seed = 0) : engine_(seed) {}
 
     /// Re-seeds the generator.
-    void manual_seed(std::uint64_t seed) { engine_.seed(seed); }
+    void manual_seed(std::uint64_t seed) {
+        engine_.seed(seed);
+        has_spare_ = false;  // a normal cached from the old sequence must not leak into the new one
+    }
 
     /// Uniform double in [0, 1) with 53 random bits.
     double uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }

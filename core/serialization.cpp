@@ -3,17 +3,12 @@
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "core/input_file.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <bit>
-#include <cerrno>
-#include <cstring>
 #include <limits>
 #include <optional>
 #include <vector>
@@ -29,6 +24,8 @@ static_assert(sizeof(bool) == 1, "BOOL tensors are stored one byte per element")
 
 // Python's reader refuses headers above 100 MB; so do we, before allocating one.
 constexpr std::uint64_t kMaxHeaderBytes = 100'000'000;
+// A safetensors header nests 3 levels ({"name": {"shape": [...]}}); 64 leaves room and the stack.
+constexpr std::size_t kMaxHeaderDepth = 64;
 
 std::string_view dtype_tag(DType dtype) {
     switch (dtype) {
@@ -49,23 +46,6 @@ std::optional<DType> dtype_from_tag(std::string_view tag) {
         if (dtype_tag(d) == tag) return d;
     return std::nullopt;
 }
-
-std::string errno_text() { return std::strerror(errno); }
-
-// A POSIX file descriptor, closed on destruction.
-class File {
-public:
-    explicit File(int fd) : fd_(fd) {}
-    ~File() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    File(const File&) = delete;
-    File& operator=(const File&) = delete;
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
 
 // --- writing ------------------------------------------------------------------------------
 
@@ -99,22 +79,6 @@ std::string make_header(const std::map<std::string, Tensor>& tensors,
 
 // --- reading ------------------------------------------------------------------------------
 
-// Reads exactly `bytes` at `offset`; false when the file ends first.
-bool read_at(int fd, void* data, std::size_t bytes, std::uint64_t offset, const std::string& where) {
-    auto* p = static_cast<char*>(data);
-    while (bytes > 0) {
-        const ssize_t n =
-            ::pread(fd, p, std::min<std::size_t>(bytes, std::size_t{1} << 30), static_cast<off_t>(offset));
-        if (n < 0 && errno == EINTR) continue;
-        AG_CHECK(n >= 0, IoError, "{}: read failed: {}", where, errno_text());
-        if (n == 0) return false;
-        p += n;
-        offset += static_cast<std::uint64_t>(n);
-        bytes -= static_cast<std::size_t>(n);
-    }
-    return true;
-}
-
 std::optional<std::uint64_t> as_unsigned(const nlohmann::json& j) {
     if (j.is_number_unsigned()) return j.get<std::uint64_t>();
     if (j.is_number_integer() && j.get<std::int64_t>() >= 0)
@@ -133,14 +97,15 @@ struct Entry {
 // and inside the data section of `data_bytes` bytes.
 Entry parse_entry(const std::string& name, const nlohmann::json& info, std::uint64_t data_bytes,
                   const std::string& where) {
-    const std::string at = fmt::format("{}: tensor '{}'", where, name);
+    const std::string at = fmt::format("{}: tensor '{}'", where, excerpt(name));
     AG_CHECK(info.is_object(), IoError, "{}: header entry is not an object", at);
     const auto dtype_it = info.find("dtype");
     AG_CHECK(dtype_it != info.end() && dtype_it->is_string(), IoError, "{}: missing or non-string \"dtype\"",
              at);
     const std::string tag = dtype_it->get<std::string>();
     const auto dtype = dtype_from_tag(tag);
-    AG_CHECK(dtype.has_value(), IoError, "{}: dtype \"{}\" is not supported (F32, F64, I64, BOOL)", at, tag);
+    AG_CHECK(dtype.has_value(), IoError, "{}: dtype \"{}\" is not supported (F32, F64, I64, BOOL)", at,
+             excerpt(tag));
 
     const auto shape_it = info.find("shape");
     AG_CHECK(shape_it != info.end() && shape_it->is_array(), IoError, "{}: missing or non-array \"shape\"",
@@ -151,28 +116,35 @@ Entry parse_entry(const std::string& name, const nlohmann::json& info, std::uint
     for (const auto& s : *shape_it) {
         const auto size = as_unsigned(s);
         AG_CHECK(size && *size <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
-                 IoError, "{}: shape {} holds something other than sizes >= 0", at, shape_it->dump());
+                 IoError, "{}: shape {} holds something other than sizes >= 0", at,
+                 excerpt(shape_it->dump()));
         e.shape.push_back(static_cast<std::int64_t>(*size));
         overflow = overflow || __builtin_mul_overflow(count, *size, &count);
     }
+    // A zero-element tensor needs no bytes, but its other sizes still make strides: their
+    // product must fit int64 too ([0, 2^62, 4] would overflow).
+    std::int64_t nonzero = 1;
+    for (const std::int64_t size : e.shape)
+        overflow = overflow || (size > 0 && __builtin_mul_overflow(nonzero, size, &nonzero));
     std::uint64_t bytes = 0;
     overflow = overflow || __builtin_mul_overflow(count, dtype_size(*dtype), &bytes);
-    AG_CHECK(!overflow, IoError, "{}: shape {} is too large", at, shape_it->dump());
+    AG_CHECK(!overflow, IoError, "{}: shape {} is too large", at, excerpt(shape_it->dump()));
 
     const auto offsets_it = info.find("data_offsets");
     AG_CHECK(offsets_it != info.end() && offsets_it->is_array() && offsets_it->size() == 2, IoError,
              "{}: \"data_offsets\" must be [begin, end]", at);
     const auto begin = as_unsigned((*offsets_it)[0]), end = as_unsigned((*offsets_it)[1]);
-    AG_CHECK(begin && end && *begin <= *end, IoError, "{}: bad data_offsets {}", at, offsets_it->dump());
+    AG_CHECK(begin && end && *begin <= *end, IoError, "{}: bad data_offsets {}", at,
+             excerpt(offsets_it->dump()));
     e.begin = *begin;
     e.end = *end;
     AG_CHECK(e.end - e.begin == bytes, IoError,
-             "{}: data_offsets {} span {} bytes, but shape {} of {} needs {} bytes", at, offsets_it->dump(),
-             e.end - e.begin, e.shape, tag, bytes);
+             "{}: data_offsets {} span {} bytes, but shape {} of {} needs {} bytes", at,
+             excerpt(offsets_it->dump()), e.end - e.begin, e.shape, tag, bytes);
     AG_CHECK(e.end <= data_bytes, IoError,
              "{}: data_offsets {} run past the end of the data section ({} bytes); the file is truncated or "
              "corrupt",
-             at, offsets_it->dump(), data_bytes);
+             at, excerpt(offsets_it->dump()), data_bytes);
     return e;
 }
 
@@ -180,7 +152,7 @@ std::map<std::string, std::string> parse_metadata(const nlohmann::json& j, const
     AG_CHECK(j.is_object(), IoError, "{}: \"__metadata__\" is not an object", where);
     std::map<std::string, std::string> out;
     for (const auto& [key, value] : j.items()) {
-        AG_CHECK(value.is_string(), IoError, "{}: metadata \"{}\" is not a string", where, key);
+        AG_CHECK(value.is_string(), IoError, "{}: metadata \"{}\" is not a string", where, excerpt(key));
         out.emplace(key, value.get<std::string>());
     }
     return out;
@@ -193,11 +165,11 @@ void check_layout(std::vector<Entry>& entries, std::uint64_t data_bytes, const s
     const Entry* previous = nullptr;
     for (const Entry& e : entries) {
         AG_CHECK(e.begin >= expected, IoError,
-                 "{}: tensor '{}' (bytes {}..{}) overlaps tensor '{}' (bytes {}..{})", where, e.name, e.begin,
-                 e.end, previous->name, previous->begin, previous->end);
+                 "{}: tensor '{}' (bytes {}..{}) overlaps tensor '{}' (bytes {}..{})", where, excerpt(e.name),
+                 e.begin, e.end, excerpt(previous->name), previous->begin, previous->end);
         AG_CHECK(e.begin == expected, IoError,
-                 "{}: tensor '{}' starts at byte {}, leaving a gap after byte {}", where, e.name, e.begin,
-                 expected);
+                 "{}: tensor '{}' starts at byte {}, leaving a gap after byte {}", where, excerpt(e.name),
+                 e.begin, expected);
         expected = e.end;
         previous = &e;
     }
@@ -224,15 +196,11 @@ void save_safetensors(const fs::path& path, const std::map<std::string, Tensor>&
 
 SafetensorsContents read_safetensors(const fs::path& path) {
     const std::string where = fmt::format("load_safetensors: '{}'", path.string());
-    File file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));  // a FIFO must not block
-    AG_CHECK(file.get() >= 0, IoError, "{}: cannot open: {}", where, errno_text());
-    struct stat st {};
-    AG_CHECK(::fstat(file.get(), &st) == 0, IoError, "{}: cannot stat: {}", where, errno_text());
-    AG_CHECK(S_ISREG(st.st_mode), IoError, "{}: not a regular file", where);
-    const auto file_bytes = static_cast<std::uint64_t>(st.st_size);
+    const InputFile file(path, where);  // refuses FIFOs, sockets, devices and directories
+    const std::uint64_t file_bytes = file.size();
 
     std::uint8_t length[8];
-    AG_CHECK(file_bytes >= 8 && read_at(file.get(), length, 8, 0, where), IoError,
+    AG_CHECK(file_bytes >= 8 && file.read_at(length, 8, 0), IoError,
              "{}: truncated: {} bytes cannot hold the 8-byte header length", where, file_bytes);
     std::uint64_t header_bytes = 0;
     for (int i = 0; i < 8; ++i) header_bytes |= static_cast<std::uint64_t>(length[i]) << (8 * i);
@@ -243,12 +211,13 @@ SafetensorsContents read_safetensors(const fs::path& path) {
     AG_CHECK(header_bytes <= kMaxHeaderBytes, IoError, "{}: header length {} is over the limit of {} bytes",
              where, header_bytes, kMaxHeaderBytes);
     std::string text(header_bytes, '\0');
-    AG_CHECK(read_at(file.get(), text.data(), text.size(), 8, where), IoError, "{}: truncated header", where);
+    AG_CHECK(file.read_at(text.data(), text.size(), 8), IoError, "{}: truncated header", where);
+    check_json_depth(text, kMaxHeaderDepth, fmt::format("{}: corrupt header", where));
     nlohmann::json header;
     try {
         header = nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
-        throw IoError(fmt::format("{}: corrupt header: {}", where, e.what()));
+        throw IoError(fmt::format("{}: corrupt header: {}", where, excerpt(e.what(), 200)));
     }
     AG_CHECK(header.is_object(), IoError, "{}: corrupt header: not a JSON object", where);
 
@@ -264,13 +233,18 @@ SafetensorsContents read_safetensors(const fs::path& path) {
     check_layout(entries, data_bytes, where);
 
     for (const Entry& e : entries) {
-        Tensor t = empty(e.shape, {.dtype = e.dtype});
-        AG_CHECK(read_at(file.get(), t.raw_data(), e.end - e.begin, data_start + e.begin, where), IoError,
-                 "{}: tensor '{}': truncated data", where, e.name);
+        Tensor t;
+        try {
+            t = empty(e.shape, {.dtype = e.dtype});
+        } catch (const Error& error) {  // whatever a header can still ask for that cannot be made
+            throw IoError(fmt::format("{}: tensor '{}': {}", where, excerpt(e.name), error.what()));
+        }
+        AG_CHECK(file.read_at(t.raw_data(), e.end - e.begin, data_start + e.begin), IoError,
+                 "{}: tensor '{}': truncated data", where, excerpt(e.name));
         if (e.dtype == DType::Bool) {
             const auto* bytes = static_cast<const std::uint8_t*>(t.raw_data());
             AG_CHECK(std::all_of(bytes, bytes + t.numel(), [](std::uint8_t b) { return b <= 1; }), IoError,
-                     "{}: tensor '{}': BOOL data holds a byte other than 0 or 1", where, e.name);
+                     "{}: tensor '{}': BOOL data holds a byte other than 0 or 1", where, excerpt(e.name));
         }
         out.tensors.emplace(e.name, std::move(t));
     }

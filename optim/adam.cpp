@@ -82,6 +82,30 @@ std::vector<std::pair<std::string, double>> Adam::option_values() const {
             {"amsgrad", options_.amsgrad ? 1.0 : 0.0}};
 }
 
+void Adam::check_loaded_state(const std::string& key_prefix,
+                              const std::map<std::string, Tensor>& state) const {
+    const std::string who = fmt::format("{}.load_state_dict", name());
+    AG_CHECK(state.at("step").item() >= 1, ValueError,
+             "{}: '{}.step' is {}, but a parameter with moment estimates was updated at least once", who,
+             key_prefix, state.at("step").item());
+    const auto v = state.at("exp_avg_sq").to_vector<double>();
+    const auto negative = std::find_if(v.begin(), v.end(), [](double x) { return x < 0.0; });
+    AG_CHECK(
+        negative == v.end(), ValueError,
+        "{}: '{}.exp_avg_sq' holds {} at index {}; a second moment (a running mean of squared gradients) is "
+        ">= 0, so this state was not written by Adam",
+        who, key_prefix, *negative, negative - v.begin());
+    if (const auto it = state.find("max_exp_avg_sq"); it != state.end()) {
+        const auto v_max = it->second.to_vector<double>();
+        for (std::size_t i = 0; i < v.size(); ++i) {
+            AG_CHECK(
+                v_max[i] >= v[i], ValueError,
+                "{}: '{}.max_exp_avg_sq' is {} at index {}, below exp_avg_sq ({}); amsgrad keeps the maximum",
+                who, key_prefix, v_max[i], i, v[i]);
+        }
+    }
+}
+
 void Adam::update(std::size_t index, Tensor& param, const Tensor& grad) {
     auto& s = state(index);
     if (s.empty()) {

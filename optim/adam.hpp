@@ -50,6 +50,10 @@ protected:
     void update(std::size_t index, Tensor& param, const Tensor& grad) override;
     std::vector<std::string> state_names() const override;
     std::vector<std::pair<std::string, double>> option_values() const override;
+    /// exp_avg_sq and max_exp_avg_sq are running means (maxima) of squares: >= 0, and
+    /// max_exp_avg_sq >= exp_avg_sq; step >= 1 once there is state.
+    void check_loaded_state(const std::string& key_prefix,
+                            const std::map<std::string, Tensor>& state) const override;
 
 private:
     AdamOptions options_;

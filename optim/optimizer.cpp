@@ -65,6 +65,8 @@ Optimizer::Optimizer(std::vector<Tensor> params, double lr, std::string name)
     check_lr(lr, name_, "lr");
 }
 
+void Optimizer::check_loaded_state(const std::string&, const std::map<std::string, Tensor>&) const {}
+
 void Optimizer::check_option(bool ok, std::string_view option, std::string_view rule, double value) const {
     AG_CHECK(ok, ValueError, "{}: {} must be {}, got {}", name_, option, rule, value);
 }
@@ -177,7 +179,13 @@ void Optimizer::load_state_dict(const StateDict& state) {
             AG_CHECK(t.dtype() == p.dtype(), DTypeError,
                      "{}.load_state_dict: '{}' has dtype {} in the saved state but parameter {} is {}", name_,
                      key, t.dtype(), i, p.dtype());
+            const auto values = t.to_vector<double>();
+            const auto bad =
+                std::find_if(values.begin(), values.end(), [](double x) { return !std::isfinite(x); });
+            AG_CHECK(bad == values.end(), ValueError, "{}.load_state_dict: '{}' holds {} at index {}", name_,
+                     key, *bad, bad - values.begin());
         }
+        if (!loaded[i].empty()) check_loaded_state(fmt::format("state.{}", i), loaded[i]);
     }
 
     NoGradGuard no_grad;

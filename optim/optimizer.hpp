@@ -83,6 +83,12 @@ protected:
     /// 0.9} (booleans as 0 or 1).
     virtual std::vector<std::pair<std::string, double>> option_values() const = 0;
 
+    /// Checks invariants of one parameter's loaded state (`state` by name, already checked for
+    /// shapes, dtypes and finite values) that no run of this optimizer could break; throws
+    /// ValueError naming `key_prefix` ("state.3") and the entry. Default: nothing more.
+    virtual void check_loaded_state(const std::string& key_prefix,
+                                    const std::map<std::string, Tensor>& state) const;
+
     /// Throws ValueError "<name>: <option> must be <rule>, got <value>" unless `ok`.
     void check_option(bool ok, std::string_view option, std::string_view rule, double value) const;
 

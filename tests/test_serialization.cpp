@@ -5,7 +5,9 @@
 
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -415,4 +417,95 @@ TEST_CASE("AtomicFile replaces its target only on commit and never leaves a temp
     CHECK_THROWS_WITH_AS(write_file_atomic(dir / "missing" / "a.txt", "x"),
                          doctest::Contains("cannot create temporary file"), IoError);
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "hostile headers: deep nesting, zero-element tensors with huge sizes and huge names give a short "
+    "IoError") {
+    TempDir dir;
+    const fs::path path = dir / "hostile.safetensors";
+    // A million levels of nesting would overflow the stack in any recursive copy or print.
+    const std::string deep = std::string(1'000'000, '[') + std::string(1'000'000, ']');
+    write_bytes(path, file_bytes(R"({"a": )" + deep + "}", ""));
+    CHECK_THROWS_WITH_AS(load_safetensors(path), doctest::Contains("nested deeper than 64"), IoError);
+    // 65 levels inside a string are only text.
+    write_bytes(path, file_bytes(R"({"__metadata__": {"k": ")" + std::string(100, '[') + R"("}})", ""));
+    CHECK(read_safetensors(path).metadata.at("k") == std::string(100, '['));
+
+    // No data, but [0, 2^62, 2^62] strides overflow int64.
+    write_bytes(
+        path,
+        file_bytes(
+            R"({"z": {"dtype": "F32", "shape": [0, 4611686018427387904, 4611686018427387904], "data_offsets": [0, 0]}})",
+            ""));
+    CHECK_THROWS_WITH_AS(load_safetensors(path), doctest::Contains("tensor 'z'"), IoError);
+    CHECK_THROWS_WITH_AS(load_safetensors(path), doctest::Contains("too large"), IoError);
+    // A zero-element tensor with sizes that fit loads.
+    write_bytes(
+        path, file_bytes(R"({"z": {"dtype": "F32", "shape": [0, 1000000, 3], "data_offsets": [0, 0]}})", ""));
+    CHECK(load_safetensors(path).at("z").shape() == Shape{0, 1000000, 3});
+
+    // A megabyte-long tensor name and shape are quoted in part, not whole.
+    const std::string long_name(1'000'000, 'x');
+    write_bytes(
+        path,
+        file_bytes(fmt::format(R"({{"{}": {{"dtype": "F32", "shape": [{}1], "data_offsets": [0, 4]}}}})",
+                               long_name, std::string(300'000, ' ') + "-"),
+                   std::string(4, '\0')));
+    try {
+        load_safetensors(path);
+        FAIL("loaded");
+    } catch (const IoError& e) {
+        CHECK(std::string(e.what()).size() < 1000);
+        CHECK(std::string(e.what()).find("xxx...") != std::string::npos);
+    }
+}
+
+TEST_CASE(
+    "a FIFO, a socket path or a directory in place of a checkpoint is refused at once, never waited on") {
+    TempDir dir;
+    const fs::path fifo = dir / "fifo.safetensors";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    ::alarm(30);  // a hang would end the test here instead of never
+    CHECK_THROWS_WITH_AS(load_safetensors(fifo), doctest::Contains("is a FIFO, not a regular file"), IoError);
+    CHECK_THROWS_WITH_AS(load_safetensors(dir.path), doctest::Contains("is a directory"), IoError);
+    CHECK_THROWS_WITH_AS(InputFile(fifo, "where").read_all(), doctest::Contains("where: is a FIFO"), IoError);
+    const fs::path socket_path = dir / "socket.safetensors";
+    const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, socket_path.c_str(), sizeof address.sun_path - 1);
+    REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+    CHECK_THROWS_WITH_AS(load_safetensors(socket_path), doctest::Contains("is a socket"), IoError);
+    ::close(fd);
+    ::alarm(0);
+}
+
+TEST_CASE("check_json_depth counts arrays and objects outside strings, and excerpt bounds quoted text") {
+    CHECK_NOTHROW(check_json_depth("[[[]]]", 3, "x"));
+    CHECK_THROWS_WITH_AS(check_json_depth("[[[[]]]]", 3, "x"),
+                         doctest::Contains("x: JSON nested deeper than 3"), IoError);
+    CHECK_NOTHROW(
+        check_json_depth(R"(["[[[[\"[[[["])", 1, "x"));  // brackets and an escaped quote in a string
+    CHECK(excerpt("short") == "short");
+    const std::string cut = excerpt(std::string(100, 'a'), 10);
+    CHECK(cut == "aaaaaaaaaa... (100 bytes)");
+    CHECK(excerpt("\xc3\xa9\xc3\xa9", 3) == "\xc3\xa9... (4 bytes)");  // never splits a UTF-8 character
+}
+
+TEST_CASE("fnv1a64 matches the published test values and changes with any flipped byte") {
+    CHECK(fnv1a64("") == 0xcbf29ce484222325ULL);
+    CHECK(fnv1a64("a") == 0xaf63dc4c8601ec8cULL);
+    CHECK(fnv1a64("foobar") == 0x85944171f73967e8ULL);
+    std::string bytes(4096, '\0');
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 7);
+    const auto sum = fnv1a64(bytes);
+    for (std::size_t i = 0; i < bytes.size(); i += 97) {
+        for (const int bit : {0, 7}) {
+            std::string flipped = bytes;
+            flipped[i] = static_cast<char>(flipped[i] ^ (1 << bit));
+            CHECK(fnv1a64(flipped) != sum);
+        }
+    }
 }

@@ -1,13 +1,15 @@
 // `attograd train`: builds the task and model, trains with held-out evaluation and early
 // stopping, and writes the run directory (see run_dir.hpp).
-#include "file_io.hpp"
 #include "commands.hpp"
 #include "config.hpp"
 #include "data_task.hpp"
 #include "evaluation.hpp"
+#include "file_io.hpp"
+#include "interrupt.hpp"
 #include "models.hpp"
 #include "progress.hpp"
 #include "run_dir.hpp"
+#include "run_writer.hpp"
 #include "snapshot_probes.hpp"
 
 #include "core/autograd.hpp"
@@ -34,8 +36,33 @@ constexpr const char* metrics_header =
     "step,loss,train_token_accuracy,heldout_token_accuracy,heldout_sequence_accuracy,lr,seconds\n";
 
 /// The options --resume accepts (the rest would change the saved run).
-constexpr std::array resume_options = {"resume",         "steps",         "eval-every",
+constexpr std::array resume_options = {"resume",         "steps",         "eval-every", "checkpoint-every",
                                        "snapshot-every", "no-early-stop", "quiet"};
+
+/// Divergence (documented in the README): the loss is not finite, or it has stayed above
+/// kDivergedFactor times the run's first loss for kDivergedSteps steps in a row.
+constexpr double kDivergedFactor = 4.0;
+constexpr std::int64_t kDivergedSteps = 20;
+
+/// Refuses an --out that holds anything but nothing or, with --force, a run: re-running a
+/// command must not silently replace the result of the last one.
+void check_out_is_free(const fs::path& out, bool force) {
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(out, ec))) return;
+    if (!fs::is_directory(out, ec))
+        throw UsageError(fmt::format("--out {}: exists and is not a directory", out.string()));
+    if (fs::is_empty(out, ec)) return;
+    if (!fs::exists(out / "config.json")) {
+        throw UsageError(fmt::format(
+            "--out {}: holds files that are not an attograd run; choose another --out", out.string()));
+    }
+    if (!force) {
+        throw UsageError(
+            fmt::format("--out {}: holds a run already; pass --force to replace it, --resume {} to "
+                        "continue it, or choose another --out",
+                        out.string(), out.string()));
+    }
+}
 
 /// Held-out examples whose attention `train` snapshots, and the most snapshots a run keeps
 /// (a longer run thins them and doubles the period: inspect::SnapshotOptions).
@@ -149,7 +176,8 @@ std::string describe(const RunConfig& c, std::int64_t parameters) {
                            m.layers, m.heads, attention, m.embed_dim, parameters);
     }
     return fmt::format(
-        "seq2seq model: {} encoder layer(s), {} decoder layer(s), {} head(s), {} attention, E = {}, {} parameters",
+        "seq2seq model: {} encoder layer(s), {} decoder layer(s), {} head(s), {} attention, E = {}, {} "
+        "parameters",
         m.layers, m.decoder_layers, m.heads, attention, m.embed_dim, parameters);
 }
 
@@ -161,17 +189,23 @@ int cmd_train(const TrainArgs& args) {
     std::unique_ptr<Task> task;
     std::shared_ptr<Model> model;
     std::unique_ptr<Generator> model_generator;
-    nlohmann::json progress_json = nlohmann::json::object();
+    RunProgress counters;
     fs::path out;
+    InterruptGuard interrupts;  // from here on Ctrl-C saves the run instead of losing it
 
+    if (args.checkpoint_every < 0) {
+        throw UsageError(fmt::format("--checkpoint-every must be >= 0 (0 = at evaluations only), got {}",
+                                     args.checkpoint_every));
+    }
     if (resuming) {
         for (const auto& name : args.given) {
             if (std::find(resume_options.begin(), resume_options.end(), name) == resume_options.end() &&
                 !(name == "out" && fs::path(args.out) == fs::path(args.resume))) {
-                throw UsageError(fmt::format(
-                    "--resume continues a run with its saved configuration; --{} cannot be given with it (allowed: "
-                    "--steps, --eval-every, --snapshot-every, --no-early-stop, --quiet)",
-                    name));
+                throw UsageError(
+                    fmt::format("--resume continues a run with its saved configuration; --{} cannot be given "
+                                "with it (allowed: --steps, --eval-every, --checkpoint-every, --snapshot-every, "
+                                "--no-early-stop, --quiet)",
+                                name));
             }
         }
         LoadedRun run = load_run(args.resume, true);
@@ -179,7 +213,7 @@ int cmd_train(const TrainArgs& args) {
         task = std::move(run.task);
         model = run.model;
         model_generator = std::move(run.generator);
-        progress_json = run.progress;
+        counters = run.counters;
         out = run.dir;
         if (args.was_given("steps")) config.train.steps = args.steps;
         if (args.was_given("eval-every")) config.train.eval_every = args.eval_every;
@@ -218,7 +252,8 @@ int cmd_train(const TrainArgs& args) {
         apply_overrides(args, config);
         validate(config, task->info());
         out = args.out.empty() ? fs::path("runs") / config.task.name : fs::path(args.out);
-        fs::create_directories(out);  // a bad --out fails now, not after training
+        check_out_is_free(out, args.force);
+        RunWriter probe(out);  // a bad --out fails now, not after training
         model_generator = std::make_unique<Generator>(config.train.seed);
         model = make_model(config.model, config.vocab, *model_generator);
     }
@@ -240,12 +275,19 @@ int cmd_train(const TrainArgs& args) {
         } catch (const Error& e) {
             throw IoError(fmt::format("{}: does not fit this run: {}", (out / "optimizer.safetensors").string(), e.what()));
         }
-        step = progress_json.value("steps_done", std::int64_t{0});
-        prior_seconds = progress_json.value("seconds", 0.0);
+        step = counters.steps_done;
+        prior_seconds = counters.seconds;
         metrics = read_file(out / "metrics.csv");
         if (step >= t.steps) {
-            throw UsageError(fmt::format("the run in {} has done {} steps already; pass --steps N with N > {}",
-                                         out.string(), step, step));
+            throw UsageError(
+                fmt::format("the run in {} has done {} steps already; pass --steps N with N > {}",
+                            out.string(), step, step));
+        }
+        if (counters.reached_target && t.early_stop) {
+            throw UsageError(
+                fmt::format("the run in {} reached its target at step {} and stopped early; pass "
+                            "--no-early-stop to train it further",
+                            out.string(), step));
         }
     }
 
@@ -259,10 +301,15 @@ int cmd_train(const TrainArgs& args) {
                               info.metric == Metric::Sequence ? "sequence" : "token", task->held_out().size()));
 
     const std::int64_t log_every = std::max<std::int64_t>(1, std::min<std::int64_t>(t.eval_every, 10));
-    double loss_sum = 0.0, accuracy_sum = 0.0, shown_loss = 0.0, shown_accuracy = 0.0;
-    std::int64_t logged = 0;
+    // The window of steps since the last metrics line continues across a resume.
+    double loss_sum = counters.window_loss_sum, accuracy_sum = counters.window_accuracy_sum;
+    double shown_loss = 0.0, shown_accuracy = 0.0;
+    std::int64_t logged = counters.window_steps;
     Evaluation last;
-    bool evaluated = false, reached = false;
+    last.token_accuracy = counters.heldout_token_accuracy;
+    last.sequence_accuracy = counters.heldout_sequence_accuracy;
+    bool evaluated = false, reached = counters.reached_target;
+
     // Snapshots of the first held-out examples' attention (they draw no random numbers: the
     // training is the same with and without them).
     std::unique_ptr<inspect::AttentionSnapshotter> snapshotter;
@@ -280,8 +327,39 @@ int cmd_train(const TrainArgs& args) {
         }
     }
 
+    // Writes the run as it stands: a complete, resumable generation of the directory.
+    const auto save_run = [&] {
+        counters.steps_done = step;
+        counters.seconds = prior_seconds + progress.elapsed();
+        counters.heldout_token_accuracy = last.token_accuracy;
+        counters.heldout_sequence_accuracy = last.sequence_accuracy;
+        counters.reached_target = reached;
+        counters.window_loss_sum = loss_sum;
+        counters.window_accuracy_sum = accuracy_sum;
+        counters.window_steps = logged;
+        RunWriter writer(out);
+        writer.save_tensors("model.safetensors", model->state_dict());
+        auto state = prefixed(optimizer->state_dict(), "optimizer.");
+        if (schedule) state.merge(prefixed(schedule->state_dict(), "schedule."));
+        writer.save_tensors("optimizer.safetensors", state);
+        if (snapshotter) {
+            inspect::save_snapshots(writer.file(snapshot_file), snapshotter->snapshots());
+        } else if (resuming && fs::exists(out / snapshot_file)) {
+            writer.write_file(snapshot_file, read_file(out / snapshot_file));  // kept from the earlier run
+        }
+        writer.write_file("metrics.csv", metrics);
+        if (config.task.name == "data")
+            writer.write_file("heldout.tsv", to_tsv(task->held_out(), config.task.chars));
+        nlohmann::json json = to_json(config);
+        json["progress"] = to_json(counters);
+        writer.commit(std::move(json));
+    };
+
     model->train();
     while (step < t.steps) {
+        // The model's own samples (hard attention, dropout) are seeded per step too, so that a
+        // resumed run draws what the uninterrupted one would have.
+        model_generator->manual_seed(batch_seed(~t.seed, step));
         if (snapshotter) snapshotter->maybe_snapshot(step);
         Generator batch_generator(batch_seed(t.seed, step));
         std::vector<std::vector<std::int64_t>> sources, targets;
@@ -300,6 +378,14 @@ int cmd_train(const TrainArgs& args) {
         const double loss_value = loss.item();
         AG_CHECK(std::isfinite(loss_value), ValueError,
                  "training diverged at step {} (loss {}); try a lower --lr or --clip", step + 1, loss_value);
+        if (counters.initial_loss == 0.0) counters.initial_loss = loss_value;
+        counters.high_loss_steps =
+            loss_value > kDivergedFactor * counters.initial_loss ? counters.high_loss_steps + 1 : 0;
+        AG_CHECK(counters.high_loss_steps < kDivergedSteps, ValueError,
+                 "training diverged at step {}: the loss ({:.4g}) has been above {:g}x its first value "
+                 "({:.4g}) for {} "
+                 "steps; try a lower --lr or --clip",
+                 step + 1, loss_value, kDivergedFactor, counters.initial_loss, kDivergedSteps);
         if (!result.log_probs.empty()) {
             // REINFORCE reward: minus each sequence's summed token loss (a constant, off the tape;
             // the surrogate loss itself must be recorded).
@@ -348,6 +434,18 @@ int cmd_train(const TrainArgs& args) {
             logged = 0;
             if (reached && t.early_stop) break;
         }
+        if (step == t.steps) break;
+        interrupts.test_hook(step);
+        if (const int signal = interrupts.signal(); signal != 0) {
+            progress.finish();
+            save_run();
+            fmt::print(stderr,
+                       "attograd: {} at step {} of {}: saved the run; continue it with `attograd train "
+                       "--resume {}`\n",
+                       signal_name(signal), step, t.steps, out.string());
+            return 128 + signal;
+        }
+        if ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || eval_due) save_run();
     }
     if (snapshotter && (snapshotter->snapshots().empty() || snapshotter->snapshots().back().step < step)) {
         snapshotter->snapshot(step);  // the trained model
@@ -360,30 +458,7 @@ int cmd_train(const TrainArgs& args) {
         reached = metric >= info.target_accuracy;
     }
     const double seconds = prior_seconds + progress.elapsed();
-
-    // Write the run. config.json goes last and is removed first, so that a directory whose
-    // writing was interrupted is never taken for a complete run.
-    fs::create_directories(out);
-    fs::remove(out / "config.json");
-    model->eval();
-    save_safetensors(out / "model.safetensors", model->state_dict());
-    auto state = prefixed(optimizer->state_dict(), "optimizer.");
-    if (schedule) state.merge(prefixed(schedule->state_dict(), "schedule."));
-    save_safetensors(out / "optimizer.safetensors", state);
-    if (snapshotter) {
-        inspect::save_snapshots(out / snapshot_file, snapshotter->snapshots());
-    } else if (!resuming) {
-        fs::remove(out / snapshot_file);  // an earlier run's snapshots would be taken for this one's
-    }
-    write_file_atomic(out / "metrics.csv", metrics);
-    if (config.task.name == "data") write_file_atomic(out / "heldout.tsv", to_tsv(task->held_out(), config.task.chars));
-    nlohmann::json json = to_json(config);
-    json["progress"] = {{"steps_done", step},
-                        {"seconds", seconds},
-                        {"heldout_token_accuracy", last.token_accuracy},
-                        {"heldout_sequence_accuracy", last.sequence_accuracy},
-                        {"reached_target", reached}};
-    write_file_atomic(out / "config.json", json.dump(2) + "\n");
+    save_run();
 
     fmt::print("{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
                info.name, 100 * last.sequence_accuracy, 100 * last.token_accuracy, step, seconds,

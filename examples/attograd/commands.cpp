@@ -96,7 +96,11 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
         "record the attention of the first held-out examples every N steps (0 = off; default 20)");
     options.emplace_back("no-early-stop", app.add_flag("--no-early-stop", a.no_early_stop,
                                                        "train all --steps even after reaching the target"));
-    add("out", a.out, "run directory to write (default runs/TASK)");
+    add("checkpoint-every", a.checkpoint_every,
+        "also save the run every N steps (it is saved at every evaluation too; 0 = at evaluations only)")
+        ->capture_default_str();
+    add("out", a.out, "run directory to write (default runs/TASK); must be new or empty, or --force");
+    options.emplace_back("force", app.add_flag("--force", a.force, "let --out replace the run it holds"));
     add("resume", a.resume, "continue the run in this directory (optimizer state included)");
     options.emplace_back("quiet", app.add_flag("--quiet", a.quiet, "print only the final summary"));
 }

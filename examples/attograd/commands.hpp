@@ -25,7 +25,9 @@ struct TrainArgs {
     double lr = 0.0, momentum = 0.0, weight_decay = 0.0, clip = 0.0;
     std::int64_t batch = 0, steps = 0, warmup = 0, eval_every = 0, snapshot_every = 0;
     std::uint64_t seed = 0;
+    std::int64_t checkpoint_every = 100;  ///< save the run every N steps (0 = at evaluations only)
     bool no_early_stop = false;
+    bool force = false;  ///< --out may replace a run that is there
     bool quiet = false;
     std::vector<std::string> given;
     bool was_given(const std::string& name) const;

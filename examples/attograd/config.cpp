@@ -130,7 +130,8 @@ void validate(const RunConfig& config, const TaskInfo& task) {
     }
     if (m.kind == "seq2seq") {
         AG_CHECK(m.heads == 1 || m.attention == "soft", ValueError,
-                 "--attention hard picks one key per query with single-head attention, but this model has {} heads: "
+                 "--attention hard picks one key per query with single-head attention, but this model has {} "
+                 "heads: "
                  "add --heads 1 or use --attention soft",
                  m.heads);
     }
@@ -175,11 +176,13 @@ nlohmann::json to_json(const RunConfig& config) {
 }
 
 RunConfig run_config_from_json(const nlohmann::json& json) {
-    AG_CHECK(json.is_object() && json.value("format", "") == "attograd-run", ValueError,
-             "config.json: not an attograd run configuration");
+    AG_CHECK(json.is_object() && json.contains("format") && json["format"].is_string() &&
+                 json["format"].get<std::string>() == "attograd-run",
+             ValueError,
+             "config.json: field 'format' is not \"attograd-run\": not an attograd run configuration");
     AG_CHECK(json.contains("format_version") && json["format_version"].is_number_integer(), ValueError,
-             "config.json: missing format_version");
-    const int version = json["format_version"].get<int>();
+             "config.json: field 'format_version' is missing or not an integer");
+    const std::int64_t version = json["format_version"].get<std::int64_t>();
     AG_CHECK(version == run_format_version, ValueError,
              "config.json: run format version {} is not supported by this attograd (it reads version {}); "
              "train the run again",

@@ -13,8 +13,9 @@
 
 namespace attograd::cli {
 
-/// Version of config.json's layout; runs with another version are refused.
-inline constexpr int run_format_version = 1;
+/// Version of config.json's layout; runs with another version are refused. Version 2 added
+/// "files" (each file's checksum) and the progress counters a bit-exact resume needs.
+inline constexpr int run_format_version = 2;
 
 /// Everything needed to rebuild the model (with the vocabulary of RunConfig).
 struct ModelConfig {

@@ -13,8 +13,9 @@ namespace attograd::cli {
 /// Writes go through the library's attograd::write_file_atomic (core/atomic_file.hpp).
 using attograd::write_file_atomic;
 
-/// Reads a whole file. Throws IoError naming the path when it cannot be read, or when it holds
-/// more than `max_bytes` (default: no limit).
+/// Reads a whole regular file. Throws IoError naming the path when it cannot be read, is not a
+/// regular file (a FIFO, socket, device or directory: refused at once, never waited on), or holds
+/// more than `max_bytes` bytes (default: no limit).
 std::string read_file(const std::filesystem::path& path,
                       std::size_t max_bytes = static_cast<std::size_t>(-1));
 

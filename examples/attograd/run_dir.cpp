@@ -1,10 +1,12 @@
 // A run directory: what `train` writes and `eval` / `inspect` / `train --resume` read.
 #include "run_dir.hpp"
 
-#include "file_io.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/serialization.hpp"
 #include "data_task.hpp"
+#include "file_io.hpp"
+#include "run_writer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -29,21 +31,81 @@ void check_all_finite(const std::map<std::string, Tensor>& state, const std::fil
     }
 }
 
+nlohmann::json read_run_json(const std::filesystem::path& path) {
+    const std::string text = read_file(path, std::size_t{64} << 20);
+    check_json_depth(text, 64, path.string());  // deeper JSON would overflow the stack when copied
+    try {
+        return nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+        throw IoError(fmt::format("{}: not valid JSON: {}", path.string(), excerpt(e.what(), 200)));
+    }
+}
+
+RunProgress read_progress(const nlohmann::json& json) {
+    RunProgress p;
+    if (!json.contains("progress")) return p;
+    const auto& j = json["progress"];
+    AG_CHECK(j.is_object(), ValueError, "config.json: field 'progress' must be an object, got {}",
+             j.type_name());
+    const auto number = [&](const char* key, auto& value) {
+        if (!j.contains(key)) return;
+        using T = std::decay_t<decltype(value)>;
+        const bool ok = std::is_integral_v<T> ? j[key].is_number_integer() : j[key].is_number();
+        AG_CHECK(ok, ValueError, "config.json: field 'progress.{}' must be a number, got {}", key,
+                 j[key].type_name());
+        value = j[key].get<T>();
+    };
+    number("steps_done", p.steps_done);
+    number("seconds", p.seconds);
+    number("heldout_token_accuracy", p.heldout_token_accuracy);
+    number("heldout_sequence_accuracy", p.heldout_sequence_accuracy);
+    number("window_loss_sum", p.window_loss_sum);
+    number("window_accuracy_sum", p.window_accuracy_sum);
+    number("window_steps", p.window_steps);
+    number("initial_loss", p.initial_loss);
+    number("high_loss_steps", p.high_loss_steps);
+    if (j.contains("reached_target")) {
+        AG_CHECK(j["reached_target"].is_boolean(), ValueError,
+                 "config.json: field 'progress.reached_target' must be true or false, got {}",
+                 j["reached_target"].type_name());
+        p.reached_target = j["reached_target"].get<bool>();
+    }
+    AG_CHECK(p.steps_done >= 0 && p.window_steps >= 0 && p.high_loss_steps >= 0 && std::isfinite(p.seconds) &&
+                 std::isfinite(p.window_loss_sum) && std::isfinite(p.window_accuracy_sum) &&
+                 std::isfinite(p.initial_loss),
+             ValueError, "config.json: field 'progress' holds a negative count or a non-finite number");
+    return p;
+}
+
+nlohmann::json to_json(const RunProgress& p) {
+    return {{"steps_done", p.steps_done},
+            {"seconds", p.seconds},
+            {"heldout_token_accuracy", p.heldout_token_accuracy},
+            {"heldout_sequence_accuracy", p.heldout_sequence_accuracy},
+            {"reached_target", p.reached_target},
+            {"window_loss_sum", p.window_loss_sum},
+            {"window_accuracy_sum", p.window_accuracy_sum},
+            {"window_steps", p.window_steps},
+            {"initial_loss", p.initial_loss},
+            {"high_loss_steps", p.high_loss_steps}};
+}
+
 LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {
     AG_CHECK(std::filesystem::is_directory(dir), IoError, "{}: no such run directory", dir.string());
     const auto config_path = dir / "config.json";
     AG_CHECK(std::filesystem::exists(config_path), IoError,
              "{}: not a run directory (no config.json; `attograd train --out DIR` writes one)", dir.string());
-    nlohmann::json json;
-    try {
-        json = nlohmann::json::parse(read_file(config_path));
-    } catch (const nlohmann::json::exception& e) {
-        throw IoError(fmt::format("{}: not valid JSON: {}", config_path.string(), e.what()));
-    }
+    const nlohmann::json json = read_run_json(config_path);
+    verify_run_files(json, dir);  // a flipped byte in any file of the run is refused here
     LoadedRun run;
     run.dir = dir;
-    run.config = run_config_from_json(json);
-    run.progress = json.value("progress", nlohmann::json::object());
+    try {
+        run.config = run_config_from_json(json);
+        run.counters = read_progress(json);
+        run.progress = json.value("progress", nlohmann::json::object());
+    } catch (const nlohmann::json::exception& e) {  // a type run_config_from_json did not check
+        throw IoError(fmt::format("{}: {}", config_path.string(), excerpt(e.what(), 200)));
+    }
     run.task = task_for_run(run.config, dir, for_training);
     validate(run.config, run.task->info());
     run.generator = std::make_unique<Generator>(run.config.train.seed);

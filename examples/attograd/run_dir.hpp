@@ -1,8 +1,10 @@
 // A run directory: what `train` writes and `eval` / `inspect` / `train --resume` read.
 //
-//   DIR/config.json         the RunConfig (format version, task, model, training, vocabulary)
-//                           and the run's progress; written last, so its presence marks a
-//                           complete run
+//   DIR/config.json         the RunConfig (format version, task, model, training, vocabulary),
+//                           the run's progress, and "files": each other file's size and
+//                           checksum, verified on load. A generation of the directory is
+//                           written whole and swapped in with one rename (run_writer.hpp), so
+//                           DIR is always the last complete checkpoint.
 //   DIR/model.safetensors   the model's state_dict
 //   DIR/optimizer.safetensors  the optimizer's and schedule's state (for --resume)
 //   DIR/metrics.csv         step, loss, accuracies, lr, seconds
@@ -24,11 +26,37 @@
 
 namespace attograd::cli {
 
+/// config.json's "progress": how far training got, and what a resumed run needs to continue
+/// exactly as the uninterrupted one would have.
+struct RunProgress {
+    std::int64_t steps_done = 0;
+    double seconds = 0.0;  ///< training time so far (wall clock)
+    double heldout_token_accuracy = 0.0;
+    double heldout_sequence_accuracy = 0.0;
+    bool reached_target = false;
+    double window_loss_sum = 0.0;  ///< sums over the steps since the last metrics.csv line
+    double window_accuracy_sum = 0.0;
+    std::int64_t window_steps = 0;
+    double initial_loss = 0.0;         ///< the first step's loss (0 before it): divergence's yardstick
+    std::int64_t high_loss_steps = 0;  ///< consecutive steps with the loss far above initial_loss
+};
+
+/// Reads config.json's "progress" (all fields optional). Throws ValueError naming the field
+/// ("progress.steps_done") when one has the wrong type or an impossible value.
+RunProgress read_progress(const nlohmann::json& json);
+/// The "progress" object of config.json.
+nlohmann::json to_json(const RunProgress& progress);
+
+/// Reads and parses a config.json: a regular file of at most 64 MiB, JSON nested at most 64
+/// levels. Throws IoError naming the path otherwise, or when it is not valid JSON.
+nlohmann::json read_run_json(const std::filesystem::path& path);
+
 /// A run opened from its directory.
 struct LoadedRun {
     std::filesystem::path dir;
     RunConfig config;
-    nlohmann::json progress;             ///< config.json's "progress" (steps_done, seconds, ...)
+    nlohmann::json progress;  ///< config.json's "progress" object as saved (checked by read_progress)
+    RunProgress counters;     ///< the same, read
     std::unique_ptr<Task> task;
     std::unique_ptr<Generator> generator;  ///< the model's generator (hard attention samples from it)
     std::shared_ptr<Model> model;
@@ -43,9 +71,10 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
 /// confident garbage, or whose optimizer state would look like a diverged run.
 void check_all_finite(const std::map<std::string, Tensor>& state, const std::filesystem::path& file);
 
-/// Opens `dir`: reads config.json (refusing other format versions), rebuilds the task and the
-/// model and loads model.safetensors. Throws IoError naming the file when the directory or a
-/// file is missing, unreadable or corrupt, or when the checkpoint does not fit config.json;
+/// Opens `dir`: reads config.json (refusing other format versions), checks every file's size
+/// and checksum against it, rebuilds the task and the model and loads model.safetensors.
+/// Throws IoError naming the file when the directory or a file is missing, unreadable, not a
+/// regular file or corrupt, or when the checkpoint does not fit config.json;
 /// ValueError for a bad config. The model is in eval mode.
 LoadedRun load_run(const std::filesystem::path& dir, bool for_training = false);
 

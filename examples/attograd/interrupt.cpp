@@ -1,0 +1,53 @@
+// SIGINT / SIGTERM during training: recorded in a flag, read by the training loop.
+#include "interrupt.hpp"
+
+#include <signal.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace attograd::cli {
+
+namespace {
+
+volatile std::sig_atomic_t g_signal = 0;
+struct sigaction g_previous_int {
+}, g_previous_term{};
+
+extern "C" void record_signal(int signal) { g_signal = signal; }
+
+}  // namespace
+
+InterruptGuard::InterruptGuard() {
+    g_signal = 0;
+    struct sigaction action {};
+    action.sa_handler = record_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;  // a second Ctrl-C ends the process at once
+    ::sigaction(SIGINT, &action, &g_previous_int);
+    ::sigaction(SIGTERM, &action, &g_previous_term);
+}
+
+InterruptGuard::~InterruptGuard() {
+    ::sigaction(SIGINT, &g_previous_int, nullptr);
+    ::sigaction(SIGTERM, &g_previous_term, nullptr);
+    g_signal = 0;
+}
+
+int InterruptGuard::signal() const { return g_signal; }
+
+void InterruptGuard::test_hook(std::int64_t step) const {
+    const char* value = std::getenv("ATTOGRAD_TEST_SIGNAL_AT_STEP");
+    if (value == nullptr || std::strtoll(value, nullptr, 10) != step) return;
+    ::raise(std::strstr(value, ":TERM") != nullptr ? SIGTERM : SIGINT);
+}
+
+const char* signal_name(int signal) {
+    if (signal == SIGINT) return "SIGINT";
+    if (signal == SIGTERM) return "SIGTERM";
+    return "a signal";
+}
+
+}  // namespace attograd::cli

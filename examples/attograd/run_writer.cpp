@@ -1,0 +1,185 @@
+// Writing a run directory: staging directory, checksummed files, config.json last, one swap.
+#include "run_writer.hpp"
+
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "core/serialization.hpp"
+#include "file_io.hpp"
+
+#include <fmt/format.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <cstdlib>
+#include <set>
+
+namespace attograd::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string staging_prefix(const fs::path& dir) {
+    return fmt::format(".{}.staging-", dir.filename().string());
+}
+
+/// The PID in a staging directory's name `.NAME.staging-PID-N`, or 0.
+pid_t staging_pid(const std::string& name, const std::string& prefix) {
+    if (name.rfind(prefix, 0) != 0) return 0;
+    long pid = 0;
+    const char* begin = name.data() + prefix.size();
+    const auto [end, error] = std::from_chars(begin, name.data() + name.size(), pid);
+    return error == std::errc() && *end == '-' && pid > 0 ? static_cast<pid_t>(pid) : 0;
+}
+
+/// The files a generation's config.json lists; empty when it cannot be read (a generation
+/// whose writer died before config.json: nothing in it but run files).
+std::set<std::string> listed_files(const fs::path& generation) {
+    std::set<std::string> names;
+    try {
+        const std::string text = read_file(generation / "config.json", 64 << 20);
+        check_json_depth(text, 64, "config.json");
+        const auto json = nlohmann::json::parse(text);
+        if (!json.is_object() || !json.contains("files") || !json["files"].is_object()) return names;
+        for (const auto& [name, info] : json["files"].items()) names.insert(name);
+        names.insert("config.json");
+    } catch (const std::exception&) {
+        names.clear();
+    }
+    return names;
+}
+
+/// Moves the entries of the former generation `old` that are not its run files into `dir`
+/// (unless `dir` has one of that name), then removes `old`. A generation without a readable
+/// config.json never held anything else and is just removed.
+void retire(const fs::path& old, const fs::path& dir) {
+    const auto run_files = listed_files(old);
+    std::error_code ec;
+    if (!run_files.empty() && fs::is_directory(dir, ec)) {
+        for (const auto& entry : fs::directory_iterator(old, ec)) {
+            const std::string name = entry.path().filename().string();
+            if (run_files.contains(name) || fs::exists(fs::symlink_status(dir / name, ec))) continue;
+            fs::rename(entry.path(), dir / name, ec);
+            fault_point();
+        }
+    }
+    fs::remove_all(old, ec);
+    fault_point();
+}
+
+bool plain_name(const std::string& name) {
+    return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+           name.find('\0') == std::string::npos;
+}
+
+}  // namespace
+
+void fault_point() {
+    static const long kill_at = [] {
+        const char* value = std::getenv("ATTOGRAD_TEST_KILL_AT");
+        return value ? std::strtol(value, nullptr, 10) : 0L;
+    }();
+    static std::atomic<long> count{0};
+    if (kill_at > 0 && ++count == kill_at) ::kill(::getpid(), SIGKILL);
+}
+
+RunWriter::RunWriter(fs::path dir) : dir_(fs::absolute(dir).lexically_normal()) {
+    if (dir_.filename().empty()) dir_ = dir_.parent_path();  // "runs/x/" names runs/x
+    AG_CHECK(!dir_.filename().empty() && dir_.has_parent_path() && dir_ != dir_.root_path(), IoError,
+             "{}: not a directory name a run can be written to", dir.string());
+    std::error_code ec;
+    const auto status = fs::symlink_status(dir_, ec);
+    AG_CHECK(!fs::exists(status) || fs::is_directory(fs::status(dir_, ec)), IoError,
+             "{}: exists and is not a directory", dir.string());
+    const fs::path parent = dir_.parent_path();
+    fs::create_directories(parent, ec);  // a bad --out
+    AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", dir.string(), ec.message());
+    const std::string prefix = staging_prefix(dir_);
+    for (const auto& entry : fs::directory_iterator(parent)) {
+        const pid_t pid = staging_pid(entry.path().filename().string(), prefix);
+        if (pid != 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH)
+            retire(entry.path(), dir_);
+    }
+    static std::atomic<unsigned> counter{0};
+    staging_ = parent / fmt::format("{}{}-{}", prefix, ::getpid(), counter.fetch_add(1));
+    fs::remove_all(staging_, ec);
+    fs::create_directory(staging_);
+}
+
+RunWriter::~RunWriter() {
+    std::error_code ec;
+    if (!committed_) fs::remove_all(staging_, ec);
+}
+
+void RunWriter::write_file(const std::string& name, std::string_view contents) {
+    AG_CHECK(plain_name(name) && name != "config.json", IoError, "RunWriter: '{}' is not a run file name",
+             name);
+    write_file_atomic(staging_ / name, contents);
+    files_[name] = {{"bytes", contents.size()}, {"fnv1a64", fmt::format("{:016x}", fnv1a64(contents))}};
+    fault_point();
+}
+
+void RunWriter::save_tensors(const std::string& name, const std::map<std::string, Tensor>& tensors) {
+    AG_CHECK(plain_name(name) && name != "config.json", IoError, "RunWriter: '{}' is not a run file name",
+             name);
+    const fs::path path = staging_ / name;
+    save_safetensors(path, tensors);
+    files_[name] = {{"bytes", fs::file_size(path)}, {"fnv1a64", file_checksum(path)}};
+    fault_point();
+}
+
+fs::path RunWriter::file(const std::string& name) {
+    AG_CHECK(plain_name(name) && name != "config.json", IoError, "RunWriter: '{}' is not a run file name",
+             name);
+    pending_.push_back(name);
+    return staging_ / name;
+}
+
+void RunWriter::commit(nlohmann::json config) {
+    AG_CHECK(!committed_, IoError, "{}: RunWriter committed twice", dir_.string());
+    for (const auto& name : pending_) {
+        const fs::path path = staging_ / name;
+        AG_CHECK(fs::is_regular_file(path), IoError, "{}: was not written", path.string());
+        files_[name] = {{"bytes", fs::file_size(path)}, {"fnv1a64", file_checksum(path)}};
+        fault_point();
+    }
+    config["files"] = files_;
+    write_file_atomic(staging_ / "config.json", config.dump(2) + "\n");
+    fault_point();
+    const fs::path old = replace_directory(staging_, dir_, dir_.string());
+    committed_ = true;
+    fault_point();
+    if (!old.empty()) retire(old, dir_);
+}
+
+void verify_run_files(const nlohmann::json& config, const fs::path& dir) {
+    const std::string where = (dir / "config.json").string();
+    AG_CHECK(config.contains("files") && config["files"].is_object(), IoError,
+             "{}: missing field 'files' (the run's file checksums)", where);
+    for (const auto& [name, info] : config["files"].items()) {
+        AG_CHECK(plain_name(name), IoError, "{}: files: '{}' is not a file name in the run directory", where,
+                 excerpt(name));
+        const bool ok = info.is_object() && info.contains("bytes") && info["bytes"].is_number_unsigned() &&
+                        info.contains("fnv1a64") && info["fnv1a64"].is_string();
+        AG_CHECK(ok, IoError, "{}: field 'files.{}' must be {{\"bytes\": N, \"fnv1a64\": \"HEX\"}}", where,
+                 excerpt(name));
+        const fs::path path = dir / name;
+        const InputFile file(path, path.string());
+        const std::string bytes = file.read_all(static_cast<std::size_t>(1) << 32);
+        const auto expected = info["bytes"].get<std::uint64_t>();
+        AG_CHECK(bytes.size() == expected, IoError,
+                 "{}: holds {} bytes but config.json records {} (truncated or replaced after it was written)",
+                 path.string(), bytes.size(), expected);
+        const std::string sum = fmt::format("{:016x}", fnv1a64(bytes));
+        AG_CHECK(sum == info["fnv1a64"].get<std::string>(), IoError,
+                 "{}: checksum {} differs from the {} config.json records: the file was corrupted or changed "
+                 "after it was written",
+                 path.string(), sum, excerpt(info["fnv1a64"].get<std::string>()));
+    }
+}
+
+}  // namespace attograd::cli

@@ -1,0 +1,68 @@
+// Writing a run directory so that no complete run is ever lost: each generation is written
+// whole into a staging directory next to DIR and swapped in with one rename.
+#pragma once
+
+#include "core/tensor.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace attograd::cli {
+
+/// One generation of a run directory DIR (see run_dir.hpp). Files go into `.NAME.staging-PID-N`
+/// next to DIR; commit() writes config.json last, recording every file's size and checksum in
+/// its "files" field, then swaps the staging directory in place of DIR with one atomic rename
+/// (attograd::replace_directory). So at every instant DIR is either its old complete contents
+/// or the new ones, and a killed writer leaves at most a staging directory beside it, which the
+/// next writer removes. Entries of the old DIR that are not run files (an `inspect/` report,
+/// the user's notes) move over to the new one after the swap; they are missing from DIR only
+/// in that moment, and a writer killed then leaves them for the next writer to move.
+class RunWriter {
+public:
+    /// Creates the staging directory (and DIR's parent), after removing stale staging
+    /// directories of DIR's writers that are no longer running. Throws IoError naming the path
+    /// when DIR exists and is not a directory, or when the directory cannot be created.
+    explicit RunWriter(std::filesystem::path dir);
+    /// Removes the staging directory unless commit() succeeded.
+    ~RunWriter();
+    RunWriter(const RunWriter&) = delete;
+    RunWriter& operator=(const RunWriter&) = delete;
+
+    /// Writes `name` (a plain file name) into the new generation. Every file of the run goes
+    /// through here or save_tensors(), so config.json's checksums cover it. Throws IoError.
+    void write_file(const std::string& name, std::string_view contents);
+    /// Saves `tensors` as the safetensors file `name` of the new generation. Throws as
+    /// attograd::save_safetensors does.
+    void save_tensors(const std::string& name, const std::map<std::string, Tensor>& tensors);
+    /// The path of file `name` in the new generation, for writers that take a path (e.g.
+    /// inspect::save_snapshots); its size and checksum are recorded at commit(). Throws IoError
+    /// for a name that is not a plain file name.
+    std::filesystem::path file(const std::string& name);
+    /// Adds "files" to `config`, writes it as config.json and swaps the generation in. Throws
+    /// IoError when a step fails (DIR is then as it was).
+    void commit(nlohmann::json config);
+
+private:
+    std::filesystem::path dir_, staging_;
+    nlohmann::json files_ = nlohmann::json::object();
+    std::vector<std::string> pending_;  ///< names handed out by file(), checksummed at commit()
+    bool committed_ = false;
+};
+
+/// Checks every file that `config`'s "files" field lists in `dir`: present, a regular file, of
+/// the recorded size and checksum. Throws IoError naming the file and what differs (a flipped
+/// byte, a truncated or replaced file), or the field when "files" is malformed.
+void verify_run_files(const nlohmann::json& config, const std::filesystem::path& dir);
+
+/// Test hook for fault injection: when the environment variable ATTOGRAD_TEST_KILL_AT is k,
+/// the k-th call in this process (counting every file written and every rename of a run
+/// directory) kills the process with SIGKILL, as a power cut or `kill -9` would at that
+/// instant. Without the variable it does nothing.
+void fault_point();
+
+}  // namespace attograd::cli

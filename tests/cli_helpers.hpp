@@ -1,0 +1,217 @@
+// Helpers of the attograd program's end-to-end tests: temporary directories, running the
+// program in this process (or as a child process) and capturing its output, reading files.
+#pragma once
+
+#include "commands.hpp"
+#include "core/input_file.hpp"
+#include "temp_dir.hpp"
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace cli_test {
+
+using testing::TempDir;
+
+/// What one run of the program did.
+struct Outcome {
+    std::string command;  ///< the command line, for failure messages
+    int code = -1;
+    std::string out, err;
+};
+
+/// Points file descriptor `fd` at a temporary file until destroyed; text() reads what arrived.
+class Redirect {
+public:
+    explicit Redirect(int fd) : fd_(fd), file_(std::tmpfile()), saved_(::dup(fd)) {
+        REQUIRE(file_ != nullptr);
+        REQUIRE(saved_ >= 0);
+        flush_all();
+        ::dup2(::fileno(file_), fd_);
+    }
+    ~Redirect() {
+        restore();
+        std::fclose(file_);
+    }
+    Redirect(const Redirect&) = delete;
+    Redirect& operator=(const Redirect&) = delete;
+
+    std::string text() {
+        restore();
+        std::rewind(file_);
+        std::string text;
+        char buffer[4096];
+        for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, file_)) > 0;) text.append(buffer, n);
+        return text;
+    }
+
+private:
+    static void flush_all() {
+        std::cout.flush();
+        std::cerr.flush();
+        std::fflush(stdout);
+        std::fflush(stderr);
+    }
+    void restore() {
+        if (saved_ < 0) return;
+        flush_all();
+        ::dup2(saved_, fd_);
+        ::close(saved_);
+        saved_ = -1;
+    }
+
+    int fd_;
+    std::FILE* file_;
+    int saved_;
+};
+
+/// Runs `attograd ARGS...` in this process, capturing stdout and stderr.
+inline Outcome run(std::vector<std::string> args) {
+    args.insert(args.begin(), "attograd");
+    Outcome outcome;
+    for (const auto& a : args) outcome.command += (outcome.command.empty() ? "" : " ") + a;
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    Redirect out(STDOUT_FILENO), err(STDERR_FILENO);
+    outcome.code = attograd::cli::run_cli(static_cast<int>(args.size()), argv.data());
+    outcome.out = out.text();
+    outcome.err = err.text();
+    return outcome;
+}
+
+/// Requires that the program succeeded.
+inline void require_ok(const Outcome& o) {
+    INFO(o.command, "\nstderr: ", o.err);
+    REQUIRE(o.code == 0);
+}
+
+/// `attograd train ARGS... --out DIR --quiet`, which must succeed.
+inline void train(const std::string& dir, std::vector<std::string> args) {
+    args.insert(args.begin(), "train");
+    args.insert(args.end(), {"--out", dir, "--quiet"});
+    require_ok(run(args));
+}
+
+/// Checks a refusal: exit code 2 and one line on stderr that contains every one of `names`.
+inline void check_refused(const Outcome& o, const std::vector<std::string>& names) {
+    INFO(o.command, "\nstderr: ", o.err);
+    CHECK(o.code == 2);
+    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+    CHECK(o.err.ends_with("\n"));
+    for (const auto& name : names) CHECK_MESSAGE(o.err.find(name) != std::string::npos, "names ", name);
+}
+
+inline std::string read_text(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    REQUIRE_MESSAGE(in.good(), path.string());
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+inline void write_text(const fs::path& path, const std::string& text) {
+    std::ofstream(path, std::ios::binary) << text;
+}
+
+/// `attograd eval --run DIR --json`, parsed.
+inline json eval_json(const std::string& dir) {
+    const Outcome o = run({"eval", "--run", dir, "--json"});
+    require_ok(o);
+    return json::parse(o.out);
+}
+
+inline json read_config(const std::string& dir) {
+    return json::parse(read_text(fs::path(dir) / "config.json"));
+}
+
+/// metrics.csv without its last column (wall-clock seconds, the one thing a seed cannot fix).
+inline std::string metrics_without_seconds(const std::string& dir) {
+    std::istringstream lines(read_text(fs::path(dir) / "metrics.csv"));
+    std::string result;
+    for (std::string line; std::getline(lines, line);) result += line.substr(0, line.rfind(',')) + "\n";
+    return result;
+}
+
+/// The names of the entries of `dir`.
+inline std::set<std::string> entries(const fs::path& dir) {
+    std::set<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename().string());
+    return names;
+}
+
+/// Records `file`'s current size and checksum in its run's config.json, as train would have:
+/// tests that plant bad contents the checksums would catch use it to reach the later checks.
+inline void record_checksum(const fs::path& file) {
+    const fs::path config_path = file.parent_path() / "config.json";
+    json config = json::parse(read_text(config_path));
+    config["files"][file.filename().string()] = {{"bytes", fs::file_size(file)},
+                                                 {"fnv1a64", attograd::file_checksum(file)}};
+    write_text(config_path, config.dump(2));
+}
+
+/// How a child process ended: its exit code, or the signal that killed it.
+struct ChildEnd {
+    int code = -1;   ///< exit code when it exited
+    int signal = 0;  ///< the signal that killed it, or 0
+};
+
+/// A signal to send a child process `after_ms` milliseconds after it started (0: none).
+struct SendSignal {
+    int signal = 0;
+    int after_ms = 0;
+};
+
+/// Runs the attograd program (ATTOGRAD_PROGRAM) as a child process with `env` added to the
+/// environment ("NAME=VALUE"), stdout and stderr to /dev/null, sends it `send`, and waits.
+inline ChildEnd run_child(std::vector<std::string> args, const std::vector<std::string>& env,
+                          SendSignal send = {}) {
+    args.insert(args.begin(), ATTOGRAD_PROGRAM);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> environment = env;
+    for (char** e = environ; *e != nullptr; ++e) environment.emplace_back(*e);
+    std::vector<char*> envp;
+    for (auto& e : environment) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+    pid_t pid = 0;
+    const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    REQUIRE(spawned == 0);
+    if (send.signal != 0) {
+        ::usleep(static_cast<useconds_t>(send.after_ms) * 1000);
+        ::kill(pid, send.signal);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    ChildEnd end;
+    if (WIFEXITED(status)) end.code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) end.signal = WTERMSIG(status);
+    return end;
+}
+
+}  // namespace cli_test

@@ -1,0 +1,156 @@
+// Hostile or broken files in a run directory or given as --data: a clear one-line error (exit
+// code 2) naming the file and the field or tensor, never a crash, a hang or exit code 1.
+#include "cli_helpers.hpp"
+#include "core/ops.hpp"
+#include "core/serialization.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+using namespace cli_test;
+
+/// A one-step reverse run in `dir`.
+void small_run(const std::string& dir) {
+    train(dir, {"--task", "reverse", "--steps", "2", "--eval-every", "1"});
+}
+
+/// Rewrites `dir`/config.json with `edit` applied.
+template <class Edit>
+void edit_config(const std::string& dir, Edit edit) {
+    json config = read_config(dir);
+    edit(config);
+    write_text(fs::path(dir) / "config.json", config.dump(2));
+}
+
+}  // namespace
+
+TEST_CASE("config.json fields of the wrong type are refused naming the field") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    const std::string saved = read_text(fs::path(tmp / "run") / "config.json");
+    const auto check = [&](const std::function<void(json&)>& edit, const std::string& field) {
+        write_text(fs::path(tmp / "run") / "config.json", saved);
+        edit_config(tmp / "run", edit);
+        INFO(field);
+        check_refused(run({"eval", "--run", tmp / "run"}), {"config.json", field});
+        check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}), {"config.json", field});
+    };
+    check([](json& c) { c["format"] = 5; }, "format");
+    check([](json& c) { c["format_version"] = "2"; }, "format_version");
+    check([](json& c) { c["progress"] = 5; }, "progress");
+    check([](json& c) { c["progress"]["steps_done"] = "many"; }, "progress.steps_done");
+    check([](json& c) { c["progress"]["steps_done"] = -3; }, "progress");
+    check([](json& c) { c["progress"]["reached_target"] = 1; }, "progress.reached_target");
+    check([](json& c) { c["model"]["embed_dim"] = "64"; }, "model.embed_dim");
+    check([](json& c) { c["train"]["lr"] = json::array(); }, "train.lr");
+    check([](json& c) { c["files"] = 5; }, "files");
+    check([](json& c) { c["files"]["model.safetensors"]["bytes"] = "x"; }, "files.model.safetensors");
+    check([](json& c) { c["files"]["../../etc/passwd"] = c["files"]["metrics.csv"]; }, "not a file name");
+}
+
+TEST_CASE("deeply nested JSON in config.json or in a checkpoint header is refused, not a stack overflow") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    const std::string deep = std::string(500'000, '[') + std::string(500'000, ']');
+    const fs::path config = fs::path(tmp / "run") / "config.json";
+    const std::string saved = read_text(config);
+    write_text(config, R"({"format": )" + deep + "}");
+    check_refused(run({"eval", "--run", tmp / "run"}), {"config.json", "nested deeper than 64"});
+    check_refused(run({"inspect", "--run", tmp / "run"}), {"config.json", "nested deeper than 64"});
+    write_text(config, saved);
+
+    // A header nested as deep, with the checksum recorded so that the reader itself is tested.
+    const fs::path weights = fs::path(tmp / "run") / "model.safetensors";
+    std::string header = R"({"a": )" + deep + "}";
+    std::string bytes(8, '\0');
+    for (int i = 0; i < 8; ++i)
+        bytes[static_cast<std::size_t>(i)] = static_cast<char>(header.size() >> (8 * i));
+    write_text(weights, bytes + header);
+    record_checksum(weights);
+    check_refused(run({"eval", "--run", tmp / "run"}), {"model.safetensors", "nested deeper than 64"});
+}
+
+TEST_CASE("a FIFO in place of config.json, model.safetensors or --data is refused at once") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    ::alarm(60);  // a hang ends the test here instead of never
+    for (const std::string name : {"model.safetensors", "config.json", "metrics.csv"}) {
+        TempDir copy;
+        fs::copy(tmp / "run", copy / "run");
+        const fs::path file = fs::path(copy / "run") / name;
+        fs::remove(file);
+        REQUIRE(::mkfifo(file.c_str(), 0600) == 0);
+        INFO(name);
+        check_refused(run({"eval", "--run", copy / "run"}), {name, "FIFO"});
+        check_refused(run({"train", "--resume", copy / "run", "--steps", "4"}), {name, "FIFO"});
+    }
+    const std::string fifo = tmp / "data.tsv";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    check_refused(run({"train", "--data", fifo, "--steps", "1", "--out", tmp / "d", "--quiet"}),
+                  {"data.tsv", "FIFO"});
+    ::alarm(0);
+}
+
+TEST_CASE("every flipped byte in any file of a run is refused on load, naming the file") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    const json files = read_config(tmp / "run")["files"];
+    REQUIRE(files.size() >= 3);  // model.safetensors, optimizer.safetensors, metrics.csv, snapshots
+    int flips = 0, refused = 0;
+    for (const auto& [name, info] : files.items()) {
+        const fs::path file = fs::path(tmp / "run") / name;
+        const std::string good = read_text(file);
+        // Bytes in the length prefix, the header and the data, 17 per file.
+        for (std::size_t k = 0; k < 17; ++k) {
+            const std::size_t at = k * (good.size() - 1) / 16;
+            std::string bad = good;
+            bad[at] = static_cast<char>(bad[at] ^ 0x10);
+            write_text(file, bad);
+            ++flips;
+            const Outcome o = run({"eval", "--run", tmp / "run"});
+            INFO(name, " byte ", at, ": ", o.err);
+            CHECK(o.code == 2);
+            CHECK(o.err.find(name) != std::string::npos);
+            refused += o.code == 2 && o.err.find("checksum") != std::string::npos;
+        }
+        write_text(file, good);
+    }
+    CHECK(refused == flips);
+    require_ok(run({"eval", "--run", tmp / "run"}));
+}
+
+TEST_CASE("optimizer state no optimizer could have written is refused on --resume, naming the entry") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    const fs::path path = fs::path(tmp / "run") / "optimizer.safetensors";
+    const auto good = attograd::load_safetensors(path);
+    const auto plant = [&](const std::string& suffix, double value) {
+        auto state = good;
+        for (auto& [name, tensor] : state) {
+            if (!name.ends_with(suffix)) continue;
+            tensor = attograd::clone(tensor);  // the copy of the map shares good's storage
+            if (tensor.dtype() == attograd::DType::Float32)
+                tensor.data<float>()[0] = static_cast<float>(value);
+            if (tensor.dtype() == attograd::DType::Int64)
+                tensor.data<std::int64_t>()[0] = static_cast<std::int64_t>(value);
+            break;
+        }
+        attograd::save_safetensors(path, state);
+        record_checksum(path);
+    };
+    plant(".exp_avg_sq", -0.5);
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}),
+                  {"optimizer.safetensors", "exp_avg_sq", "-0.5"});
+    plant(".step", 0);
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}), {"optimizer.safetensors", "step"});
+    plant(".step", -1);
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}), {"optimizer.safetensors", "step"});
+    attograd::save_safetensors(path, good);
+    record_checksum(path);
+    require_ok(run({"train", "--resume", tmp / "run", "--steps", "3", "--quiet"}));
+}

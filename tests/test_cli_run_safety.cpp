@@ -1,0 +1,223 @@
+// Runs that survive: a run directory killed at any instant of its writing is the old complete
+// run or the new one, Ctrl-C / SIGTERM save a resumable checkpoint, a resumed run equals an
+// uninterrupted one byte for byte, and --out never replaces a run without --force.
+#include "cli_helpers.hpp"
+#include "run_dir.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <csignal>
+#include <cstdlib>
+
+namespace {
+
+using namespace cli_test;
+
+// Copy with a constant learning rate (the schedule then does not depend on --steps), a
+// checkpoint after every step and the held-out evaluation (the slow part) only at the end:
+// short enough to run many times. Metrics lines come every 10 steps.
+const std::vector<std::string> kOptions = {
+    "--task", "copy",         "--schedule", "constant",           "--warmup", "0",      "--batch",
+    "8",      "--eval-every", "100",        "--checkpoint-every", "1",        "--seed", "3"};
+
+std::vector<std::string> train_args(const std::string& dir, const std::string& steps) {
+    std::vector<std::string> args = {"train"};
+    args.insert(args.end(), kOptions.begin(), kOptions.end());
+    args.insert(args.end(), {"--steps", steps, "--out", dir, "--quiet"});
+    return args;
+}
+
+/// The bytes that must match between a resumed and an uninterrupted run.
+struct RunBytes {
+    std::string model, optimizer, metrics;
+    bool operator==(const RunBytes&) const = default;
+};
+
+RunBytes run_bytes(const std::string& dir) {
+    return {read_text(fs::path(dir) / "model.safetensors"),
+            read_text(fs::path(dir) / "optimizer.safetensors"), metrics_without_seconds(dir)};
+}
+
+std::int64_t steps_done(const std::string& dir) { return read_config(dir)["progress"]["steps_done"]; }
+
+/// No staging directory of a writer is left beside the run.
+void check_no_staging(const fs::path& parent) {
+    for (const auto& name : entries(parent)) CHECK_MESSAGE(name.find(".staging-") == std::string::npos, name);
+}
+
+/// Sets an environment variable for the life of the object.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const std::string& value) : name_(name) { ::setenv(name, value.c_str(), 1); }
+    ~ScopedEnv() { ::unsetenv(name_); }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+    const char* name_;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "train --out refuses a directory holding a run and names --force, which replaces the run and keeps other "
+    "files") {
+    TempDir tmp;
+    require_ok(run(train_args(tmp / "run", "2")));
+    const RunBytes first = run_bytes(tmp / "run");
+    write_text(tmp / "run/notes.txt", "mine\n");
+    auto again = train_args(tmp / "run", "4");
+    check_refused(run(again), {"--force", "--resume", "run"});
+    CHECK(run_bytes(tmp / "run") == first);
+    again.push_back("--force");
+    require_ok(run(again));
+    CHECK(steps_done(tmp / "run") == 4);
+    CHECK(read_text(tmp / "run/notes.txt") == "mine\n");
+    CHECK(entries(tmp / "run") == std::set<std::string>{"attention_snapshots.safetensors", "config.json",
+                                                        "metrics.csv", "model.safetensors", "notes.txt",
+                                                        "optimizer.safetensors"});
+    check_no_staging(tmp.path());
+}
+
+TEST_CASE(
+    "a run killed at every instant of its writing is the old complete run or a new one, and resumes to the "
+    "uninterrupted bytes") {
+    TempDir tmp;
+    require_ok(run(train_args(tmp / "base", "2")));
+    const std::vector<std::string> resume = {"--steps", "4", "--checkpoint-every", "1", "--quiet"};
+    const auto resume_args = [&](const std::string& dir) {
+        std::vector<std::string> args = {"train", "--resume", dir};
+        args.insert(args.end(), resume.begin(), resume.end());
+        return args;
+    };
+    fs::copy(tmp / "base", tmp / "whole");
+    require_ok(run(resume_args(tmp / "whole")));
+    const RunBytes whole = run_bytes(tmp / "whole");
+
+    // Each write of a file, each rename and each removal is a point where the kill can land.
+    int killed = 0;
+    for (int k = 1; k < 100; ++k) {
+        const std::string dir = tmp / fmt::format("run{}", k);
+        fs::copy(tmp / "base", dir);
+        const ChildEnd end = run_child(resume_args(dir), {fmt::format("ATTOGRAD_TEST_KILL_AT={}", k)});
+        INFO("killed at point ", k);
+        if (end.code == 0) break;  // k is past the last point: the run finished
+        REQUIRE(end.signal == SIGKILL);
+        ++killed;
+        // The directory is a complete run at some step: it opens, its files check out.
+        CHECK_NOTHROW(attograd::cli::load_run(dir, true));
+        const std::int64_t done = steps_done(dir);
+        CHECK((done >= 2 && done <= 4));
+        // Resuming finishes it exactly as the uninterrupted run, and removes the staging
+        // directory the killed writer left.
+        if (done < 4) {
+            require_ok(run(resume_args(dir)));
+            check_no_staging(tmp.path());
+        }
+        CHECK(run_bytes(dir) == whole);
+    }
+    CHECK(killed >= 12);  // 2 checkpoints x (2 tensor files, metrics, config.json, swap, removal)
+}
+
+TEST_CASE("a fresh run killed at every instant leaves no directory or a complete run") {
+    TempDir tmp;
+    const std::string dir = tmp / "run";
+    int killed = 0;
+    for (int k = 1; k < 100; ++k) {
+        fs::remove_all(dir);  // what the last killed writer left beside it stays
+        const ChildEnd end = run_child(train_args(dir, "2"), {fmt::format("ATTOGRAD_TEST_KILL_AT={}", k)});
+        INFO("killed at point ", k);
+        if (end.code == 0) break;
+        REQUIRE(end.signal == SIGKILL);
+        ++killed;
+        if (fs::exists(dir)) CHECK_NOTHROW(attograd::cli::load_run(dir, true));
+    }
+    CHECK(killed >= 8);
+    check_no_staging(tmp.path());  // each writer removed what the killed one before it left
+}
+
+TEST_CASE("--force replacing a run, killed at every instant, leaves the old run or the new one") {
+    TempDir tmp;
+    require_ok(run(train_args(tmp / "old", "2")));
+    const RunBytes old_bytes = run_bytes(tmp / "old");
+    for (int k = 1; k < 100; ++k) {
+        const std::string dir = tmp / fmt::format("run{}", k);
+        fs::copy(tmp / "old", dir);
+        auto args = train_args(dir, "1");
+        args.push_back("--force");
+        const ChildEnd end = run_child(args, {fmt::format("ATTOGRAD_TEST_KILL_AT={}", k)});
+        INFO("killed at point ", k);
+        if (end.code == 0) break;
+        REQUIRE(end.signal == SIGKILL);
+        CHECK_NOTHROW(attograd::cli::load_run(dir, true));
+        const std::int64_t done = steps_done(dir);
+        CHECK((done == 1 || done == 2));
+        if (done == 2) CHECK(run_bytes(dir) == old_bytes);
+    }
+}
+
+TEST_CASE(
+    "Ctrl-C and SIGTERM finish the step, save a resumable run, say how to resume and exit 130 and 143") {
+    TempDir tmp;
+    require_ok(run(train_args(tmp / "whole", "16")));
+    const RunBytes whole = run_bytes(tmp / "whole");
+    // Without --checkpoint-every, so the interrupt's own checkpoint is what is saved, inside a
+    // metrics window (lines every 10 steps) or at its edge.
+    for (const std::string at : {"1", "10", "13", "15:TERM"}) {
+        INFO("signal at step ", at);
+        const std::string dir = tmp / ("run" + at.substr(0, 2));
+        auto args = train_args(dir, "16");
+        args.erase(std::find(args.begin(), args.end(), "--checkpoint-every"),
+                   std::find(args.begin(), args.end(), "--seed"));
+        Outcome o;
+        {
+            ScopedEnv hook("ATTOGRAD_TEST_SIGNAL_AT_STEP", at);
+            o = run(args);
+        }
+        const bool term = at.ends_with(":TERM");
+        CHECK(o.code == (term ? 143 : 130));
+        CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+        CHECK(o.err.find(term ? "SIGTERM" : "SIGINT") != std::string::npos);
+        CHECK(o.err.find("attograd train --resume " + dir) != std::string::npos);
+        CHECK(steps_done(dir) == std::stoll(at));
+        require_ok(run({"train", "--resume", dir, "--quiet"}));
+        CHECK(run_bytes(dir) == whole);
+    }
+}
+
+TEST_CASE(
+    "a real SIGINT or SIGTERM from outside at an arbitrary moment, then --resume, gives the uninterrupted "
+    "run") {
+    TempDir tmp;
+    require_ok(run(train_args(tmp / "whole", "40")));
+    const RunBytes whole = run_bytes(tmp / "whole");
+    for (const int signal : {SIGINT, SIGTERM}) {
+        const std::string dir = tmp / fmt::format("run{}", signal);
+        const ChildEnd end = run_child(train_args(dir, "40"), {}, {.signal = signal, .after_ms = 900});
+        INFO("signal ", signal, " exit ", end.code, " killed by ", end.signal);
+        CHECK(((end.code == 128 + signal) || end.code == 0));
+        if (end.code == 0) continue;  // it finished before the signal came: nothing to resume
+        require_ok(run({"train", "--resume", dir, "--quiet"}));
+        CHECK(run_bytes(dir) == whole);
+    }
+}
+
+TEST_CASE("train --checkpoint-every saves the run while it trains") {
+    TempDir tmp;
+    // Points 1-5 are the step-1 checkpoint (model, optimizer, metrics, config.json, the swap);
+    // killed at point 6, while writing step 2's, the run holds step 1.
+    const ChildEnd end = run_child(train_args(tmp / "run", "6"), {"ATTOGRAD_TEST_KILL_AT=6"});
+    REQUIRE(end.signal == SIGKILL);
+    CHECK(steps_done(tmp / "run") == 1);
+    check_refused(run({"train", "--task", "copy", "--checkpoint-every", "-1", "--out", tmp / "x"}),
+                  {"--checkpoint-every"});
+}
+
+TEST_CASE("a run whose loss blows up is refused as diverged (exit 2, one line), not reported as a success") {
+    TempDir tmp;
+    // Adam's step is about lr whatever the gradient: at 1e6 the loss reaches ~1e12 at once.
+    check_refused(run({"train", "--task", "reverse", "--lr", "1e6", "--steps", "200", "--out", tmp / "run", "--quiet"}),
+                  {"diverged", "4x its first value", "--lr"});
+    CHECK_FALSE(fs::exists(tmp / "run"));  // nothing from the diverged steps is kept
+}
