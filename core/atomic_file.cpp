@@ -23,10 +23,17 @@ std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace
 
-AtomicFile::AtomicFile(const fs::path& target, std::string where)
-    : target_(target), where_(std::move(where)) {
-    AG_CHECK(!target.empty() && !target.filename().empty(), IoError, "{}: not a file name", where_);
+AtomicFile::AtomicFile(const fs::path& path, std::string where) : target_(path), where_(std::move(where)) {
+    AG_CHECK(!path.empty() && !path.filename().empty(), IoError, "{}: not a file name", where_);
     std::error_code ec;
+    // A symbolic link is written through, not replaced: the new file goes where it points
+    // (renaming over the link itself would turn it into a regular file).
+    if (fs::is_symlink(fs::symlink_status(path, ec))) {
+        target_ = fs::weakly_canonical(path, ec);
+        AG_CHECK(!ec && !target_.filename().empty(), IoError, "{}: cannot resolve the symbolic link: {}",
+                 where_, ec.message());
+    }
+    const fs::path& target = target_;
     AG_CHECK(!fs::is_directory(target, ec), IoError, "{}: is a directory", where_);
     const fs::file_status existing = fs::status(target, ec);
     AG_CHECK(!fs::exists(existing) || fs::is_regular_file(existing), IoError,

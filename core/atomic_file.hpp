@@ -14,8 +14,9 @@ namespace attograd {
 /// part. Destroyed without commit() (an exception, a failed write), it removes the temporary
 /// file and leaves `target` as it was. Refuses a `target` that exists and is not a regular file:
 /// renaming over a device or FIFO (as root: /dev/null) would replace it. A replaced file keeps
-/// its permission bits; a symbolic link at `target` is replaced by the new file (the file it
-/// pointed to is left as it was), as with any write-then-rename.
+/// its permission bits. A symbolic link at `target` is written through: the file it points to
+/// (after every link in the chain) is replaced and the link stays; a link to what is not a
+/// regular file (/dev/stdout on a terminal or pipe) is refused like the file itself.
 /// Every failure throws IoError whose message starts with `where` (e.g. "save_safetensors:
 /// 'model.safetensors'").
 class AtomicFile {

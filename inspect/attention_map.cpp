@@ -19,6 +19,11 @@ void check_map(const AttentionMap& map) {
     AG_CHECK(static_cast<std::int64_t>(map.weights.size()) == map.rows() * map.cols(), ShapeError,
              "inspect: map '{}' has {} weights for {} query and {} key labels ([{}, {}] expected)",
              map.title(), map.weights.size(), map.rows(), map.cols(), map.rows(), map.cols());
+    for (std::size_t r = 0; r < map.right.size(); ++r) {
+        AG_CHECK(map.right[r] >= -1 && map.right[r] < map.cols(), IndexError,
+                 "inspect: map '{}' [{}, {}] has right key {} at row {} (must be -1 or a key index below {})",
+                 map.title(), map.rows(), map.cols(), map.right[r], r, map.cols());
+    }
     for (std::size_t i = 0; i < map.weights.size(); ++i) {
         AG_CHECK(std::isfinite(map.weights[i]), ValueError,
                  "inspect: map '{}' [{}, {}] has a non-finite weight {} at row {}, column {}", map.title(),

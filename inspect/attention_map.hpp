@@ -33,8 +33,10 @@ struct AttentionMap {
     std::string title() const;
 };
 
-/// Throws ShapeError unless weights.size() == rows x cols and ValueError when a weight is not
-/// finite; both messages name the map's title and its shape.
+/// Throws ShapeError unless weights.size() == rows x cols, ValueError when a weight is not
+/// finite, IndexError when an entry of `right` is neither -1 nor a key index; each message names
+/// the map's title and its shape. (`right` may be longer than the rows: an output that stopped
+/// early; renderers ignore those rows.)
 void check_map(const AttentionMap& map);
 
 /// Everything inspected for one input: its tokens and every map.

@@ -55,9 +55,13 @@ HeadKnockout::HeadKnockout(const nn::Module& root,
         AG_CHECK(!chosen.empty(), ValueError, "HeadKnockout: layer '{}' names no head", name);
         auto& silenced = silencing_.silenced[module];
         silenced.resize(static_cast<std::size_t>(h), false);
+        std::vector<bool> named(static_cast<std::size_t>(h), false);
         for (const std::int64_t head : chosen) {
             AG_CHECK(head >= 0 && head < h, IndexError, "HeadKnockout: layer '{}' has {} head{}, no head {}",
                      name, h, h == 1 ? "" : "s", head);
+            AG_CHECK(!named[static_cast<std::size_t>(head)], ValueError,
+                     "HeadKnockout: layer '{}' names head {} twice", name, head);
+            named[static_cast<std::size_t>(head)] = true;
             silenced[static_cast<std::size_t>(head)] = true;
         }
     }

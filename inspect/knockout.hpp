@@ -29,9 +29,9 @@ std::vector<AttentionLayer> attention_layers(const nn::Module& root);
 ///
 /// Guards nest; an inner guard silences its heads and the outer one's. An AttentionRecorder
 /// alive at the same time records the silenced heads as zero weights.
-/// Throws ValueError when `heads` is empty, when `root` has no attention layer, or when a name
-/// is not an attention layer under `root` (the message lists the layers and their head
-/// counts); IndexError when a head is outside [0, num_heads).
+/// Throws ValueError when `heads` is empty or names a head twice, when `root` has no attention layer, or when
+/// a name is not an attention layer under `root` (the message lists the layers and their head counts);
+/// IndexError when a head is outside [0, num_heads).
 class HeadKnockout {
 public:
     HeadKnockout(const nn::Module& root, const std::map<std::string, std::vector<std::int64_t>>& heads);

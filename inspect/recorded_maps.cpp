@@ -92,6 +92,9 @@ std::optional<double> alignment_share(const AttentionMap& map, const std::vector
     std::int64_t counted = 0;
     for (std::size_t t = 0; t < right.size(); ++t) {
         const std::int64_t col = right[t];
+        AG_CHECK(col >= -1, IndexError,
+                 "alignment_share: right key {} of row {} must be -1 or a key index of map '{}'", col, t,
+                 map.title());
         if (col < 0) continue;
         AG_CHECK(col < map.cols(), IndexError,
                  "alignment_share: right key {} of row {} is outside map '{}' with {} keys", col, t,

@@ -52,7 +52,7 @@ AttentionMap crop_map(const AttentionMap& map, std::int64_t rows, std::int64_t c
 /// right column (Luong et al. 2015 §5.4 measure alignment quality this way, as agreement with
 /// a reference alignment). A row of `right` beyond the map's rows (the output stopped early)
 /// counts 0; rows with right = -1 are skipped. nullopt when `right` has no row with a right
-/// key. Throws IndexError when a right column is >= the map's key count, ValueError on a
+/// key. Throws IndexError when a right column is below -1 or >= the map's key count, ValueError on a
 /// non-finite weight.
 std::optional<double> alignment_share(const AttentionMap& map, const std::vector<std::int64_t>& right);
 

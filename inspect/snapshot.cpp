@@ -93,11 +93,7 @@ void check_snapshot_map(const AttentionMap& map) {
     AG_CHECK(static_cast<std::int64_t>(map.right.size()) <= map.rows(), ShapeError,
              "map '{}' [{}, {}] has {} right columns for {} rows", map.title(), map.rows(), map.cols(),
              map.right.size(), map.rows());
-    for (const std::int64_t col : map.right) {
-        AG_CHECK(col >= -1 && col < map.cols(), IndexError,
-                 "map '{}' [{}, {}] has a right column {} outside [-1, {})", map.title(), map.rows(),
-                 map.cols(), col, map.cols());
-    }
+    // check_map checked each right column is -1 or a key index.
     for (const auto& value : {map.alignment_share, map.saliency_correlation}) {
         AG_CHECK(!value || std::isfinite(*value), ValueError,
                  "map '{}' has a non-finite share or correlation {}", map.title(), *value);
@@ -284,6 +280,22 @@ const AttentionSnapshot& AttentionSnapshotter::snapshot(std::int64_t step) {
                 example.prediction = probe.forward();
                 example.maps = probe.crop ? cropped_maps(recorder.records(), probe.labels)
                                           : attention_maps(recorder.records(), probe.labels);
+            }
+            for (const auto& [layer, columns] : probe.right) {
+                (void)columns;
+                const bool recorded = std::any_of(example.maps.begin(), example.maps.end(),
+                                                  [&](const AttentionMap& m) { return m.module == layer; });
+                if (!recorded) {
+                    std::string names;
+                    for (const AttentionMap& m : example.maps)
+                        if (names.find("'" + m.module + "'") == std::string::npos)
+                            names += (names.empty() ? "'" : ", '") + m.module + "'";
+                    throw ValueError(
+                        fmt::format("AttentionSnapshotter: a probe's right alignment names layer '{}', which "
+                                    "its forward did "
+                                    "not record; recorded layers: {}",
+                                    layer, names));
+                }
             }
             for (AttentionMap& map : example.maps) {
                 const auto right = probe.right.find(map.module);

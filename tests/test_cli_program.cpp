@@ -663,6 +663,19 @@ TEST_CASE("inspect --knockout is repeatable: every named head is silenced, the n
     CHECK(mass == doctest::Approx(static_cast<double>(plain["examples"][0]["heads"][0]["queries"].size())));
 }
 
+TEST_CASE("inspect --to: a directory for a file format, a file for svg, is refused before anything is created") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    check_refused(run({"inspect", "--run", tmp / "run", "--format", "html", "--to", tmp / "newdir" + "/"}),
+                  {"--to", "not a directory"});
+    CHECK_FALSE(fs::exists(tmp / "newdir"));
+    check_refused(run({"inspect", "--run", tmp / "run", "--format", "json", "--to", tmp / "run"}), {"--to"});
+    write_text(tmp / "plain.txt", "x");
+    check_refused(run({"inspect", "--run", tmp / "run", "--format", "svg", "--to", tmp / "plain.txt"}),
+                  {"--to", "not a directory"});
+    CHECK(read_text(tmp / "plain.txt") == "x");
+}
+
 TEST_CASE("inspect --format html says a corrupt metrics.csv could not be read instead of drawing it") {
     TempDir tmp;
     train(tmp / "run", {"--task", "reverse", "--steps", "5"});

@@ -229,6 +229,8 @@ TEST_CASE(
     CHECK_THROWS_WITH_AS(HeadKnockout(model, {{"cross", {-1}}}),
                          doctest::Contains("layer 'cross' has 1 head, no head -1"), IndexError);
     CHECK_THROWS_WITH_AS(HeadKnockout(model, {}), doctest::Contains("names no layer"), ValueError);
+    CHECK_THROWS_WITH_AS(HeadKnockout(model, {{"first", {1, 1}}}),
+                         doctest::Contains("layer 'first' names head 1 twice"), ValueError);
     CHECK_THROWS_WITH_AS(HeadKnockout(model, {{"first", {}}}),
                          doctest::Contains("layer 'first' names no head"), ValueError);
     Linear plain({.in_features = 2, .out_features = 2}, gen);

@@ -71,6 +71,16 @@ TEST_CASE("alignment share: mean weight on the right keys, missing rows count 0,
     CHECK(*alignment_share(map, {2, 1, -1, 3}) == doctest::Approx((0.95 + 0.8 + 0.0) / 3));
     CHECK_FALSE(alignment_share(map, {-1, -1}).has_value());
     CHECK_THROWS_WITH_AS(alignment_share(map, {4}), doctest::Contains("right key 4 of row 0"), IndexError);
+    CHECK_THROWS_WITH_AS(alignment_share(map, {-5, 0}), doctest::Contains("right key -5 of row 0"),
+                         IndexError);
+    // A map's own right keys are checked by every renderer alike.
+    AttentionMap bad = map;
+    bad.right = {0, 9};
+    CHECK_THROWS_WITH_AS(render_svg(bad), doctest::Contains("has right key 9 at row 1"), IndexError);
+    CHECK_THROWS_WITH_AS(render_heatmap(bad), doctest::Contains("has right key 9 at row 1"), IndexError);
+    bad.right = {-2};
+    CHECK_THROWS_WITH_AS(to_json({InspectedExample{.maps = {bad}}}), doctest::Contains("has right key -2"),
+                         IndexError);
 }
 
 TEST_CASE("maps are checked: weights must fill rows x cols and be finite") {

@@ -22,7 +22,9 @@ TEST_CASE("saliency of a linear function is |A[t] . x| per input position, rows 
     const std::int64_t tout = 3, s = 4, e = 2;
     const Tensor a = rand64({tout, s * e}, 1).detach();
     const Tensor x = rand64({s, e}, 2).detach();
-    const ScoreFunction f = [&](const Tensor& emb) { return reshape(matmul(a, reshape(emb, {s * e, 1})), {tout}); };
+    const ScoreFunction f = [&](const Tensor& emb) {
+        return reshape(matmul(a, reshape(emb, {s * e, 1})), {tout});
+    };
     const AttentionMap map = saliency(f, x, labels(tout, s));
     CHECK(map.head == -1);
     CHECK(map.title() == "saliency (gradient x input)");
@@ -32,7 +34,8 @@ TEST_CASE("saliency of a linear function is |A[t] . x| per input position, rows 
         for (std::int64_t i = 0; i < s; ++i) {
             double dot = 0.0;
             for (std::int64_t j = 0; j < e; ++j)
-                dot += av[static_cast<std::size_t>(t * s * e + i * e + j)] * xv[static_cast<std::size_t>(i * e + j)];
+                dot += av[static_cast<std::size_t>(t * s * e + i * e + j)] *
+                       xv[static_cast<std::size_t>(i * e + j)];
             row.push_back(std::abs(dot));
         }
         double total = 0.0;
@@ -61,7 +64,8 @@ TEST_CASE("saliency of a nonlinear function equals one separate backward per out
         double total = 0.0;
         for (std::int64_t i = 0; i < s; ++i) {
             double dot = 0.0;
-            for (std::int64_t j = 0; j < e; ++j) dot += g[static_cast<std::size_t>(i * e + j)] * xv[static_cast<std::size_t>(i * e + j)];
+            for (std::int64_t j = 0; j < e; ++j)
+                dot += g[static_cast<std::size_t>(i * e + j)] * xv[static_cast<std::size_t>(i * e + j)];
             row.push_back(std::abs(dot));
             total += std::abs(dot);
         }
@@ -73,17 +77,19 @@ TEST_CASE("saliency of a nonlinear function equals one separate backward per out
 TEST_CASE("saliency refuses bad embeddings, scores, labels and functions that ignore the input") {
     const Tensor x = rand64({3, 2}, 4).detach();
     const ScoreFunction f = [](const Tensor& emb) { return sum(emb, {1}); };  // [3]
-    CHECK_THROWS_WITH_AS(saliency(f, reshape(x, {1, 3, 2}), labels(3, 3)), doctest::Contains("must be [S, E], got [1, 3, 2]"),
-                         ShapeError);
+    CHECK_THROWS_WITH_AS(saliency(f, reshape(x, {1, 3, 2}), labels(3, 3)),
+                         doctest::Contains("must be [S, E], got [1, 3, 2]"), ShapeError);
     CHECK_THROWS_WITH_AS(saliency([](const Tensor& emb) { return emb; }, x, labels(3, 3)),
-                         doctest::Contains("must return [Tout] (one score per output), got [3, 2]"), ShapeError);
-    CHECK_THROWS_WITH_AS(saliency(f, x, labels(2, 3)),
-                         doctest::Contains("scores [3] over embedding [3, 2] need 3 query and 3 key labels, got 2 and 3"),
+                         doctest::Contains("must return [Tout] (one score per output), got [3, 2]"),
                          ShapeError);
+    CHECK_THROWS_WITH_AS(
+        saliency(f, x, labels(2, 3)),
+        doctest::Contains("scores [3] over embedding [3, 2] need 3 query and 3 key labels, got 2 and 3"),
+        ShapeError);
     CHECK_THROWS_WITH_AS(saliency([](const Tensor&) { return zeros({2}); }, x, labels(2, 3)),
                          doctest::Contains("do not depend on the embedding"), ValueError);
-    CHECK_THROWS_WITH_AS(saliency(f, index_tensor({1, 2}, {1, 2}), labels(1, 1)), doctest::Contains("float32 or float64"),
-                         DTypeError);
+    CHECK_THROWS_WITH_AS(saliency(f, index_tensor({1, 2}, {1, 2}), labels(1, 1)),
+                         doctest::Contains("float32 or float64"), DTypeError);
 }
 
 TEST_CASE("Spearman: +1 for the same order, -1 for the reverse, average ranks for ties, none when constant") {
@@ -93,7 +99,8 @@ TEST_CASE("Spearman: +1 for the same order, -1 for the reverse, average ranks fo
     CHECK(*spearman({5, 5, 7}, {1, 2, 3}) == doctest::Approx(std::sqrt(3.0) / 2.0));
     CHECK_FALSE(spearman({1, 1, 1}, {1, 2, 3}).has_value());
     CHECK_FALSE(spearman({1}, {2}).has_value());
-    CHECK_THROWS_WITH_AS(spearman({1, 2}, {1, 2, 3}), doctest::Contains("different lengths 2 and 3"), ShapeError);
+    CHECK_THROWS_WITH_AS(spearman({1, 2}, {1, 2, 3}), doctest::Contains("different lengths 2 and 3"),
+                         ShapeError);
 }
 
 TEST_CASE("saliency_correlation: mean over rows, constant rows skipped, shapes must agree") {
@@ -111,6 +118,7 @@ TEST_CASE("saliency_correlation: mean over rows, constant rows skipped, shapes m
     CHECK(*saliency_correlation(head, sal) == doctest::Approx(1.0));
     sal.keys.pop_back();
     sal.weights = {0.1, 0.9, 0.5, 0.5};
-    CHECK_THROWS_WITH_AS(saliency_correlation(head, sal), doctest::Contains("'dec.attn head 0' is [2, 3] but 'saliency' is [2, 2]"),
+    CHECK_THROWS_WITH_AS(saliency_correlation(head, sal),
+                         doctest::Contains("'dec.attn head 0' is [2, 3] but 'saliency' is [2, 2]"),
                          ShapeError);
 }

@@ -362,6 +362,14 @@ TEST_CASE(
     short_labels.labels = [](const std::string&) { return labels_of(2, "t"); };
     AttentionSnapshotter mislabelled(model, {short_labels}, {.every = 1});
     CHECK_THROWS_AS(mislabelled.snapshot(0), attograd::ShapeError);
+    SnapshotProbe typo = probe;
+    typo.right = {{"secnd.self_attn", {0, 1, 2}}};
+    AttentionSnapshotter misnamed(model, {typo}, {.every = 1});
+    CHECK_THROWS_WITH_AS(
+        misnamed.snapshot(0),
+        doctest::Contains("names layer 'secnd.self_attn', which its forward did not record; recorded "
+                          "layers: 'first.self_attn', 'second.self_attn'"),
+        attograd::ValueError);
 }
 
 TEST_CASE("training with snapshots every 3 steps gives the same parameters, bit for bit, as without") {
@@ -508,7 +516,7 @@ TEST_CASE(
     with([](auto& j) { j[0]["probes"][0]["maps"][1]["alignment_share"] = "high"; });
     CHECK_LOAD_REFUSED(path, "\"alignment_share\" is not a number");
     with([](auto& j) { j[0]["probes"][0]["maps"][3]["right"] = {0, 1, 2, 4}; });  // 4 keys: 4 is outside
-    CHECK_LOAD_REFUSED(path, "right column 4 outside [-1, 4)");
+    CHECK_LOAD_REFUSED(path, "has right key 4 at row 3");
     with([](auto& j) { j[0]["probes"][0]["maps"][3]["right"] = {0, 1, 2, 3, 0}; });  // 5 rows for 4 queries
     CHECK_LOAD_REFUSED(path, "5 right columns for 4 rows");
     // Mismatched lengths: a label more than the weights hold, a label fewer, weights left over.

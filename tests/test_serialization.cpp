@@ -509,3 +509,25 @@ TEST_CASE("fnv1a64 matches the published test values and changes with any flippe
         }
     }
 }
+
+TEST_CASE("AtomicFile writes through a symbolic link: the link stays, the file it points to is replaced") {
+    const auto dir = std::filesystem::temp_directory_path() / "attograd_test_atomic_symlink";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir / "real");
+    write_file_atomic(dir / "real" / "a.txt", "old");
+    std::filesystem::create_symlink(dir / "real" / "a.txt", dir / "link.txt");
+    std::filesystem::create_symlink(dir / "link.txt", dir / "link2.txt");  // a chain of links
+    write_file_atomic(dir / "link2.txt", "new");
+    CHECK(std::filesystem::is_symlink(dir / "link.txt"));
+    CHECK(std::filesystem::is_symlink(dir / "link2.txt"));
+    std::ifstream in(dir / "real" / "a.txt");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text == "new");
+    // A link to a FIFO is refused like the FIFO itself, and both stay.
+    REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
+    std::filesystem::create_symlink(dir / "fifo", dir / "to_fifo");
+    CHECK_THROWS_WITH_AS(write_file_atomic(dir / "to_fifo", "x"), doctest::Contains("not a regular file"), IoError);
+    CHECK(std::filesystem::is_symlink(dir / "to_fifo"));
+    CHECK(std::filesystem::is_fifo(dir / "fifo"));
+    std::filesystem::remove_all(dir);
+}

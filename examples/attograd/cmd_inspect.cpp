@@ -84,6 +84,20 @@ int cmd_inspect(const InspectArgs& args) {
         throw UsageError(
             "--to - (stdout) does not apply to --format svg: give a directory for the SVG files");
     }
+    // --to is checked before anything is computed or created (missing parent folders are then
+    // created, as --out's are).
+    if (!args.to.empty() && args.to != "-" && args.format != "term") {
+        std::error_code ec;
+        const fs::file_status status = fs::status(args.to, ec);
+        if (args.format == "svg") {
+            if (fs::exists(status) && !fs::is_directory(status))
+                throw UsageError(fmt::format(
+                    "--to {}: not a directory (--format svg writes one file per map into a directory)",
+                    args.to));
+        } else if (fs::path(args.to).filename().empty() || fs::is_directory(status)) {
+            throw UsageError(fmt::format("--to {}: give a file name, not a directory", args.to));
+        }
+    }
     if (args.format == "term" && !args.to.empty()) {
         throw UsageError("--to does not apply to --format term (it prints to the terminal)");
     }

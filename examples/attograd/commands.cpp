@@ -141,7 +141,7 @@ int run_cli(int argc, char** argv) {
     checked<std::string>(inspect_cmd->add_option("--format", inspect.format, "term, svg, html, csv or json"))
         ->capture_default_str();
     checked<std::string>(inspect_cmd->add_option(
-        "--to", inspect.to, "output file (html, csv, json; '-' = stdout) or directory (svg)"));
+        "--to", inspect.to, "output file (html, csv, json; '-' = stdout) or directory (svg); missing folders are created"));
     inspect_cmd
         ->add_option("--knockout", inspect.knockout,
                      "silence a head (zero weights and output): LAYER.HEAD, e.g. 0.0 (repeatable)")

@@ -80,6 +80,7 @@ std::vector<inspect::Chart> training_charts(const std::string& metrics_csv) {
     std::istringstream lines(metrics_csv);
     std::string line;
     AG_CHECK(std::getline(lines, line), IoError, "metrics.csv is empty");
+    const std::string header_line = line;
     const auto header = split_csv_line(line);
     std::vector<std::vector<double>> columns(header.size());
     std::int64_t number = 1;
@@ -111,7 +112,7 @@ std::vector<inspect::Chart> training_charts(const std::string& metrics_csv) {
         return nullptr;
     };
     const auto* steps = column("step");
-    AG_CHECK(steps != nullptr, IoError, "metrics.csv has no 'step' column (header: {})", line.substr(0, 80));
+    AG_CHECK(steps != nullptr, IoError, "metrics.csv has no 'step' column (header: {})", header_line.substr(0, 80));
     AG_CHECK(!steps->empty(), IoError, "metrics.csv has a header but no rows");
     for (const double s : *steps) AG_CHECK(std::isfinite(s), IoError, "metrics.csv: a row has no step");
     const auto series = [&](const std::string& name, const std::string& label, const std::string& colour) {
