@@ -355,7 +355,7 @@ TEST_CASE("render_html refuses maps with the wrong shape, non-finite weights or 
 
     report = testing::synthetic_report();
     report.examples[0].maps[2].right[1] = 5;  // 5 keys: columns 0..4
-    CHECK_THROWS_WITH_AS(render_html(report), doctest::Contains("right column 5 at row 1"), IndexError);
+    CHECK_THROWS_WITH_AS(render_html(report), doctest::Contains("right key 5 at row 1"), IndexError);
 
     report = testing::synthetic_report();
     report.charts[1].series[0].x.push_back(110);
