@@ -42,8 +42,8 @@ HeadKnockout::HeadKnockout(const nn::Module& root,
     AG_CHECK(!layers.empty(), ValueError, "HeadKnockout: the model ({}) has no attention layer",
              root.type_name());
     const auto modules = root.named_modules();
-    if (nn::detail::active_head_silencing != nullptr)
-        silencing_.silenced = nn::detail::active_head_silencing->silenced;
+    if (nn::detail::active_head_silencing() != nullptr)
+        silencing_.silenced = nn::detail::active_head_silencing()->silenced;
     for (const auto& [name, chosen] : heads) {
         const nn::Module* module = nullptr;
         for (const auto& [n, m] : modules)
@@ -65,10 +65,10 @@ HeadKnockout::HeadKnockout(const nn::Module& root,
             silenced[static_cast<std::size_t>(head)] = true;
         }
     }
-    silencing_.previous = nn::detail::active_head_silencing;
-    nn::detail::active_head_silencing = &silencing_;
+    silencing_.previous = nn::detail::active_head_silencing();
+    nn::detail::active_head_silencing() = &silencing_;
 }
 
-HeadKnockout::~HeadKnockout() { nn::detail::active_head_silencing = silencing_.previous; }
+HeadKnockout::~HeadKnockout() { nn::detail::active_head_silencing() = silencing_.previous; }
 
 }  // namespace attograd::inspect

@@ -4,15 +4,18 @@
 namespace attograd::nn {
 
 namespace detail {
-thread_local AttentionRecorder* active_recorder = nullptr;
+AttentionRecorder*& active_recorder() {
+    thread_local AttentionRecorder* slot = nullptr;
+    return slot;
+}
 }  // namespace detail
 
-AttentionRecorder::AttentionRecorder(const Module& root) : previous_(detail::active_recorder) {
+AttentionRecorder::AttentionRecorder(const Module& root) : previous_(detail::active_recorder()) {
     for (const auto& [name, module] : root.named_modules()) names_.emplace(module, name);
-    detail::active_recorder = this;
+    detail::active_recorder() = this;
 }
 
-AttentionRecorder::~AttentionRecorder() { detail::active_recorder = previous_; }
+AttentionRecorder::~AttentionRecorder() { detail::active_recorder() = previous_; }
 
 std::vector<Tensor> AttentionRecorder::weights(std::string_view name) const {
     std::vector<Tensor> out;

@@ -54,17 +54,19 @@ private:
 
 namespace detail {
 /// The innermost recorder alive on this thread, or nullptr.
-extern thread_local AttentionRecorder* active_recorder;
+/// This thread's slot for it. A function, not an `extern thread_local` variable: UBSan (GCC 12)
+/// flags loads of such variables from other translation units as null.
+AttentionRecorder*& active_recorder();
 }  // namespace detail
 
 /// True while an AttentionRecorder is alive on this thread. Layers whose weights cost extra to
 /// produce (local attention's dense view) check it before building them.
-inline bool attention_recording() { return detail::active_recorder != nullptr; }
+inline bool attention_recording() { return detail::active_recorder() != nullptr; }
 
 /// Called by every attention layer after computing its weights: hands them to the active
 /// recorder under the layer's name. Costs one thread-local pointer test when nothing records.
 inline void record_attention(const Module* layer, const Tensor& weights) {
-    if (detail::active_recorder != nullptr) detail::active_recorder->add(layer, weights);
+    if (AttentionRecorder* recorder = detail::active_recorder()) recorder->add(layer, weights);
 }
 
 }  // namespace attograd::nn

@@ -7,7 +7,10 @@
 namespace attograd::nn {
 
 namespace detail {
-thread_local const HeadSilencing* active_head_silencing = nullptr;
+const HeadSilencing*& active_head_silencing() {
+    thread_local const HeadSilencing* slot = nullptr;
+    return slot;
+}
 }  // namespace detail
 
 void silence_heads(const std::vector<bool>& silenced, Tensor& heads, Tensor& weights) {

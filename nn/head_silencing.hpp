@@ -18,13 +18,14 @@ struct HeadSilencing {
 
 namespace detail {
 /// The innermost silencing installed on this thread, or nullptr.
-extern thread_local const HeadSilencing* active_head_silencing;
+/// This thread's slot for it (a function for the same reason as detail::active_recorder).
+const HeadSilencing*& active_head_silencing();
 }  // namespace detail
 
 /// The heads of `layer` silenced on this thread (true = silenced), or nullptr when none is.
 /// Costs one thread-local pointer test when no knockout is alive.
 inline const std::vector<bool>* silenced_heads(const Module* layer) {
-    const HeadSilencing* s = detail::active_head_silencing;
+    const HeadSilencing* s = detail::active_head_silencing();
     if (s == nullptr) return nullptr;
     const auto it = s->silenced.find(layer);
     return it == s->silenced.end() ? nullptr : &it->second;
