@@ -300,8 +300,9 @@ std::int64_t DistributedDataParallel::bucket_count() const {
 }
 
 std::int64_t DistributedDataParallel::gradient_bytes() const {
-    return static_cast<std::int64_t>(buffers_->f32.data.size() * sizeof(float) +
-                                     buffers_->f64.data.size() * sizeof(double));
+    std::int64_t bytes = 0;
+    for (const Tensor& p : params_) bytes += p.numel() * static_cast<std::int64_t>(dtype_size(p.dtype()));
+    return bytes;
 }
 
 #ifdef ATTOGRAD_MPI

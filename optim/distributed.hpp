@@ -140,8 +140,8 @@ public:
     const std::vector<Tensor>& parameters() const { return params_; }
     /// The number of buckets per average_gradients() call (0 at world size 1).
     std::int64_t bucket_count() const;
-    /// Bytes of gradient each rank sends per average_gradients() call (excluding the
-    /// header of one float64 per parameter plus one).
+    /// Bytes of gradient each rank sends per average_gradients() call on several ranks (the
+    /// parameters' bytes; excluding the header of one float64 per parameter plus one).
     std::int64_t gradient_bytes() const;
     /// Wall-clock seconds spent in MPI calls by average_gradients() so far.
     double communication_seconds() const { return comm_seconds_; }
