@@ -178,7 +178,7 @@ void ProcessGroup::abort(int code, std::string_view message) const {
 }
 
 void* ProcessGroup::native_handle() const {
-    return impl_->comm == MPI_COMM_NULL ? nullptr : static_cast<void*>(impl_->comm);
+    return impl_->comm == MPI_COMM_NULL ? nullptr : static_cast<void*>(&impl_->comm);
 }
 
 #else  // no MPI: every process is rank 0 of 1
@@ -386,7 +386,7 @@ void DistributedDataParallel::average_gradients(double weight) {
     }
 #ifdef ATTOGRAD_MPI
     Buffers& b = *buffers_;
-    const auto comm = static_cast<MPI_Comm>(group.native_handle());
+    const MPI_Comm comm = *static_cast<MPI_Comm*>(group.native_handle());
     b.header[0] = weight;
     for (std::size_t i = 0; i < params_.size(); ++i) {
         const Tensor grad = params_[i].grad();

@@ -57,11 +57,11 @@ public:
     void barrier() const;
     /// Prints "attograd: rank R of N: <message>" on standard error and ends every rank with
     /// `code` (MPI_Abort): a rank that cannot go on must not leave the others waiting in a
-    /// collective. In a single process it prints nothing and calls std::exit(code).
+    /// collective. In a single process it prints the same line and calls std::exit(code).
     [[noreturn]] void abort(int code, std::string_view message) const;
 
-    /// The MPI communicator (an `MPI_Comm`, cast) for code that calls MPI itself; null in a
-    /// single process.
+    /// A pointer to attograd's MPI communicator (`*static_cast<MPI_Comm*>(...)`) for code that
+    /// calls MPI itself; null in a single process.
     void* native_handle() const;
 
 private:
