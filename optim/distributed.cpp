@@ -28,23 +28,6 @@ int launcher_world_size() {
     return std::getenv("PMIX_RANK") != nullptr ? 2 : 1;  // PMIx without a size: assume several
 }
 
-// A fingerprint of the tensors' dtypes and shapes (FNV-1a, 64 bits), one per tensor.
-std::vector<std::uint64_t> signatures(const std::vector<Tensor>& tensors) {
-    std::vector<std::uint64_t> out;
-    out.reserve(tensors.size());
-    for (const Tensor& t : tensors) {
-        std::uint64_t h = 0xcbf29ce484222325ULL;
-        const auto mix = [&](std::uint64_t v) {
-            for (int b = 0; b < 8; ++b) h = (h ^ ((v >> (8 * b)) & 0xff)) * 0x100000001b3ULL;
-        };
-        mix(static_cast<std::uint64_t>(t.dtype()));
-        mix(static_cast<std::uint64_t>(t.dim()));
-        for (const std::int64_t d : t.shape()) mix(static_cast<std::uint64_t>(d));
-        out.push_back(h);
-    }
-    return out;
-}
-
 using Clock = std::chrono::steady_clock;
 
 }  // namespace
@@ -76,6 +59,23 @@ void check_mpi(int code, std::string_view where, std::string_view call) {
     if (MPI_Error_string(code, text.data(), &length) != MPI_SUCCESS) length = 0;
     throw DistributedError(
         fmt::format("{}: {} failed: {}", where, call, std::string_view(text.data(), length)));
+}
+
+// A fingerprint of the tensors' dtypes and shapes (FNV-1a, 64 bits), one per tensor.
+std::vector<std::uint64_t> signatures(const std::vector<Tensor>& tensors) {
+    std::vector<std::uint64_t> out;
+    out.reserve(tensors.size());
+    for (const Tensor& t : tensors) {
+        std::uint64_t h = 0xcbf29ce484222325ULL;
+        const auto mix = [&](std::uint64_t v) {
+            for (int b = 0; b < 8; ++b) h = (h ^ ((v >> (8 * b)) & 0xff)) * 0x100000001b3ULL;
+        };
+        mix(static_cast<std::uint64_t>(t.dtype()));
+        mix(static_cast<std::uint64_t>(t.dim()));
+        for (const std::int64_t d : t.shape()) mix(static_cast<std::uint64_t>(d));
+        out.push_back(h);
+    }
+    return out;
 }
 
 MPI_Datatype mpi_type(float) { return MPI_FLOAT; }
