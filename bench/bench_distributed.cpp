@@ -7,7 +7,8 @@
 // Two scalings: strong (the global batch of 8 split across the N ranks, as `attograd train`
 // does) and weak (8 examples on every rank). Every rank runs the same steps; the time of a step
 // is rank 0's wall time between barriers (the slowest rank sets it). "allreduce" is the time
-// average_gradients spends in MPI calls, waiting for a slower rank included. The load average
+// average_gradients spends in MPI calls, waiting for a slower rank included; "rank 0 cpu ms" is
+// rank 0's own CPU time per step (its share of the work, whatever the load). The load average
 // comes first: this machine is shared, and other processes' load moves every figure.
 #include "attograd.hpp"
 #include "timing.hpp"
@@ -24,7 +25,7 @@ using namespace attograd;
 namespace {
 
 struct Figures {
-    double ms_per_step = 0.0, allreduce_ms = 0.0;
+    double ms_per_step = 0.0, cpu_ms_per_step = 0.0, allreduce_ms = 0.0;
     std::int64_t bytes = 0, buckets = 0;
 };
 
@@ -49,11 +50,13 @@ Figures run(std::int64_t batch_per_rank, int steps, bool deterministic) {
     for (int i = 0; i < 3; ++i) step();  // warm-up: buffers, JIT kernels
     optim::world().barrier();
     const double comm_before = ddp.communication_seconds();
-    const double start = bench::now(bench::Clock::Wall);
+    const double start = bench::now(bench::Clock::Wall), cpu_start = bench::now(bench::Clock::ThreadCpu);
     for (int i = 0; i < steps; ++i) step();
+    const double cpu = bench::now(bench::Clock::ThreadCpu) - cpu_start;
     optim::world().barrier();
     const double seconds = bench::now(bench::Clock::Wall) - start;
     return {.ms_per_step = 1e3 * seconds / steps,
+            .cpu_ms_per_step = 1e3 * cpu / steps,
             .allreduce_ms = 1e3 * (ddp.communication_seconds() - comm_before) / steps,
             .bytes = ddp.gradient_bytes(),
             .buckets = ddp.bucket_count()};
@@ -79,17 +82,18 @@ int main(int argc, char** argv) {
         fmt::print("ranks {}, OMP_NUM_THREADS {}, load average {}, {} reduction, {} timed steps\n", n,
                    std::getenv("OMP_NUM_THREADS") ? std::getenv("OMP_NUM_THREADS") : "unset", load_average(),
                    deterministic ? "deterministic" : "allreduce", steps);
-        fmt::print("{:<8} {:>6} {:>10} {:>9} {:>13} {:>14}\n", "scaling", "B/rank", "ms/step", "steps/s",
-                   "examples/s", "allreduce ms");
+        fmt::print("{:<8} {:>6} {:>10} {:>9} {:>13} {:>14} {:>14}\n", "scaling", "B/rank", "ms/step",
+                   "steps/s", "examples/s", "allreduce ms", "rank 0 cpu ms");
     }
     for (const bool strong : {true, false}) {
         if (strong && 8 % n != 0) continue;
         const std::int64_t per_rank = strong ? 8 / n : 8;
         const Figures f = run(per_rank, steps, deterministic);
         if (world.is_main()) {
-            fmt::print("{:<8} {:>6} {:>10.1f} {:>9.2f} {:>13.1f} {:>14.2f}\n", strong ? "strong" : "weak",
-                       per_rank, f.ms_per_step, 1e3 / f.ms_per_step,
-                       1e3 * static_cast<double>(per_rank * n) / f.ms_per_step, f.allreduce_ms);
+            fmt::print("{:<8} {:>6} {:>10.1f} {:>9.2f} {:>13.1f} {:>14.2f} {:>14.1f}\n",
+                       strong ? "strong" : "weak", per_rank, f.ms_per_step, 1e3 / f.ms_per_step,
+                       1e3 * static_cast<double>(per_rank * n) / f.ms_per_step, f.allreduce_ms,
+                       f.cpu_ms_per_step);
             if (!strong)
                 fmt::print("gradients: {} bytes ({:.2f} MB) per rank per step in {} bucket(s)\n", f.bytes,
                            static_cast<double>(f.bytes) / 1e6, f.buckets);
