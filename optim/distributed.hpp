@@ -105,8 +105,9 @@ struct DistributedDataParallelOptions {
 /// over all examples: one process with the whole batch gets the same, to float rounding
 /// (uneven splits included). Equal weights (the default 1) give the plain average, PyTorch's.
 ///
-/// What is guaranteed: every rank ends with the same bits in every gradient (allreduce gives
-/// all ranks one result; the deterministic option broadcasts one), so the ranks' parameters
+/// What is guaranteed: every rank ends with the same bits in every gradient (Open MPI's
+/// allreduce gives all ranks one result, which the MPI standard only recommends; the
+/// deterministic option broadcasts one whatever the MPI), so the ranks' parameters
 /// never drift apart; with `deterministic`, the same bits on every repeated run with the same
 /// ranks and inputs. What is not: bit equality with one process (a different summation
 /// order), or between runs on different numbers of ranks; equality at all when the loss is
