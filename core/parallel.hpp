@@ -37,4 +37,17 @@ inline bool worth_parallel(std::int64_t work, std::int64_t min_work) {
     return threads_for(work, min_work) > 1;
 }
 
+/// Most blocks a reduction is cut into (see blocks_for).
+inline constexpr std::int64_t kMaxReductionBlocks = 4;
+
+/// Fixed blocks a reduction over `work` units is cut into: 1 below twice `min_work`, else one
+/// per `min_work` units, at most kMaxReductionBlocks. Unlike threads_for it never looks at the
+/// thread count: each block's partial result is combined with the others in block order, on one
+/// thread as on many, so the same inputs give the same bits on any thread count (issue 12,
+/// point 7). Threads then take whole blocks.
+inline std::int64_t blocks_for(std::int64_t work, std::int64_t min_work) {
+    if (work < 2 * min_work) return 1;
+    return std::min(kMaxReductionBlocks, work / min_work);
+}
+
 }  // namespace attograd::detail
