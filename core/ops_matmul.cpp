@@ -74,7 +74,7 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
                 ? 1
                 : std::clamp<std::int64_t>(std::max(n / kMinChunkRows, std::min<std::int64_t>(4, n / 16)), 1,
                                            std::min(kMaxChunks, work / detail::kMinParallelGemmWork));
-        const int threads = static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), chunks));
+        const int threads = static_cast<int>(std::min<std::int64_t>(detail::available_threads(), chunks));
         dispatch_floating(a.dtype(), "matmul", [&]<class T>(T) {
             const auto chunk = [&](std::int64_t c) {
                 const std::int64_t first = n * c / chunks, last = n * (c + 1) / chunks;

@@ -25,11 +25,18 @@ inline constexpr std::int64_t kMinParallelTranscendentalWork = kMinParallelWork 
 /// The same for multiply-adds in cache-blocked GEMM kernels (~20x faster per unit).
 inline constexpr std::int64_t kMinParallelGemmWork = std::int64_t{1} << 18;
 
+/// Threads to use now: omp_get_max_threads(), or 1 while the cores are contended. Every call
+/// that looks (at most every 5 ms) reads how long the calling thread has waited on a run queue
+/// (/proc/thread-self/schedstat); above 10 % of the wall time since the last look, the cores are
+/// taken by other processes and the framework runs on one thread for 200 ms, doubling up to
+/// 6.4 s while each probe with all threads still finds them contended (core/parallel.cpp).
+int available_threads();
+
 /// Threads worth starting for `work` units: 1 below twice `min_work`, else one per `min_work`
-/// units, at most omp_get_max_threads().
+/// units, at most available_threads().
 inline int threads_for(std::int64_t work, std::int64_t min_work) {
     if (work < 2 * min_work) return 1;
-    return static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), work / min_work));
+    return static_cast<int>(std::min<std::int64_t>(available_threads(), work / min_work));
 }
 
 /// True when `work` units are worth splitting over threads.

@@ -1,6 +1,8 @@
 // Internal: a parallel loop over rows whose backward scatters into a shared gradient.
 #pragma once
 
+#include "core/parallel.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -33,7 +35,7 @@ void for_rows_scattering(std::int64_t rows, std::int64_t blocks, T* acc, std::in
         for (std::int64_t row = rows * block / blocks; row < rows * (block + 1) / blocks; ++row)
             fn(row, mine);
     };
-    const int threads = static_cast<int>(std::min<std::int64_t>(omp_get_max_threads(), blocks));
+    const int threads = static_cast<int>(std::min<std::int64_t>(available_threads(), blocks));
     if (threads > 1) {
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
         for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
