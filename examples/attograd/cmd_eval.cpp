@@ -114,7 +114,7 @@ int cmd_eval(const EvalArgs& args) {
         if (input.error.empty())
             fmt::print("input: {}\n", prediction_line(task, input.source, input.prediction, input.target));
         else
-            fmt::print("input: {}   (not run: see the error above)\n", input.text);
+            fmt::print("input: '{}'   (not run: see the error above)\n", input.text);
     }
     return code;
 }

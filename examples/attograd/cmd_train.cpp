@@ -296,6 +296,15 @@ int cmd_train(const TrainArgs& args) {
                                       (out / "optimizer.safetensors").string(), e.what()));
         }
         step = counters.steps_done;
+        // A parameter's update count cannot exceed the run's steps (config.json's progress).
+        for (const auto& [name, tensor] : state) {
+            if (!name.starts_with("optimizer.state.") || !name.ends_with(".step") || tensor.numel() != 1)
+                continue;
+            AG_CHECK(tensor.item() <= static_cast<double>(step), IoError,
+                     "{}: '{}' counts {} updates, but the run has done {} steps (config.json: "
+                     "progress.steps_done)",
+                     (out / "optimizer.safetensors").string(), name, tensor.item(), step);
+        }
         prior_seconds = counters.seconds;
         metrics = read_file(out / "metrics.csv");
         if (step >= t.steps) {
