@@ -82,9 +82,7 @@ std::string task_default_text(const std::string& name) {
     std::vector<std::string> names = task_names();
     names.emplace_back("data");
     for (const auto& task : names) {
-        RunConfig config = task_defaults(task);
-        if (task != "data") config.model.kind = make_task(task)->info().default_model;
-        const nlohmann::json json = to_json(config);
+        const nlohmann::json json = to_json(task_defaults(task));
         for (const char* section : {"model", "train"}) {
             for (const auto& [key, value] : json[section].items()) {
                 if (flag_of_field(fmt::format("{}.{}", section, key)) != name) continue;

@@ -78,9 +78,9 @@ struct RunConfig {
     Vocabulary vocab;
 };
 
-/// The model and training defaults that depend on the task's name only ("data" included): the
-/// model's kind, lengths and vocabulary are left at ModelConfig's defaults. `train --help`
-/// lists them.
+/// The model and training defaults that depend on the task's name only ("data" included; every
+/// task's model is seq2seq by default): the lengths and vocabulary are left at ModelConfig's
+/// defaults. `train --help` lists them.
 RunConfig task_defaults(const std::string& task_name);
 
 /// The defaults of `task`'s model and training (what `attograd train --task NAME` uses).
