@@ -3,7 +3,7 @@
 // config.json settings named by their field, optimizer state no run could have written.
 #include "cli_helpers.hpp"
 #include "config.hpp"
-#include "tasks.hpp"
+#include "data/task.hpp"
 
 #include "core/ops.hpp"
 #include "core/serialization.hpp"
@@ -74,7 +74,7 @@ TEST_CASE("--help of every subcommand shows plain type names and the default of 
     const std::string steps = line_with(help, "--steps INT");
     const auto usual = attograd::cli::task_defaults("copy").train.steps;
     CHECK(steps.find(fmt::format("[default: {};", usual)) != std::string::npos);
-    for (const auto& task : attograd::cli::task_names()) {
+    for (const auto& task : attograd::data::task_names()) {
         const auto own = attograd::cli::task_defaults(task).train.steps;
         INFO(task, ": ", steps);
         CHECK((own == usual) == (steps.find(task + ":") == std::string::npos));
@@ -138,8 +138,8 @@ TEST_CASE("eval reports every bad --input by name and still predicts the others,
 
 TEST_CASE(
     "every bundled task's training sources are at least min_source_len tokens, and some are that short") {
-    for (const auto& name : attograd::cli::task_names()) {
-        const auto task = attograd::cli::make_task(name);
+    for (const auto& name : attograd::data::task_names()) {
+        const auto task = attograd::data::make_task(name);
         const auto min_len = task->info().min_source_len;
         attograd::Generator generator(7);
         std::int64_t shortest = std::numeric_limits<std::int64_t>::max();
@@ -154,7 +154,7 @@ TEST_CASE("eval and inspect warn about an input shorter than any training source
     TempDir tmp;
     train(tmp / "run", {"--task", "reverse", "--steps", "1"});
     const auto min_len = read_config(tmp / "run")["model"]["min_source_len"].get<std::int64_t>();
-    CHECK(min_len == attograd::cli::make_task("reverse")->info().min_source_len);
+    CHECK(min_len == attograd::data::make_task("reverse")->info().min_source_len);
     std::string shorter = "a", enough = "a";
     for (std::int64_t i = 1; i < min_len - 1; ++i) shorter += " b";
     for (std::int64_t i = 1; i < min_len; ++i) enough += " b";

@@ -2,7 +2,7 @@
 #include "commands.hpp"
 
 #include "config.hpp"
-#include "tasks.hpp"
+#include "data/task.hpp"
 
 #include "core/error.hpp"
 
@@ -79,7 +79,7 @@ CLI::Option* with_default_value(CLI::Option* option, const T& value) {
 /// (the value most tasks share, then the tasks that differ); "" when no setting has that flag.
 std::string task_default_text(const std::string& name) {
     std::vector<std::pair<std::string, std::string>> by_task;  // (task, value)
-    std::vector<std::string> names = task_names();
+    std::vector<std::string> names = data::task_names();
     names.emplace_back("data");
     for (const auto& task : names) {
         const nlohmann::json json = to_json(task_defaults(task));
@@ -149,7 +149,8 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add("clip", a.clip, "clip the global gradient norm to this (0 = off)");
     add("batch", a.batch, "examples per step");
     add("steps", a.steps, "training steps at most (with --resume: the new total)");
-    add("seed", a.seed, "random seed (the same seed gives the same run)");
+    add("seed", a.seed,
+        "random seed (the same seed gives the same run, bit for bit, on any number of threads)");
     add("warmup", a.warmup,
         "linear learning-rate warm-up steps (cut to --steps - 1 when longer, with a warning)");
     add("schedule", a.schedule, "after the warm-up: cosine or constant");

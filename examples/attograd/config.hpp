@@ -2,8 +2,8 @@
 // DIR/config.json, and the checks that refuse options that do not combine.
 #pragma once
 
-#include "tasks.hpp"
-#include "vocab.hpp"
+#include "data/task.hpp"
+#include "data/vocabulary.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -14,6 +14,13 @@
 #include <vector>
 
 namespace attograd::cli {
+
+// The program's tasks, examples and vocabularies are the library's (data/).
+using data::Example;
+using data::Metric;
+using data::Task;
+using data::TaskInfo;
+using data::Vocabulary;
 
 /// Version of config.json's layout; runs with another version are refused. Version 2 added
 /// "files" (each file's checksum) and the progress counters a bit-exact resume needs.
@@ -85,6 +92,10 @@ RunConfig task_defaults(const std::string& task_name);
 
 /// The defaults of `task`'s model and training (what `attograd train --task NAME` uses).
 RunConfig default_config(const Task& task);
+
+/// The held-out accuracy (of the task's metric) at which `train` stops early on task `name`:
+/// 0.99 for copy and reverse, 0.95 for sort, recall and dates, 1.0 for user data.
+double target_accuracy(const std::string& name);
 
 /// How validate() names a setting in its messages: by the command-line flag it was given with
 /// (`--embed-dim`), or by its field in config.json (`config.json: model.embed_dim ...`) when
