@@ -65,8 +65,9 @@ std::int64_t argmax_row(const float* row, std::int64_t n) {
 
 /// What both models share: the token embedding, the source position tables (from the start and
 /// from the end), the optional next-token embedding, the self-attention encoder and the output
-/// layer. Registration order: embed, source_pos, source_pos_from_end, source_next, encoder, then
-/// the subclass's modules, then out (the order the parameters are drawn in).
+/// layer. Registration order (the order the parameters are drawn in, kept from the program's
+/// earlier models so that a seed trains as it did): embed, source_next, source_pos,
+/// source_pos_from_end, encoder, then the subclass's modules, then out.
 class ModelBase : public Model {
 protected:
     ModelBase(const ModelConfig& c, const Vocabulary& vocab, std::int64_t source_width, Generator& generator)
@@ -77,11 +78,6 @@ protected:
                                                                           .embedding_dim = e,
                                                                           .padding_idx = Vocabulary::pad_id},
                                                      generator));
-        const nn::PositionalEncodingOptions positions{.embedding_dim = e, .max_len = source_width};
-        source_pos_ = register_module("source_pos",
-                                      std::make_shared<nn::LearnedPositionalEmbedding>(positions, generator));
-        source_pos_from_end_ = register_module(
-            "source_pos_from_end", std::make_shared<nn::LearnedPositionalEmbedding>(positions, generator));
         if (c.next_token) {
             source_next_ = register_module(
                 "source_next",
@@ -90,6 +86,11 @@ protected:
                                                                      .padding_idx = Vocabulary::pad_id},
                                                 generator));
         }
+        const nn::PositionalEncodingOptions positions{.embedding_dim = e, .max_len = source_width};
+        source_pos_ = register_module("source_pos",
+                                      std::make_shared<nn::LearnedPositionalEmbedding>(positions, generator));
+        source_pos_from_end_ = register_module(
+            "source_pos_from_end", std::make_shared<nn::LearnedPositionalEmbedding>(positions, generator));
         encoder_ = register_module(
             "encoder", std::make_shared<nn::TransformerEncoder>(
                            nn::TransformerStackOptions{
