@@ -281,8 +281,8 @@ const AttentionSnapshot& AttentionSnapshotter::snapshot(std::int64_t step) {
                 example.maps = probe.crop ? cropped_maps(recorder.records(), probe.labels)
                                           : attention_maps(recorder.records(), probe.labels);
             }
-            for (const auto& [layer, columns] : probe.right) {
-                (void)columns;
+            for (const auto& right : probe.right) {
+                const std::string& layer = right.first;  // clang 14 cannot capture a structured binding
                 const bool recorded = std::any_of(example.maps.begin(), example.maps.end(),
                                                   [&](const AttentionMap& m) { return m.module == layer; });
                 if (!recorded) {
