@@ -133,11 +133,12 @@ protected:
         batch.key_padding_mask = p.key_padding_mask;
         batch.source_length = p.lengths;
         batch.source_from_end = nn::positions_from_end(p.key_padding_mask);
-        // the id one position to the right, <pad> after the last column
+        // the id one position to the right, <pad> after the last column (only the next-token
+        // embedding reads it)
+        const Tensor pads =
+            full({batch.size, 1}, static_cast<double>(Vocabulary::pad_id), {.dtype = DType::Int64});
         batch.source_next =
-            concat({narrow(p.ids, 1, 1, source_width_ - 1),
-                    full({batch.size, 1}, static_cast<double>(Vocabulary::pad_id), {.dtype = DType::Int64})},
-                   1);
+            source_width_ == 1 ? pads : concat({narrow(p.ids, 1, 1, source_width_ - 1), pads}, 1);
     }
 
     /// The encoder's output [B, S, E] for embedded source tokens [B, S, E].
