@@ -4,8 +4,8 @@
 #include "commands.hpp"
 #include "config.hpp"
 #include "core/serialization.hpp"
+#include "data/task.hpp"
 #include "inspect/snapshot.hpp"
-#include "tasks.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -210,7 +210,7 @@ TEST_CASE(
         attograd::inspect::load_snapshots(fs::path(tmp / "run") / "attention_snapshots.safetensors");
     REQUIRE(snapshots.size() == 4);
     CHECK(snapshot_steps(tmp / "run") == std::vector<std::int64_t>{0, 10, 20, 25});
-    const auto task = attograd::cli::make_task("reverse");
+    const auto task = attograd::data::make_task("reverse");
     for (const auto& snapshot : snapshots) {
         REQUIRE(snapshot.probes.size() == 3);
         for (std::size_t p = 0; p < 3; ++p) {
@@ -380,6 +380,24 @@ TEST_CASE("train refuses a malformed TSV file, naming the line") {
     check_refused(run({"train", "--data", tmp / "bad.tsv", "--steps", "1", "--out", tmp / "run"}),
                   {"bad.tsv:2"});
     CHECK_FALSE(fs::exists(tmp / "run"));
+}
+
+TEST_CASE("train refuses a word-level TSV file holding a reserved token, naming the line") {
+    TempDir tmp;
+    // Read as <eos>, this target would end before its first token: training "worked" at 0 %.
+    write_text(tmp / "reserved.tsv", "a b\tb a\nc d\td c\ne f\t<eos> f\n");
+    check_refused(run({"train", "--data", tmp / "reserved.tsv", "--steps", "1", "--out", tmp / "run"}),
+                  {"reserved.tsv:3", "'<eos>'", "reserved token"});
+    CHECK_FALSE(fs::exists(tmp / "run"));
+    // At character level "<eos>" is five ordinary characters: accepted.
+    train(tmp / "chars", {"--data", tmp / "reserved.tsv", "--chars", "--steps", "1"});
+    CHECK(read_config(tmp / "chars")["task"]["chars"] == true);
+}
+
+TEST_CASE("eval --input refuses a reserved token typed as a word") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    check_refused(run({"eval", "--run", tmp / "run", "--input", "a <pad> c"}), {"'<pad>'", "reserved"});
 }
 
 TEST_CASE("train refuses an empty TSV file") {

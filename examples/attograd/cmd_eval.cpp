@@ -2,7 +2,6 @@
 #include "commands.hpp"
 #include "evaluation.hpp"
 #include "run_dir.hpp"
-#include "text.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

@@ -6,7 +6,6 @@
 #include "report_builder.hpp"
 #include "run_dir.hpp"
 #include "snapshot_probes.hpp"
-#include "text.hpp"
 
 #include "inspect/export.hpp"
 #include "inspect/knockout.hpp"

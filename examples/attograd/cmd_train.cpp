@@ -2,7 +2,6 @@
 // stopping, and writes the run directory (see run_dir.hpp).
 #include "commands.hpp"
 #include "config.hpp"
-#include "data_task.hpp"
 #include "evaluation.hpp"
 #include "file_io.hpp"
 #include "interrupt.hpp"
@@ -16,6 +15,7 @@
 #include "core/error.hpp"
 #include "core/ops.hpp"
 #include "core/serialization.hpp"
+#include "data/tsv.hpp"
 #include "optim/adam.hpp"
 #include "optim/clip_grad.hpp"
 #include "optim/lr_scheduler.hpp"
@@ -227,12 +227,12 @@ int cmd_train(const TrainArgs& args) {
             if (args.was_given("task") && args.task != "data") {
                 throw UsageError(fmt::format("--task {} and --data do not combine: --data trains on your file", args.task));
             }
-            task = make_data_task(read_tsv(args.data, args.chars), args.chars);
+            task = data::make_data_task(data::TsvDataset::read(args.data, args.chars));
         } else {
             if (args.chars) throw UsageError("--chars applies to --data files only");
             if (args.task.empty()) throw UsageError("train needs --task NAME (see `attograd tasks`) or --data FILE.tsv");
             if (args.task == "data") throw UsageError("--task data needs --data FILE.tsv");
-            task = make_task(args.task);
+            task = data::make_task(args.task);
         }
         config = default_config(*task);
         if (!args.data.empty()) {
@@ -295,10 +295,11 @@ int cmd_train(const TrainArgs& args) {
     for (const auto& p : model->parameters()) parameters += p.numel();
     Progress progress(step, t.steps, args.quiet);
     progress.line(fmt::format("{} {}: {}", resuming ? "resuming" : "training", info.name, describe(config, parameters)));
-    progress.line(fmt::format("{} lr {:g}, batch {}, {} steps from step {}; target {:.0f}% held-out {} accuracy on {} "
-                              "examples",
-                              t.optim, t.lr, t.batch, t.steps, step, 100 * info.target_accuracy,
-                              info.metric == Metric::Sequence ? "sequence" : "token", task->held_out().size()));
+    progress.line(
+        fmt::format("{} lr {:g}, batch {}, {} steps from step {}; target {:.0f}% held-out {} accuracy on {} "
+                    "examples",
+                    t.optim, t.lr, t.batch, t.steps, step, 100 * target_accuracy(info.name),
+                    info.metric == Metric::Sequence ? "sequence" : "token", task->held_out().size()));
 
     const std::int64_t log_every = std::max<std::int64_t>(1, std::min<std::int64_t>(t.eval_every, 10));
     // The window of steps since the last metrics line continues across a resume.
@@ -349,7 +350,7 @@ int cmd_train(const TrainArgs& args) {
         }
         writer.write_file("metrics.csv", metrics);
         if (config.task.name == "data")
-            writer.write_file("heldout.tsv", to_tsv(task->held_out(), config.task.chars));
+            writer.write_file("heldout.tsv", data::to_tsv(task->held_out(), config.task.chars));
         nlohmann::json json = to_json(config);
         json["progress"] = to_json(counters);
         writer.commit(std::move(json));
@@ -422,7 +423,7 @@ int cmd_train(const TrainArgs& args) {
                 evaluated = true;
                 heldout = fmt::format("{:.6f},{:.6f}", last.token_accuracy, last.sequence_accuracy);
                 const double metric = info.metric == Metric::Sequence ? last.sequence_accuracy : last.token_accuracy;
-                reached = metric >= info.target_accuracy;
+                reached = metric >= target_accuracy(info.name);
                 progress.line(fmt::format("step {:>5}  loss {:.4f}  train acc {:.3f}  held-out token {:.3f} sequence "
                                           "{:.3f}  ({:.1f} s)",
                                           step, shown_loss, shown_accuracy, last.token_accuracy,
@@ -455,14 +456,15 @@ int cmd_train(const TrainArgs& args) {
         model->eval();
         last = evaluate(*model, config.vocab, task->held_out());
         const double metric = info.metric == Metric::Sequence ? last.sequence_accuracy : last.token_accuracy;
-        reached = metric >= info.target_accuracy;
+        reached = metric >= target_accuracy(info.name);
     }
     const double seconds = prior_seconds + progress.elapsed();
     save_run();
 
-    fmt::print("{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
-               info.name, 100 * last.sequence_accuracy, 100 * last.token_accuracy, step, seconds,
-               reached ? fmt::format(" (target {:.0f}% reached)", 100 * info.target_accuracy) : "");
+    fmt::print(
+        "{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
+        info.name, 100 * last.sequence_accuracy, 100 * last.token_accuracy, step, seconds,
+        reached ? fmt::format(" (target {:.0f}% reached)", 100 * target_accuracy(info.name)) : "");
     fmt::print("wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}); next: attograd "
                "inspect --run {}\n",
                out.string(), snapshotter ? ", " + std::string(snapshot_file) : "", out.string());

@@ -88,7 +88,8 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add("clip", a.clip, "clip the global gradient norm to this (0 = off)");
     add("batch", a.batch, "examples per step");
     add("steps", a.steps, "training steps at most (with --resume: the new total)");
-    add("seed", a.seed, "random seed (the same seed gives the same run)");
+    add("seed", a.seed,
+        "random seed (the same seed gives the same run, bit for bit, on any number of threads)");
     add("warmup", a.warmup, "linear learning-rate warm-up steps");
     add("schedule", a.schedule, "after the warm-up: cosine or constant");
     add("eval-every", a.eval_every, "held-out evaluation every N steps");
@@ -141,15 +142,17 @@ int run_cli(int argc, char** argv) {
     checked<std::string>(inspect_cmd->add_option("--format", inspect.format, "term, svg, html, csv or json"))
         ->capture_default_str();
     checked<std::string>(inspect_cmd->add_option(
-        "--to", inspect.to, "output file (html, csv, json; '-' = stdout) or directory (svg); missing folders are created"));
+        "--to", inspect.to,
+        "output file (html, csv, json; '-' = stdout) or directory (svg); missing folders are created"));
     inspect_cmd
         ->add_option("--knockout", inspect.knockout,
                      "silence a head (zero weights and output): LAYER.HEAD, e.g. 0.0 (repeatable)")
         ->check(kNotEmpty);
     inspect_cmd->add_flag("--saliency", inspect.saliency,
                           "also compute gradient x input saliency and its rank correlation with attention");
-    inspect_cmd->add_flag("--rollout", inspect.rollout,
-                          "also draw attention rollout (Abnar & Zuidema 2020) over the model's attention stack");
+    inspect_cmd->add_flag(
+        "--rollout", inspect.rollout,
+        "also draw attention rollout (Abnar & Zuidema 2020) over the model's attention stack");
     inspect_cmd->add_flag("--flow", inspect.flow, "also draw attention flow (Abnar & Zuidema 2020)");
 
     // CLI11 would report a mistyped subcommand as "A subcommand is required".

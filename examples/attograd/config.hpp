@@ -2,8 +2,8 @@
 // DIR/config.json, and the checks that refuse options that do not combine.
 #pragma once
 
-#include "tasks.hpp"
-#include "vocab.hpp"
+#include "data/task.hpp"
+#include "data/vocabulary.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +12,13 @@
 #include <string>
 
 namespace attograd::cli {
+
+// The program's tasks, examples and vocabularies are the library's (data/).
+using data::Example;
+using data::Metric;
+using data::Task;
+using data::TaskInfo;
+using data::Vocabulary;
 
 /// Version of config.json's layout; runs with another version are refused. Version 2 added
 /// "files" (each file's checksum) and the progress counters a bit-exact resume needs; version 3
@@ -76,6 +83,10 @@ struct RunConfig {
 
 /// The defaults of `task`'s model and training (what `attograd train --task NAME` uses).
 RunConfig default_config(const Task& task);
+
+/// The held-out accuracy (of the task's metric) at which `train` stops early on task `name`:
+/// 0.99 for copy and reverse, 0.95 for sort, recall and dates, 1.0 for user data.
+double target_accuracy(const std::string& name);
 
 /// Refuses options that do not combine, with a message naming them (ValueError), e.g. an
 /// encoder model on a task whose outputs differ in length from its inputs, `--local p` without

@@ -4,10 +4,10 @@
 #include "core/autograd.hpp"
 #include "core/error.hpp"
 #include "core/ops.hpp"
+#include "data/text.hpp"
 #include "inspect/rollout.hpp"
 #include "inspect/saliency.hpp"
 #include "nn/attention_recorder.hpp"
-#include "text.hpp"
 
 #include <fmt/format.h>
 
@@ -21,11 +21,13 @@ namespace {
 
 constexpr std::size_t eval_batch = 250;
 
+/// Ids of rows the program made: held-out examples (checked when read), predictions (which may
+/// hold <unk>) and labels padded with <pad>.
 std::vector<std::vector<std::int64_t>> encode_all(const Vocabulary& vocab,
                                                   const std::vector<std::vector<std::string>>& sequences) {
     std::vector<std::vector<std::int64_t>> out;
     out.reserve(sequences.size());
-    for (const auto& s : sequences) out.push_back(vocab.encode(s));
+    for (const auto& s : sequences) out.push_back(vocab.lookup_indices(s));
     return out;
 }
 
@@ -80,9 +82,9 @@ std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vect
     auto ids = vocab.encode(tokens, &unknown);
     if (warn && !unknown.empty()) {
         std::vector<std::string> quoted;
-        for (const auto& u : unknown) quoted.push_back(fmt::format("'{}'", printable(u)));
-        fmt::print(stderr, "attograd: warning: {} not in the vocabulary, read as {}\n", join(quoted, ", "),
-                   Vocabulary::unk);
+        for (const auto& u : unknown) quoted.push_back(fmt::format("'{}'", data::printable(u)));
+        fmt::print(stderr, "attograd: warning: {} not in the vocabulary, read as {}\n",
+                   data::join(quoted, ", "), Vocabulary::unk);
     }
     return ids;
 }
@@ -187,7 +189,7 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
     out.prediction = vocab.decode(model.predict(source_ids)[0]);
     std::vector<std::string> outputs = out.prediction;
     if (config.kind == "encoder") outputs.resize(source.size(), Vocabulary::pad);
-    const std::vector<std::vector<std::int64_t>> output_ids{vocab.encode(outputs)};
+    const std::vector<std::vector<std::int64_t>> output_ids{vocab.lookup_indices(outputs)};
     const Batch batch = model.make_batch(source_ids, &output_ids);
 
     // Labels: columns are the source as the model sees it; rows the outputs (+ <eos>) for
@@ -263,7 +265,7 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
     if (options.saliency) {
         // Gradient x input of each output's chosen logit with respect to the source token
         // embeddings (the model's own <eos> marker included as a column).
-        const auto out_ids = vocab.encode(output_rows);
+        const auto out_ids = vocab.lookup_indices(output_rows);
         const Tensor embedding = model.token_embedding(batch);  // [1, S, E]
         const std::int64_t s = embedding.size(1), e = embedding.size(2);
         const inspect::ScoreFunction chosen_logits = [&](const Tensor& x) {

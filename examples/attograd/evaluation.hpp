@@ -3,8 +3,6 @@
 
 #include "config.hpp"
 #include "models.hpp"
-#include "tasks.hpp"
-#include "vocab.hpp"
 
 #include "inspect/attention_map.hpp"
 #include "inspect/recorded_maps.hpp"

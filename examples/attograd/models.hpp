@@ -24,7 +24,7 @@
 #pragma once
 
 #include "config.hpp"
-#include "vocab.hpp"
+#include "data/vocabulary.hpp"
 
 #include "core/generator.hpp"
 #include "core/tensor.hpp"

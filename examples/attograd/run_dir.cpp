@@ -4,7 +4,7 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/serialization.hpp"
-#include "data_task.hpp"
+#include "data/tsv.hpp"
 #include "file_io.hpp"
 #include "run_writer.hpp"
 
@@ -14,12 +14,13 @@
 namespace attograd::cli {
 
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir, bool for_training) {
-    if (config.task.name != "data") return make_task(config.task.name);
-    if (for_training) return make_data_task(read_tsv(config.task.data, config.task.chars), config.task.chars);
-    const auto path = dir / "heldout.tsv";
-    auto held_out = parse_tsv(read_file(path), config.task.chars, path.string());
-    std::vector<std::string> symbols(config.vocab.tokens().begin() + 4, config.vocab.tokens().end());
-    return make_saved_data_task(std::move(held_out), config.task.chars, std::move(symbols));
+    if (config.task.name != "data") return data::make_task(config.task.name);
+    if (for_training)
+        return data::make_data_task(data::TsvDataset::read(config.task.data, config.task.chars));
+    auto held_out = data::TsvDataset::read(dir / "heldout.tsv", config.task.chars).examples();
+    std::vector<std::string> symbols(config.vocab.tokens().begin() + Vocabulary::reserved_count,
+                                     config.vocab.tokens().end());
+    return data::make_saved_data_task(std::move(held_out), config.task.chars, std::move(symbols));
 }
 
 void check_all_finite(const std::map<std::string, Tensor>& state, const std::filesystem::path& file) {
