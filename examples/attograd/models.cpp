@@ -4,7 +4,7 @@
 #include "core/autograd.hpp"
 #include "core/error.hpp"
 #include "core/ops.hpp"
-#include "nn/attention_mask.hpp"
+#include "data/batcher.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear.hpp"
 #include "nn/positional_encoding.hpp"
@@ -16,23 +16,9 @@ namespace attograd::cli {
 
 namespace {
 
-/// Id sequences padded with <pad> to `width`: ids int64 [B, width], key_padding_mask bool
-/// [B, width] (true at padding), lengths int64 [B].
-struct Padded {
-    Tensor ids, key_padding_mask, lengths;
-};
-
-Padded pad(const std::vector<std::vector<std::int64_t>>& rows, std::int64_t width) {
-    const auto b = static_cast<std::int64_t>(rows.size());
-    std::vector<std::int64_t> ids(static_cast<std::size_t>(b * width), Vocabulary::pad_id), lengths;
-    for (std::int64_t i = 0; i < b; ++i) {
-        const auto& row = rows[static_cast<std::size_t>(i)];
-        AG_ASSERT(std::ssize(row) <= width, "pad: a row of {} ids for width {}", row.size(), width);
-        std::copy(row.begin(), row.end(), ids.begin() + static_cast<std::ptrdiff_t>(i * width));
-        lengths.push_back(std::ssize(row));
-    }
-    Tensor len = index_tensor(lengths, {b});
-    return {index_tensor(ids, {b, width}), nn::lengths_to_padding_mask(len, width), len};
+/// Id sequences padded with <pad> to `width` (ids, key_padding_mask, lengths).
+data::PaddedSequences pad(const std::vector<std::vector<std::int64_t>>& rows, std::int64_t width) {
+    return data::pad_sequences(rows, {.padding_value = Vocabulary::pad_id, .length = width});
 }
 
 /// The layer options of the program's models: pre-norm (Xiong et al. 2020), no dropout, the
@@ -127,7 +113,7 @@ protected:
             rows.push_back(src);
             if (suffix >= 0) rows.back().push_back(suffix);
         }
-        const Padded p = pad(rows, source_width_);
+        const data::PaddedSequences p = pad(rows, source_width_);
         batch.size = std::ssize(sources);
         batch.source = p.ids;
         batch.key_padding_mask = p.key_padding_mask;
