@@ -117,6 +117,7 @@ public:
         info_.char_level = true;
         info_.max_source_len = 32;  // "wednesday, september 30 2049" and the like
         info_.max_target_len = 10;
+        info_.min_source_len = 8;  // "1 mar 99", "25/03/99"
         make_held_out(1005);
     }
 

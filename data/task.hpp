@@ -34,6 +34,7 @@ struct TaskInfo {
     std::string alignment;            ///< the right alignment in words ("" when none is defined)
     bool char_level = false;          ///< characters are tokens (otherwise whitespace-separated)
     std::int64_t max_source_len = 0;  ///< longest source in tokens
+    std::int64_t min_source_len = 1;  ///< shortest source of a training example in tokens
     std::int64_t max_target_len = 0;  ///< longest target in tokens
     bool same_length = false;         ///< target length == source length for every example
 };

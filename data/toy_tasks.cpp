@@ -33,6 +33,7 @@ public:
 
     explicit SequenceTask(Kind kind) : kind_(kind) {
         info_.max_source_len = max_len;
+        info_.min_source_len = min_len;
         info_.max_target_len = max_len;
         info_.same_length = true;
         switch (kind) {
@@ -125,6 +126,7 @@ public:
         info_.metric = Metric::Token;
         info_.alignment = "the target attends the source position of the key that matches the query";
         info_.max_source_len = 2 * max_pairs + 2;
+        info_.min_source_len = 2 * min_pairs + 2;
         info_.max_target_len = 1;
         make_held_out(1004);
     }

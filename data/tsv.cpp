@@ -7,6 +7,7 @@
 #include "data/vocabulary.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -25,6 +26,11 @@ public:
         info_.metric = Metric::Sequence;
         info_.char_level = chars;
         info_.same_length = true;
+        // The shortest training source; a saved run's task has only its held-out examples.
+        info_.min_source_len = std::numeric_limits<std::int64_t>::max();
+        for (const auto& example : train_.empty() ? held_out_ : train_)
+            info_.min_source_len = std::min<std::int64_t>(info_.min_source_len, std::ssize(example.source));
+        if (info_.min_source_len == std::numeric_limits<std::int64_t>::max()) info_.min_source_len = 1;
         for (const auto* split : {&train_, &held_out_}) {
             for (const auto& example : *split) {
                 info_.max_source_len =

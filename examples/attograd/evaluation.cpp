@@ -3,6 +3,7 @@
 
 #include "core/autograd.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/ops.hpp"
 #include "data/text.hpp"
 #include "inspect/rollout.hpp"
@@ -87,6 +88,36 @@ std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vect
                    data::join(quoted, ", "), Vocabulary::unk);
     }
     return ids;
+}
+
+std::vector<std::string> read_input(const Task& task, const RunConfig& config, const std::string& text) {
+    const std::string quoted = fmt::format("--input '{}'", excerpt(text, 60));
+    auto source = task.tokenize(text);
+    AG_CHECK(!source.empty(), ValueError, "{}: is empty", quoted);
+    AG_CHECK(std::ssize(source) <= config.model.max_source_len, ValueError,
+             "{}: has {} tokens; this model takes at most {}", quoted, source.size(),
+             config.model.max_source_len);
+    try {
+        (void)encode_tokens(config.vocab, source, true);  // warns about unknown tokens once
+    } catch (const ValueError& e) {                       // a reserved token written as a word
+        throw ValueError(fmt::format("{}: {}", quoted, e.what()));
+    }
+    if (std::ssize(source) < config.model.min_source_len) {
+        fmt::print(stderr,
+                   "attograd: warning: {} has {} token(s), fewer than any training source ({} or more); the "
+                   "model has not learned such inputs\n",
+                   quoted, source.size(), config.model.min_source_len);
+    }
+    return source;
+}
+
+std::string prediction_line(const Task& task, const std::vector<std::string>& source,
+                            const std::vector<std::string>& prediction,
+                            const std::vector<std::string>& target) {
+    std::string line = fmt::format("{} -> {}", task.detokenize(source), task.detokenize(prediction));
+    if (target.empty()) return line;
+    if (prediction == target) return line + "   (right)";
+    return line + fmt::format("   (wrong, expected {})", task.detokenize(target));
 }
 
 Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples) {
@@ -246,12 +277,13 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
             }
         }
         const bool rows_are_outputs = cross.defined() || config.kind == "encoder";
-        const inspect::TokenLabels top{.queries = cross.defined() ? padded(output_rows, output_width)
+        const inspect::TokenLabels top{.queries = cross.defined()    ? padded(output_rows, output_width)
                                                   : rows_are_outputs ? padded(output_rows, source_width)
                                                                      : padded(columns, source_width),
                                        .keys = padded(columns, source_width)};
         const auto finish = [&](inspect::AttentionMap map) {
-            map = inspect::crop_map(map, std::ssize(rows_are_outputs ? output_rows : columns), std::ssize(columns));
+            map = inspect::crop_map(map, std::ssize(rows_are_outputs ? output_rows : columns),
+                                    std::ssize(columns));
             if (rows_are_outputs && !right.empty()) {
                 map.right = right;
                 map.alignment_share = inspect::alignment_share(map, right);
