@@ -416,7 +416,7 @@ int cmd_train(const TrainArgs& args) {
                  "({:.4g}) for {} "
                  "steps; try a lower --lr or --clip",
                  step + 1, loss_value, kDivergedFactor, counters.initial_loss, kDivergedSteps);
-        if (!result.log_probs.empty()) {
+        if (!result.reinforce.empty()) {
             // REINFORCE reward: minus each sequence's summed token loss (a constant, off the tape;
             // the surrogate loss itself must be recorded).
             const Tensor reward = [&] {
@@ -426,7 +426,7 @@ int cmd_train(const TrainArgs& args) {
                                   {.reduction = Reduction::None, .ignore_index = Vocabulary::pad_id});
                 return -sum(reshape(per_token, {batch.size, -1}), {1});
             }();
-            loss = loss + model->reinforce_loss(result, reward);
+            loss = loss + result.reinforce.loss(reward);
         }
         loss.backward();
         if (t.clip > 0.0) optim::clip_grad_norm(model->parameters(), t.clip);

@@ -23,8 +23,9 @@ using data::TaskInfo;
 using data::Vocabulary;
 
 /// Version of config.json's layout; runs with another version are refused. Version 2 added
-/// "files" (each file's checksum) and the progress counters a bit-exact resume needs.
-inline constexpr int run_format_version = 2;
+/// "files" (each file's checksum) and the progress counters a bit-exact resume needs; version 3
+/// marks the models rebuilt from the library's Transformer layers (new state_dict names).
+inline constexpr int run_format_version = 3;
 
 /// Everything needed to rebuild the model (with the vocabulary of RunConfig).
 struct ModelConfig {
