@@ -4,4 +4,5 @@
 #include "core/core.hpp"
 #include "nn/nn.hpp"
 #include "optim/optim.hpp"
+#include "data/data.hpp"
 #include "inspect/inspect.hpp"

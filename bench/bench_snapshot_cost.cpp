@@ -10,9 +10,9 @@
 //
 //   bench_snapshot_cost
 #include "config.hpp"
+#include "data/task.hpp"
 #include "models.hpp"
 #include "snapshot_probes.hpp"
-#include "tasks.hpp"
 
 #include "attograd.hpp"
 #include "timing.hpp"
@@ -37,7 +37,7 @@ int main() {
         "| task | ms / training step | ms / snapshot | of which forwards | cost at N = 20 (default) | smallest N "
         "under 2 %% | save 32 snapshots | file |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n");
     for (const std::string name : {"reverse", "sort", "dates"}) {
-        const auto task = make_task(name);
+        const auto task = attograd::data::make_task(name);
         const RunConfig config = default_config(*task);
         Generator generator(config.train.seed);
         const auto model = make_model(config.model, config.vocab, generator);

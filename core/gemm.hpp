@@ -9,10 +9,10 @@ namespace attograd::detail {
 /// C [m, n] = op(A) [m, k] op(B) [k, n], or C += op(A) op(B) when `accumulate`. Every operand is
 /// row-major with its rows `ld*` elements apart; op(X) = X^T when `trans_*` (A is then stored
 /// [k, m], B [n, k]). Serial: callers split their work over threads themselves
-/// (core/parallel.hpp). On LIBXSMM every element of C is one dot product over k added in index
-/// order, so the result does not depend on how callers split rows, hence on the thread count;
-/// Eigen's GEMM sizes its cache blocks from m, n and k, so a row block may differ from the whole
-/// product in the last bits (as before this layer existed).
+/// (core/parallel.hpp). A row block may differ from the whole product in the last bits (Eigen's
+/// GEMM sizes its cache blocks from m, n and k; a [300, 256] x [256, 200] product split in two
+/// differed on LIBXSMM too), so callers cut rows into blocks fixed by the shape, never by the
+/// thread count (issue 12, point 7).
 ///
 /// Kernel choice (measured on a 2-core AMD EPYC with AVX-512, fp32, one thread; figures in
 /// bench/README.md): LIBXSMM's kernels, JIT-compiled for the running CPU (AVX2 or AVX-512) and

@@ -67,8 +67,8 @@ void additive_backward(const T* uq, const T* wx, const T* v, const T* dscores, T
     const Eigen::Map<const RowVector<T>> vv(v, d.h);
     std::fill(duq, duq + rows * d.h, T(0));
     detail::for_rows_scattering(
-        rows, detail::worth_parallel(rows * keys.width * d.h, detail::kMinParallelTranscendentalWork),
-        acc.data(), wx_size + d.h, [&](std::int64_t row, T* a) {
+        rows, detail::blocks_for(rows * keys.width * d.h, detail::kMinParallelTranscendentalWork), acc.data(),
+        wx_size + d.h, [&](std::int64_t row, T* a) {
             const std::int64_t lo = keys.lo(row), hi = keys.hi(row);
             if (hi <= lo) return;
             auto z = tanh_block(uq, wx, d, row, lo, hi);

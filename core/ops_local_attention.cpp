@@ -118,7 +118,7 @@ Tensor local_dot_score(const Tensor& q, const Tensor& k, const Tensor& window_st
                     const T s = static_cast<T>(scale);
                     detail::for_rows_scattering(
                         band.rows(),
-                        detail::worth_parallel(band.rows() * band.window.width * d, detail::kMinParallelWork),
+                        detail::blocks_for(band.rows() * band.window.width * d, detail::kMinParallelWork),
                         dk.data<T>(), dk.numel(), [&](std::int64_t row, T* acc) {
                             const std::int64_t len = band.window.hi(row) - band.window.lo(row);
                             if (len <= 0) return;
@@ -159,34 +159,34 @@ Tensor local_weighted_sum(const Tensor& weights, const Tensor& v, const Tensor& 
         }
     });
     if (autograd::needs_record({&weights, &v})) {
-        autograd::record(op, {weights, v}, out,
-                         [weights, v, window_start, band](const Tensor& dy, autograd::Gradients& g) {
-                             // dw[t, j] = dout[t] . v[s_j] (0 out of range);  dv[s_j] += w[t, j] dout[t]
-                             const std::int64_t dv = v.size(2);
-                             Tensor dw = zeros(weights.shape(), {.dtype = weights.dtype()});
-                             Tensor dvalues = zeros(v.shape(), {.dtype = v.dtype()});
-                             dispatch_floating(dy.dtype(), "local_weighted_sum backward", [&]<class T>(T) {
-                                 const T* pw = weights.data<T>();
-                                 const T* pv = v.data<T>();
-                                 const T* pd = dy.data<T>();
-                                 T* pdw = dw.data<T>();
-                                 detail::for_rows_scattering(
-                                     band.rows(),
-                                     detail::worth_parallel(band.rows() * band.window.width * dv,
-                                                            detail::kMinParallelWork),
-                                     dvalues.data<T>(), dvalues.numel(), [&](std::int64_t row, T* acc) {
-                                         const std::int64_t len = band.window.hi(row) - band.window.lo(row);
-                                         if (len <= 0) return;
-                                         const ConstMatrixMap<T> values(pv + band.key_row(row) * dv, len, dv);
-                                         const ConstVectorMap<T> dout(pd + row * dv, dv);
-                                         VectorMap<T>(pdw + band.slot(row), len).noalias() = values * dout;
-                                         MatrixMap<T>(acc + band.key_row(row) * dv, len, dv).noalias() +=
-                                             ConstVectorMap<T>(pw + band.slot(row), len) * dout.transpose();
-                                     });
-                             });
-                             g.add(0, dw);
-                             g.add(1, dvalues);
-                         });
+        autograd::record(
+            op, {weights, v}, out,
+            [weights, v, window_start, band](const Tensor& dy, autograd::Gradients& g) {
+                // dw[t, j] = dout[t] . v[s_j] (0 out of range);  dv[s_j] += w[t, j] dout[t]
+                const std::int64_t dv = v.size(2);
+                Tensor dw = zeros(weights.shape(), {.dtype = weights.dtype()});
+                Tensor dvalues = zeros(v.shape(), {.dtype = v.dtype()});
+                dispatch_floating(dy.dtype(), "local_weighted_sum backward", [&]<class T>(T) {
+                    const T* pw = weights.data<T>();
+                    const T* pv = v.data<T>();
+                    const T* pd = dy.data<T>();
+                    T* pdw = dw.data<T>();
+                    detail::for_rows_scattering(
+                        band.rows(),
+                        detail::blocks_for(band.rows() * band.window.width * dv, detail::kMinParallelWork),
+                        dvalues.data<T>(), dvalues.numel(), [&](std::int64_t row, T* acc) {
+                            const std::int64_t len = band.window.hi(row) - band.window.lo(row);
+                            if (len <= 0) return;
+                            const ConstMatrixMap<T> values(pv + band.key_row(row) * dv, len, dv);
+                            const ConstVectorMap<T> dout(pd + row * dv, dv);
+                            VectorMap<T>(pdw + band.slot(row), len).noalias() = values * dout;
+                            MatrixMap<T>(acc + band.key_row(row) * dv, len, dv).noalias() +=
+                                ConstVectorMap<T>(pw + band.slot(row), len) * dout.transpose();
+                        });
+                });
+                g.add(0, dw);
+                g.add(1, dvalues);
+            });
     }
     return out;
 }

@@ -58,22 +58,34 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
     const auto product = [&]<class T>(const T* pa, const T* pb, T* po) { product_rows(pa, pb, po, 0, n); };
     if (sa.size() == 2 && sb.size() == 2) {
         // One product: large ones are split into row blocks (Eigen's own threading is off, see
-        // core/parallel.hpp). Up to four blocks per thread, handed out as threads come free: on
-        // a shared machine one core may run slower for a while, and equal static halves would
-        // leave the other waiting. Blocks of at least kMinChunkRows rows keep the cost of
-        // packing op(B) again for every block to about 1 % of the block's GEMM.
-        constexpr std::int64_t kMinChunkRows = 96;
+        // core/parallel.hpp). The blocks are fixed by the shape alone, not by the thread count,
+        // and run the same on one thread: Eigen's GEMM (and LIBXSMM's edge kernels) may round a
+        // row differently in another block, so splitting by threads would make the result depend
+        // on the thread count (issue 12, point 7). Up to 8 blocks, handed out as threads come
+        // free: on a shared machine one core may run slower for a while, and equal static halves
+        // would leave the other waiting. Blocks of at least kMinChunkRows rows (or 16 when that
+        // leaves fewer than 4) keep the cost of packing op(B) again for every block to about 1 %
+        // of the block's GEMM.
+        constexpr std::int64_t kMinChunkRows = 96, kMaxChunks = 8;
         Tensor out = empty({n, m}, {.dtype = a.dtype()});
-        const int threads = std::min<int>(detail::threads_for(n * m * inner, detail::kMinParallelGemmWork),
-                                          static_cast<int>(std::max<std::int64_t>(n / 16, 1)));
-        const auto chunks = std::clamp<std::int64_t>(n / kMinChunkRows, threads, 4 * threads);
+        const std::int64_t work = n * m * inner;
+        const std::int64_t chunks =
+            work < 2 * detail::kMinParallelGemmWork
+                ? 1
+                : std::clamp<std::int64_t>(std::max(n / kMinChunkRows, std::min<std::int64_t>(4, n / 16)), 1,
+                                           std::min(kMaxChunks, work / detail::kMinParallelGemmWork));
+        const int threads = static_cast<int>(std::min<std::int64_t>(detail::available_threads(), chunks));
         dispatch_floating(a.dtype(), "matmul", [&]<class T>(T) {
-            if (threads <= 1) return product(a.data<T>(), b.data<T>(), out.data<T>());
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-            for (std::int64_t c = 0; c < chunks; ++c) {
+            const auto chunk = [&](std::int64_t c) {
                 const std::int64_t first = n * c / chunks, last = n * (c + 1) / chunks;
                 product_rows(a.data<T>(), b.data<T>(), out.data<T>(), first, last - first);
+            };
+            if (threads <= 1) {
+                for (std::int64_t c = 0; c < chunks; ++c) chunk(c);
+                return;
             }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+            for (std::int64_t c = 0; c < chunks; ++c) chunk(c);
         });
         return out;
     }

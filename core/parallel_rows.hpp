@@ -1,6 +1,8 @@
 // Internal: a parallel loop over rows whose backward scatters into a shared gradient.
 #pragma once
 
+#include "core/parallel.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -9,34 +11,39 @@
 
 namespace attograd::detail {
 
-/// Runs `fn(row, acc)` for every row in [0, rows), in parallel when `parallel`. Rows of a
-/// banded or all-pairs kernel scatter into overlapping parts of one gradient, so each thread
-/// adds into its own zeroed copy of the `size` accumulators (thread 0 uses `acc` itself) and the
-/// copies are summed into `acc` at the end: no atomics, deterministic for a fixed thread count.
+/// Runs `fn(row, acc)` for every row in [0, rows), with the rows cut into `blocks` contiguous
+/// blocks (from blocks_for, core/parallel.hpp) run in parallel. Rows of a banded or all-pairs
+/// kernel scatter into overlapping parts of one gradient, so block 0 adds into `acc` itself and
+/// every other block into its own zeroed copy of the `size` accumulators; the copies are then
+/// added into `acc` in block order. The blocks depend on the work alone, never on the thread
+/// count, so the sums are bit-identical on any number of threads (no atomics either).
 template <class T, class Fn>
-void for_rows_scattering(std::int64_t rows, bool parallel, T* acc, std::int64_t size, Fn&& fn) {
-    const int threads = parallel ? std::min<int>(omp_get_max_threads(), static_cast<int>(rows)) : 1;
-    if (threads <= 1) {
+void for_rows_scattering(std::int64_t rows, std::int64_t blocks, T* acc, std::int64_t size, Fn&& fn) {
+    blocks = std::clamp<std::int64_t>(blocks, 1, std::max<std::int64_t>(rows, 1));
+    if (blocks == 1) {
         for (std::int64_t row = 0; row < rows; ++row) fn(row, acc);
         return;
     }
-    std::vector<std::vector<T>> copies(static_cast<std::size_t>(threads - 1));
-#pragma omp parallel num_threads(threads)
-    {
-        const int id = omp_get_thread_num();
+    std::vector<std::vector<T>> copies(static_cast<std::size_t>(blocks - 1));
+    const auto run_block = [&](std::int64_t block) {
         T* mine = acc;
-        if (id > 0) {
-            auto& copy = copies[static_cast<std::size_t>(id - 1)];
+        if (block > 0) {
+            auto& copy = copies[static_cast<std::size_t>(block - 1)];
             copy.assign(static_cast<std::size_t>(size), T(0));
             mine = copy.data();
         }
-#pragma omp for schedule(static)
-        for (std::int64_t row = 0; row < rows; ++row) fn(row, mine);
+        for (std::int64_t row = rows * block / blocks; row < rows * (block + 1) / blocks; ++row)
+            fn(row, mine);
+    };
+    const int threads = static_cast<int>(std::min<std::int64_t>(available_threads(), blocks));
+    if (threads > 1) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+        for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
+    } else {
+        for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
     }
-    for (const auto& copy : copies) {
-        if (copy.empty()) continue;  // the runtime started fewer threads than asked
+    for (const auto& copy : copies)
         for (std::int64_t i = 0; i < size; ++i) acc[i] += copy[static_cast<std::size_t>(i)];
-    }
 }
 
 }  // namespace attograd::detail

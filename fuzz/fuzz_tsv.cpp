@@ -1,6 +1,6 @@
-// libFuzzer target: the TSV reader (parse_tsv, then the data task built from it) must return
+// libFuzzer target: the TSV reader (TsvDataset::parse, then the data task built from it) must return
 // or throw attograd::Error on any text. The first byte picks character or word tokens.
-#include "data_task.hpp"
+#include "data/tsv.hpp"
 
 #include "core/error.hpp"
 
@@ -12,11 +12,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const bool chars = (data[0] & 1) != 0;
     const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
     try {
-        auto examples = attograd::cli::parse_tsv(text, chars, "fuzz.tsv");
+        namespace data = attograd::data;
+        const auto dataset = data::TsvDataset::parse(text, chars, "fuzz.tsv");
         const auto round_trip =
-            attograd::cli::parse_tsv(attograd::cli::to_tsv(examples, chars), chars, "again");
-        if (round_trip.size() != examples.size()) __builtin_trap();  // to_tsv must invert parse_tsv
-        attograd::cli::make_data_task(std::move(examples), chars);
+            data::TsvDataset::parse(data::to_tsv(dataset.examples(), chars), chars, "again");
+        if (round_trip.examples() != dataset.examples()) __builtin_trap();  // to_tsv must invert parse
+        data::make_data_task(dataset);
     } catch (const attograd::Error&) {
     }
     return 0;

@@ -11,7 +11,7 @@ namespace attograd::inspect {
 /// One matrix to draw for one example: a head's attention weights (rows: queries, columns:
 /// keys), or a derived map (rollout, flow, saliency) with `head` = -1.
 struct AttentionMap {
-    std::string module{};                ///< module name, e.g. "decoder.layers.0.cross_attn", or "rollout"
+    std::string module{};                ///< module name, e.g. "decoder.layers.0.multihead_attn", or "rollout"
     std::int64_t layer = 0;              ///< index of the layer in the order the recorder first saw it
     std::int64_t head = 0;               ///< head index within the layer; -1 for a map that is not a head
     std::vector<std::string> queries{};  ///< row labels, one per query
@@ -28,7 +28,7 @@ struct AttentionMap {
     double at(std::int64_t row, std::int64_t col) const {
         return weights[static_cast<std::size_t>(row * cols() + col)];
     }
-    /// The full title: "decoder.layers.0.cross_attn head 0", or the module alone when head < 0
+    /// The full title: "decoder.layers.0.multihead_attn head 0", or the module alone when head < 0
     /// ("saliency (gradient x input)").
     std::string title() const;
 };

@@ -202,4 +202,14 @@ Tensor Attention::reinforce_loss(const Tensor& log_prob, const Tensor& reward) {
     return loss;
 }
 
+Tensor ReinforceTrace::loss(const Tensor& reward) const {
+    Tensor total;
+    for (const Entry& e : entries) {
+        AG_CHECK(e.attention != nullptr, ValueError, "ReinforceTrace::loss: an entry has no attention layer");
+        const Tensor l = e.attention->reinforce_loss(e.log_prob, reward);
+        total = total.defined() ? total + l : l;
+    }
+    return total;
+}
+
 }  // namespace attograd::nn

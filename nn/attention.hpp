@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string_view>
+#include <vector>
 
 namespace attograd::nn {
 
@@ -167,6 +168,28 @@ private:
     std::shared_ptr<AttentionScore> score_;
     Tensor W_p_, v_p_;
     RewardBaseline baseline_;
+};
+
+/// The REINFORCE log-probabilities of the hard attentions that ran in one forward pass, each
+/// with the Attention whose baseline it uses. Layers composing Attention collect them (the
+/// Transformer layers with LayerAttention::Single, through their args' `reinforce` pointer), so
+/// a caller trains every such layer with one call:
+///     nn::ReinforceTrace trace;
+///     Tensor h = decoder.forward(tgt, memory, {.memory_key_padding_mask = pad, .reinforce = &trace});
+///     Tensor loss = task_loss + trace.loss(-per_sequence_loss.detach());
+struct ReinforceTrace {
+    struct Entry {
+        Attention* attention = nullptr;  ///< the layer (not owned; must outlive the trace)
+        Tensor log_prob{};               ///< log p(chosen key) [B, Tq] from its forward
+    };
+    std::vector<Entry> entries{};  ///< in forward order
+
+    /// True when no hard attention with REINFORCE ran (eval mode, or none in the model).
+    bool empty() const { return entries.empty(); }
+    /// Sum over the entries of attention->reinforce_loss(log_prob, reward) (each layer's own
+    /// baseline used, then updated); undefined when empty. reward [B] or [B, Tq] as
+    /// Attention::reinforce_loss takes it, and throws as it does.
+    Tensor loss(const Tensor& reward) const;
 };
 
 }  // namespace attograd::nn

@@ -6,6 +6,7 @@
 #include "nn/attention_recorder.hpp"
 #include "nn/attention_scores.hpp"
 #include "nn/checkpoint.hpp"
+#include "nn/decoding.hpp"
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/hard_attention.hpp"

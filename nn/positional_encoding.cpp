@@ -31,7 +31,50 @@ Tensor add_positions(const Tensor& x, const Tensor& table, std::int64_t offset, 
     return x + narrow(table, 0, offset, t);
 }
 
+// x [B, T, E] + table[positions] (positions int64 [B, T] or [T]).
+Tensor add_positions_at(const Tensor& x, const Tensor& table, const Tensor& positions, std::string_view op) {
+    const std::int64_t e = table.size(1);
+    AG_CHECK(x.defined() && positions.defined(), ValueError, "{}: undefined input", op);
+    AG_CHECK(x.dim() == 3 && x.size(2) == e, ShapeError, "{}: x must be [B, T, E] with E = {}, got {}", op, e,
+             x.shape());
+    AG_CHECK(x.dtype() == table.dtype(), DTypeError, "{}: x must have the table's dtype {}, got {} {}", op,
+             table.dtype(), x.dtype(), x.shape());
+    AG_CHECK(positions.dtype() == DType::Int64, DTypeError, "{}: positions must be int64, got {} {}", op,
+             positions.dtype(), positions.shape());
+    const bool per_sequence =
+        positions.dim() == 2 && positions.size(0) == x.size(0) && positions.size(1) == x.size(1);
+    AG_CHECK(per_sequence || (positions.dim() == 1 && positions.size(0) == x.size(1)), ShapeError,
+             "{}: positions must be [B, T] or [T] for x {}, got {}", op, x.shape(), positions.shape());
+    const std::int64_t* p = positions.data<std::int64_t>();
+    for (std::int64_t i = 0; i < positions.numel(); ++i) {
+        AG_CHECK(p[i] >= 0 && p[i] < table.size(0), IndexError, "{}: position {} outside [0, max_len = {})",
+                 op, p[i], table.size(0));
+    }
+    return x + embedding(table, positions);  // [B, T, E] or [T, E] broadcast over B
+}
+
 }  // namespace
+
+Tensor positions_from_end(const Tensor& key_padding_mask) {
+    const Tensor& m = key_padding_mask;
+    AG_CHECK(m.defined() && m.dtype() == DType::Bool, DTypeError,
+             "positions_from_end: key_padding_mask must be bool, got {}",
+             m.defined() ? m.dtype() : DType::Bool);
+    AG_CHECK(m.dim() == 2, ShapeError, "positions_from_end: key_padding_mask must be [B, T], got {}",
+             m.shape());
+    const std::int64_t b = m.size(0), t = m.size(1);
+    Tensor out = zeros({b, t}, {.dtype = DType::Int64});
+    const bool* pad = m.data<bool>();
+    std::int64_t* o = out.data<std::int64_t>();
+    for (std::int64_t i = 0; i < b; ++i) {
+        std::int64_t after = 0;  // real positions to the right of j
+        for (std::int64_t j = t - 1; j >= 0; --j) {
+            if (pad[i * t + j]) continue;
+            o[i * t + j] = after++;
+        }
+    }
+    return out;
+}
 
 SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(PositionalEncodingOptions options)
     : options_(options) {
@@ -57,6 +100,10 @@ Tensor SinusoidalPositionalEncoding::forward(const Tensor& x, std::int64_t offse
     return add_positions(x, pe_, offset, type_name());
 }
 
+Tensor SinusoidalPositionalEncoding::forward_at(const Tensor& x, const Tensor& positions) const {
+    return add_positions_at(x, pe_, positions, type_name());
+}
+
 LearnedPositionalEmbedding::LearnedPositionalEmbedding(PositionalEncodingOptions options,
                                                        Generator& generator)
     : options_(options) {
@@ -71,6 +118,10 @@ std::string LearnedPositionalEmbedding::extra_repr() const {
 
 Tensor LearnedPositionalEmbedding::forward(const Tensor& x, std::int64_t offset) const {
     return add_positions(x, weight_, offset, type_name());
+}
+
+Tensor LearnedPositionalEmbedding::forward_at(const Tensor& x, const Tensor& positions) const {
+    return add_positions_at(x, weight_, positions, type_name());
 }
 
 }  // namespace attograd::nn

@@ -29,6 +29,11 @@ public:
     /// continues an earlier one). Throws ShapeError (rank < 2, width not E, offset + T above
     /// max_len), ValueError (offset < 0), DTypeError (x not of the table's dtype).
     Tensor forward(const Tensor& x, std::int64_t offset = 0) const;
+    /// x [B, T, E] -> x + PE[positions]: each sequence at its own positions, int64 [B, T] (or
+    /// [T] for all), e.g. counted from each sequence's end (positions_from_end). Throws
+    /// ShapeError (positions neither [B, T] nor [T] of x's B and T), IndexError (a position
+    /// outside [0, max_len)), DTypeError (positions not int64, x not of the table's dtype).
+    Tensor forward_at(const Tensor& x, const Tensor& positions) const;
 
     std::string type_name() const override { return "SinusoidalPositionalEncoding"; }
     std::string extra_repr() const override;
@@ -59,6 +64,9 @@ public:
     /// x [..., T, E] -> x + weight[offset : offset + T]. Throws as
     /// SinusoidalPositionalEncoding::forward.
     Tensor forward(const Tensor& x, std::int64_t offset = 0) const;
+    /// x [B, T, E] -> x + weight[positions] with int64 positions [B, T] (or [T]); the rows used
+    /// receive gradients (summed over repeats). Throws as SinusoidalPositionalEncoding::forward_at.
+    Tensor forward_at(const Tensor& x, const Tensor& positions) const;
 
     std::string type_name() const override { return "LearnedPositionalEmbedding"; }
     std::string extra_repr() const override;
@@ -74,5 +82,13 @@ private:
     PositionalEncodingOptions options_;
     Tensor weight_;
 };
+
+/// Positions counted from each sequence's end, for forward_at: bool key_padding_mask [B, T]
+/// (true at padding) -> int64 [B, T] holding, at each real position, the number of real
+/// positions after it (n - 1 - t for a sequence of n tokens followed by padding), and 0 at
+/// padding. With them a query can find "the k-th token from the end" (the reverse of a source)
+/// by one dot product, as absolute positions find "the k-th from the start". Throws DTypeError
+/// (mask not bool), ShapeError (mask not 2-D).
+Tensor positions_from_end(const Tensor& key_padding_mask);
 
 }  // namespace attograd::nn

@@ -3,6 +3,8 @@
 
 #include "core/error.hpp"
 #include "core/ops_elementwise.hpp"
+#include "nn/attention.hpp"
+#include "nn/attention_recorder.hpp"
 #include "nn/dropout.hpp"
 #include "nn/layer_norm.hpp"
 #include "nn/linear.hpp"
@@ -17,8 +19,8 @@ void check_options(const TransformerLayerOptions& o, std::string_view op) {
     AG_CHECK(o.d_model >= 1, ValueError, "{}: d_model must be >= 1, got {}", op, o.d_model);
     AG_CHECK(o.nhead >= 1 && o.d_model % o.nhead == 0, ValueError,
              "{}: nhead {} must be >= 1 and divide d_model {}", op, o.nhead, o.d_model);
-    AG_CHECK(o.dim_feedforward >= 1, ValueError, "{}: dim_feedforward must be >= 1, got {}", op,
-             o.dim_feedforward);
+    AG_CHECK(o.dim_feedforward >= 0, ValueError,
+             "{}: dim_feedforward must be >= 0 (0 = no feed-forward), got {}", op, o.dim_feedforward);
     AG_CHECK(o.dropout >= 0.0 && o.dropout <= 1.0, ValueError, "{}: dropout must be in [0, 1], got {}", op,
              o.dropout);
     AG_CHECK(std::isfinite(o.layer_norm_eps) && o.layer_norm_eps >= 0.0, ValueError,
@@ -26,20 +28,79 @@ void check_options(const TransformerLayerOptions& o, std::string_view op) {
     AG_CHECK(o.batch_first, ValueError,
              "{}: inputs are always batch first [B, T, E]; batch_first = false is not supported", op);
     AG_CHECK(is_floating(o.dtype), DTypeError, "{}: dtype must be float32 or float64, got {}", op, o.dtype);
+    if (o.attention == LayerAttention::Single) {
+        AG_CHECK(o.nhead == 1, ValueError, "{}: attention Single is one head, but nhead is {}", op, o.nhead);
+        AG_CHECK(o.positional == Positional::None, ValueError,
+                 "{}: positional {} needs attention MultiHead (Single has no relative positions)", op,
+                 to_string(o.positional));
+    } else {
+        AG_CHECK(o.normalizer == Normalizer::Soft, ValueError,
+                 "{}: normalizer {} needs attention Single (MultiHead attention is soft)", op,
+                 to_string(o.normalizer));
+    }
 }
 
-std::shared_ptr<MultiHeadAttention> make_attention(const TransformerLayerOptions& o, Generator& gen) {
-    return std::make_shared<MultiHeadAttention>(MultiHeadAttentionOptions{.embed_dim = o.d_model,
-                                                                          .num_heads = o.nhead,
-                                                                          .dropout = o.dropout,
-                                                                          .bias = o.bias,
-                                                                          .score = o.score,
-                                                                          .local = o.local,
-                                                                          .window = o.window,
-                                                                          .positional = o.positional,
-                                                                          .rope_base = o.rope_base,
-                                                                          .dtype = o.dtype},
-                                                gen);
+// One attention block of a layer: a MultiHeadAttention, or an Attention with LayerAttention::Single
+// (exactly one of the two is set).
+struct AttentionModule {
+    std::shared_ptr<MultiHeadAttention> multi;
+    std::shared_ptr<Attention> single;
+};
+
+AttentionModule make_attention(const TransformerLayerOptions& o, Generator& gen) {
+    if (o.attention == LayerAttention::Single) {
+        return {nullptr, std::make_shared<Attention>(AttentionOptions{.query_dim = o.d_model,
+                                                                      .score = o.score,
+                                                                      .project_query = true,
+                                                                      .project_key = true,
+                                                                      .project_value = true,
+                                                                      .bias = o.bias,
+                                                                      .normalizer = o.normalizer,
+                                                                      .estimator = o.estimator,
+                                                                      .temperature = o.temperature,
+                                                                      .baseline_decay = o.baseline_decay,
+                                                                      .local = o.local,
+                                                                      .window = o.window,
+                                                                      .dropout = o.dropout,
+                                                                      .dtype = o.dtype},
+                                                     gen)};
+    }
+    return {std::make_shared<MultiHeadAttention>(MultiHeadAttentionOptions{.embed_dim = o.d_model,
+                                                                           .num_heads = o.nhead,
+                                                                           .dropout = o.dropout,
+                                                                           .bias = o.bias,
+                                                                           .score = o.score,
+                                                                           .local = o.local,
+                                                                           .window = o.window,
+                                                                           .positional = o.positional,
+                                                                           .rope_base = o.rope_base,
+                                                                           .dtype = o.dtype},
+                                                 gen),
+            nullptr};
+}
+
+// query [B, Tq, E] over memory [B, Tk, E] as keys and values, or over itself when memory is
+// undefined (MultiHeadAttention's packed self-attention path) -> [B, Tq, E]. Hard attention's
+// REINFORCE log-probability goes to `trace` when one is given.
+Tensor attend(const AttentionModule& m, const Tensor& query, const Tensor& memory,
+              const MultiHeadAttentionArgs& args, ReinforceTrace* trace) {
+    const Tensor& kv = memory.defined() ? memory : query;
+    if (m.multi)
+        return (memory.defined() ? m.multi->forward(query, kv, kv, args) : m.multi->forward(query, args))
+            .output;
+    const AttentionMasks masks{
+        .attn_mask = args.attn_mask, .key_padding_mask = args.key_padding_mask, .is_causal = args.is_causal};
+    // weights only when recorded: the local path builds its dense view only then
+    AttentionOutput out = m.single->forward(query, kv, masks, attention_recording());
+    if (trace != nullptr && out.log_prob.defined()) trace->entries.push_back({m.single.get(), out.log_prob});
+    return out.output;
+}
+
+const MultiHeadAttention& multi_head(const std::shared_ptr<MultiHeadAttention>& m, std::string_view op,
+                                     const char* name) {
+    AG_CHECK(m != nullptr, ValueError,
+             "{}::{}: this layer has no MultiHeadAttention '{}' (attention Single, or none)", op, name, name);
+    return *m;
 }
 
 std::shared_ptr<Linear> make_linear(std::int64_t in, std::int64_t out, const TransformerLayerOptions& o,
@@ -80,6 +141,11 @@ std::string layer_repr(const TransformerLayerOptions& o) {
     if (o.score != Score::ScaledDot) out += fmt::format(", score={}", to_string(o.score));
     if (o.local != LocalMode::None) out += fmt::format(", local={}, window={}", to_string(o.local), o.window);
     if (o.positional != Positional::None) out += fmt::format(", positional={}", to_string(o.positional));
+    if (o.attention == LayerAttention::Single) {
+        out += fmt::format(", attention=single, normalizer={}", to_string(o.normalizer));
+        if (o.normalizer == Normalizer::Hard) out += fmt::format(", estimator={}", to_string(o.estimator));
+    }
+    if (!o.self_attention) out += ", self_attention=false";
     return out;
 }
 
@@ -99,20 +165,34 @@ TransformerEncoderLayer::TransformerEncoderLayer(TransformerLayerOptions options
     : options_(options) {
     const auto& o = options_;
     check_options(o, type_name());
+    AG_CHECK(o.self_attention, ValueError, "{}: self_attention = false leaves an encoder layer no attention",
+             type_name());
     // PyTorch's registration order, so named_parameters() lists the keys as its state_dict does
-    self_attn_ = register_module("self_attn", make_attention(o, generator));
-    linear1_ = register_module("linear1", make_linear(o.d_model, o.dim_feedforward, o, generator));
-    dropout_ = register_module("dropout", std::make_shared<Dropout>(DropoutOptions{o.dropout}, generator));
-    linear2_ = register_module("linear2", make_linear(o.dim_feedforward, o.d_model, o, generator));
+    auto attention = make_attention(o, generator);
+    if (attention.multi) self_attn_ = register_module("self_attn", attention.multi);
+    if (attention.single) self_attn_single_ = register_module("self_attn", attention.single);
+    if (o.dim_feedforward > 0) {
+        linear1_ = register_module("linear1", make_linear(o.d_model, o.dim_feedforward, o, generator));
+        dropout_ =
+            register_module("dropout", std::make_shared<Dropout>(DropoutOptions{o.dropout}, generator));
+        linear2_ = register_module("linear2", make_linear(o.dim_feedforward, o.d_model, o, generator));
+    }
     norm1_ = register_module("norm1", make_norm(o));
-    norm2_ = register_module("norm2", make_norm(o));
+    if (o.dim_feedforward > 0) norm2_ = register_module("norm2", make_norm(o));
     dropout1_ = register_module("dropout1", std::make_shared<Dropout>(DropoutOptions{o.dropout}, generator));
-    dropout2_ = register_module("dropout2", std::make_shared<Dropout>(DropoutOptions{o.dropout}, generator));
+    if (o.dim_feedforward > 0) {
+        dropout2_ =
+            register_module("dropout2", std::make_shared<Dropout>(DropoutOptions{o.dropout}, generator));
+    }
 }
 
 TransformerEncoderLayer::~TransformerEncoderLayer() = default;
 
 std::string TransformerEncoderLayer::extra_repr() const { return layer_repr(options_); }
+
+const MultiHeadAttention& TransformerEncoderLayer::self_attn() const {
+    return multi_head(self_attn_, type_name(), "self_attn");
+}
 
 Tensor TransformerEncoderLayer::forward(const Tensor& src, const TransformerEncoderArgs& args) const {
     check_sequence(src, "src", options_, type_name());
@@ -120,19 +200,21 @@ Tensor TransformerEncoderLayer::forward(const Tensor& src, const TransformerEnco
                                            .attn_mask = args.src_mask,
                                            .is_causal = args.is_causal,
                                            .need_weights = false};
+    const AttentionModule self{self_attn_, self_attn_single_};
     // x [B, T, E] -> [B, T, E]: one argument for query, key and value (the packed path)
     const auto self_block = [&](const Tensor& x) {
-        return dropout1_->forward(self_attn_->forward(x, attention).output);
+        return dropout1_->forward(attend(self, x, Tensor(), attention, args.reinforce));
     };
     const auto ff_block = [&](const Tensor& x) {
         return dropout2_->forward(feed_forward(x, *linear1_, *dropout_, *linear2_, options_.activation));
     };
+    const bool ff = options_.dim_feedforward > 0;
     if (options_.norm_first) {
         const Tensor x = src + self_block(norm1_->forward(src));
-        return x + ff_block(norm2_->forward(x));
+        return ff ? x + ff_block(norm2_->forward(x)) : x;
     }
     const Tensor x = norm1_->forward(src + self_block(src));
-    return norm2_->forward(x + ff_block(x));
+    return ff ? norm2_->forward(x + ff_block(x)) : x;
 }
 
 // --- decoder layer ---------------------------------------------------------------------------
@@ -141,22 +223,45 @@ TransformerDecoderLayer::TransformerDecoderLayer(TransformerLayerOptions options
     : options_(options) {
     const auto& o = options_;
     check_options(o, type_name());
-    self_attn_ = register_module("self_attn", make_attention(o, generator));
-    multihead_attn_ = register_module("multihead_attn", make_attention(o, generator));
-    linear1_ = register_module("linear1", make_linear(o.d_model, o.dim_feedforward, o, generator));
-    dropout_ = register_module("dropout", std::make_shared<Dropout>(DropoutOptions{o.dropout}, generator));
-    linear2_ = register_module("linear2", make_linear(o.dim_feedforward, o.d_model, o, generator));
-    norm1_ = register_module("norm1", make_norm(o));
+    const bool ff = o.dim_feedforward > 0;
+    if (o.self_attention) {
+        auto self = make_attention(o, generator);
+        if (self.multi) self_attn_ = register_module("self_attn", self.multi);
+        if (self.single) self_attn_single_ = register_module("self_attn", self.single);
+    }
+    auto cross = make_attention(o, generator);
+    if (cross.multi) multihead_attn_ = register_module("multihead_attn", cross.multi);
+    if (cross.single) multihead_attn_single_ = register_module("multihead_attn", cross.single);
+    if (ff) {
+        linear1_ = register_module("linear1", make_linear(o.d_model, o.dim_feedforward, o, generator));
+        dropout_ =
+            register_module("dropout", std::make_shared<Dropout>(DropoutOptions{o.dropout}, generator));
+        linear2_ = register_module("linear2", make_linear(o.dim_feedforward, o.d_model, o, generator));
+    }
+    if (o.self_attention) norm1_ = register_module("norm1", make_norm(o));
     norm2_ = register_module("norm2", make_norm(o));
-    norm3_ = register_module("norm3", make_norm(o));
-    dropout1_ = register_module("dropout1", std::make_shared<Dropout>(DropoutOptions{o.dropout}, generator));
+    if (ff) norm3_ = register_module("norm3", make_norm(o));
+    if (o.self_attention) {
+        dropout1_ =
+            register_module("dropout1", std::make_shared<Dropout>(DropoutOptions{o.dropout}, generator));
+    }
     dropout2_ = register_module("dropout2", std::make_shared<Dropout>(DropoutOptions{o.dropout}, generator));
-    dropout3_ = register_module("dropout3", std::make_shared<Dropout>(DropoutOptions{o.dropout}, generator));
+    if (ff)
+        dropout3_ =
+            register_module("dropout3", std::make_shared<Dropout>(DropoutOptions{o.dropout}, generator));
 }
 
 TransformerDecoderLayer::~TransformerDecoderLayer() = default;
 
 std::string TransformerDecoderLayer::extra_repr() const { return layer_repr(options_); }
+
+const MultiHeadAttention& TransformerDecoderLayer::self_attn() const {
+    return multi_head(self_attn_, type_name(), "self_attn");
+}
+
+const MultiHeadAttention& TransformerDecoderLayer::multihead_attn() const {
+    return multi_head(multihead_attn_, type_name(), "multihead_attn");
+}
 
 Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory,
                                         const TransformerDecoderArgs& args) const {
@@ -172,23 +277,25 @@ Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory,
                                             .attn_mask = args.memory_mask,
                                             .is_causal = args.memory_is_causal,
                                             .need_weights = false};
+    const AttentionModule self{self_attn_, self_attn_single_}, cross{multihead_attn_, multihead_attn_single_};
     const auto self_block = [&](const Tensor& x) {  // [B, Tt, E] -> [B, Tt, E]
-        return dropout1_->forward(self_attn_->forward(x, self_args).output);
+        return dropout1_->forward(attend(self, x, Tensor(), self_args, args.reinforce));
     };
     const auto cross_block = [&](const Tensor& x) {  // [B, Tt, E] over memory [B, Tm, E] -> [B, Tt, E]
-        return dropout2_->forward(multihead_attn_->forward(x, memory, memory, cross_args).output);
+        return dropout2_->forward(attend(cross, x, memory, cross_args, args.reinforce));
     };
     const auto ff_block = [&](const Tensor& x) {
         return dropout3_->forward(feed_forward(x, *linear1_, *dropout_, *linear2_, options_.activation));
     };
+    const bool has_self = options_.self_attention, ff = options_.dim_feedforward > 0;
     if (options_.norm_first) {
-        Tensor x = tgt + self_block(norm1_->forward(tgt));
+        Tensor x = has_self ? tgt + self_block(norm1_->forward(tgt)) : tgt;
         x = x + cross_block(norm2_->forward(x));
-        return x + ff_block(norm3_->forward(x));
+        return ff ? x + ff_block(norm3_->forward(x)) : x;
     }
-    Tensor x = norm1_->forward(tgt + self_block(tgt));
+    Tensor x = has_self ? norm1_->forward(tgt + self_block(tgt)) : tgt;
     x = norm2_->forward(x + cross_block(x));
-    return norm3_->forward(x + ff_block(x));
+    return ff ? norm3_->forward(x + ff_block(x)) : x;
 }
 
 }  // namespace attograd::nn

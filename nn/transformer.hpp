@@ -3,7 +3,9 @@
 #pragma once
 
 #include "core/generator.hpp"
+#include "nn/attention.hpp"
 #include "nn/attention_scores.hpp"
+#include "nn/hard_attention.hpp"
 #include "nn/local_window.hpp"
 #include "nn/module.hpp"
 #include "nn/positional_bias.hpp"
@@ -24,6 +26,14 @@ class MultiHeadAttention;
 /// `activation` "relu" | "gelu"; GELU is the exact erf form, attograd::gelu).
 enum class Activation { ReLU, GELU };
 
+/// Beyond PyTorch: the module behind each attention block of a Transformer layer.
+/// - MultiHead: nn::MultiHeadAttention (PyTorch's; keys `in_proj_weight`, `out_proj.*`).
+/// - Single: nn::Attention, one head with learned q / k / v projections of width d_model and no
+///   output projection (keys `q_proj.*`, `k_proj.*`, `v_proj.*`, `score.*`, `W_p`, `v_p`), which
+///   adds soft, sparse or hard weights (with the Gumbel straight-through or REINFORCE estimator)
+///   to the scores and windows. Needs nhead = 1 and no positional option.
+enum class LayerAttention { MultiHead, Single };
+
 /// Parses "relu" or "gelu". Throws ValueError listing the choices.
 Activation parse_activation(std::string_view name);
 /// "relu" or "gelu".
@@ -32,9 +42,12 @@ std::string_view to_string(Activation activation);
 /// Options of TransformerEncoderLayer and TransformerDecoderLayer, with the names and defaults
 /// of torch.nn.TransformerEncoderLayer / TransformerDecoderLayer (PyTorch 2.1's `bias` included).
 struct TransformerLayerOptions {
-    std::int64_t d_model = 0;             ///< E, width of the sequences (> 0)
-    std::int64_t nhead = 1;               ///< heads of each attention; must divide d_model
-    std::int64_t dim_feedforward = 2048;  ///< width of the feed-forward hidden layer (> 0)
+    std::int64_t d_model = 0;  ///< E, width of the sequences (> 0)
+    std::int64_t nhead = 1;    ///< heads of each attention; must divide d_model
+    /// Width of the feed-forward hidden layer (>= 0). Beyond PyTorch, 0 drops the feed-forward
+    /// block (linear1, dropout, linear2, its norm and its dropout are not registered): an
+    /// attention-only layer (PyTorch builds empty linears and adds linear2's bias).
+    std::int64_t dim_feedforward = 2048;
     /// Dropout probability, in [0, 1], on the attention weights, after each attention block,
     /// inside the feed-forward block and after it (PyTorch's dropout, dropout1..3).
     double dropout = 0.1;
@@ -56,6 +69,21 @@ struct TransformerLayerOptions {
     Positional positional = Positional::None;
     double rope_base = 10000.0;    ///< RoPE's base
     DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)
+    /// Beyond PyTorch: the attention module of every block (see LayerAttention).
+    LayerAttention attention = LayerAttention::MultiHead;
+    /// LayerAttention::Single only (AttentionOptions' fields of the same names): softmax,
+    /// sparsemax or hard weights, hard attention's estimator, its Gumbel temperature and
+    /// REINFORCE's baseline decay. MultiHead takes Soft only.
+    Normalizer normalizer = Normalizer::Soft;
+    HardEstimator estimator = HardEstimator::GumbelStraightThrough;
+    double temperature = 1.0;
+    double baseline_decay = 0.9;
+    /// Beyond PyTorch, decoder layers only: false drops the self-attention block over the
+    /// targets (self_attn, norm1 and dropout1 are not registered), leaving cross-attention and
+    /// feed-forward: every target position then depends on its own input and the memory only,
+    /// as in the attention decoders of Bahdanau et al. 2015 / Luong et al. 2015 without
+    /// recurrence. An encoder layer refuses false.
+    bool self_attention = true;
 };
 using TransformerEncoderLayerOptions = TransformerLayerOptions;
 using TransformerDecoderLayerOptions = TransformerLayerOptions;
@@ -71,6 +99,9 @@ struct TransformerEncoderArgs {
     /// Position t attends only to positions s <= t. Unlike PyTorch 2, where it is a hint that
     /// src_mask is causal, it applies the causal mask itself (combined with src_mask if given).
     bool is_causal = false;
+    /// Beyond PyTorch: when set, each hard attention trained by REINFORCE (LayerAttention::Single)
+    /// appends its log p(chosen key) here while training, for ReinforceTrace::loss.
+    ReinforceTrace* reinforce = nullptr;
 };
 
 /// Keyword arguments of TransformerDecoderLayer::forward and TransformerDecoder::forward
@@ -84,6 +115,8 @@ struct TransformerDecoderArgs {
     bool tgt_is_causal = false;
     /// Target t attends only to memory positions s <= t (applied, not a hint as in PyTorch 2).
     bool memory_is_causal = false;
+    /// Beyond PyTorch: collects REINFORCE's log-probabilities (see TransformerEncoderArgs).
+    ReinforceTrace* reinforce = nullptr;
 };
 
 /// torch.nn.TransformerEncoderLayer (Vaswani et al. 2017, §3.1), always batch first:
@@ -95,13 +128,15 @@ struct TransformerDecoderArgs {
 /// `self_attn.out_proj.weight`, ...), `linear1` [dim_feedforward, E], `dropout`, `linear2`
 /// [E, dim_feedforward], `norm1`, `norm2` (LayerNorm [E]), `dropout1`, `dropout2`. Initialised
 /// as PyTorch does (each submodule's own initialisation). An AttentionRecorder sees the weights
-/// [B, nhead, T, T] under `<name>.self_attn`.
+/// [B, nhead, T, T] under `<name>.self_attn` ([B, T, T] with LayerAttention::Single).
 class TransformerEncoderLayer : public Module {
 public:
     /// Draws the initial parameters from `generator`, which must outlive the layer (dropout
     /// draws from it). Throws ValueError (d_model, nhead or dim_feedforward < 1, nhead not
-    /// dividing d_model, dropout outside [0, 1], layer_norm_eps < 0, batch_first = false, the
-    /// attention options MultiHeadAttention refuses), DTypeError.
+    /// dividing d_model, dim_feedforward < 0, dropout outside [0, 1], layer_norm_eps < 0,
+    /// batch_first = false, self_attention = false, LayerAttention::Single with nhead != 1 or a
+    /// positional option, a normalizer other than Soft with MultiHead, the attention options
+    /// MultiHeadAttention or Attention refuses), DTypeError.
     explicit TransformerEncoderLayer(TransformerLayerOptions options,
                                      Generator& generator = default_generator());
     ~TransformerEncoderLayer() override;
@@ -114,8 +149,8 @@ public:
     std::string extra_repr() const override;
 
     const TransformerLayerOptions& options() const { return options_; }
-    /// The self-attention, registered as "self_attn".
-    const MultiHeadAttention& self_attn() const { return *self_attn_; }
+    /// The self-attention, registered as "self_attn". Throws ValueError with LayerAttention::Single.
+    const MultiHeadAttention& self_attn() const;
 
 protected:
     void dtype_changed(DType dtype) override { options_.dtype = dtype; }
@@ -123,6 +158,7 @@ protected:
 private:
     TransformerLayerOptions options_;
     std::shared_ptr<MultiHeadAttention> self_attn_;
+    std::shared_ptr<Attention> self_attn_single_;
     std::shared_ptr<Linear> linear1_, linear2_;
     std::shared_ptr<LayerNorm> norm1_, norm2_;
     std::shared_ptr<Dropout> dropout_, dropout1_, dropout2_;
@@ -135,11 +171,13 @@ private:
 ///              x = x + dropout3(ff(norm3(x)))
 /// Submodules in PyTorch's order and names: `self_attn`, `multihead_attn` (cross-attention over
 /// the memory), `linear1`, `dropout`, `linear2`, `norm1`, `norm2`, `norm3`, `dropout1`,
-/// `dropout2`, `dropout3`. An AttentionRecorder sees `<name>.self_attn` [B, nhead, Tt, Tt] and
-/// `<name>.multihead_attn` [B, nhead, Tt, Tm].
+/// `dropout2`, `dropout3` (without self_attn, norm1, dropout1 when self_attention is false; without
+/// the feed-forward modules, norm3 and dropout3 when dim_feedforward is 0). An AttentionRecorder
+/// sees `<name>.self_attn` [B, nhead, Tt, Tt] and `<name>.multihead_attn` [B, nhead, Tt, Tm]
+/// ([B, Tt, T] with LayerAttention::Single).
 class TransformerDecoderLayer : public Module {
 public:
-    /// Throws as TransformerEncoderLayer's constructor.
+    /// Throws as TransformerEncoderLayer's constructor (self_attention = false is allowed).
     explicit TransformerDecoderLayer(TransformerLayerOptions options,
                                      Generator& generator = default_generator());
     ~TransformerDecoderLayer() override;
@@ -152,10 +190,12 @@ public:
     std::string extra_repr() const override;
 
     const TransformerLayerOptions& options() const { return options_; }
-    /// The self-attention over the targets, registered as "self_attn".
-    const MultiHeadAttention& self_attn() const { return *self_attn_; }
-    /// The cross-attention over the memory, registered as "multihead_attn".
-    const MultiHeadAttention& multihead_attn() const { return *multihead_attn_; }
+    /// The self-attention over the targets, registered as "self_attn". Throws ValueError with
+    /// LayerAttention::Single or self_attention = false.
+    const MultiHeadAttention& self_attn() const;
+    /// The cross-attention over the memory, registered as "multihead_attn". Throws ValueError
+    /// with LayerAttention::Single.
+    const MultiHeadAttention& multihead_attn() const;
 
 protected:
     void dtype_changed(DType dtype) override { options_.dtype = dtype; }
@@ -163,6 +203,7 @@ protected:
 private:
     TransformerLayerOptions options_;
     std::shared_ptr<MultiHeadAttention> self_attn_, multihead_attn_;
+    std::shared_ptr<Attention> self_attn_single_, multihead_attn_single_;
     std::shared_ptr<Linear> linear1_, linear2_;
     std::shared_ptr<LayerNorm> norm1_, norm2_, norm3_;
     std::shared_ptr<Dropout> dropout_, dropout1_, dropout2_, dropout3_;
@@ -171,7 +212,8 @@ private:
 /// Options of TransformerEncoder and TransformerDecoder.
 struct TransformerStackOptions {
     TransformerLayerOptions layer{};  ///< options of every layer
-    std::int64_t num_layers = 1;      ///< number of layers (>= 1)
+    /// Number of layers (>= 0; with 0 the stack is its final norm, or the identity, as in PyTorch).
+    std::int64_t num_layers = 1;
     /// A final LayerNorm(d_model, layer_norm_eps, bias) registered as "norm" (PyTorch's `norm`
     /// argument, as nn.Transformer passes it; usual with norm_first).
     bool norm = false;
@@ -186,7 +228,7 @@ using TransformerDecoderOptions = TransformerStackOptions;
 /// (PyTorch deep-copies one layer, so its layers start equal).
 class TransformerEncoder : public Module {
 public:
-    /// Throws ValueError (num_layers < 1) and as TransformerEncoderLayer's constructor.
+    /// Throws ValueError (num_layers < 0) and as TransformerEncoderLayer's constructor.
     explicit TransformerEncoder(TransformerStackOptions options, Generator& generator = default_generator());
     ~TransformerEncoder() override;
 
@@ -216,7 +258,7 @@ private:
 /// Each layer draws its own initial parameters (PyTorch: copies of one layer).
 class TransformerDecoder : public Module {
 public:
-    /// Throws ValueError (num_layers < 1) and as TransformerDecoderLayer's constructor.
+    /// Throws ValueError (num_layers < 0) and as TransformerDecoderLayer's constructor.
     explicit TransformerDecoder(TransformerStackOptions options, Generator& generator = default_generator());
     ~TransformerDecoder() override;
 

@@ -13,7 +13,7 @@ namespace {
 template <class Layer>
 std::vector<std::shared_ptr<Layer>> make_layers(const TransformerStackOptions& o, ModuleList& list,
                                                 Generator& generator, std::string_view op) {
-    AG_CHECK(o.num_layers >= 1, ValueError, "{}: num_layers must be >= 1, got {}", op, o.num_layers);
+    AG_CHECK(o.num_layers >= 0, ValueError, "{}: num_layers must be >= 0, got {}", op, o.num_layers);
     std::vector<std::shared_ptr<Layer>> layers;
     for (std::int64_t i = 0; i < o.num_layers; ++i)
         layers.push_back(list.push_back(std::make_shared<Layer>(o.layer, generator)));

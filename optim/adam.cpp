@@ -95,6 +95,20 @@ void Adam::check_loaded_state(const std::string& key_prefix,
         "{}: '{}.exp_avg_sq' holds {} at index {}; a second moment (a running mean of squared gradients) is "
         ">= 0, so this state was not written by Adam",
         who, key_prefix, *negative, negative - v.begin());
+    // m_t = (1 - b1) sum_k b1^(t-k) g_k, v_t = (1 - b2) sum_k b2^(t-k) g_k^2; Cauchy-Schwarz with
+    // weights b2^(t-k) gives m^2 <= (1 - b1)^2 / (1 - b2) * sum_j (b1^2 / b2)^j * v.
+    const double beta1 = options_.betas[0], beta2 = options_.betas[1];
+    if (beta1 * beta1 < beta2) {
+        const double bound = (1.0 - beta1) * (1.0 - beta1) / ((1.0 - beta2) * (1.0 - beta1 * beta1 / beta2));
+        const auto m = state.at("exp_avg").to_vector<double>();
+        for (std::size_t i = 0; i < m.size(); ++i) {
+            const double limit = 1.01 * std::sqrt(bound * v[i]) + 1e-12;
+            AG_CHECK(std::abs(m[i]) <= limit, ValueError,
+                     "{}: '{}.exp_avg' is {} at index {}, but its exp_avg_sq ({}) allows at most {:.6g} in "
+                     "magnitude (both average the same gradients), so this state was not written by Adam",
+                     who, key_prefix, m[i], i, v[i], limit);
+        }
+    }
     if (const auto it = state.find("max_exp_avg_sq"); it != state.end()) {
         const auto v_max = it->second.to_vector<double>();
         for (std::size_t i = 0; i < v.size(); ++i) {

@@ -36,6 +36,12 @@ struct AdamWOptions {
 /// State per parameter: `step` (0-d int64), `exp_avg`, `exp_avg_sq`, and `max_exp_avg_sq` with
 /// amsgrad. Throws ValueError naming the option: lr, eps or weight_decay negative (or not
 /// finite), a beta outside [0, 1); plus the Optimizer constructor's checks.
+///
+/// load_state_dict() also refuses state that no run of Adam could have written: a `step` below
+/// 1, a negative `exp_avg_sq`, `max_exp_avg_sq` below `exp_avg_sq`, and an `exp_avg` too large
+/// for its `exp_avg_sq`: m and v average the same gradients, so by Cauchy-Schwarz
+/// m^2 <= (1 - beta1)^2 / ((1 - beta2) (1 - beta1^2 / beta2)) v whenever beta1^2 < beta2
+/// (checked with 1 % slack and 1e-12 absolute, for rounding and underflow of g^2).
 class Adam : public Optimizer {
 public:
     Adam(std::vector<Tensor> params, AdamOptions options);

@@ -341,6 +341,76 @@ TEST_CASE("load_state_dict rejects missing, unexpected, misshapen and mistyped e
     CHECK(max_abs_diff(other.state_dict().at("state.0.exp_avg"), good.at("state.0.exp_avg")) == 0.0);
 }
 
+TEST_CASE("load_state_dict refuses SGD momentum buffers and Adam moments that no run could have written") {
+    // SGD: the momentum buffer must be finite and shaped as its parameter.
+    Tensor w = testing::rand64({2, 3}, 11);
+    SGD sgd({w}, {.lr = 0.1, .momentum = 0.9});
+    sum(w * w).backward();
+    sgd.step();
+    const StateDict good = sgd.state_dict();
+    const auto with = [](StateDict s, const std::string& key, Tensor value) {
+        s[key] = value;
+        return s;
+    };
+    Tensor buffer = clone(good.at("state.0.momentum_buffer"));
+    buffer.data<double>()[4] = std::numeric_limits<double>::infinity();
+    SGD other({testing::rand64({2, 3}, 12)}, {.lr = 0.1, .momentum = 0.9});
+    CHECK_THROWS_WITH_AS(other.load_state_dict(with(good, "state.0.momentum_buffer", buffer)),
+                         doctest::Contains("'state.0.momentum_buffer' holds inf at index 4"), ValueError);
+    CHECK_THROWS_WITH_AS(other.load_state_dict(
+                             with(good, "state.0.momentum_buffer", zeros({3, 2}, {.dtype = DType::Float64}))),
+                         doctest::Contains("'state.0.momentum_buffer' has shape [3, 2]"), ShapeError);
+    other.load_state_dict(good);
+
+    // Adam after real steps passes its own checks; each broken invariant is refused.
+    Tensor v = testing::rand64({4}, 13);
+    Adam adam({v}, {.lr = 0.01, .amsgrad = true});
+    for (int i = 0; i < 30; ++i) {
+        adam.zero_grad();
+        sum(v * v * v).backward();
+        adam.step();
+    }
+    const StateDict saved = adam.state_dict();
+    Adam fresh({testing::rand64({4}, 14)}, {.lr = 0.01, .amsgrad = true});
+    fresh.load_state_dict(saved);
+    const auto changed = [&](const std::string& key, std::int64_t index, double value) {
+        Tensor t = clone(saved.at(key));
+        t.data<double>()[index] = value;
+        return with(saved, key, t);
+    };
+    CHECK_THROWS_WITH_AS(fresh.load_state_dict(changed("state.0.exp_avg_sq", 1, -1e-3)),
+                         doctest::Contains("'state.0.exp_avg_sq' holds -0.001 at index 1"), ValueError);
+    CHECK_THROWS_WITH_AS(fresh.load_state_dict(changed("state.0.exp_avg", 2, std::nan(""))),
+                         doctest::Contains("'state.0.exp_avg' holds nan at index 2"), ValueError);
+    CHECK_THROWS_WITH_AS(fresh.load_state_dict(changed("state.0.max_exp_avg_sq", 3, 0.0)),
+                         doctest::Contains("'state.0.max_exp_avg_sq' is 0 at index 3, below exp_avg_sq"),
+                         ValueError);
+    // |m| beyond sqrt(bound * v): (1 - b1)^2 / ((1 - b2) (1 - b1^2 / b2)) = 52.9 for PyTorch's betas.
+    const double v0 = saved.at("state.0.exp_avg_sq").to_vector<double>()[0];
+    const double bound = 0.01 / (0.001 * (1.0 - 0.81 / 0.999));
+    CHECK_THROWS_WITH_AS(
+        fresh.load_state_dict(changed("state.0.exp_avg", 0, 1.05 * std::sqrt(bound * v0) + 1e-9)),
+        doctest::Contains("'state.0.exp_avg' is"), ValueError);
+    fresh.load_state_dict(changed("state.0.exp_avg", 0, 0.99 * std::sqrt(bound * v0)));  // inside the bound
+    CHECK_THROWS_WITH_AS(fresh.load_state_dict(with(saved, "state.0.step", index_tensor({0}, {}))),
+                         doctest::Contains("'state.0.step' is 0"), ValueError);
+
+    // Cauchy-Schwarz is tight for gradients g_i proportional to (b2 / b1)^i: such a genuine run
+    // comes within a few percent of the bound, and its state still loads.
+    Tensor u = testing::rand64({1}, 15);
+    Adam worst({u}, {.lr = 1e-9});
+    for (int i = 0; i < 200; ++i) {
+        u.set_grad(full({1}, std::pow(0.999 / 0.9, i), {.dtype = DType::Float64}));
+        worst.step();
+    }
+    const StateDict tight = worst.state_dict();
+    const double m = tight.at("state.0.exp_avg").item(), sq = tight.at("state.0.exp_avg_sq").item();
+    CHECK(m * m / (bound * sq) > 0.95);
+    CHECK(m * m / (bound * sq) <= 1.0 + 1e-12);
+    Adam again({testing::rand64({1}, 16)}, {.lr = 1e-9});
+    again.load_state_dict(worst.state_dict());
+}
+
 TEST_CASE("optimizer options are validated with the option's name") {
     auto params = [] { return std::vector<Tensor>{testing::rand64({2}, 6)}; };
     CHECK_THROWS_WITH_AS(SGD(params(), {.lr = -0.1}),

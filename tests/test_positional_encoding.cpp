@@ -368,3 +368,46 @@ TEST_CASE("positions reject bad options and inputs, naming the op and the shapes
     CHECK_THROWS_WITH_AS(pe.forward(to_dtype(x, DType::Float64)),
                          doctest::Contains("x must have the table's dtype float32, got float64"), DTypeError);
 }
+
+TEST_CASE("positions_from_end counts the real positions after each one, 0 at padding") {
+    const Tensor mask = bool_mask({3, 4}, [](auto b, auto s) { return s >= 4 - b; });  // lengths 4, 3, 2
+    CHECK(nn::positions_from_end(mask).to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>{3, 2, 1, 0, 2, 1, 0, 0, 1, 0, 0, 0});
+    // padding anywhere: only the real positions are counted
+    const Tensor holes = bool_mask({1, 4}, [](auto, auto s) { return s == 1; });
+    CHECK(nn::positions_from_end(holes).to_vector<std::int64_t>() == std::vector<std::int64_t>{2, 0, 1, 0});
+    CHECK_THROWS_WITH_AS(nn::positions_from_end(zeros({2, 3})),
+                         doctest::Contains("positions_from_end: key_padding_mask must be bool, got float32"),
+                         DTypeError);
+    CHECK_THROWS_WITH_AS(nn::positions_from_end(zeros({3}, {.dtype = DType::Bool})),
+                         doctest::Contains("must be [B, T], got [3]"), ShapeError);
+}
+
+TEST_CASE("forward_at adds each sequence's own positions: forward's rows, gradcheck, bad positions") {
+    Generator gen(6);
+    const std::int64_t B = 2, T = 3, E = 4;
+    nn::LearnedPositionalEmbedding learned({.embedding_dim = E, .max_len = 5, .dtype = DType::Float64}, gen);
+    nn::SinusoidalPositionalEncoding sinusoidal({.embedding_dim = E, .max_len = 5, .dtype = DType::Float64});
+    const Tensor x = rand64({B, T, E}, 1).detach();
+    // [T] positions 1, 2, 3 are forward's offset 1; per-sequence positions pick each row's rows
+    CHECK(max_abs_diff(learned.forward_at(x, index_tensor({1, 2, 3}, {T})), learned.forward(x, 1)) == 0.0);
+    CHECK(max_abs_diff(sinusoidal.forward_at(x, index_tensor({1, 2, 3}, {T})), sinusoidal.forward(x, 1)) ==
+          0.0);
+    const Tensor positions = index_tensor({2, 1, 0, 4, 4, 0}, {B, T});
+    const Tensor out = learned.forward_at(x, positions);
+    const Tensor w = learned.weight();
+    // sequence 1, position 0 got row 4
+    CHECK(max_abs_diff(narrow(narrow(out, 0, 1, 1), 1, 0, 1),
+                       narrow(narrow(x, 0, 1, 1), 1, 0, 1) + narrow(w, 0, 4, 1)) == 0.0);
+    const Tensor r = rand64({B, T, E}, 2).detach();
+    auto fn = [&](const Inputs& in) { return sum(learned.forward_at(in[0], positions) * r); };
+    CHECK_GRADCHECK(fn, with_parameters(learned, {rand64({B, T, E}, 3)}));
+    CHECK_THROWS_WITH_AS(learned.forward_at(x, index_tensor({0, 5, 1}, {T})),
+                         doctest::Contains("LearnedPositionalEmbedding: position 5 outside [0, max_len = 5)"),
+                         IndexError);
+    CHECK_THROWS_WITH_AS(learned.forward_at(x, index_tensor({0, 1}, {2})),
+                         doctest::Contains("positions must be [B, T] or [T] for x [2, 3, 4], got [2]"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(learned.forward_at(x, zeros({T})), doctest::Contains("positions must be int64"),
+                         DTypeError);
+}

@@ -337,8 +337,8 @@ TEST_CASE("Transformer layers reject bad options and inputs, naming the layer an
     CHECK_THROWS_WITH_AS(
         nn::TransformerDecoderLayer(O{.d_model = 10, .nhead = 4}),
         doctest::Contains("TransformerDecoderLayer: nhead 4 must be >= 1 and divide d_model 10"), ValueError);
-    CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer(O{.d_model = 4, .dim_feedforward = 0}),
-                         doctest::Contains("dim_feedforward must be >= 1"), ValueError);
+    CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer(O{.d_model = 4, .dim_feedforward = -1}),
+                         doctest::Contains("dim_feedforward must be >= 0"), ValueError);
     CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer(O{.d_model = 4, .dropout = 1.5}),
                          doctest::Contains("dropout must be in [0, 1]"), ValueError);
     CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer(O{.d_model = 4, .layer_norm_eps = -1}),
@@ -347,8 +347,9 @@ TEST_CASE("Transformer layers reject bad options and inputs, naming the layer an
                          doctest::Contains("batch_first = false"), ValueError);
     CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer(O{.d_model = 4, .dtype = DType::Int64}),
                          doctest::Contains("dtype must be float32 or float64"), DTypeError);
-    CHECK_THROWS_WITH_AS(nn::TransformerEncoder({.layer = {.d_model = 4}, .num_layers = 0}),
-                         doctest::Contains("TransformerEncoder: num_layers must be >= 1, got 0"), ValueError);
+    CHECK_THROWS_WITH_AS(nn::TransformerEncoder({.layer = {.d_model = 4}, .num_layers = -1}),
+                         doctest::Contains("TransformerEncoder: num_layers must be >= 0, got -1"),
+                         ValueError);
     CHECK_THROWS_WITH_AS(nn::parse_activation("tanh"), doctest::Contains("choose relu or gelu"), ValueError);
 
     Generator gen(9);

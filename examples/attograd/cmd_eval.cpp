@@ -2,17 +2,19 @@
 #include "commands.hpp"
 #include "evaluation.hpp"
 #include "run_dir.hpp"
-#include "text.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
 
 namespace attograd::cli {
 
 namespace {
 
 nlohmann::json example_json(const Task& task, const std::vector<std::string>& source,
-                            const std::vector<std::string>& target, const std::vector<std::string>& prediction) {
+                            const std::vector<std::string>& target,
+                            const std::vector<std::string>& prediction) {
     nlohmann::json j = {{"source", task.detokenize(source)}, {"prediction", task.detokenize(prediction)}};
     if (!target.empty()) {
         j["target"] = task.detokenize(target);
@@ -35,31 +37,53 @@ int cmd_eval(const EvalArgs& args) {
     const auto alignment =
         alignment_by_head(*run.model, run.config.model, task, run.config.vocab, held_out, result.predictions);
 
-    // Predictions for --input texts (with the right answer where the task can compute it).
-    std::vector<std::vector<std::string>> input_sources, input_targets, input_predictions;
+    // Predictions for --input texts (with the right answer where the task can compute it). A bad
+    // input is reported, naming it, and the others still run; the exit code is then 2.
+    struct Input {
+        std::string text, error;
+        std::vector<std::string> source, target, prediction;
+    };
+    std::vector<Input> inputs;
     for (const auto& text : args.inputs) {
-        auto source = task.tokenize(text);
-        if (source.empty()) throw UsageError("--input is empty");
-        const std::vector<std::vector<std::int64_t>> ids{encode_tokens(run.config.vocab, source, true)};
-        input_predictions.push_back(run.config.vocab.decode(run.model->predict(ids)[0]));
-        input_targets.push_back(task.solve(source).value_or(std::vector<std::string>{}));
-        input_sources.push_back(std::move(source));
+        Input& input = inputs.emplace_back();
+        input.text = text;
+        try {
+            input.source = read_input(task, run.config, text);
+            const std::vector<std::vector<std::int64_t>> ids{
+                encode_tokens(run.config.vocab, input.source, false)};
+            input.prediction = run.config.vocab.decode(run.model->predict(ids)[0]);
+            input.target = task.solve(input.source).value_or(std::vector<std::string>{});
+        } catch (const ValueError& e) {  // bad input (exit code 2 in run_cli too)
+            input.error = e.what();
+            fmt::print(stderr, "attograd: {}\n", input.error);
+        } catch (const ResourceError& e) {
+            input.error = e.what();
+            fmt::print(stderr, "attograd: {}\n", input.error);
+        }
     }
+    const bool any_failed =
+        std::any_of(inputs.begin(), inputs.end(), [](const Input& i) { return !i.error.empty(); });
+    const int code = any_failed ? 2 : 0;
 
     if (args.json) {
         nlohmann::json examples = nlohmann::json::array();
         for (std::size_t i = 0; i < held_out.size() && static_cast<std::int64_t>(i) < args.show; ++i) {
-            examples.push_back(example_json(task, held_out[i].source, held_out[i].target, result.predictions[i]));
+            examples.push_back(
+                example_json(task, held_out[i].source, held_out[i].target, result.predictions[i]));
         }
-        nlohmann::json inputs = nlohmann::json::array();
-        for (std::size_t i = 0; i < input_sources.size(); ++i) {
-            inputs.push_back(example_json(task, input_sources[i], input_targets[i], input_predictions[i]));
+        nlohmann::json input_json = nlohmann::json::array();
+        for (const auto& input : inputs) {
+            if (input.error.empty())
+                input_json.push_back(example_json(task, input.source, input.target, input.prediction));
+            else
+                input_json.push_back({{"source", input.text}, {"error", input.error}});
         }
         nlohmann::json heads = nullptr;
         if (!alignment.empty()) {
             heads = nlohmann::json::array();
             for (const auto& a : alignment) {
-                heads.push_back({{"layer", a.layer}, {"module", a.name}, {"head", a.head}, {"share", a.share}});
+                heads.push_back(
+                    {{"layer", a.layer}, {"module", a.name}, {"head", a.head}, {"share", a.share}});
             }
         }
         const nlohmann::json out = {{"task", run.config.task.name},
@@ -67,33 +91,31 @@ int cmd_eval(const EvalArgs& args) {
                                     {"token_accuracy", result.token_accuracy},
                                     {"sequence_accuracy", result.sequence_accuracy},
                                     {"examples", std::move(examples)},
-                                    {"inputs", std::move(inputs)},
+                                    {"inputs", std::move(input_json)},
                                     {"alignment", std::move(heads)}};
         fmt::print("{}\n", out.dump(2));
-        return 0;
+        return code;
     }
 
-    fmt::print("{} ({} held-out examples): token accuracy {:.2f}%, sequence accuracy {:.2f}%\n", run.config.task.name,
-               held_out.size(), 100 * result.token_accuracy, 100 * result.sequence_accuracy);
+    fmt::print("{} ({} held-out examples): token accuracy {:.2f}%, sequence accuracy {:.2f}%\n",
+               run.config.task.name, held_out.size(), 100 * result.token_accuracy,
+               100 * result.sequence_accuracy);
     if (!alignment.empty()) {
         fmt::print("attention mass on the right source position ({}):\n", task.info().alignment);
-        for (const auto& a : alignment) fmt::print("  layer {} ({}) head {}: {:.3f}\n", a.layer, a.name, a.head, a.share);
+        for (const auto& a : alignment)
+            fmt::print("  layer {} ({}) head {}: {:.3f}\n", a.layer, a.name, a.head, a.share);
     }
     for (std::size_t i = 0; i < held_out.size() && static_cast<std::int64_t>(i) < args.show; ++i) {
-        const bool ok = result.predictions[i] == held_out[i].target;
-        fmt::print("  {} {} -> {}{}\n", ok ? "ok " : "err", task.detokenize(held_out[i].source),
-                   task.detokenize(result.predictions[i]),
-                   ok ? "" : fmt::format("   (expected {})", task.detokenize(held_out[i].target)));
+        fmt::print("  {}\n",
+                   prediction_line(task, held_out[i].source, result.predictions[i], held_out[i].target));
     }
-    for (std::size_t i = 0; i < input_sources.size(); ++i) {
-        fmt::print("input: {} -> {}", task.detokenize(input_sources[i]), task.detokenize(input_predictions[i]));
-        if (!input_targets[i].empty()) {
-            fmt::print("   ({}, expected {})", input_predictions[i] == input_targets[i] ? "right" : "wrong",
-                       task.detokenize(input_targets[i]));
-        }
-        fmt::print("\n");
+    for (const auto& input : inputs) {
+        if (input.error.empty())
+            fmt::print("input: {}\n", prediction_line(task, input.source, input.prediction, input.target));
+        else
+            fmt::print("input: '{}'   (not run: see the error above)\n", input.text);
     }
-    return 0;
+    return code;
 }
 
 }  // namespace attograd::cli

@@ -6,7 +6,6 @@
 #include "report_builder.hpp"
 #include "run_dir.hpp"
 #include "snapshot_probes.hpp"
-#include "text.hpp"
 
 #include "inspect/export.hpp"
 #include "inspect/knockout.hpp"
@@ -109,12 +108,7 @@ int cmd_inspect(const InspectArgs& args) {
 
     std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases;
     for (const auto& text : args.inputs) {
-        auto source = task.tokenize(text);
-        if (source.empty()) throw UsageError("--input is empty");
-        (void)encode_tokens(run.config.vocab, source, true);  // warns about unknown tokens once
-        AG_CHECK(std::ssize(source) <= run.config.model.max_source_len, ValueError,
-                 "--input has {} tokens; this model takes at most {}", source.size(),
-                 run.config.model.max_source_len);
+        auto source = read_input(task, run.config, text);
         auto target = task.solve(source).value_or(std::vector<std::string>{});
         cases.emplace_back(std::move(source), std::move(target));
     }
@@ -152,12 +146,8 @@ int cmd_inspect(const InspectArgs& args) {
         for (const auto& note : notes) fmt::print(summary, "{}\n", note);
         for (std::size_t e = 0; e < examples.size(); ++e) {
             const auto& ex = examples[e];
-            fmt::print(summary, "example {}: {} -> {}{}\n", e + 1, task.detokenize(ex.source),
-                       task.detokenize(ex.prediction),
-                       ex.target.empty() ? ""
-                       : ex.prediction == ex.target
-                           ? "   (right)"
-                           : fmt::format("   (expected {})", task.detokenize(ex.target)));
+            fmt::print(summary, "example {}: {}\n", e + 1,
+                       prediction_line(task, ex.source, ex.prediction, ex.target));
             for (const auto& map : ex.maps) fmt::print(summary, "{}\n", summary_line(map));
         }
     };
@@ -168,14 +158,8 @@ int cmd_inspect(const InspectArgs& args) {
         for (const auto& note : notes) fmt::print("{}\n\n", note);
         for (std::size_t e = 0; e < examples.size(); ++e) {
             const auto& ex = examples[e];
-            fmt::print("example {}: {} -> {}", e + 1, task.detokenize(ex.source),
-                       task.detokenize(ex.prediction));
-            if (!ex.target.empty()) {
-                fmt::print("{}", ex.prediction == ex.target
-                                     ? "   (right)"
-                                     : fmt::format("   (expected {})", task.detokenize(ex.target)));
-            }
-            fmt::print("\n\n");
+            fmt::print("example {}: {}\n\n", e + 1,
+                       prediction_line(task, ex.source, ex.prediction, ex.target));
             for (const auto& map : ex.maps) {
                 fmt::print("layer {}: {}", map.layer, inspect::render_heatmap(map, term));
                 if (map.saliency_correlation) {

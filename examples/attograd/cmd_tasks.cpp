@@ -1,15 +1,16 @@
 // `attograd tasks`: the bundled tasks with their default model, target and right alignment.
 #include "commands.hpp"
 #include "config.hpp"
-#include "tasks.hpp"
+
+#include "data/task.hpp"
 
 #include <fmt/format.h>
 
 namespace attograd::cli {
 
 int cmd_tasks() {
-    for (const auto& name : task_names()) {
-        const auto task = make_task(name);
+    for (const auto& name : data::task_names()) {
+        const auto task = data::make_task(name);
         const TaskInfo& info = task->info();
         const RunConfig config = default_config(*task);
         const ModelConfig& m = config.model;
@@ -19,7 +20,7 @@ int cmd_tasks() {
         fmt::print("  model:     {} (embed {}, {} encoder self-attention layer(s), {} decoder layer(s), {} head(s), "
                    "{} score), {} steps\n",
                    m.kind, m.embed_dim, m.layers, m.decoder_layers, m.heads, m.score, config.train.steps);
-        fmt::print("  target:    {:.0f}% held-out {} accuracy\n", 100 * info.target_accuracy,
+        fmt::print("  target:    {:.0f}% held-out {} accuracy\n", 100 * target_accuracy(info.name),
                    info.metric == Metric::Sequence ? "sequence (exact match)" : "token");
         fmt::print("  alignment: {}\n\n", info.alignment.empty() ? "none defined" : info.alignment);
     }

@@ -3,7 +3,6 @@
 #include "commands.hpp"
 #include "config.hpp"
 #include "data_parallel.hpp"
-#include "data_task.hpp"
 #include "evaluation.hpp"
 #include "file_io.hpp"
 #include "interrupt.hpp"
@@ -17,6 +16,7 @@
 #include "core/error.hpp"
 #include "core/ops.hpp"
 #include "core/serialization.hpp"
+#include "data/tsv.hpp"
 #include "optim/adam.hpp"
 #include "optim/clip_grad.hpp"
 #include "optim/distributed.hpp"
@@ -112,14 +112,16 @@ void apply_overrides(const TrainArgs& a, RunConfig& c) {
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, std::vector<Tensor> params) {
     if (t.optim == "sgd") {
-        return std::make_unique<optim::SGD>(std::move(params),
-                                            optim::SGDOptions{.lr = t.lr, .momentum = t.momentum, .weight_decay = t.weight_decay});
+        return std::make_unique<optim::SGD>(
+            std::move(params),
+            optim::SGDOptions{.lr = t.lr, .momentum = t.momentum, .weight_decay = t.weight_decay});
     }
     if (t.optim == "adamw") {
-        return std::make_unique<optim::AdamW>(std::move(params),
-                                              optim::AdamWOptions{.lr = t.lr, .weight_decay = t.weight_decay});
+        return std::make_unique<optim::AdamW>(
+            std::move(params), optim::AdamWOptions{.lr = t.lr, .weight_decay = t.weight_decay});
     }
-    return std::make_unique<optim::Adam>(std::move(params), optim::AdamOptions{.lr = t.lr, .weight_decay = t.weight_decay});
+    return std::make_unique<optim::Adam>(std::move(params),
+                                         optim::AdamOptions{.lr = t.lr, .weight_decay = t.weight_decay});
 }
 
 /// Linear warm-up from lr / (warmup + 1), then cosine annealing to 0 at the last step, or
@@ -135,7 +137,8 @@ std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, c
     if (warmup == 0) return std::make_unique<optim::CosineAnnealingLR>(optimizer, anneal);
     auto warm = std::make_shared<optim::LinearWarmup>(optimizer, ramp);
     auto cos = std::make_shared<optim::CosineAnnealingLR>(optimizer, anneal);
-    return std::make_unique<optim::SequentialLR>(optimizer, std::vector<std::shared_ptr<optim::LRScheduler>>{warm, cos},
+    return std::make_unique<optim::SequentialLR>(optimizer,
+                                                 std::vector<std::shared_ptr<optim::LRScheduler>>{warm, cos},
                                                  std::vector<std::int64_t>{warmup});
 }
 
@@ -162,13 +165,15 @@ double target_tokens(const Tensor& target) {
         std::count_if(y, y + target.numel(), [](std::int64_t id) { return id != Vocabulary::pad_id; }));
 }
 
-std::map<std::string, Tensor> prefixed(const std::map<std::string, Tensor>& state, const std::string& prefix) {
+std::map<std::string, Tensor> prefixed(const std::map<std::string, Tensor>& state,
+                                       const std::string& prefix) {
     std::map<std::string, Tensor> out;
     for (const auto& [name, tensor] : state) out.emplace(prefix + name, tensor);
     return out;
 }
 
-std::map<std::string, Tensor> unprefixed(const std::map<std::string, Tensor>& state, const std::string& prefix) {
+std::map<std::string, Tensor> unprefixed(const std::map<std::string, Tensor>& state,
+                                         const std::string& prefix) {
     std::map<std::string, Tensor> out;
     for (const auto& [name, tensor] : state) {
         if (name.rfind(prefix, 0) == 0) out.emplace(name.substr(prefix.size()), tensor);
@@ -181,8 +186,9 @@ std::string describe(const RunConfig& c, std::int64_t parameters) {
     std::string attention = m.score + " " + m.attention;
     if (m.window >= 0) attention += fmt::format(" local-{} (D = {})", m.local, m.window);
     if (m.kind == "encoder") {
-        return fmt::format("encoder model: {} self-attention layer(s) x {} head(s), {} attention, E = {}, {} parameters",
-                           m.layers, m.heads, attention, m.embed_dim, parameters);
+        return fmt::format(
+            "encoder model: {} self-attention layer(s) x {} head(s), {} attention, E = {}, {} parameters",
+            m.layers, m.heads, attention, m.embed_dim, parameters);
     }
     return fmt::format(
         "seq2seq model: {} encoder layer(s), {} decoder layer(s), {} head(s), {} attention, E = {}, {} "
@@ -212,11 +218,11 @@ int cmd_train(const TrainArgs& args) {
         for (const auto& name : args.given) {
             if (std::find(resume_options.begin(), resume_options.end(), name) == resume_options.end() &&
                 !(name == "out" && fs::path(args.out) == fs::path(args.resume))) {
-                throw UsageError(
-                    fmt::format("--resume continues a run with its saved configuration; --{} cannot be given "
-                                "with it (allowed: --steps, --eval-every, --checkpoint-every, --snapshot-every, "
-                                "--no-early-stop, --quiet)",
-                                name));
+                throw UsageError(fmt::format(
+                    "--resume continues a run with its saved configuration; --{} cannot be given "
+                    "with it (allowed: --steps, --eval-every, --checkpoint-every, --snapshot-every, "
+                    "--no-early-stop, --quiet)",
+                    name));
             }
         }
         LoadedRun run = load_run(args.resume, true);
@@ -231,19 +237,22 @@ int cmd_train(const TrainArgs& args) {
         if (args.was_given("snapshot-every")) config.train.snapshot_every = args.snapshot_every;
         if (args.no_early_stop) config.train.early_stop = false;
         for (const char* file : {"optimizer.safetensors", "metrics.csv"}) {
-            AG_CHECK(fs::exists(out / file), IoError, "{}: missing; this run cannot be resumed", (out / file).string());
+            AG_CHECK(fs::exists(out / file), IoError, "{}: missing; this run cannot be resumed",
+                     (out / file).string());
         }
     } else {
         if (!args.data.empty()) {
             if (args.was_given("task") && args.task != "data") {
-                throw UsageError(fmt::format("--task {} and --data do not combine: --data trains on your file", args.task));
+                throw UsageError(fmt::format(
+                    "--task {} and --data do not combine: --data trains on your file", args.task));
             }
-            task = make_data_task(read_tsv(args.data, args.chars), args.chars);
+            task = data::make_data_task(data::TsvDataset::read(args.data, args.chars));
         } else {
             if (args.chars) throw UsageError("--chars applies to --data files only");
-            if (args.task.empty()) throw UsageError("train needs --task NAME (see `attograd tasks`) or --data FILE.tsv");
+            if (args.task.empty())
+                throw UsageError("train needs --task NAME (see `attograd tasks`) or --data FILE.tsv");
             if (args.task == "data") throw UsageError("--task data needs --data FILE.tsv");
-            task = make_task(args.task);
+            task = data::make_task(args.task);
         }
         config = default_config(*task);
         if (!args.data.empty()) {
@@ -258,7 +267,8 @@ int cmd_train(const TrainArgs& args) {
             throw UsageError("--estimator applies to --attention hard only");
         }
         if (args.was_given("window") && args.window < 0) {
-            throw UsageError(fmt::format("--window must be >= 0, got {} (leave it out for global attention)", args.window));
+            throw UsageError(fmt::format("--window must be >= 0, got {} (leave it out for global attention)",
+                                         args.window));
         }
         apply_overrides(args, config);
         validate(config, task->info());
@@ -270,9 +280,18 @@ int cmd_train(const TrainArgs& args) {
         model_generator = std::make_unique<Generator>(config.train.seed);
         model = make_model(config.model, config.vocab, *model_generator);
     }
-    validate(config, task->info());
+    // On --resume the settings are config.json's but for the flags it allows.
+    validate(config, task->info(), resuming ? SettingNames::config_file(args.given) : SettingNames::flags());
     const TaskInfo& info = task->info();
     const TrainConfig& t = config.train;
+    // As PyTorch's LinearLR with total_iters beyond the run, a long warm-up is not an error; but
+    // it never reaches the peak lr there, and make_schedule cuts it so that the run does.
+    if (args.was_given("warmup") && t.steps > 0 && t.warmup >= t.steps) {
+        fmt::print(stderr,
+                   "attograd: warning: --warmup {} is not shorter than --steps {}: the warm-up is cut to {} "
+                   "step(s), so the learning rate reaches --lr {:g} only at the last step\n",
+                   t.warmup, t.steps, t.steps - 1, t.lr);
+    }
 
     auto optimizer = make_optimizer(t, model->parameters());
     auto schedule = make_schedule(*optimizer, t);
@@ -286,9 +305,19 @@ int cmd_train(const TrainArgs& args) {
             optimizer->load_state_dict(unprefixed(state, "optimizer."));
             if (schedule) schedule->load_state_dict(unprefixed(state, "schedule."));
         } catch (const Error& e) {
-            throw IoError(fmt::format("{}: does not fit this run: {}", (out / "optimizer.safetensors").string(), e.what()));
+            throw IoError(fmt::format("{}: does not fit this run: {}",
+                                      (out / "optimizer.safetensors").string(), e.what()));
         }
         step = counters.steps_done;
+        // A parameter's update count cannot exceed the run's steps (config.json's progress).
+        for (const auto& [name, tensor] : state) {
+            if (!name.starts_with("optimizer.state.") || !name.ends_with(".step") || tensor.numel() != 1)
+                continue;
+            AG_CHECK(tensor.item() <= static_cast<double>(step), IoError,
+                     "{}: '{}' counts {} updates, but the run has done {} steps (config.json: "
+                     "progress.steps_done)",
+                     (out / "optimizer.safetensors").string(), name, tensor.item(), step);
+        }
         prior_seconds = counters.seconds;
         metrics = read_file(out / "metrics.csv");
         if (step >= t.steps) {
@@ -313,10 +342,11 @@ int cmd_train(const TrainArgs& args) {
     for (const auto& p : model->parameters()) parameters += p.numel();
     Progress progress(step, t.steps, args.quiet || !ranks.is_main());
     progress.line(fmt::format("{} {}: {}", resuming ? "resuming" : "training", info.name, describe(config, parameters)));
-    progress.line(fmt::format("{} lr {:g}, batch {}, {} steps from step {}; target {:.0f}% held-out {} accuracy on {} "
-                              "examples",
-                              t.optim, t.lr, t.batch, t.steps, step, 100 * info.target_accuracy,
-                              info.metric == Metric::Sequence ? "sequence" : "token", task->held_out().size()));
+    progress.line(
+        fmt::format("{} lr {:g}, batch {}, {} steps from step {}; target {:.0f}% held-out {} accuracy on {} "
+                    "examples",
+                    t.optim, t.lr, t.batch, t.steps, step, 100 * target_accuracy(info.name),
+                    info.metric == Metric::Sequence ? "sequence" : "token", task->held_out().size()));
 
     const std::int64_t log_every = std::max<std::int64_t>(1, std::min<std::int64_t>(t.eval_every, 10));
     // The window of steps since the last metrics line continues across a resume.
@@ -368,7 +398,7 @@ int cmd_train(const TrainArgs& args) {
         }
         writer.write_file("metrics.csv", metrics);
         if (config.task.name == "data")
-            writer.write_file("heldout.tsv", to_tsv(task->held_out(), config.task.chars));
+            writer.write_file("heldout.tsv", data::to_tsv(task->held_out(), config.task.chars));
         nlohmann::json json = to_json(config);
         json["progress"] = to_json(counters);
         writer.commit(std::move(json));
@@ -411,16 +441,17 @@ int cmd_train(const TrainArgs& args) {
                  "({:.4g}) for {} "
                  "steps; try a lower --lr or --clip",
                  step + 1, loss_value, kDivergedFactor, counters.initial_loss, kDivergedSteps);
-        if (!result.log_probs.empty()) {
+        if (!result.reinforce.empty()) {
             // REINFORCE reward: minus each sequence's summed token loss (a constant, off the tape;
             // the surrogate loss itself must be recorded).
             const Tensor reward = [&] {
                 NoGradGuard no_grad;
-                const Tensor per_token = cross_entropy(
-                    flat_logits.detach(), flat_target, {.reduction = Reduction::None, .ignore_index = Vocabulary::pad_id});
+                const Tensor per_token =
+                    cross_entropy(flat_logits.detach(), flat_target,
+                                  {.reduction = Reduction::None, .ignore_index = Vocabulary::pad_id});
                 return -sum(reshape(per_token, {batch.size, -1}), {1});
             }();
-            loss = loss + model->reinforce_loss(result, reward);
+            loss = loss + result.reinforce.loss(reward);
         }
         loss.backward();
         ddp.average_gradients(mine.tokens);  // the whole batch's mean-loss gradient on every rank
@@ -448,14 +479,14 @@ int cmd_train(const TrainArgs& args) {
                 evaluated = true;
                 heldout = fmt::format("{:.6f},{:.6f}", last.token_accuracy, last.sequence_accuracy);
                 const double metric = info.metric == Metric::Sequence ? last.sequence_accuracy : last.token_accuracy;
-                reached = metric >= info.target_accuracy;
+                reached = metric >= target_accuracy(info.name);
                 progress.line(fmt::format("step {:>5}  loss {:.4f}  train acc {:.3f}  held-out token {:.3f} sequence "
                                           "{:.3f}  ({:.1f} s)",
                                           step, shown_loss, shown_accuracy, last.token_accuracy,
                                           last.sequence_accuracy, prior_seconds + progress.elapsed()));
             }
-            metrics += fmt::format("{},{:.6f},{:.6f},{},{:.6g},{:.3f}\n", step, shown_loss, shown_accuracy, heldout, lr,
-                                   prior_seconds + progress.elapsed());
+            metrics += fmt::format("{},{:.6f},{:.6f},{},{:.6g},{:.3f}\n", step, shown_loss, shown_accuracy,
+                                   heldout, lr, prior_seconds + progress.elapsed());
             loss_sum = accuracy_sum = 0.0;
             logged = 0;
             if (reached && t.early_stop) break;
@@ -482,15 +513,16 @@ int cmd_train(const TrainArgs& args) {
         model->eval();
         last = evaluate_split(*model, config.vocab, task->held_out());
         const double metric = info.metric == Metric::Sequence ? last.sequence_accuracy : last.token_accuracy;
-        reached = metric >= info.target_accuracy;
+        reached = metric >= target_accuracy(info.name);
     }
     const double seconds = prior_seconds + progress.elapsed();
     save_run();
     if (!ranks.is_main()) return 0;
 
-    fmt::print("{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
-               info.name, 100 * last.sequence_accuracy, 100 * last.token_accuracy, step, seconds,
-               reached ? fmt::format(" (target {:.0f}% reached)", 100 * info.target_accuracy) : "");
+    fmt::print(
+        "{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
+        info.name, 100 * last.sequence_accuracy, 100 * last.token_accuracy, step, seconds,
+        reached ? fmt::format(" (target {:.0f}% reached)", 100 * target_accuracy(info.name)) : "");
     fmt::print("wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}); next: attograd "
                "inspect --run {}\n",
                out.string(), snapshotter ? ", " + std::string(snapshot_file) : "", out.string());

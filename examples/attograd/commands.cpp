@@ -1,6 +1,9 @@
 // The command-line entry point: CLI11 definitions of every subcommand, and exit codes.
 #include "commands.hpp"
 
+#include "config.hpp"
+#include "data/task.hpp"
+
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -12,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <system_error>
 #include <type_traits>
@@ -38,31 +42,86 @@ CLI::Validator plain_number() {
             if (error == std::errc::result_out_of_range) return fmt::format("{} is out of range", text);
             return {};
         },
-        std::is_integral_v<T> ? "INT" : "NUMBER");
+        "");  // no description: --help shows the option's plain type name alone
 }
 
 // CLI11 reads `--out ""` as an unset option (the default). An empty name or path is refused.
 const CLI::Validator kNotEmpty(
-    [](std::string& text) { return text.empty() ? std::string("must not be empty") : std::string(); },
-    "TEXT");
+    [](std::string& text) { return text.empty() ? std::string("must not be empty") : std::string(); }, "");
 
-// Adds the number check to options holding a number, the non-empty check to names and paths.
+// Adds the number check to options holding a number, the non-empty check to names and paths,
+// and a plain type name for --help (INT, NUMBER, TEXT; `type` when given, e.g. DIR).
 template <class T>
-CLI::Option* checked(CLI::Option* option) {
-    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) option->check(plain_number<T>());
-    if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, std::filesystem::path>)
+CLI::Option* checked(CLI::Option* option, const char* type = nullptr) {
+    if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+        option->check(plain_number<T>());
+        option->type_name(std::is_integral_v<T> ? "INT" : "NUMBER");
+    }
+    if constexpr (std::is_same_v<T, std::string> || std::is_same_v<T, std::filesystem::path>) {
         option->check(kNotEmpty);
+        option->type_name("TEXT");
+    }
+    if (type != nullptr) option->type_name(type);
     return option;
 }
 
+/// Appends " [default: TEXT]" to `option`'s help.
+CLI::Option* with_default(CLI::Option* option, const std::string& text) {
+    return option->description(fmt::format("{} [default: {}]", option->get_description(), text));
+}
+
+template <class T>
+CLI::Option* with_default_value(CLI::Option* option, const T& value) {
+    return with_default(option, fmt::format("{}", value));
+}
+
+/// The default of train's --NAME by task, as --help shows it: "1000; sort: 2000, recall: 6000"
+/// (the value most tasks share, then the tasks that differ); "" when no setting has that flag.
+std::string task_default_text(const std::string& name) {
+    std::vector<std::pair<std::string, std::string>> by_task;  // (task, value)
+    std::vector<std::string> names = data::task_names();
+    names.emplace_back("data");
+    for (const auto& task : names) {
+        const nlohmann::json json = to_json(task_defaults(task));
+        for (const char* section : {"model", "train"}) {
+            for (const auto& [key, value] : json[section].items()) {
+                if (flag_of_field(fmt::format("{}.{}", section, key)) != name) continue;
+                std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+                if (name == "window" && text == "-1") text = "none (global attention)";
+                by_task.emplace_back(task, text);
+            }
+        }
+    }
+    if (by_task.empty()) return "";
+    std::map<std::string, int> counts;
+    for (const auto& [task, value] : by_task) ++counts[value];
+    const std::string usual =
+        std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
+            return a.second < b.second;
+        })->first;
+    std::string text = usual, others;
+    for (const auto& [task, value] : by_task)
+        if (value != usual) others += fmt::format("{}{}: {}", others.empty() ? "" : ", ", task, value);
+    return others.empty() ? text : text + "; " + others;
+}
+
+/// "attograd 0.1.0 (GEMMs on LIBXSMM)": the CMake project's version and the build's GEMM backend.
+std::string version_text() {
+    return fmt::format("attograd {} (GEMMs on {})", ATTOGRAD_VERSION,
+                       ATTOGRAD_CLI_LIBXSMM ? "LIBXSMM" : "Eigen");
+}
+
 void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, CLI::Option*>>& options) {
-    const auto add = [&](const std::string& name, auto& value, const std::string& help) {
-        options.emplace_back(
-            name, checked<std::decay_t<decltype(value)>>(app.add_option("--" + name, value, help)));
-        return options.back().second;
+    // Every option with a setting in config.json shows its default by task.
+    const auto add = [&](const std::string& name, auto& value, const std::string& help,
+                         const char* type = nullptr) {
+        auto* option = checked<std::decay_t<decltype(value)>>(app.add_option("--" + name, value, help), type);
+        if (const std::string text = task_default_text(name); !text.empty()) with_default(option, text);
+        options.emplace_back(name, option);
+        return option;
     };
-    add("task", a.task, "bundled task (see `attograd tasks`), or 'data' with --data");
-    add("data", a.data, "TSV file of source<TAB>target lines to train on");
+    add("task", a.task, "bundled task (see `attograd tasks`), or 'data' with --data", "NAME");
+    add("data", a.data, "TSV file of source<TAB>target lines to train on", "FILE");
     options.emplace_back("chars",
                          app.add_flag("--chars", a.chars, "--data: characters are tokens (default: words)"));
     add("model", a.model,
@@ -73,14 +132,16 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add("window", a.window, "local attention: window half-width D (2D + 1 keys)");
     add("local", a.local, "local attention centre: m (monotonic) or p (predictive); needs --window");
     add("heads", a.heads, "attention heads per layer");
-    add("layers", a.layers, "self-attention layers (seq2seq: in the encoder)");
+    add("layers", a.layers, "self-attention layers (seq2seq: in the encoder; encoder: at least 1)");
     add("decoder-layers", a.decoder_layers, "seq2seq: attention layers of the decoder");
     add("embed-dim", a.embed_dim, "model width E");
     add("ffn-dim", a.ffn_dim, "feed-forward width of each layer (0 = none)");
     options.emplace_back(
         "next-token",
-        app.add_flag("--next-token", a.next_token,
-                     "encoder adds an embedding of each position's next token (--next-token=false: off)"));
+        with_default(
+            app.add_flag("--next-token", a.next_token,
+                         "encoder adds an embedding of each position's next token (--next-token=false: off)"),
+            task_default_text("next-token")));
     add("optim", a.optim, "optimizer: sgd, adam, adamw");
     add("lr", a.lr, "peak learning rate");
     add("momentum", a.momentum, "SGD momentum");
@@ -88,20 +149,24 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add("clip", a.clip, "clip the global gradient norm to this (0 = off)");
     add("batch", a.batch, "examples per step");
     add("steps", a.steps, "training steps at most (with --resume: the new total)");
-    add("seed", a.seed, "random seed (the same seed gives the same run)");
-    add("warmup", a.warmup, "linear learning-rate warm-up steps");
+    add("seed", a.seed,
+        "random seed (the same seed gives the same run, bit for bit, on any number of threads)");
+    add("warmup", a.warmup,
+        "linear learning-rate warm-up steps (cut to --steps - 1 when longer, with a warning)");
     add("schedule", a.schedule, "after the warm-up: cosine or constant");
     add("eval-every", a.eval_every, "held-out evaluation every N steps");
     add("snapshot-every", a.snapshot_every,
-        "record the attention of the first held-out examples every N steps (0 = off; default 20)");
+        "record the attention of the first held-out examples every N steps (0 = off)");
     options.emplace_back("no-early-stop", app.add_flag("--no-early-stop", a.no_early_stop,
                                                        "train all --steps even after reaching the target"));
-    add("checkpoint-every", a.checkpoint_every,
-        "also save the run every N steps (it is saved at every evaluation too; 0 = at evaluations only)")
-        ->capture_default_str();
-    add("out", a.out, "run directory to write (default runs/TASK); must be new or empty, or --force");
+    with_default_value(add("checkpoint-every", a.checkpoint_every,
+                           "also save the run every N steps (it is saved at every evaluation too; 0 = at "
+                           "evaluations only)"),
+                       a.checkpoint_every);
+    with_default(add("out", a.out, "run directory to write; must be new or empty, or --force", "DIR"),
+                 "runs/TASK");
     options.emplace_back("force", app.add_flag("--force", a.force, "let --out replace the run it holds"));
-    add("resume", a.resume, "continue the run in this directory (optimizer state included)");
+    add("resume", a.resume, "continue the run in this directory (optimizer state included)", "DIR");
     options.emplace_back("quiet", app.add_flag("--quiet", a.quiet, "print only the final summary"));
 }
 
@@ -110,6 +175,9 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
 int run_cli(int argc, char** argv) {
     CLI::App app{"attograd: train small attention models on toy tasks and look inside them", "attograd"};
     app.require_subcommand(1);
+    app.set_version_flag("--version", version_text(),
+                         "print the version and the build's GEMM backend, and exit");
+    app.get_formatter()->column_width(32);
     app.failure_message([](const CLI::App*, const CLI::Error& e) {
         return fmt::format("attograd: {} (see --help)\n", e.what());
     });
@@ -124,32 +192,45 @@ int run_cli(int argc, char** argv) {
 
     EvalArgs eval;
     auto* eval_cmd = app.add_subcommand("eval", "held-out accuracy of a run, and predictions for --input");
-    checked<std::string>(eval_cmd->add_option("--run", eval.run, "run directory written by train"))
+    checked<std::string>(eval_cmd->add_option("--run", eval.run, "run directory written by train"), "DIR")
         ->required();
-    eval_cmd->add_option("--input", eval.inputs, "text to predict (repeatable)");
+    eval_cmd
+        ->add_option("--input", eval.inputs,
+                     "text to predict (repeatable; each bad one is reported, the rest run)")
+        ->type_name("TEXT");
     eval_cmd->add_flag("--json", eval.json, "print one JSON object (for scripts)");
-    checked<std::int64_t>(eval_cmd->add_option("--show", eval.show, "held-out examples to print"))
-        ->capture_default_str();
+    with_default_value(
+        checked<std::int64_t>(eval_cmd->add_option("--show", eval.show, "held-out examples to print")),
+        eval.show);
 
     InspectArgs inspect;
     auto* inspect_cmd = app.add_subcommand("inspect", "draw every layer's and head's attention of a run");
-    checked<std::string>(inspect_cmd->add_option("--run", inspect.run, "run directory written by train"))
+    checked<std::string>(inspect_cmd->add_option("--run", inspect.run, "run directory written by train"),
+                         "DIR")
         ->required();
-    inspect_cmd->add_option("--input", inspect.inputs, "text to run (repeatable)");
-    auto* samples = checked<std::int64_t>(
-        inspect_cmd->add_option("--samples", inspect.samples, "held-out examples to draw (default 1)"));
-    checked<std::string>(inspect_cmd->add_option("--format", inspect.format, "term, svg, html, csv or json"))
-        ->capture_default_str();
-    checked<std::string>(inspect_cmd->add_option(
-        "--to", inspect.to, "output file (html, csv, json; '-' = stdout) or directory (svg); missing folders are created"));
+    inspect_cmd->add_option("--input", inspect.inputs, "text to run (repeatable)")->type_name("TEXT");
+    auto* samples = with_default_value(checked<std::int64_t>(inspect_cmd->add_option(
+                                           "--samples", inspect.samples, "held-out examples to draw")),
+                                       inspect.samples);
+    with_default_value(checked<std::string>(inspect_cmd->add_option("--format", inspect.format,
+                                                                    "term, svg, html, csv or json")),
+                       inspect.format);
+    with_default(
+        checked<std::string>(inspect_cmd->add_option("--to", inspect.to,
+                                                     "output file (html, csv, json; '-' = stdout) or "
+                                                     "directory (svg); missing folders are created"),
+                             "PATH"),
+        "RUN/inspect/report.html, attention.csv or attention.json; RUN/inspect/ for svg");
     inspect_cmd
         ->add_option("--knockout", inspect.knockout,
                      "silence a head (zero weights and output): LAYER.HEAD, e.g. 0.0 (repeatable)")
-        ->check(kNotEmpty);
+        ->check(kNotEmpty)
+        ->type_name("LAYER.HEAD");
     inspect_cmd->add_flag("--saliency", inspect.saliency,
                           "also compute gradient x input saliency and its rank correlation with attention");
-    inspect_cmd->add_flag("--rollout", inspect.rollout,
-                          "also draw attention rollout (Abnar & Zuidema 2020) over the model's attention stack");
+    inspect_cmd->add_flag(
+        "--rollout", inspect.rollout,
+        "also draw attention rollout (Abnar & Zuidema 2020) over the model's attention stack");
     inspect_cmd->add_flag("--flow", inspect.flow, "also draw attention flow (Abnar & Zuidema 2020)");
 
     // CLI11 would report a mistyped subcommand as "A subcommand is required".

@@ -34,24 +34,32 @@ T field(const nlohmann::json& json, const char* section, const char* key) {
 }
 
 template <std::size_t N>
-void check_choice(const std::string& value, const std::array<const char*, N>& choices, const char* option) {
+void check_choice(const std::string& value, const std::array<const char*, N>& choices,
+                  const SettingNames& names, std::string_view field) {
     const bool ok = std::any_of(choices.begin(), choices.end(), [&](const char* c) { return value == c; });
     std::string list;
     for (const char* c : choices) list += (list.empty() ? "" : ", ") + std::string(c);
-    AG_CHECK(ok, ValueError, "{} must be one of {}, got '{}'", option, list, value);
+    AG_CHECK(ok, ValueError, "{}{} must be one of {}, got '{}'", names.prefix(field), names(field), list,
+             value);
+}
+
+/// The vocabulary saved in config.json: a JSON array of its tokens, index = id.
+Vocabulary vocabulary_from_json(const nlohmann::json& json) {
+    AG_CHECK(json.is_array(), ValueError, "vocabulary: expected a JSON array of tokens");
+    std::vector<std::string> tokens;
+    for (std::size_t i = 0; i < json.size(); ++i) {
+        AG_CHECK(json[i].is_string(), ValueError, "vocabulary: entry {} is not a string", i);
+        tokens.push_back(json[i].get<std::string>());
+    }
+    return Vocabulary::from_tokens(tokens);
 }
 
 }  // namespace
 
-RunConfig default_config(const Task& task) {
-    const TaskInfo& info = task.info();
+RunConfig task_defaults(const std::string& task_name) {
     RunConfig config;
-    config.task.name = info.name;
-    config.model.kind = info.default_model;
-    config.model.max_source_len = info.max_source_len;
-    config.model.max_target_len = info.max_target_len;
-    config.vocab = Vocabulary(task.symbols());
-    if (info.name == "recall") {
+    config.task.name = task_name;
+    if (task_name == "recall") {
         config.model.next_token = true;
         config.model.decoder_layers = 2;
         // Smaller steps over larger batches: at lr 3e-3, batch 32 most seeds stalled near 40 %
@@ -59,14 +67,14 @@ RunConfig default_config(const Task& task) {
         config.train.lr = 2e-3;
         config.train.batch = 64;
         config.train.steps = 6000;
-    } else if (info.name == "dates") {
+    } else if (task_name == "dates") {
         config.model.layers = 2;
         config.model.decoder_layers = 2;
         config.model.heads = 4;
         config.train.steps = 4000;
-    } else if (info.name == "sort") {
+    } else if (task_name == "sort") {
         config.train.steps = 2000;
-    } else if (info.name == "data") {
+    } else if (task_name == "data") {
         config.model.layers = 1;
         config.model.decoder_layers = 1;
         config.train.steps = 2000;
@@ -74,66 +82,116 @@ RunConfig default_config(const Task& task) {
     return config;
 }
 
-void validate(const RunConfig& config, const TaskInfo& task) {
+RunConfig default_config(const Task& task) {
+    const TaskInfo& info = task.info();
+    RunConfig config = task_defaults(info.name);
+    config.model.kind = "seq2seq";  // every task's default (the encoder needs --model encoder)
+    config.model.max_source_len = info.max_source_len;
+    config.model.max_target_len = info.max_target_len;
+    config.model.min_source_len = info.min_source_len;
+    config.vocab = Vocabulary(task.symbols());
+    return config;
+}
+
+double target_accuracy(const std::string& name) {
+    if (name == "copy" || name == "reverse") return 0.99;
+    if (name == "sort" || name == "recall" || name == "dates") return 0.95;
+    return 1.0;
+}
+
+std::string flag_of_field(std::string_view field) {
+    if (field == "model.kind") return "model";
+    std::string flag(field.substr(field.find('.') + 1));
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return flag;
+}
+
+bool SettingNames::from_file(std::string_view field) const {
+    return file_ && std::find(given_.begin(), given_.end(), flag_of_field(field)) == given_.end();
+}
+
+std::string SettingNames::operator()(std::string_view field) const {
+    return from_file(field) ? std::string(field) : "--" + flag_of_field(field);
+}
+
+void validate(const RunConfig& config, const TaskInfo& task, const SettingNames& names) {
     const ModelConfig& m = config.model;
     const TrainConfig& t = config.train;
-    check_choice(m.kind, std::array{"seq2seq", "encoder"}, "--model");
-    check_choice(m.score, std::array{"additive", "dot", "scaled-dot", "bilinear"}, "--score");
-    check_choice(m.attention, std::array{"soft", "hard"}, "--attention");
-    check_choice(m.local, std::array{"m", "p"}, "--local");
-    check_choice(m.estimator, std::array{"gumbel", "reinforce"}, "--estimator");
-    check_choice(t.optim, std::array{"sgd", "adam", "adamw"}, "--optim");
-    check_choice(t.schedule, std::array{"cosine", "constant"}, "--schedule");
+    // `check(ok, field, rest)`: "[config.json: ]NAME REST" unless ok, NAME naming `field`.
+    const auto check = [&](bool ok, std::string_view field, const std::string& rest) {
+        AG_CHECK(ok, ValueError, "{}{} {}", names.prefix(field), names(field), rest);
+    };
+    const auto n = [&](std::string_view field) { return names(field); };
+    check_choice(m.kind, std::array{"seq2seq", "encoder"}, names, "model.kind");
+    check_choice(m.score, std::array{"additive", "dot", "scaled-dot", "bilinear"}, names, "model.score");
+    check_choice(m.attention, std::array{"soft", "hard"}, names, "model.attention");
+    check_choice(m.local, std::array{"m", "p"}, names, "model.local");
+    check_choice(m.estimator, std::array{"gumbel", "reinforce"}, names, "model.estimator");
+    check_choice(t.optim, std::array{"sgd", "adam", "adamw"}, names, "train.optim");
+    check_choice(t.schedule, std::array{"cosine", "constant"}, names, "train.schedule");
     // Upper bounds keep a typo from asking for gigabytes: these are toy-task models.
-    AG_CHECK(m.embed_dim >= 1 && m.embed_dim <= 4096, ValueError, "--embed-dim must be in [1, 4096], got {}",
-             m.embed_dim);
-    AG_CHECK(m.heads >= 1, ValueError, "--heads must be >= 1, got {}", m.heads);
-    AG_CHECK(m.embed_dim % m.heads == 0, ValueError, "--heads {} does not divide --embed-dim {}", m.heads,
-             m.embed_dim);
-    AG_CHECK(m.layers >= 0 && m.layers <= 16, ValueError, "--layers must be in [0, 16], got {}", m.layers);
-    AG_CHECK(m.decoder_layers >= 1 && m.decoder_layers <= 16, ValueError,
-             "--decoder-layers must be in [1, 16], got {}", m.decoder_layers);
-    AG_CHECK(m.ffn_dim >= 0 && m.ffn_dim <= 16384, ValueError, "--ffn-dim must be in [0, 16384], got {}",
-             m.ffn_dim);
-    AG_CHECK(m.max_source_len >= 1 && m.max_source_len <= 4096 && m.max_target_len >= 1 && m.max_target_len <= 4096,
-             ValueError, "the longest source and target must be in [1, 4096] tokens, got {} and {}", m.max_source_len,
-             m.max_target_len);
-    AG_CHECK(m.window >= -1, ValueError, "--window must be >= 0 (or -1: global attention), got {}", m.window);
-    AG_CHECK(std::isfinite(t.lr) && t.lr > 0.0, ValueError, "--lr must be finite and > 0, got {}", t.lr);
-    AG_CHECK(t.momentum >= 0.0 && t.momentum < 1.0, ValueError, "--momentum must be in [0, 1), got {}",
-             t.momentum);
-    AG_CHECK(std::isfinite(t.weight_decay) && t.weight_decay >= 0.0, ValueError,
-             "--weight-decay must be finite and >= 0, got {}", t.weight_decay);
-    AG_CHECK(std::isfinite(t.clip) && t.clip >= 0.0, ValueError, "--clip must be finite and >= 0 (0 = off), got {}",
-             t.clip);
-    AG_CHECK(t.batch >= 1 && t.batch <= 4096, ValueError, "--batch must be in [1, 4096], got {}", t.batch);
-    AG_CHECK(t.steps >= 0, ValueError, "--steps must be >= 0, got {}", t.steps);
-    AG_CHECK(t.warmup >= 0, ValueError, "--warmup must be >= 0, got {}", t.warmup);
-    AG_CHECK(t.eval_every >= 1, ValueError, "--eval-every must be >= 1, got {}", t.eval_every);
-    AG_CHECK(t.snapshot_every >= 0, ValueError, "--snapshot-every must be >= 0 (0 = off), got {}",
-             t.snapshot_every);
-    AG_CHECK(t.momentum == 0.0 || t.optim == "sgd", ValueError,
-             "--momentum applies to --optim sgd only (got --optim {})", t.optim);
+    check(m.embed_dim >= 1 && m.embed_dim <= 4096, "model.embed_dim",
+          fmt::format("must be in [1, 4096], got {}", m.embed_dim));
+    check(m.heads >= 1, "model.heads", fmt::format("must be >= 1, got {}", m.heads));
+    check(m.embed_dim % m.heads == 0, "model.heads",
+          fmt::format("{} does not divide {} {}", m.heads, n("model.embed_dim"), m.embed_dim));
+    check(m.layers >= 0 && m.layers <= 16, "model.layers",
+          fmt::format("must be in [0, 16], got {}", m.layers));
+    check(m.decoder_layers >= 1 && m.decoder_layers <= 16, "model.decoder_layers",
+          fmt::format("must be in [1, 16], got {}", m.decoder_layers));
+    check(m.ffn_dim >= 0 && m.ffn_dim <= 16384, "model.ffn_dim",
+          fmt::format("must be in [0, 16384], got {}", m.ffn_dim));
+    // The lengths come from the task or the TSV file, never from a flag.
+    AG_CHECK(m.max_source_len >= 1 && m.max_source_len <= 4096 && m.max_target_len >= 1 &&
+                 m.max_target_len <= 4096,
+             ValueError, "{} must be in [1, 4096] tokens, got {} and {}",
+             names.from_file("model.max_source_len")
+                 ? "config.json: model.max_source_len and model.max_target_len"
+                 : "the longest source and target",
+             m.max_source_len, m.max_target_len);
+    AG_CHECK(m.min_source_len >= 1 && m.min_source_len <= m.max_source_len, ValueError,
+             "{}model.min_source_len must be in [1, model.max_source_len = {}], got {}",
+             names.prefix("model.min_source_len"), m.max_source_len, m.min_source_len);
+    check(m.window >= -1, "model.window",
+          fmt::format("must be >= 0 (or -1: global attention), got {}", m.window));
+    check(std::isfinite(t.lr) && t.lr > 0.0, "train.lr", fmt::format("must be finite and > 0, got {}", t.lr));
+    check(t.momentum >= 0.0 && t.momentum < 1.0, "train.momentum",
+          fmt::format("must be in [0, 1), got {}", t.momentum));
+    check(std::isfinite(t.weight_decay) && t.weight_decay >= 0.0, "train.weight_decay",
+          fmt::format("must be finite and >= 0, got {}", t.weight_decay));
+    check(std::isfinite(t.clip) && t.clip >= 0.0, "train.clip",
+          fmt::format("must be finite and >= 0 (0 = off), got {}", t.clip));
+    check(t.batch >= 1 && t.batch <= 4096, "train.batch",
+          fmt::format("must be in [1, 4096], got {}", t.batch));
+    check(t.steps >= 0, "train.steps", fmt::format("must be >= 0, got {}", t.steps));
+    check(t.warmup >= 0, "train.warmup", fmt::format("must be >= 0, got {}", t.warmup));
+    check(t.eval_every >= 1, "train.eval_every", fmt::format("must be >= 1, got {}", t.eval_every));
+    check(t.snapshot_every >= 0, "train.snapshot_every",
+          fmt::format("must be >= 0 (0 = off), got {}", t.snapshot_every));
+    check(t.momentum == 0.0 || t.optim == "sgd", "train.momentum",
+          fmt::format("applies to {} sgd only (got {} {})", n("train.optim"), n("train.optim"), t.optim));
 
     if (m.kind == "encoder") {
-        AG_CHECK(m.layers >= 1, ValueError,
-                 "--model encoder needs --layers >= 1 (its attention is self-attention layers), got {}", m.layers);
-        AG_CHECK(
-            task.same_length, ValueError,
-            "--model encoder writes one output per input token, but task '{}' has outputs of another length; "
-            "use --model seq2seq",
-            task.name);
-        AG_CHECK(m.attention == "soft", ValueError,
-                 "--attention hard applies to the seq2seq decoder's attention; --model encoder is soft");
-        AG_CHECK(m.window < 0 || m.local == "m", ValueError,
-                 "--local p predicts a centre per decoder query; --model encoder supports --local m only");
+        check(m.layers >= 1, "model.kind",
+              fmt::format("encoder needs {} >= 1 (its attention is self-attention layers), got {}",
+                          n("model.layers"), m.layers));
+        check(task.same_length, "model.kind",
+              fmt::format("encoder writes one output per input token, but task '{}' has outputs of another "
+                          "length; use {} seq2seq",
+                          task.name, n("model.kind")));
+        check(m.attention == "soft", "model.attention",
+              fmt::format("hard applies to the seq2seq decoder's attention; {} encoder is soft",
+                          n("model.kind")));
+        check(m.window < 0 || m.local == "m", "model.local",
+              fmt::format("p predicts a centre per decoder query; {} encoder supports {} m only",
+                          n("model.kind"), n("model.local")));
     }
     if (m.kind == "seq2seq") {
-        AG_CHECK(m.heads == 1 || m.attention == "soft", ValueError,
-                 "--attention hard picks one key per query with single-head attention, but this model has {} "
-                 "heads: "
-                 "add --heads 1 or use --attention soft",
-                 m.heads);
+        check(m.heads == 1 || m.attention == "soft", "model.attention",
+              fmt::format(
+                  "hard picks one key per query with single-head attention, but this model has {} heads: "
+                  "add {} 1 or use {} soft",
+                  m.heads, n("model.heads"), n("model.attention")));
     }
 }
 
@@ -157,7 +215,8 @@ nlohmann::json to_json(const RunConfig& config) {
               {"window", m.window},
               {"local", m.local},
               {"max_source_len", m.max_source_len},
-              {"max_target_len", m.max_target_len}}},
+              {"max_target_len", m.max_target_len},
+              {"min_source_len", m.min_source_len}}},
             {"train",
              {{"optim", t.optim},
               {"lr", t.lr},
@@ -172,7 +231,7 @@ nlohmann::json to_json(const RunConfig& config) {
               {"eval_every", t.eval_every},
               {"snapshot_every", t.snapshot_every},
               {"early_stop", t.early_stop}}},
-            {"vocab", config.vocab.to_json()}};
+            {"vocab", config.vocab.tokens()}};
 }
 
 RunConfig run_config_from_json(const nlohmann::json& json) {
@@ -220,8 +279,11 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     // Runs written before snapshots existed have no snapshot_every: they keep the default.
     if (json["train"].contains("snapshot_every"))
         c.train.snapshot_every = field<std::int64_t>(json, "train", "snapshot_every");
+    // Runs written before min_source_len was saved keep the default; load_run takes the task's.
+    if (json["model"].contains("min_source_len"))
+        c.model.min_source_len = field<std::int64_t>(json, "model", "min_source_len");
     AG_CHECK(json.contains("vocab"), ValueError, "config.json: missing field 'vocab'");
-    c.vocab = Vocabulary::from_json(json["vocab"]);
+    c.vocab = vocabulary_from_json(json["vocab"]);
     AG_CHECK(c.model.max_source_len >= 1 && c.model.max_target_len >= 1, ValueError,
              "config.json: model.max_source_len and model.max_target_len must be >= 1");
     return c;

@@ -2,29 +2,39 @@
 // DIR/config.json, and the checks that refuse options that do not combine.
 #pragma once
 
-#include "tasks.hpp"
-#include "vocab.hpp"
+#include "data/task.hpp"
+#include "data/vocabulary.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace attograd::cli {
 
+// The program's tasks, examples and vocabularies are the library's (data/).
+using data::Example;
+using data::Metric;
+using data::Task;
+using data::TaskInfo;
+using data::Vocabulary;
+
 /// Version of config.json's layout; runs with another version are refused. Version 2 added
-/// "files" (each file's checksum) and the progress counters a bit-exact resume needs.
-inline constexpr int run_format_version = 2;
+/// "files" (each file's checksum) and the progress counters a bit-exact resume needs; version 3
+/// marks the models rebuilt from the library's Transformer layers (new state_dict names).
+inline constexpr int run_format_version = 3;
 
 /// Everything needed to rebuild the model (with the vocabulary of RunConfig).
 struct ModelConfig {
     std::string kind = "seq2seq";  ///< "seq2seq" or "encoder"
     std::int64_t embed_dim = 64;
-    std::int64_t heads = 1;            ///< heads of every attention layer
-    std::int64_t layers = 0;           ///< self-attention layers (seq2seq: in the encoder)
-    std::int64_t decoder_layers = 1;   ///< seq2seq: cross-attention layers of the decoder
-    std::int64_t ffn_dim = 128;        ///< width of each layer's feed-forward block (0 = none)
+    std::int64_t heads = 1;           ///< heads of every attention layer
+    std::int64_t layers = 0;          ///< self-attention layers (seq2seq: in the encoder)
+    std::int64_t decoder_layers = 1;  ///< seq2seq: cross-attention layers of the decoder
+    std::int64_t ffn_dim = 128;       ///< width of each layer's feed-forward block (0 = none)
     /// The encoder adds a learned embedding of each position's next token ("smeared" tokens,
     /// after the smeared keys of Olsson et al. 2022): a key then carries its value, so one
     /// attention step can find a key and read what follows it (the recall task's default).
@@ -35,7 +45,10 @@ struct ModelConfig {
     std::int64_t window = -1;          ///< local window half-width D; -1 = global attention
     std::string local = "m";           ///< m or p (with a window)
     std::int64_t max_source_len = 0;   ///< longest source the model takes (tokens)
-    std::int64_t max_target_len = 0;   ///< longest output it writes (tokens, without <eos>)
+    /// Shortest source it was trained on (tokens): eval and inspect warn about shorter inputs.
+    /// Runs written before it was saved read it from their task (1 for a "data" run).
+    std::int64_t min_source_len = 1;
+    std::int64_t max_target_len = 0;  ///< longest output it writes (tokens, without <eos>)
 };
 
 /// How the model is trained.
@@ -55,7 +68,7 @@ struct TrainConfig {
     /// recorded at step 0, every N steps and at the end, into DIR/attention_snapshots.safetensors.
     /// It does not change the training; 20 costs about 0.5 % of training time (bench/README.md).
     std::int64_t snapshot_every = 20;
-    bool early_stop = true;           ///< stop once the held-out accuracy reaches the target
+    bool early_stop = true;  ///< stop once the held-out accuracy reaches the target
 };
 
 /// The task a run trains on.
@@ -73,13 +86,52 @@ struct RunConfig {
     Vocabulary vocab;
 };
 
+/// The model and training defaults that depend on the task's name only ("data" included; every
+/// task's model is seq2seq by default): the lengths and vocabulary are left at ModelConfig's
+/// defaults. `train --help` lists them.
+RunConfig task_defaults(const std::string& task_name);
+
 /// The defaults of `task`'s model and training (what `attograd train --task NAME` uses).
 RunConfig default_config(const Task& task);
 
-/// Refuses options that do not combine, with a message naming them (ValueError), e.g. an
-/// encoder model on a task whose outputs differ in length from its inputs, `--local p` without
-/// a window, hard attention with several heads, `--momentum` with Adam.
-void validate(const RunConfig& config, const TaskInfo& task);
+/// The held-out accuracy (of the task's metric) at which `train` stops early on task `name`:
+/// 0.99 for copy and reverse, 0.95 for sort, recall and dates, 1.0 for user data.
+double target_accuracy(const std::string& name);
+
+/// How validate() names a setting in its messages: by the command-line flag it was given with
+/// (`--embed-dim`), or by its field in config.json (`config.json: model.embed_dim ...`) when
+/// the value was read from a run's file.
+class SettingNames {
+public:
+    /// Every setting named by its flag: a new run, whose values are flags or the task's defaults.
+    static SettingNames flags() { return SettingNames(false, {}); }
+    /// Every setting named by its config.json field, except the flags in `given` (long names
+    /// without "--", e.g. "steps"), which --resume took from the command line.
+    static SettingNames config_file(std::vector<std::string> given = {}) {
+        return SettingNames(true, std::move(given));
+    }
+    /// Whether the value of `field` ("model.embed_dim") was read from config.json.
+    bool from_file(std::string_view field) const;
+    /// "--embed-dim" or "model.embed_dim" for `field` "model.embed_dim" (model.kind is --model).
+    std::string operator()(std::string_view field) const;
+    /// The start of a message about `field`: "config.json: " when it came from the file.
+    std::string prefix(std::string_view field) const { return from_file(field) ? "config.json: " : ""; }
+
+private:
+    SettingNames(bool file, std::vector<std::string> given) : file_(file), given_(std::move(given)) {}
+    bool file_;
+    std::vector<std::string> given_;
+};
+
+/// The flag of config field `field`: "model.embed_dim" -> "embed-dim", "model.kind" -> "model".
+std::string flag_of_field(std::string_view field);
+
+/// Refuses options that do not combine, with a message naming them as `names` says
+/// (ValueError), e.g. an encoder model on a task whose outputs differ in length from its
+/// inputs, `--local p` without a window, hard attention with several heads, `--momentum` with
+/// Adam; from config.json, `config.json: model.embed_dim must be in [1, 4096], got -5`.
+void validate(const RunConfig& config, const TaskInfo& task,
+              const SettingNames& names = SettingNames::flags());
 
 /// config.json's contents (with `format_version`).
 nlohmann::json to_json(const RunConfig& config);

@@ -4,8 +4,6 @@
 
 #include "evaluation.hpp"
 #include "models.hpp"
-#include "tasks.hpp"
-#include "vocab.hpp"
 
 #include <cstdint>
 #include <vector>

@@ -3,11 +3,12 @@
 
 #include "core/autograd.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/ops.hpp"
+#include "data/text.hpp"
 #include "inspect/rollout.hpp"
 #include "inspect/saliency.hpp"
 #include "nn/attention_recorder.hpp"
-#include "text.hpp"
 
 #include <fmt/format.h>
 
@@ -21,11 +22,13 @@ namespace {
 
 constexpr std::size_t eval_batch = 250;
 
+/// Ids of rows the program made: held-out examples (checked when read), predictions (which may
+/// hold <unk>) and labels padded with <pad>.
 std::vector<std::vector<std::int64_t>> encode_all(const Vocabulary& vocab,
                                                   const std::vector<std::vector<std::string>>& sequences) {
     std::vector<std::vector<std::int64_t>> out;
     out.reserve(sequences.size());
-    for (const auto& s : sequences) out.push_back(vocab.encode(s));
+    for (const auto& s : sequences) out.push_back(vocab.lookup_indices(s));
     return out;
 }
 
@@ -80,11 +83,41 @@ std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vect
     auto ids = vocab.encode(tokens, &unknown);
     if (warn && !unknown.empty()) {
         std::vector<std::string> quoted;
-        for (const auto& u : unknown) quoted.push_back(fmt::format("'{}'", printable(u)));
-        fmt::print(stderr, "attograd: warning: {} not in the vocabulary, read as {}\n", join(quoted, ", "),
-                   Vocabulary::unk);
+        for (const auto& u : unknown) quoted.push_back(fmt::format("'{}'", data::printable(u)));
+        fmt::print(stderr, "attograd: warning: {} not in the vocabulary, read as {}\n",
+                   data::join(quoted, ", "), Vocabulary::unk);
     }
     return ids;
+}
+
+std::vector<std::string> read_input(const Task& task, const RunConfig& config, const std::string& text) {
+    const std::string quoted = fmt::format("--input '{}'", excerpt(text, 60));
+    auto source = task.tokenize(text);
+    AG_CHECK(!source.empty(), ValueError, "{}: is empty", quoted);
+    AG_CHECK(std::ssize(source) <= config.model.max_source_len, ValueError,
+             "{}: has {} tokens; this model takes at most {}", quoted, source.size(),
+             config.model.max_source_len);
+    try {
+        (void)encode_tokens(config.vocab, source, true);  // warns about unknown tokens once
+    } catch (const ValueError& e) {                       // a reserved token written as a word
+        throw ValueError(fmt::format("{}: {}", quoted, e.what()));
+    }
+    if (std::ssize(source) < config.model.min_source_len) {
+        fmt::print(stderr,
+                   "attograd: warning: {} has {} token(s), fewer than any training source ({} or more); the "
+                   "model has not learned such inputs\n",
+                   quoted, source.size(), config.model.min_source_len);
+    }
+    return source;
+}
+
+std::string prediction_line(const Task& task, const std::vector<std::string>& source,
+                            const std::vector<std::string>& prediction,
+                            const std::vector<std::string>& target) {
+    std::string line = fmt::format("{} -> {}", task.detokenize(source), task.detokenize(prediction));
+    if (target.empty()) return line;
+    if (prediction == target) return line + "   (right)";
+    return line + fmt::format("   (wrong, expected {})", task.detokenize(target));
 }
 
 Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples) {
@@ -187,7 +220,7 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
     out.prediction = vocab.decode(model.predict(source_ids)[0]);
     std::vector<std::string> outputs = out.prediction;
     if (config.kind == "encoder") outputs.resize(source.size(), Vocabulary::pad);
-    const std::vector<std::vector<std::int64_t>> output_ids{vocab.encode(outputs)};
+    const std::vector<std::vector<std::int64_t>> output_ids{vocab.lookup_indices(outputs)};
     const Batch batch = model.make_batch(source_ids, &output_ids);
 
     // Labels: columns are the source as the model sees it; rows the outputs (+ <eos>) for
@@ -244,12 +277,13 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
             }
         }
         const bool rows_are_outputs = cross.defined() || config.kind == "encoder";
-        const inspect::TokenLabels top{.queries = cross.defined() ? padded(output_rows, output_width)
+        const inspect::TokenLabels top{.queries = cross.defined()    ? padded(output_rows, output_width)
                                                   : rows_are_outputs ? padded(output_rows, source_width)
                                                                      : padded(columns, source_width),
                                        .keys = padded(columns, source_width)};
         const auto finish = [&](inspect::AttentionMap map) {
-            map = inspect::crop_map(map, std::ssize(rows_are_outputs ? output_rows : columns), std::ssize(columns));
+            map = inspect::crop_map(map, std::ssize(rows_are_outputs ? output_rows : columns),
+                                    std::ssize(columns));
             if (rows_are_outputs && !right.empty()) {
                 map.right = right;
                 map.alignment_share = inspect::alignment_share(map, right);
@@ -263,7 +297,7 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
     if (options.saliency) {
         // Gradient x input of each output's chosen logit with respect to the source token
         // embeddings (the model's own <eos> marker included as a column).
-        const auto out_ids = vocab.encode(output_rows);
+        const auto out_ids = vocab.lookup_indices(output_rows);
         const Tensor embedding = model.token_embedding(batch);  // [1, S, E]
         const std::int64_t s = embedding.size(1), e = embedding.size(2);
         const inspect::ScoreFunction chosen_logits = [&](const Tensor& x) {

@@ -3,8 +3,6 @@
 
 #include "config.hpp"
 #include "models.hpp"
-#include "tasks.hpp"
-#include "vocab.hpp"
 
 #include "inspect/attention_map.hpp"
 #include "inspect/recorded_maps.hpp"
@@ -26,6 +24,18 @@ struct Evaluation {
 /// printed to stderr once per call.
 std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vector<std::string>& tokens,
                                         bool warn);
+
+/// The tokens of one --input text for a model of `config`: ValueError naming the input when it
+/// is empty or longer than the model takes; a warning on stderr when it is shorter than every
+/// training source (ModelConfig::min_source_len), and for tokens not in the vocabulary.
+std::vector<std::string> read_input(const Task& task, const RunConfig& config, const std::string& text);
+
+/// One prediction as eval and inspect print it: "SOURCE -> PREDICTION   (right)",
+/// "SOURCE -> PREDICTION   (wrong, expected TARGET)", or no verdict when `target` is empty (the
+/// right answer is unknown).
+std::string prediction_line(const Task& task, const std::vector<std::string>& source,
+                            const std::vector<std::string>& prediction,
+                            const std::vector<std::string>& target);
 
 /// Greedy predictions of `model` for `examples` (in batches) and their accuracies (an
 /// inspect::HeadKnockout alive around the call silences its heads).

@@ -1,30 +1,34 @@
-// The models `attograd train` builds, only from attograd's public API:
+// The models `attograd train` builds, composed only of attograd's public modules:
 //
 // Seq2SeqModel — an attention encoder-decoder (Bahdanau et al. 2015; Luong et al. 2015):
-//   encoder: token embedding + position-from-start + position-from-end embeddings of
-//            `x_1 .. x_n <eos>` (no `<bos>` key: it became an attention sink that unscaled
-//            scores fell into), then `layers` pre-LayerNorm self-attention blocks
-//            (attention + feed-forward, each residual);
+//   encoder: nn::Embedding of the tokens + nn::LearnedPositionalEmbedding from the start and from
+//            the end (nn::positions_from_end) of `x_1 .. x_n <eos>` (no `<bos>` key: it became an
+//            attention sink that unscaled scores fell into), then an nn::TransformerEncoder of
+//            `layers` pre-norm layers (self-attention + feed-forward, each residual) and its final
+//            LayerNorm;
 //   decoder: the query of output position t is embed(y_{t-1}) + position(t) + length(n): the
 //            previous output token (teacher-forced while training, the model's own while
-//            decoding greedily), where it is, and how long the source is. `decoder_layers`
-//            blocks then attend over the encoder with the configured score, soft or hard
-//            weights and global, local-m or local-p windows (+ feed-forward), and a Linear
-//            layer gives the token logits. The decoder has no self-attention over its earlier
-//            outputs: every toy task's output token is a function of the source, its position
-//            and the previous token (sort: "the smallest letter after the last one"), and
+//            decoding greedily), where it is, and how long the source is. An nn::TransformerDecoder
+//            of `decoder_layers` pre-norm layers *without self-attention* then attends over the
+//            encoder with the configured score, soft or hard weights and global, local-m or
+//            local-p windows (+ feed-forward), and an nn::Linear gives the token logits. With
+//            one head the layers' attention is nn::Attention (LayerAttention::Single: every score,
+//            normaliser and estimator), with several nn::MultiHeadAttention. No self-attention
+//            over earlier outputs: every toy task's output token is a function of the source, its
+//            position and the previous token (sort: "the smallest letter after the last one"), and
 //            without it one attention layer's weights are the whole alignment story, which is
 //            what `inspect` shows. Both position tables let a query find "the k-th token from the
 //            start" (copy) or "from the end" (reverse) with one dot product.
-// EncoderModel — a multi-head self-attention encoder for tasks whose output has one token per
-//   input token: the same embeddings (no markers), `layers` blocks, a Linear per position.
+// EncoderModel — a self-attention encoder for tasks whose output has one token per input token:
+//   the same embeddings (no markers), an nn::TransformerEncoder, an nn::Linear per position.
 #pragma once
 
 #include "config.hpp"
-#include "vocab.hpp"
+#include "data/vocabulary.hpp"
 
 #include "core/generator.hpp"
 #include "core/tensor.hpp"
+#include "nn/attention.hpp"
 #include "nn/module.hpp"
 
 #include <cstdint>
@@ -49,15 +53,16 @@ struct Batch {
 /// What a forward pass returns.
 struct ForwardResult {
     Tensor logits;  ///< [B, T, V]
-    /// Hard attention trained by REINFORCE: log p(chosen key) [B, Tq] per such layer.
-    std::vector<Tensor> log_probs;
+    /// Hard attention trained by REINFORCE (while training): each layer's log p(chosen key);
+    /// `reinforce.loss(reward)` is their surrogate loss.
+    nn::ReinforceTrace reinforce;
 };
 
 /// One attention layer of a model, as `inspect` lists it.
 struct AttentionLayerInfo {
-    std::string name;   ///< module name, as the AttentionRecorder reports it
+    std::string name;  ///< module name, as the AttentionRecorder reports it
     std::int64_t heads;
-    bool cross;         ///< decoder attention over the encoder (else self-attention)
+    bool cross;  ///< decoder attention over the encoder (else self-attention)
 };
 
 /// Common interface of the two models.
@@ -71,7 +76,8 @@ public:
     /// replaces embed(source) [B, S, E] (for gradient x input saliency).
     virtual ForwardResult forward(const Batch& batch, const Tensor& token_embedding = Tensor()) const = 0;
     /// Greedy outputs (ids, without <eos>) for each source.
-    virtual std::vector<std::vector<std::int64_t>> predict(const std::vector<std::vector<std::int64_t>>& sources) const = 0;
+    virtual std::vector<std::vector<std::int64_t>> predict(
+        const std::vector<std::vector<std::int64_t>>& sources) const = 0;
     /// embed(source) [B, S, E] of a batch (detached: a leaf for saliency).
     virtual Tensor token_embedding(const Batch& batch) const = 0;
     /// Source tokens as the model sees them (seq2seq adds <eos>): the column labels
@@ -81,9 +87,6 @@ public:
     virtual std::int64_t source_column(std::int64_t i) const = 0;
     /// Every attention layer in forward order.
     const std::vector<AttentionLayerInfo>& attention_layers() const { return layers_info_; }
-    /// REINFORCE losses of the hard attention layers for `reward` [B] (to add to the loss);
-    /// undefined when there are none.
-    virtual Tensor reinforce_loss(const ForwardResult& result, const Tensor& reward) = 0;
 
 protected:
     std::vector<AttentionLayerInfo> layers_info_;

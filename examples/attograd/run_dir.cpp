@@ -4,7 +4,7 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/serialization.hpp"
-#include "data_task.hpp"
+#include "data/tsv.hpp"
 #include "file_io.hpp"
 #include "run_writer.hpp"
 
@@ -13,21 +13,24 @@
 
 namespace attograd::cli {
 
-std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir, bool for_training) {
-    if (config.task.name != "data") return make_task(config.task.name);
-    if (for_training) return make_data_task(read_tsv(config.task.data, config.task.chars), config.task.chars);
-    const auto path = dir / "heldout.tsv";
-    auto held_out = parse_tsv(read_file(path), config.task.chars, path.string());
-    std::vector<std::string> symbols(config.vocab.tokens().begin() + 4, config.vocab.tokens().end());
-    return make_saved_data_task(std::move(held_out), config.task.chars, std::move(symbols));
+std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir,
+                                   bool for_training) {
+    if (config.task.name != "data") return data::make_task(config.task.name);
+    if (for_training)
+        return data::make_data_task(data::TsvDataset::read(config.task.data, config.task.chars));
+    auto held_out = data::TsvDataset::read(dir / "heldout.tsv", config.task.chars).examples();
+    std::vector<std::string> symbols(config.vocab.tokens().begin() + Vocabulary::reserved_count,
+                                     config.vocab.tokens().end());
+    return data::make_saved_data_task(std::move(held_out), config.task.chars, std::move(symbols));
 }
 
 void check_all_finite(const std::map<std::string, Tensor>& state, const std::filesystem::path& file) {
     for (const auto& [name, tensor] : state) {
         if (!is_floating(tensor.dtype())) continue;
         const auto values = tensor.to_vector<double>();
-        AG_CHECK(std::all_of(values.begin(), values.end(), [](double x) { return std::isfinite(x); }), IoError,
-                 "{}: tensor '{}' holds NaN or Inf values (a corrupt checkpoint)", file.string(), name);
+        AG_CHECK(std::all_of(values.begin(), values.end(), [](double x) { return std::isfinite(x); }),
+                 IoError, "{}: tensor '{}' holds NaN or Inf values (a corrupt checkpoint)", file.string(),
+                 name);
     }
 }
 
@@ -107,7 +110,9 @@ LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {
         throw IoError(fmt::format("{}: {}", config_path.string(), excerpt(e.what(), 200)));
     }
     run.task = task_for_run(run.config, dir, for_training);
-    validate(run.config, run.task->info());
+    if (!json["model"].contains("min_source_len"))
+        run.config.model.min_source_len = run.task->info().min_source_len;
+    validate(run.config, run.task->info(), SettingNames::config_file());
     run.generator = std::make_unique<Generator>(run.config.train.seed);
     run.model = make_model(run.config.model, run.config.vocab, *run.generator);
     const auto weights = dir / "model.safetensors";

@@ -15,7 +15,6 @@
 
 #include "config.hpp"
 #include "models.hpp"
-#include "tasks.hpp"
 
 #include <nlohmann/json.hpp>
 

@@ -4,8 +4,6 @@
 
 #include "config.hpp"
 #include "models.hpp"
-#include "tasks.hpp"
-#include "vocab.hpp"
 
 #include "inspect/snapshot.hpp"
 

@@ -1,4 +1,5 @@
-// The bundled toy tasks and user TSV data: seeded generators with fixed held-out splits.
+// Tasks: source/target examples, a task's metadata, seeded generators with fixed held-out
+// splits, and the registry of the bundled toy tasks.
 #pragma once
 
 #include "core/generator.hpp"
@@ -10,28 +11,30 @@
 #include <unordered_set>
 #include <vector>
 
-namespace attograd::cli {
+namespace attograd::data {
 
-/// One source/target pair, as tokens.
+/// One source/target pair, as tokens (strings; a Vocabulary turns them into ids).
 struct Example {
     std::vector<std::string> source;
     std::vector<std::string> target;
+    bool operator==(const Example&) const = default;
 };
 
-/// Which accuracy a task's target refers to.
+/// Which accuracy a task is judged by: per target token, or per whole target sequence (exact
+/// match).
 enum class Metric { Token, Sequence };
 
-/// What `attograd tasks` prints and what training needs to know about a task.
+/// What a task is: its name, a description and an example for listings, how it is judged and
+/// tokenised, and its length limits.
 struct TaskInfo {
     std::string name;
     std::string description;
-    std::string example;        ///< one source -> target line
-    std::string default_model;  ///< "seq2seq" or "encoder"
+    std::string example;  ///< one "source -> target" line
     Metric metric = Metric::Sequence;
-    double target_accuracy = 1.0;     ///< held-out accuracy at which training stops early
     std::string alignment;            ///< the right alignment in words ("" when none is defined)
     bool char_level = false;          ///< characters are tokens (otherwise whitespace-separated)
     std::int64_t max_source_len = 0;  ///< longest source in tokens
+    std::int64_t min_source_len = 1;  ///< shortest source of a training example in tokens
     std::int64_t max_target_len = 0;  ///< longest target in tokens
     bool same_length = false;         ///< target length == source length for every example
 };
@@ -42,15 +45,18 @@ class Task {
 public:
     virtual ~Task() = default;
 
+    /// The task's metadata.
     const TaskInfo& info() const { return info_; }
-    /// The tokens the vocabulary needs, in a fixed order.
+    /// The tokens the vocabulary needs, in a fixed order (never a reserved token).
     virtual std::vector<std::string> symbols() const = 0;
-    /// One training example drawn with `generator`; never one whose source is held out.
+    /// One training example drawn with `generator` (same generator state, same example); never
+    /// one whose source is held out.
     virtual Example train_example(Generator& generator) const = 0;
     /// The held-out examples (the same on every run, whatever the training seed).
     const std::vector<Example>& held_out() const { return held_out_; }
 
-    /// Splits text into the task's tokens (characters or whitespace-separated).
+    /// Splits text into the task's tokens (UTF-8 characters, or whitespace-separated words).
+    /// Throws ValueError when `text` is not valid UTF-8.
     std::vector<std::string> tokenize(const std::string& text) const;
     /// Joins tokens back into text.
     std::string detokenize(const std::vector<std::string>& tokens) const;
@@ -69,7 +75,8 @@ protected:
 };
 
 /// A task whose examples come from a seeded generator. The held-out split is generated once
-/// from a seed fixed per task; training examples with a held-out source are drawn again.
+/// from a seed fixed per task; training examples with a held-out source are drawn again, so
+/// the two never share a source.
 class GeneratedTask : public Task {
 public:
     Example train_example(Generator& generator) const override;
@@ -87,9 +94,11 @@ private:
     std::unordered_set<std::string> held_out_sources_;
 };
 
-/// Names of the bundled tasks, in the order `attograd tasks` lists them.
+/// Names of the bundled tasks, in the order listings show them: copy, reverse, sort, recall,
+/// dates.
 std::vector<std::string> task_names();
-/// The bundled task `name`. Throws ValueError listing the known names otherwise.
+/// The bundled task `name` (see task_names). Throws ValueError listing the known names
+/// otherwise.
 std::unique_ptr<Task> make_task(const std::string& name);
 
-}  // namespace attograd::cli
+}  // namespace attograd::data

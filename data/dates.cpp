@@ -1,14 +1,14 @@
 // Dates: a proleptic Gregorian calendar, many human date formats, and the `dates` task.
-#include "dates.hpp"
+#include "data/dates.hpp"
 
-#include "text.hpp"
+#include "data/text.hpp"
 
 #include <fmt/format.h>
 
 #include <array>
 #include <cctype>
 
-namespace attograd::cli {
+namespace attograd::data {
 
 namespace {
 
@@ -113,12 +113,11 @@ public:
         info_.name = "dates";
         info_.description = "normalise a human date (15 formats, 1950-2049) to ISO, character level";
         info_.example = "thursday, march 25 1999 -> 1999-03-25";
-        info_.default_model = "seq2seq";
         info_.metric = Metric::Sequence;
-        info_.target_accuracy = 0.95;
         info_.char_level = true;
         info_.max_source_len = 32;  // "wednesday, september 30 2049" and the like
         info_.max_target_len = 10;
+        info_.min_source_len = 8;  // "1 mar 99", "25/03/99"
         make_held_out(1005);
     }
 
@@ -255,4 +254,4 @@ std::optional<Date> parse_date(const std::string& text) {
 
 std::unique_ptr<Task> make_dates_task() { return std::make_unique<DatesTask>(); }
 
-}  // namespace attograd::cli
+}  // namespace attograd::data

@@ -5,7 +5,7 @@
 #include <string_view>
 #include <vector>
 
-namespace attograd::cli {
+namespace attograd::data {
 
 /// Tokens separated by runs of spaces or tabs (empty input -> no tokens).
 std::vector<std::string> split_whitespace(std::string_view text);
@@ -21,4 +21,4 @@ bool is_valid_utf8(std::string_view text);
 /// A token made printable for labels: a space becomes "␣", a tab "⇥".
 std::string printable(const std::string& token);
 
-}  // namespace attograd::cli
+}  // namespace attograd::data

@@ -1,18 +1,12 @@
-// The bundled sequence tasks (copy, reverse, sort, recall) and the task registry.
-#include "tasks.hpp"
-
-#include "core/error.hpp"
-#include "dates.hpp"
-#include "text.hpp"
+// The bundled sequence tasks: copy, reverse, sort and associative recall.
+#include "data/toy_tasks.hpp"
 
 #include <algorithm>
 #include <numeric>
 
-namespace attograd::cli {
+namespace attograd::data {
 
 namespace {
-
-std::string source_key(const std::vector<std::string>& source) { return join(source, "\x1f"); }
 
 /// Letters a, b, ... as tokens.
 std::vector<std::string> letters(int count) {
@@ -38,8 +32,8 @@ public:
     enum class Kind { Copy, Reverse, Sort };
 
     explicit SequenceTask(Kind kind) : kind_(kind) {
-        info_.default_model = "seq2seq";
         info_.max_source_len = max_len;
+        info_.min_source_len = min_len;
         info_.max_target_len = max_len;
         info_.same_length = true;
         switch (kind) {
@@ -48,7 +42,6 @@ public:
                 info_.description = "repeat the sequence (4-10 letters from a-t)";
                 info_.example = "f a q c -> f a q c";
                 info_.metric = Metric::Sequence;
-                info_.target_accuracy = 0.99;
                 info_.alignment = "diagonal: target t attends source t";
                 break;
             case Kind::Reverse:
@@ -56,7 +49,6 @@ public:
                 info_.description = "reverse the sequence (4-10 letters from a-t)";
                 info_.example = "f a q c -> c q a f";
                 info_.metric = Metric::Sequence;
-                info_.target_accuracy = 0.99;
                 info_.alignment = "anti-diagonal: target t attends source n-1-t";
                 break;
             case Kind::Sort:
@@ -64,7 +56,6 @@ public:
                 info_.description = "sort distinct letters (4-10 from a-t) alphabetically";
                 info_.example = "f a q c -> a c f q";
                 info_.metric = Metric::Token;
-                info_.target_accuracy = 0.95;
                 info_.alignment = "target t attends the source position of the t-th smallest letter";
                 break;
         }
@@ -132,11 +123,10 @@ public:
         info_.name = "recall";
         info_.description = "associative recall: key/value pairs, then '?' and a key; answer its value";
         info_.example = "c 3 a 7 f 1 ? a -> 7";
-        info_.default_model = "seq2seq";
         info_.metric = Metric::Token;
-        info_.target_accuracy = 0.95;
         info_.alignment = "the target attends the source position of the key that matches the query";
         info_.max_source_len = 2 * max_pairs + 2;
+        info_.min_source_len = 2 * min_pairs + 2;
         info_.max_target_len = 1;
         make_held_out(1004);
     }
@@ -195,46 +185,11 @@ private:
 
 }  // namespace
 
-std::vector<std::string> Task::tokenize(const std::string& text) const {
-    AG_CHECK(is_valid_utf8(text), ValueError, "the input is not valid UTF-8");
-    return info_.char_level ? split_chars(text) : split_whitespace(text);
+std::unique_ptr<Task> make_copy_task() { return std::make_unique<SequenceTask>(SequenceTask::Kind::Copy); }
+std::unique_ptr<Task> make_reverse_task() {
+    return std::make_unique<SequenceTask>(SequenceTask::Kind::Reverse);
 }
+std::unique_ptr<Task> make_sort_task() { return std::make_unique<SequenceTask>(SequenceTask::Kind::Sort); }
+std::unique_ptr<Task> make_recall_task() { return std::make_unique<RecallTask>(); }
 
-std::string Task::detokenize(const std::vector<std::string>& tokens) const {
-    return join(tokens, info_.char_level ? "" : " ");
-}
-
-std::optional<std::vector<std::int64_t>> Task::alignment(const Example&) const { return std::nullopt; }
-
-std::optional<std::vector<std::string>> Task::solve(const std::vector<std::string>&) const {
-    return std::nullopt;
-}
-
-Example GeneratedTask::train_example(Generator& generator) const {
-    for (;;) {
-        Example example = generate(generator);
-        if (held_out_sources_.count(source_key(example.source)) == 0) return example;
-    }
-}
-
-void GeneratedTask::make_held_out(std::uint64_t seed) {
-    Generator generator(seed);
-    while (static_cast<int>(held_out_.size()) < held_out_size) {
-        Example example = generate(generator);
-        if (held_out_sources_.insert(source_key(example.source)).second)
-            held_out_.push_back(std::move(example));
-    }
-}
-
-std::vector<std::string> task_names() { return {"copy", "reverse", "sort", "recall", "dates"}; }
-
-std::unique_ptr<Task> make_task(const std::string& name) {
-    if (name == "copy") return std::make_unique<SequenceTask>(SequenceTask::Kind::Copy);
-    if (name == "reverse") return std::make_unique<SequenceTask>(SequenceTask::Kind::Reverse);
-    if (name == "sort") return std::make_unique<SequenceTask>(SequenceTask::Kind::Sort);
-    if (name == "recall") return std::make_unique<RecallTask>();
-    if (name == "dates") return make_dates_task();
-    throw ValueError(fmt::format("unknown task '{}' (known: {})", name, join(task_names(), ", ")));
-}
-
-}  // namespace attograd::cli
+}  // namespace attograd::data

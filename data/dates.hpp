@@ -2,13 +2,13 @@
 // (human date -> ISO YYYY-MM-DD, character level).
 #pragma once
 
-#include "tasks.hpp"
+#include "data/task.hpp"
 
 #include <memory>
 #include <optional>
 #include <string>
 
-namespace attograd::cli {
+namespace attograd::data {
 
 /// A calendar date.
 struct Date {
@@ -43,4 +43,4 @@ std::optional<Date> parse_date(const std::string& text);
 /// The `dates` task: a date in 1950-2049 in one of the human formats -> its ISO form.
 std::unique_ptr<Task> make_dates_task();
 
-}  // namespace attograd::cli
+}  // namespace attograd::data

@@ -1,16 +1,17 @@
-// User data: a TSV file of `source<TAB>target` lines as a task.
-#include "data_task.hpp"
+// TSV datasets: reading `source<TAB>target` lines, and user examples as a task.
+#include "data/tsv.hpp"
 
-#include "file_io.hpp"
 #include "core/error.hpp"
-#include "text.hpp"
+#include "core/input_file.hpp"
+#include "data/text.hpp"
+#include "data/vocabulary.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <set>
-#include <sstream>
 
-namespace attograd::cli {
+namespace attograd::data {
 
 namespace {
 
@@ -22,11 +23,14 @@ public:
         held_out_ = std::move(held_out);
         info_.name = "data";
         info_.description = "your TSV file of source<TAB>target lines";
-        info_.default_model = "seq2seq";
         info_.metric = Metric::Sequence;
-        info_.target_accuracy = 1.0;
         info_.char_level = chars;
         info_.same_length = true;
+        // The shortest training source; a saved run's task has only its held-out examples.
+        info_.min_source_len = std::numeric_limits<std::int64_t>::max();
+        for (const auto& example : train_.empty() ? held_out_ : train_)
+            info_.min_source_len = std::min<std::int64_t>(info_.min_source_len, std::ssize(example.source));
+        if (info_.min_source_len == std::numeric_limits<std::int64_t>::max()) info_.min_source_len = 1;
         for (const auto* split : {&train_, &held_out_}) {
             for (const auto& example : *split) {
                 info_.max_source_len =
@@ -52,38 +56,63 @@ private:
 
 }  // namespace
 
-std::vector<Example> parse_tsv(const std::string& text, bool chars, const std::string& name) {
+TsvDataset TsvDataset::parse(std::string_view text, bool chars, const std::string& name) {
     std::vector<Example> examples;
-    std::istringstream lines(text);
-    std::string line;
-    for (int number = 1; std::getline(lines, line); ++number) {
-        if (!line.empty() && line.back() == '\r') line.pop_back();
+    std::int64_t number = 0;
+    while (!text.empty()) {
+        ++number;
+        const auto newline = text.find('\n');
+        std::string_view line = text.substr(0, newline);
+        text.remove_prefix(newline == std::string_view::npos ? text.size() : newline + 1);
+        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (trim(line).empty()) continue;
         AG_CHECK(is_valid_utf8(line), ValueError, "{}:{}: not valid UTF-8", name, number);
         const auto tab = line.find('\t');
-        AG_CHECK(tab != std::string::npos, ValueError, "{}:{}: expected 'source<TAB>target', found no tab",
-                 name, number);
-        AG_CHECK(line.find('\t', tab + 1) == std::string::npos, ValueError,
+        AG_CHECK(tab != std::string_view::npos, ValueError,
+                 "{}:{}: expected 'source<TAB>target', found no tab", name, number);
+        AG_CHECK(line.find('\t', tab + 1) == std::string_view::npos, ValueError,
                  "{}:{}: expected 'source<TAB>target', found more than one tab", name, number);
-        const std::string source = line.substr(0, tab);
-        const std::string target = line.substr(tab + 1);
-        Example example{chars ? split_chars(source) : split_whitespace(source),
-                        chars ? split_chars(target) : split_whitespace(target)};
+        const auto tokens = [&](std::string_view side) {
+            return chars ? split_chars(side) : split_whitespace(side);
+        };
+        Example example{tokens(line.substr(0, tab)), tokens(line.substr(tab + 1))};
         AG_CHECK(!example.source.empty(), ValueError, "{}:{}: the source is empty", name, number);
         AG_CHECK(!example.target.empty(), ValueError, "{}:{}: the target is empty", name, number);
+        for (const auto* side : {&example.source, &example.target}) {
+            for (const auto& token : *side) {
+                AG_CHECK(!Vocabulary::is_reserved(token), ValueError,
+                         "{}:{}: the {} holds '{}', a reserved token (<pad> <bos> <eos> <unk> are attograd's "
+                         "special "
+                         "tokens and are not read from files); rename it",
+                         name, number, side == &example.source ? "source" : "target", token);
+            }
+        }
         examples.push_back(std::move(example));
     }
     AG_CHECK(!examples.empty(), ValueError, "{}: no examples (expected source<TAB>target lines)", name);
-    return examples;
+    return TsvDataset(std::move(examples), chars);
 }
 
-std::vector<Example> read_tsv(const std::string& path, bool chars) {
-    std::error_code error;
-    AG_CHECK(!std::filesystem::is_directory(path, error), ValueError, "{}: is a directory, not a TSV file", path);
-    // Bounded, so that a file without newlines (or /dev/zero) cannot fill the memory.
+TsvDataset TsvDataset::read(const std::filesystem::path& path, bool chars) {
+    // Bounded, so that a file without newlines (or /dev/zero) cannot fill the memory; InputFile
+    // refuses directories, FIFOs and devices at once.
     constexpr std::size_t max_bytes = std::size_t{256} << 20;
-    const std::string text = read_file(path, max_bytes);
-    return parse_tsv(text, chars, path);
+    const std::string text = InputFile(path, path.string()).read_all(max_bytes);
+    return parse(text, chars, path.string());
+}
+
+const Example& TsvDataset::operator[](std::int64_t i) const {
+    AG_CHECK(i >= 0 && i < size(), IndexError, "TsvDataset: index {} outside [0, {})", i, size());
+    return examples_[static_cast<std::size_t>(i)];
+}
+
+std::vector<std::string> TsvDataset::symbols() const {
+    std::set<std::string> symbols;
+    for (const auto& example : examples_) {
+        symbols.insert(example.source.begin(), example.source.end());
+        symbols.insert(example.target.begin(), example.target.end());
+    }
+    return {symbols.begin(), symbols.end()};
 }
 
 std::string to_tsv(const std::vector<Example>& examples, bool chars) {
@@ -94,15 +123,11 @@ std::string to_tsv(const std::vector<Example>& examples, bool chars) {
     return out;
 }
 
-std::unique_ptr<Task> make_data_task(std::vector<Example> examples, bool chars) {
+std::unique_ptr<Task> make_data_task(const TsvDataset& dataset) {
+    const auto& examples = dataset.examples();
     // Group by source so that a source never lands in both splits.
     std::map<std::vector<std::string>, std::vector<std::size_t>> by_source;
-    std::set<std::string> symbols;
-    for (std::size_t i = 0; i < examples.size(); ++i) {
-        by_source[examples[i].source].push_back(i);
-        symbols.insert(examples[i].source.begin(), examples[i].source.end());
-        symbols.insert(examples[i].target.begin(), examples[i].target.end());
-    }
+    for (std::size_t i = 0; i < examples.size(); ++i) by_source[examples[i].source].push_back(i);
     AG_CHECK(
         by_source.size() >= 2, ValueError,
         "data: needs at least 2 examples with different sources (one is held out for evaluation), got {}",
@@ -120,8 +145,8 @@ std::unique_ptr<Task> make_data_task(std::vector<Example> examples, bool chars) 
     for (std::size_t g = 0; g < groups.size(); ++g) {
         for (const std::size_t i : *groups[g]) (g < held ? held_out : train).push_back(examples[i]);
     }
-    return std::make_unique<DataTask>(std::move(train), std::move(held_out), chars,
-                                      std::vector<std::string>(symbols.begin(), symbols.end()));
+    return std::make_unique<DataTask>(std::move(train), std::move(held_out), dataset.chars(),
+                                      dataset.symbols());
 }
 
 std::unique_ptr<Task> make_saved_data_task(std::vector<Example> held_out, bool chars,
@@ -129,4 +154,4 @@ std::unique_ptr<Task> make_saved_data_task(std::vector<Example> held_out, bool c
     return std::make_unique<DataTask>(std::vector<Example>{}, std::move(held_out), chars, std::move(symbols));
 }
 
-}  // namespace attograd::cli
+}  // namespace attograd::data

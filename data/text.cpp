@@ -1,9 +1,9 @@
 // Small text helpers: whitespace and UTF-8 character tokenisation, joining, trimming.
-#include "text.hpp"
+#include "data/text.hpp"
 
 #include <cstdint>
 
-namespace attograd::cli {
+namespace attograd::data {
 
 std::vector<std::string> split_whitespace(std::string_view text) {
     std::vector<std::string> tokens;
@@ -89,4 +89,4 @@ bool is_valid_utf8(std::string_view text) {
     return true;
 }
 
-}  // namespace attograd::cli
+}  // namespace attograd::data

@@ -1,0 +1,10 @@
+// attograd::data: the bundled toy tasks, Vocabulary, TSV datasets and batching, in one include.
+#pragma once
+
+#include "data/batcher.hpp"
+#include "data/dates.hpp"
+#include "data/task.hpp"
+#include "data/text.hpp"
+#include "data/toy_tasks.hpp"
+#include "data/tsv.hpp"
+#include "data/vocabulary.hpp"

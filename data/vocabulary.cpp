@@ -1,0 +1,94 @@
+// Vocabulary: token strings <-> ids, with the reserved special tokens every model shares.
+#include "data/vocabulary.hpp"
+
+#include "core/error.hpp"
+
+namespace attograd::data {
+
+bool Vocabulary::is_reserved(std::string_view token) {
+    return token == pad || token == bos || token == eos || token == unk;
+}
+
+Vocabulary::Vocabulary() {
+    for (const char* special : {pad, bos, eos, unk}) add(special);
+}
+
+Vocabulary::Vocabulary(const std::vector<std::string>& tokens) : Vocabulary() {
+    for (const auto& token : tokens) {
+        AG_CHECK(!is_reserved(token), ValueError,
+                 "Vocabulary: '{}' is a reserved token (<pad> <bos> <eos> <unk> have fixed ids 0-3)", token);
+        add(token);
+    }
+}
+
+Vocabulary Vocabulary::from_tokens(const std::vector<std::string>& tokens) {
+    Vocabulary vocab;
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        const auto& token = tokens[i];
+        if (static_cast<std::int64_t>(i) < reserved_count) {
+            AG_CHECK(token == vocab.tokens_[i], ValueError,
+                     "vocabulary: entry {} must be the special token {}, got '{}'", i, vocab.tokens_[i],
+                     token);
+            continue;
+        }
+        AG_CHECK(!vocab.contains(token), ValueError, "vocabulary: token '{}' appears twice", token);
+        vocab.add(token);
+    }
+    AG_CHECK(std::ssize(tokens) >= reserved_count, ValueError,
+             "vocabulary: missing the special tokens ({} entries, expected at least {})", tokens.size(),
+             reserved_count);
+    return vocab;
+}
+
+void Vocabulary::add(const std::string& token) {
+    if (ids_.count(token) != 0) return;
+    ids_.emplace(token, size());
+    tokens_.push_back(token);
+}
+
+std::int64_t Vocabulary::id(const std::string& token) const {
+    const auto it = ids_.find(token);
+    return it == ids_.end() ? unk_id : it->second;
+}
+
+std::vector<std::int64_t> Vocabulary::lookup_indices(const std::vector<std::string>& tokens) const {
+    std::vector<std::int64_t> ids;
+    ids.reserve(tokens.size());
+    for (const auto& token : tokens) ids.push_back(id(token));
+    return ids;
+}
+
+const std::string& Vocabulary::token(std::int64_t id) const {
+    AG_CHECK(id >= 0 && id < size(), IndexError, "vocabulary: id {} outside [0, {})", id, size());
+    return tokens_[static_cast<std::size_t>(id)];
+}
+
+std::vector<std::int64_t> Vocabulary::encode(const std::vector<std::string>& tokens,
+                                             std::vector<std::string>* unknown) const {
+    std::vector<std::int64_t> ids;
+    ids.reserve(tokens.size());
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        const auto& token = tokens[i];
+        AG_CHECK(
+            !is_reserved(token), ValueError,
+            "Vocabulary::encode: token {} is '{}', a reserved token; its literal text is not read as the "
+            "special token",
+            i, token);
+        const std::int64_t id = this->id(token);
+        if (id == unk_id && unknown != nullptr) unknown->push_back(token);
+        ids.push_back(id);
+    }
+    return ids;
+}
+
+std::vector<std::string> Vocabulary::decode(const std::vector<std::int64_t>& ids) const {
+    std::vector<std::string> out;
+    for (const std::int64_t i : ids) {
+        if (i == eos_id) break;
+        if (i == pad_id || i == bos_id) continue;
+        out.push_back(token(i));
+    }
+    return out;
+}
+
+}  // namespace attograd::data

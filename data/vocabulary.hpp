@@ -1,0 +1,78 @@
+// Vocabulary: token strings <-> ids, with the reserved special tokens every model shares.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace attograd::data {
+
+/// Maps tokens to ids and back. Ids 0..3 are the reserved special tokens `<pad>`, `<bos>`,
+/// `<eos>` and `<unk>`; the task's or file's tokens follow in the order given (sorted when
+/// built from data, so the same file always gives the same ids).
+///
+/// Reserved-token rule: the literal text of a special token is never read as that token. A
+/// token list given to the constructor or to encode() that holds one is refused (ValueError),
+/// as TsvDataset refuses a word-level file that holds one (with its line number). encode() is
+/// for text from users and files; lookup_indices() turns tokens that came from token() or
+/// decode() (which may be special tokens) back into ids.
+class Vocabulary {
+public:
+    static constexpr std::int64_t pad_id = 0;
+    static constexpr std::int64_t bos_id = 1;
+    static constexpr std::int64_t eos_id = 2;
+    static constexpr std::int64_t unk_id = 3;
+    static constexpr const char* pad = "<pad>";
+    static constexpr const char* bos = "<bos>";
+    static constexpr const char* eos = "<eos>";
+    static constexpr const char* unk = "<unk>";
+    /// Number of reserved ids (0 .. reserved_count - 1).
+    static constexpr std::int64_t reserved_count = 4;
+
+    /// Whether `token` is the literal text of a special token ("<pad>", "<bos>", "<eos>",
+    /// "<unk>").
+    static bool is_reserved(std::string_view token);
+
+    /// Only the special tokens.
+    Vocabulary();
+    /// The special tokens, then `tokens` in order (duplicates skipped). Throws ValueError when
+    /// a token is reserved (see the reserved-token rule).
+    explicit Vocabulary(const std::vector<std::string>& tokens);
+
+    /// A saved vocabulary: `tokens` must be the full list by id, as tokens() returns it: the
+    /// four special tokens first, then distinct tokens. Throws ValueError naming the entry
+    /// otherwise.
+    static Vocabulary from_tokens(const std::vector<std::string>& tokens);
+
+    /// Number of ids, special tokens included.
+    std::int64_t size() const { return static_cast<std::int64_t>(tokens_.size()); }
+    /// Id of `token`, or unk_id when it is not in the vocabulary. A special token's text gives
+    /// its id: this is the lookup, not the reading of user text (use encode for that).
+    std::int64_t id(const std::string& token) const;
+    /// id() of each token (torchtext's `Vocab.lookup_indices`): for tokens the program made,
+    /// such as decode()'s output or labels padded with `<pad>`, never for user text.
+    std::vector<std::int64_t> lookup_indices(const std::vector<std::string>& tokens) const;
+    /// Whether `token` has its own id.
+    bool contains(const std::string& token) const { return ids_.count(token) != 0; }
+    /// Token of `id`; throws IndexError outside [0, size()).
+    const std::string& token(std::int64_t id) const;
+    /// Ids of user tokens; unknown tokens become unk_id and are appended to `unknown` when
+    /// given. Throws ValueError naming the position when a token is reserved (the
+    /// reserved-token rule).
+    std::vector<std::int64_t> encode(const std::vector<std::string>& tokens,
+                                     std::vector<std::string>* unknown = nullptr) const;
+    /// Tokens of `ids`, stopping before the first `<eos>` and skipping `<pad>` and `<bos>`.
+    /// Throws IndexError for an id outside [0, size()).
+    std::vector<std::string> decode(const std::vector<std::int64_t>& ids) const;
+    /// Every token, index = id (what from_tokens reads back).
+    const std::vector<std::string>& tokens() const { return tokens_; }
+
+private:
+    void add(const std::string& token);
+    std::vector<std::string> tokens_;
+    std::unordered_map<std::string, std::int64_t> ids_;
+};
+
+}  // namespace attograd::data

@@ -1,0 +1,347 @@
+// What a new user meets first: --help with plain types and defaults, --version, every bad
+// --input of eval reported, warnings for short inputs and a long warm-up, one verdict wording,
+// config.json settings named by their field, optimizer state no run could have written.
+#include "cli_helpers.hpp"
+#include "config.hpp"
+#include "data/task.hpp"
+
+#include "core/ops.hpp"
+#include "core/serialization.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <regex>
+
+namespace {
+
+using namespace cli_test;
+
+std::size_t count_lines(const std::string& text) {
+    return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+/// The line of `text` holding `needle` ("" when none).
+std::string line_with(const std::string& text, const std::string& needle) {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+        if (line.find(needle) != std::string::npos) return line;
+    return "";
+}
+
+/// Rewrites `dir`/config.json with `edit` applied.
+template <class Edit>
+void edit_config(const fs::path& dir, Edit edit) {
+    json config = read_config(dir);
+    edit(config);
+    write_text(dir / "config.json", config.dump(2));
+}
+
+}  // namespace
+
+// --- --help and --version ---------------------------------------------------------------------
+
+TEST_CASE("--help of every subcommand shows plain type names and the default of every setting") {
+    for (const char* sub : {"train", "eval", "inspect"}) {
+        const Outcome o = run({sub, "--help"});
+        INFO(sub, "\n", o.out);
+        REQUIRE(o.code == 0);
+        // CLI11's labels with a validator's description: TEXT:TEXT, INT:INT, FLOAT:NUMBER.
+        CHECK_FALSE(std::regex_search(o.out, std::regex("[A-Z]+:[A-Z]+")));
+        CHECK(o.out.find("FLOAT") == std::string::npos);
+        CHECK(o.out.find("UINT") == std::string::npos);
+        // Every option taking a value shows a default, except those that have none.
+        std::istringstream lines(o.out);
+        std::int64_t with_value = 0;
+        for (std::string line; std::getline(lines, line);) {
+            std::smatch m;
+            if (!std::regex_search(line, m,
+                                   std::regex("^  --([a-z-]+) (INT|NUMBER|TEXT|NAME|FILE|DIR|PATH)")))
+                continue;
+            ++with_value;
+            const std::string name = m[1];
+            if (name == "task" || name == "data" || name == "resume" || name == "run" || name == "input")
+                continue;
+            CHECK_MESSAGE(line.find("[default: ") != std::string::npos, line);
+        }
+        CHECK(with_value >= 3);
+    }
+    const std::string help = run({"train", "--help"}).out;
+    CHECK(help.find("--lr NUMBER") != std::string::npos);
+    CHECK(help.find("--steps INT") != std::string::npos);
+    CHECK(help.find("--out DIR") != std::string::npos);
+    // Defaults by task: the usual value, then each task that differs with its own.
+    const std::string steps = line_with(help, "--steps INT");
+    const auto usual = attograd::cli::task_defaults("copy").train.steps;
+    CHECK(steps.find(fmt::format("[default: {};", usual)) != std::string::npos);
+    for (const auto& task : attograd::data::task_names()) {
+        const auto own = attograd::cli::task_defaults(task).train.steps;
+        INFO(task, ": ", steps);
+        CHECK((own == usual) == (steps.find(task + ":") == std::string::npos));
+        if (own != usual) CHECK(steps.find(fmt::format("{}: {}", task, own)) != std::string::npos);
+    }
+    CHECK(line_with(help, "--window INT").find("none (global attention)") != std::string::npos);
+    CHECK(line_with(run({"eval", "--help"}).out, "--show INT").find("[default: 5]") != std::string::npos);
+    CHECK(line_with(run({"inspect", "--help"}).out, "--format TEXT").find("[default: term]") !=
+          std::string::npos);
+}
+
+TEST_CASE("--version prints the CMake project's version and the GEMM backend") {
+    const std::string cmake = read_text(fs::path(ATTOGRAD_FIXTURE_DIR) / "../../CMakeLists.txt");
+    std::smatch m;
+    REQUIRE(std::regex_search(cmake, m, std::regex(R"(project\(attograd VERSION ([0-9.]+))")));
+    const Outcome o = run({"--version"});
+    CHECK(o.code == 0);
+    CHECK(o.out.starts_with("attograd " + m[1].str() + " "));
+    CHECK((o.out.find("LIBXSMM") != std::string::npos || o.out.find("Eigen") != std::string::npos));
+    CHECK(count_lines(o.out) == 1);
+}
+
+// --- eval and inspect inputs ------------------------------------------------------------------
+
+TEST_CASE("eval reports every bad --input by name and still predicts the others, exit code 2") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    const auto longest = read_config(tmp / "run")["model"]["max_source_len"].get<std::int64_t>();
+    std::string too_long;
+    for (std::int64_t i = 0; i <= longest; ++i) too_long += i == 0 ? "a" : " a";
+    const std::vector<std::string> inputs = {"a b c d", "   ", too_long, "e f g h"};
+    std::vector<std::string> args = {"eval", "--run", tmp / "run"};
+    for (const auto& input : inputs) args.insert(args.end(), {"--input", input});
+
+    const Outcome text = run(args);
+    INFO(text.command, "\nstdout: ", text.out, "\nstderr: ", text.err);
+    CHECK(text.code == 2);
+    CHECK(count_lines(text.err) == 2);  // one line per bad input
+    CHECK(line_with(text.err, "--input '   '").find("empty") != std::string::npos);
+    CHECK(
+        line_with(text.err, "--input '" + too_long.substr(0, 20)).find(fmt::format("at most {}", longest)) !=
+        std::string::npos);
+    CHECK(text.out.find("input: a b c d -> ") != std::string::npos);
+    CHECK(text.out.find("input: e f g h -> ") != std::string::npos);  // after the bad ones
+
+    args.push_back("--json");
+    const Outcome j = run(args);
+    CHECK(j.code == 2);
+    const json result = json::parse(j.out);
+    REQUIRE(result["inputs"].size() == inputs.size());
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        const bool bad = i == 1 || i == 2;
+        INFO(i);
+        CHECK(result["inputs"][i].contains("error") == bad);
+        CHECK(result["inputs"][i].contains("prediction") == !bad);
+        CHECK(result["inputs"][i]["source"] == (bad ? inputs[i] : inputs[i]));
+    }
+    // All good: exit code 0.
+    require_ok(run({"eval", "--run", tmp / "run", "--input", "a b c d", "--input", "e f g h"}));
+}
+
+TEST_CASE(
+    "every bundled task's training sources are at least min_source_len tokens, and some are that short") {
+    for (const auto& name : attograd::data::task_names()) {
+        const auto task = attograd::data::make_task(name);
+        const auto min_len = task->info().min_source_len;
+        attograd::Generator generator(7);
+        std::int64_t shortest = std::numeric_limits<std::int64_t>::max();
+        for (int i = 0; i < 5000; ++i)
+            shortest = std::min<std::int64_t>(shortest, std::ssize(task->train_example(generator).source));
+        INFO(name);
+        CHECK(shortest == min_len);
+    }
+}
+
+TEST_CASE("eval and inspect warn about an input shorter than any training source") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    const auto min_len = read_config(tmp / "run")["model"]["min_source_len"].get<std::int64_t>();
+    CHECK(min_len == attograd::data::make_task("reverse")->info().min_source_len);
+    std::string shorter = "a", enough = "a";
+    for (std::int64_t i = 1; i < min_len - 1; ++i) shorter += " b";
+    for (std::int64_t i = 1; i < min_len; ++i) enough += " b";
+    for (const char* sub : {"eval", "inspect"}) {
+        const Outcome warned = run({sub, "--run", tmp / "run", "--input", shorter});
+        INFO(warned.command, "\nstderr: ", warned.err);
+        CHECK(warned.code == 0);
+        CHECK(warned.err.find("warning") != std::string::npos);
+        CHECK(warned.err.find("'" + shorter + "'") != std::string::npos);
+        CHECK(warned.err.find(fmt::format("{} or more", min_len)) != std::string::npos);
+        const Outcome quiet = run({sub, "--run", tmp / "run", "--input", enough});
+        CHECK(quiet.code == 0);
+        CHECK(quiet.err.empty());
+    }
+
+    // A TSV run: the shortest training source of the file, saved in config.json.
+    write_text(tmp / "pairs.tsv", [] {
+        std::string text;
+        for (int i = 0; i < 40; ++i) text += fmt::format("x{} y z\tz y x{}\n", i, i);
+        return text;
+    }());
+    train(tmp / "data", {"--data", tmp / "pairs.tsv", "--steps", "1"});
+    CHECK(read_config(tmp / "data")["model"]["min_source_len"] == 3);
+    const Outcome o = run({"eval", "--run", tmp / "data", "--input", "x1 y"});
+    CHECK(o.code == 0);
+    CHECK(o.err.find("3 or more") != std::string::npos);
+}
+
+TEST_CASE("eval and inspect word a verdict the same way") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    const Outcome e = run({"eval", "--run", tmp / "run", "--input", "a b c d e"});
+    const Outcome i = run({"inspect", "--run", tmp / "run", "--input", "a b c d e"});
+    require_ok(e);
+    require_ok(i);
+    const std::string from_eval =
+        line_with(e.out, "input: a b c d e -> ").substr(std::string("input: ").size());
+    const std::string from_inspect =
+        line_with(i.out, "example 1: a b c d e -> ").substr(std::string("example 1: ").size());
+    INFO(e.out, "\n", i.out);
+    CHECK(from_eval == from_inspect);
+    const bool right = from_eval.ends_with("   (right)");
+    CHECK((right || from_eval.ends_with("   (wrong, expected e d c b a)")));
+    // The held-out lines of eval use the same wording.
+    const std::regex verdict(R"(^  \S.* -> .*   \((right|wrong, expected .*)\)$)");
+    std::istringstream lines(run({"eval", "--run", tmp / "run", "--show", "3"}).out);
+    int held_out = 0;
+    for (std::string line; std::getline(lines, line);) held_out += std::regex_match(line, verdict);
+    CHECK(held_out == 3);
+}
+
+// --- train messages ---------------------------------------------------------------------------
+
+TEST_CASE("a --warmup not shorter than --steps warns and still reaches the peak lr at the last step") {
+    TempDir tmp;
+    const Outcome o = run(
+        {"train", "--task", "reverse", "--steps", "5", "--warmup", "10", "--out", tmp / "run", "--quiet"});
+    INFO(o.err);
+    CHECK(o.code == 0);
+    CHECK(count_lines(o.err) == 1);
+    CHECK(o.err.find("warning: --warmup 10") != std::string::npos);
+    CHECK(o.err.find("--steps 5") != std::string::npos);
+    CHECK(o.err.find("cut to 4") != std::string::npos);
+    // The lr of the last step (metrics.csv's lr column) is the peak --lr.
+    const std::string metrics = read_text(tmp / "run/metrics.csv");
+    std::istringstream rows(metrics);
+    std::string row, last;
+    while (std::getline(rows, row)) last = row;
+    std::vector<std::string> cells;
+    for (std::istringstream cell(last); std::getline(cell, row, ',');) cells.push_back(row);
+    REQUIRE(cells.size() == 7);
+    CHECK(std::stod(cells[5]) == doctest::Approx(attograd::cli::task_defaults("reverse").train.lr));
+
+    const Outcome fits =
+        run({"train", "--task", "reverse", "--steps", "5", "--warmup", "4", "--out", tmp / "b", "--quiet"});
+    CHECK(fits.code == 0);
+    CHECK(fits.err.empty());
+}
+
+TEST_CASE("--resume of a finished run without --steps says to pass --steps, or --no-early-stop") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "2"});
+    check_refused(run({"train", "--resume", tmp / "run"}), {"2 steps already", "--steps N", "N > 2"});
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "2"}), {"--steps N"});
+    require_ok(run({"train", "--resume", tmp / "run", "--steps", "3", "--quiet"}));
+
+    train(tmp / "done", {"--task", "copy", "--steps", "400"});
+    REQUIRE(read_config(tmp / "done")["progress"]["reached_target"] == true);
+    check_refused(run({"train", "--resume", tmp / "done", "--steps", "900"}),
+                  {"reached its target", "--no-early-stop"});
+}
+
+// --- config.json names the field --------------------------------------------------------------
+
+TEST_CASE("a bad value in config.json is named by its field, a bad flag by the flag") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "2"});
+    const std::string saved = read_text(tmp / "run/config.json");
+    const auto check = [&](const std::function<void(json&)>& edit, const std::vector<std::string>& names,
+                           const std::string& flag) {
+        write_text(tmp / "run/config.json", saved);
+        edit_config(tmp / "run", edit);
+        std::vector<std::string> with_file = names;
+        with_file.insert(with_file.begin(), "config.json: ");
+        for (const auto& command :
+             std::vector<std::vector<std::string>>{{"eval", "--run", tmp / "run"},
+                                                   {"inspect", "--run", tmp / "run"},
+                                                   {"train", "--resume", tmp / "run", "--steps", "4"}}) {
+            const Outcome o = run(command);
+            check_refused(o, with_file);
+            CHECK_MESSAGE(o.err.find(flag) == std::string::npos, o.err);  // no flag the user never passed
+        }
+    };
+    check([](json& c) { c["model"]["embed_dim"] = -5; }, {"model.embed_dim must be in [1, 4096], got -5"},
+          "--embed-dim");
+    check([](json& c) { c["model"]["heads"] = 3; }, {"model.heads 3 does not divide model.embed_dim 64"},
+          "--heads");
+    check([](json& c) { c["model"]["kind"] = "lstm"; }, {"model.kind must be one of", "'lstm'"}, "--model");
+    check([](json& c) { c["train"]["lr"] = -1.0; }, {"train.lr must be finite and > 0"}, "--lr");
+    check([](json& c) { c["train"]["warmup"] = -2; }, {"train.warmup must be >= 0"}, "--warmup");
+    check([](json& c) { c["train"]["momentum"] = 0.5; }, {"train.momentum applies to train.optim sgd only"},
+          "--momentum");
+    check([](json& c) { c["model"]["min_source_len"] = 0; }, {"model.min_source_len"}, "--min");
+    write_text(tmp / "run/config.json", saved);
+
+    // --resume's own flags are named as flags, the rest as fields.
+    const Outcome flag = run({"train", "--resume", tmp / "run", "--eval-every", "0"});
+    check_refused(flag, {"--eval-every must be >= 1"});
+    CHECK(flag.err.find("config.json") == std::string::npos);
+    // A new run names its flags.
+    const Outcome fresh = run({"train", "--task", "reverse", "--embed-dim", "0", "--out", tmp / "new"});
+    check_refused(fresh, {"--embed-dim must be in [1, 4096], got 0"});
+    CHECK(fresh.err.find("config.json") == std::string::npos);
+}
+
+// --- optimizer state --------------------------------------------------------------------------
+
+TEST_CASE("SGD momentum buffers and Adam moments no run could have written are refused on --resume") {
+    TempDir tmp;
+    const auto plant = [&](const fs::path& dir, const std::string& suffix,
+                           const std::function<void(attograd::Tensor&)>& edit) {
+        const fs::path path = dir / "optimizer.safetensors";
+        auto state = attograd::load_safetensors(path);
+        bool found = false;
+        for (auto& [name, tensor] : state) {
+            if (!name.ends_with(suffix)) continue;
+            tensor = attograd::clone(tensor);
+            edit(tensor);
+            found = true;
+            break;
+        }
+        REQUIRE_MESSAGE(found, suffix);
+        attograd::save_safetensors(path, state);
+        record_checksum(path);
+    };
+    train(tmp / "sgd",
+          {"--task", "reverse", "--steps", "2", "--optim", "sgd", "--momentum", "0.9", "--lr", "0.1"});
+    const std::string good = read_text(tmp / "sgd/optimizer.safetensors");
+    const std::string good_config = read_text(tmp / "sgd/config.json");
+    const auto restore = [&] {
+        write_text(tmp / "sgd/optimizer.safetensors", good);
+        write_text(tmp / "sgd/config.json", good_config);
+    };
+    plant(tmp / "sgd", ".momentum_buffer", [](attograd::Tensor& t) { t.data<float>()[0] = INFINITY; });
+    check_refused(run({"train", "--resume", tmp / "sgd", "--steps", "4"}),
+                  {"optimizer.safetensors", "momentum_buffer"});
+    restore();
+    plant(tmp / "sgd", ".momentum_buffer", [](attograd::Tensor& t) { t = attograd::zeros({t.numel() + 1}); });
+    check_refused(run({"train", "--resume", tmp / "sgd", "--steps", "4"}),
+                  {"optimizer.safetensors", "momentum_buffer", "shape"});
+    restore();
+    require_ok(run({"train", "--resume", tmp / "sgd", "--steps", "3", "--quiet"}));
+
+    train(tmp / "adam", {"--task", "reverse", "--steps", "2"});
+    const std::string adam = read_text(tmp / "adam/optimizer.safetensors");
+    const std::string adam_config = read_text(tmp / "adam/config.json");
+    // exp_avg far beyond what its exp_avg_sq allows (the run would blow up, blaming --lr).
+    plant(tmp / "adam", ".exp_avg", [](attograd::Tensor& t) { t.data<float>()[0] = 1e6F; });
+    check_refused(run({"train", "--resume", tmp / "adam", "--steps", "4"}),
+                  {"optimizer.safetensors", "exp_avg'", "allows at most"});
+    write_text(tmp / "adam/optimizer.safetensors", adam);
+    write_text(tmp / "adam/config.json", adam_config);
+    // More updates than the run has steps.
+    plant(tmp / "adam", ".step", [](attograd::Tensor& t) { t.data<std::int64_t>()[0] = 50; });
+    check_refused(run({"train", "--resume", tmp / "adam", "--steps", "4"}),
+                  {"optimizer.safetensors", "50 updates", "2 steps"});
+    write_text(tmp / "adam/optimizer.safetensors", adam);
+    write_text(tmp / "adam/config.json", adam_config);
+    require_ok(run({"train", "--resume", tmp / "adam", "--steps", "3", "--quiet"}));
+}

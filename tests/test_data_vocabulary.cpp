@@ -1,0 +1,76 @@
+// data/vocabulary: special tokens first, unknown tokens, the reserved-token rule, saving.
+#include "core/error.hpp"
+#include "data/vocabulary.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+using namespace attograd;
+using namespace attograd::data;
+
+TEST_CASE("vocabulary: special tokens first, then the given tokens in order without duplicates") {
+    const Vocabulary vocab({"b", "a", "b"});
+    CHECK(vocab.size() == 6);
+    CHECK(vocab.token(Vocabulary::pad_id) == "<pad>");
+    CHECK(vocab.token(Vocabulary::bos_id) == "<bos>");
+    CHECK(vocab.token(Vocabulary::eos_id) == "<eos>");
+    CHECK(vocab.token(Vocabulary::unk_id) == "<unk>");
+    CHECK(vocab.id("b") == 4);
+    CHECK(vocab.id("a") == 5);
+    CHECK(vocab.contains("a"));
+    CHECK_FALSE(vocab.contains("zz"));
+    CHECK(Vocabulary().size() == Vocabulary::reserved_count);
+    CHECK_THROWS_WITH_AS(vocab.token(6), doctest::Contains("vocabulary: id 6 outside [0, 6)"), IndexError);
+    CHECK_THROWS_WITH_AS(vocab.token(-1), doctest::Contains("vocabulary: id -1"), IndexError);
+}
+
+TEST_CASE("vocabulary: unknown tokens become <unk> and are reported, decode stops at <eos>") {
+    const Vocabulary vocab({"b", "a"});
+    std::vector<std::string> unknown;
+    CHECK(vocab.encode({"a", "zz", "b"}, &unknown) == std::vector<std::int64_t>{5, Vocabulary::unk_id, 4});
+    CHECK(unknown == std::vector<std::string>{"zz"});
+    CHECK(vocab.decode({Vocabulary::bos_id, 5, Vocabulary::pad_id, 4, Vocabulary::eos_id, 5}) ==
+          std::vector<std::string>{"a", "b"});
+    CHECK_THROWS_AS(vocab.decode({9}), IndexError);
+}
+
+TEST_CASE("vocabulary: the literal text of a reserved token is refused, never read as the token") {
+    for (const char* reserved : {"<pad>", "<bos>", "<eos>", "<unk>"}) {
+        CAPTURE(reserved);
+        CHECK(Vocabulary::is_reserved(reserved));
+        CHECK_THROWS_WITH_AS(Vocabulary({"a", reserved}), doctest::Contains("reserved token"), ValueError);
+        const Vocabulary vocab({"a"});
+        CHECK_THROWS_WITH_AS(
+            vocab.encode({"a", reserved}),
+            doctest::Contains(fmt::format("Vocabulary::encode: token 1 is '{}'", reserved).c_str()),
+            ValueError);
+    }
+    CHECK_FALSE(Vocabulary::is_reserved("<pad"));
+    CHECK_FALSE(Vocabulary::is_reserved("<PAD>"));
+    CHECK_FALSE(Vocabulary::is_reserved("<"));
+    CHECK(Vocabulary({"<", "pad", ">"}).size() == 7);  // character-level pieces are ordinary tokens
+}
+
+TEST_CASE("vocabulary: from_tokens reads tokens() back and refuses malformed lists") {
+    const Vocabulary vocab({"x", "y", "z"});
+    const Vocabulary back = Vocabulary::from_tokens(vocab.tokens());
+    CHECK(back.tokens() == vocab.tokens());
+    CHECK(back.id("z") == vocab.id("z"));
+    CHECK_THROWS_WITH_AS(Vocabulary::from_tokens({"<pad>", "x"}), doctest::Contains("special token <bos>"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary::from_tokens({"<pad>", "<bos>", "<eos>"}),
+                         doctest::Contains("missing the special tokens"), ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary::from_tokens({"<pad>", "<bos>", "<eos>", "<unk>", "a", "a"}),
+                         doctest::Contains("'a' appears twice"), ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary::from_tokens({"<pad>", "<bos>", "<eos>", "<unk>", "<eos>"}),
+                         doctest::Contains("'<eos>' appears twice"), ValueError);
+}
+
+TEST_CASE("vocabulary: lookup_indices reads tokens the program made, special tokens included") {
+    const Vocabulary vocab({"a"});
+    CHECK(vocab.lookup_indices({"a", "<eos>", "<pad>", "zz"}) ==
+          std::vector<std::int64_t>{4, Vocabulary::eos_id, Vocabulary::pad_id, Vocabulary::unk_id});
+    // decode then lookup_indices round-trips a prediction that holds <unk>.
+    const std::vector<std::int64_t> ids{4, Vocabulary::unk_id, 4};
+    CHECK(vocab.lookup_indices(vocab.decode(ids)) == ids);
+}

@@ -1,0 +1,87 @@
+// The threading policy's pieces: fixed reduction blocks and the load governor (core/parallel.hpp).
+#include "core/parallel.hpp"
+
+#include <doctest/doctest.h>
+
+#include <omp.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+using namespace attograd::detail;
+
+TEST_CASE("blocks_for depends on the work alone, never on the thread count") {
+    std::vector<std::int64_t> seen;
+    for (const int threads : {1, 2, 4}) {
+        omp_set_num_threads(threads);
+        seen.push_back(blocks_for(10 * kMinParallelWork, kMinParallelWork));
+    }
+    omp_set_num_threads(omp_get_num_procs());
+    CHECK(seen[0] == kMaxReductionBlocks);
+    CHECK(seen[1] == seen[0]);
+    CHECK(seen[2] == seen[0]);
+    CHECK(blocks_for(2 * kMinParallelWork - 1, kMinParallelWork) == 1);
+    CHECK(blocks_for(3 * kMinParallelWork, kMinParallelWork) == 3);
+}
+
+namespace {
+
+/// Keeps `count` threads spinning until destroyed: more runnable threads than cores.
+class BusyThreads {
+public:
+    explicit BusyThreads(int count) {
+        for (int i = 0; i < count; ++i)
+            threads_.emplace_back([this] {
+                volatile double x = 1.0;
+                while (!stop_.load(std::memory_order_relaxed)) x = x * 1.0000001 + 1e-9;
+            });
+    }
+    ~BusyThreads() {
+        stop_ = true;
+        for (auto& t : threads_) t.join();
+    }
+    BusyThreads(const BusyThreads&) = delete;
+    BusyThreads& operator=(const BusyThreads&) = delete;
+
+private:
+    std::atomic<bool> stop_{false};
+    std::vector<std::thread> threads_;
+};
+
+/// Calls available_threads() in a busy loop for up to `seconds`: true if it ever gave 1.
+bool ever_one_thread(double seconds) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    while (std::chrono::steady_clock::now() < end)
+        if (available_threads() == 1) return true;
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("the load governor drops to one thread while the cores are oversubscribed") {
+    if (!std::ifstream("/proc/thread-self/schedstat")) {
+        MESSAGE("no /proc/thread-self/schedstat: the governor is off here");
+        return;
+    }
+    omp_set_num_threads(2);
+    {
+        // Twice as many spinning threads as cores beside this one: it waits for a core most of
+        // the time, which the governor must see within the 2 s.
+        const BusyThreads busy(2 * omp_get_num_procs());
+        CHECK(ever_one_thread(2.0));
+        // ATTOGRAD_LOAD_GOVERNOR=0, read when a thread first asks, keeps every thread on.
+        ::setenv("ATTOGRAD_LOAD_GOVERNOR", "0", 1);
+        bool dropped = true;
+        std::thread([&] {
+            omp_set_num_threads(2);  // a new thread starts from the default thread count
+            dropped = ever_one_thread(0.5);
+        }).join();
+        ::unsetenv("ATTOGRAD_LOAD_GOVERNOR");
+        CHECK_FALSE(dropped);
+    }
+    omp_set_num_threads(omp_get_num_procs());
+}
