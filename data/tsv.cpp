@@ -59,6 +59,7 @@ private:
 TsvDataset TsvDataset::parse(std::string_view text, bool chars, const std::string& name) {
     std::vector<Example> examples;
     std::int64_t number = 0;
+    text = strip_bom(text);  // a BOM would otherwise be part of the first source's first token
     while (!text.empty()) {
         ++number;
         const auto newline = text.find('\n');

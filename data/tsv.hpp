@@ -14,7 +14,8 @@
 namespace attograd::data {
 
 /// A user's examples from TSV text: one `source<TAB>target` pair per line. Blank lines are
-/// skipped and a trailing `\r` is dropped. Tokens are whitespace-separated words, or UTF-8
+/// skipped, a trailing `\r` is dropped and a UTF-8 byte order mark at the start of the text
+/// is ignored (strip_bom). Tokens are whitespace-separated words, or UTF-8
 /// characters when `chars` (a space is then a token too).
 ///
 /// Reserved tokens: a word-level line holding the literal text of a special token (`<pad>`,
