@@ -86,6 +86,9 @@ TsvDataset TsvDataset::parse(std::string_view text, bool chars, const std::strin
                          "special "
                          "tokens and are not read from files); rename it",
                          name, number, side == &example.source ? "source" : "target", token);
+                const std::string problem = Vocabulary::token_problem(token);
+                AG_CHECK(problem.empty(), ValueError, "{}:{}: the {} token '{}' {}", name, number,
+                         side == &example.source ? "source" : "target", Vocabulary::escaped(token), problem);
             }
         }
         examples.push_back(std::move(example));

@@ -28,8 +28,8 @@ class TsvDataset {
 public:
     /// Parses TSV `text`; `name` (usually the path) starts every message. Throws ValueError
     /// `NAME:LINE: ...` for a line that is not valid UTF-8, has no tab or more than one, has an
-    /// empty side or holds a reserved token (word level), and `NAME: no examples` when no line
-    /// is left.
+    /// empty side, holds a reserved token (word level) or a token that breaks Vocabulary's token
+    /// rule (a control character such as NUL), and `NAME: no examples` when no line is left.
     static TsvDataset parse(std::string_view text, bool chars, const std::string& name);
     /// Reads and parses the file at `path` (see parse). Throws IoError naming the path when it
     /// cannot be read, is not a regular file (a directory, FIFO or device) or holds more than

@@ -147,3 +147,13 @@ TEST_CASE("tsv: a UTF-8 byte order mark at the start of the file is not part of 
     CHECK_THROWS_WITH_AS(TsvDataset::parse(bom + "\n", false, "bom.tsv"), doctest::Contains("no examples"),
                          ValueError);
 }
+
+TEST_CASE("tsv: a token holding a control character is refused with its line number") {
+    CHECK_THROWS_WITH_AS(TsvDataset::parse("a b\tb a\nc" + std::string(1, '\0') + "d\te\n", false, "f.tsv"),
+                         doctest::Contains("f.tsv:2: the source token 'c\\x00d' holds the control character"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(TsvDataset::parse("ab\tb\x01\n", true, "c.tsv"),
+                         doctest::Contains("c.tsv:1: the target token '\\x01'"), ValueError);
+    // A space is an ordinary token at character level.
+    CHECK(TsvDataset::parse("a b\tb a\n", true, "c.tsv")[0].source == Tokens{"a", " ", "b"});
+}
