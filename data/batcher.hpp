@@ -49,7 +49,10 @@ struct BatcherOptions {
     std::int64_t pad_id = Vocabulary::pad_id;
 };
 
-/// One batch: the dataset indices of its rows and their padded sources and targets.
+/// One batch: the dataset indices of its rows and their padded sources and targets. Both hold
+/// exactly the ids given to the Batcher (or Vocabulary::encode of the examples' tokens): no
+/// <bos> and no <eos> is added. For a decoder, teacher_forcing(batch.target) builds the input
+/// (<bos> y) and the labels (y <eos>).
 struct Batch {
     std::vector<std::int64_t> indices;  ///< dataset index of row b
     PaddedSequences source;             ///< [B, S] each, padded to the batch's longest source
