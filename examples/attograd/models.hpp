@@ -8,16 +8,17 @@
 //            LayerNorm;
 //   decoder: the query of output position t is embed(y_{t-1}) + position(t) + length(n): the
 //            previous output token (teacher-forced while training, the model's own while
-//            decoding: nn::greedy_decode or nn::beam_search), where it is, and how long the source is. An
-//            nn::TransformerDecoder of `decoder_layers` pre-norm layers *without self-attention* then attends
-//            over the encoder with the configured score, soft or hard weights and global, local-m or local-p
-//            windows (+ feed-forward), and an nn::Linear gives the token logits. With one head the layers'
-//            attention is nn::Attention (LayerAttention::Single: every score, normaliser and estimator), with
-//            several nn::MultiHeadAttention. No self-attention over earlier outputs: every toy task's output
-//            token is a function of the source, its position and the previous token (sort: "the smallest
-//            letter after the last one"), and without it one attention layer's weights are the whole
-//            alignment story, which is what `inspect` shows. Both position tables let a query find "the k-th
-//            token from the start" (copy) or "from the end" (reverse) with one dot product.
+//            decoding), where it is, and how long the source is. An nn::TransformerDecoder
+//            of `decoder_layers` pre-norm layers *without self-attention* then attends over the
+//            encoder with the configured score, soft or hard weights and global, local-m or
+//            local-p windows (+ feed-forward), and an nn::Linear gives the token logits. With
+//            one head the layers' attention is nn::Attention (LayerAttention::Single: every score,
+//            normaliser and estimator), with several nn::MultiHeadAttention. No self-attention
+//            over earlier outputs: every toy task's output token is a function of the source, its
+//            position and the previous token (sort: "the smallest letter after the last one"), and
+//            without it one attention layer's weights are the whole alignment story, which is
+//            what `inspect` shows. Both position tables let a query find "the k-th token from the
+//            start" (copy) or "from the end" (reverse) with one dot product.
 // EncoderModel — a self-attention encoder for tasks whose output has one token per input token:
 //   the same embeddings (no markers), an nn::TransformerEncoder, an nn::Linear per position.
 #pragma once
