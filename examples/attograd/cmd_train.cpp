@@ -2,6 +2,7 @@
 // stopping, and writes the run directory (see run_dir.hpp).
 #include "commands.hpp"
 #include "config.hpp"
+#include "data_parallel.hpp"
 #include "evaluation.hpp"
 #include "file_io.hpp"
 #include "interrupt.hpp"
@@ -18,6 +19,7 @@
 #include "data/tsv.hpp"
 #include "optim/adam.hpp"
 #include "optim/clip_grad.hpp"
+#include "optim/distributed.hpp"
 #include "optim/lr_scheduler.hpp"
 #include "optim/sgd.hpp"
 
@@ -156,6 +158,13 @@ double batch_accuracy(const Tensor& logits, const Tensor& target) {
     return counted > 0 ? static_cast<double>(right) / static_cast<double>(counted) : 0.0;
 }
 
+/// Target tokens of target [B, T] that are not padding (the weight of a rank's mean loss).
+double target_tokens(const Tensor& target) {
+    const std::int64_t* y = target.data<std::int64_t>();
+    return static_cast<double>(
+        std::count_if(y, y + target.numel(), [](std::int64_t id) { return id != Vocabulary::pad_id; }));
+}
+
 std::map<std::string, Tensor> prefixed(const std::map<std::string, Tensor>& state,
                                        const std::string& prefix) {
     std::map<std::string, Tensor> out;
@@ -198,6 +207,8 @@ int cmd_train(const TrainArgs& args) {
     RunProgress counters;
     fs::path out;
     InterruptGuard interrupts;  // from here on Ctrl-C saves the run instead of losing it
+    // Under mpirun every rank trains on its share of each batch; rank 0 prints and writes.
+    const optim::ProcessGroup& ranks = optim::world();
 
     if (args.checkpoint_every < 0) {
         throw UsageError(fmt::format("--checkpoint-every must be >= 0 (0 = at evaluations only), got {}",
@@ -262,8 +273,10 @@ int cmd_train(const TrainArgs& args) {
         apply_overrides(args, config);
         validate(config, task->info());
         out = args.out.empty() ? fs::path("runs") / config.task.name : fs::path(args.out);
-        check_out_is_free(out, args.force);
-        RunWriter probe(out);  // a bad --out fails now, not after training
+        if (ranks.is_main()) {
+            check_out_is_free(out, args.force);
+            RunWriter probe(out);  // a bad --out fails now, not after training
+        }
         model_generator = std::make_unique<Generator>(config.train.seed);
         model = make_model(config.model, config.vocab, *model_generator);
     }
@@ -320,9 +333,14 @@ int cmd_train(const TrainArgs& args) {
         }
     }
 
+    if (t.batch < ranks.size())
+        throw UsageError(
+            fmt::format("--batch {} is smaller than the number of ranks ({})", t.batch, ranks.size()));
+    optim::DistributedDataParallel ddp(model->parameters());  // rank 0's parameters everywhere
+
     std::int64_t parameters = 0;
     for (const auto& p : model->parameters()) parameters += p.numel();
-    Progress progress(step, t.steps, args.quiet);
+    Progress progress(step, t.steps, args.quiet || !ranks.is_main());
     progress.line(fmt::format("{} {}: {}", resuming ? "resuming" : "training", info.name, describe(config, parameters)));
     progress.line(
         fmt::format("{} lr {:g}, batch {}, {} steps from step {}; target {:.0f}% held-out {} accuracy on {} "
@@ -343,7 +361,7 @@ int cmd_train(const TrainArgs& args) {
     // Snapshots of the first held-out examples' attention (they draw no random numbers: the
     // training is the same with and without them).
     std::unique_ptr<inspect::AttentionSnapshotter> snapshotter;
-    if (t.snapshot_every > 0) {
+    if (t.snapshot_every > 0 && ranks.is_main()) {
         auto probes = snapshot_probes(*model, config.model, *task, config.vocab, snapshot_probe_count);
         if (!probes.empty()) {
             snapshotter = std::make_unique<inspect::AttentionSnapshotter>(
@@ -359,6 +377,7 @@ int cmd_train(const TrainArgs& args) {
 
     // Writes the run as it stands: a complete, resumable generation of the directory.
     const auto save_run = [&] {
+        if (!ranks.is_main()) return;
         counters.steps_done = step;
         counters.seconds = prior_seconds + progress.elapsed();
         counters.heldout_token_accuracy = last.token_accuracy;
@@ -389,12 +408,14 @@ int cmd_train(const TrainArgs& args) {
     while (step < t.steps) {
         // The model's own samples (hard attention, dropout) are seeded per step too, so that a
         // resumed run draws what the uninterrupted one would have.
-        model_generator->manual_seed(batch_seed(~t.seed, step));
+        model_generator->manual_seed(batch_seed(~t.seed + static_cast<std::uint64_t>(ranks.rank()), step));
         if (snapshotter) snapshotter->maybe_snapshot(step);
         Generator batch_generator(batch_seed(t.seed, step));
         std::vector<std::vector<std::int64_t>> sources, targets;
+        const Share share = share_of(t.batch, ranks.rank(), ranks.size());  // all of it in one process
         for (std::int64_t i = 0; i < t.batch; ++i) {
             const Example example = task->train_example(batch_generator);
+            if (i < share.start || i >= share.start + share.length) continue;
             sources.push_back(config.vocab.encode(example.source));
             targets.push_back(config.vocab.encode(example.target));
         }
@@ -405,7 +426,11 @@ int cmd_train(const TrainArgs& args) {
         const Tensor flat_logits = reshape(result.logits, {-1, v});
         const Tensor flat_target = reshape(batch.target, {-1});
         Tensor loss = cross_entropy(flat_logits, flat_target, {.ignore_index = Vocabulary::pad_id});
-        const double loss_value = loss.item();
+        const StepFigures mine{.loss = loss.item(),
+                               .accuracy = batch_accuracy(result.logits, batch.target),
+                               .tokens = target_tokens(batch.target)};
+        const StepFigures figures = whole_batch(mine);  // the same on every rank
+        const double loss_value = figures.loss;
         AG_CHECK(std::isfinite(loss_value), ValueError,
                  "training diverged at step {} (loss {}); try a lower --lr or --clip", step + 1, loss_value);
         if (counters.initial_loss == 0.0) counters.initial_loss = loss_value;
@@ -429,6 +454,7 @@ int cmd_train(const TrainArgs& args) {
             loss = loss + result.reinforce.loss(reward);
         }
         loss.backward();
+        ddp.average_gradients(mine.tokens);  // the whole batch's mean-loss gradient on every rank
         if (t.clip > 0.0) optim::clip_grad_norm(model->parameters(), t.clip);
         const double lr = optimizer->lr();
         optimizer->step();
@@ -436,7 +462,7 @@ int cmd_train(const TrainArgs& args) {
         ++step;
 
         loss_sum += loss_value;
-        accuracy_sum += batch_accuracy(result.logits, batch.target);
+        accuracy_sum += figures.accuracy;
         ++logged;
         progress.update(step, logged > 0 ? loss_sum / static_cast<double>(logged) : shown_loss,
                         logged > 0 ? accuracy_sum / static_cast<double>(logged) : shown_accuracy);
@@ -448,7 +474,7 @@ int cmd_train(const TrainArgs& args) {
             std::string heldout = ",";
             if (eval_due) {
                 model->eval();
-                last = evaluate(*model, config.vocab, task->held_out());
+                last = evaluate_split(*model, config.vocab, task->held_out());
                 model->train();
                 evaluated = true;
                 heldout = fmt::format("{:.6f},{:.6f}", last.token_accuracy, last.sequence_accuracy);
@@ -467,13 +493,14 @@ int cmd_train(const TrainArgs& args) {
         }
         if (step == t.steps) break;
         interrupts.test_hook(step);
-        if (const int signal = interrupts.signal(); signal != 0) {
+        if (const int signal = agreed_signal(interrupts.signal()); signal != 0) {
             progress.finish();
             save_run();
-            fmt::print(stderr,
-                       "attograd: {} at step {} of {}: saved the run; continue it with `attograd train "
-                       "--resume {}`\n",
-                       signal_name(signal), step, t.steps, out.string());
+            if (ranks.is_main())
+                fmt::print(stderr,
+                           "attograd: {} at step {} of {}: saved the run; continue it with `attograd train "
+                           "--resume {}`\n",
+                           signal_name(signal), step, t.steps, out.string());
             return 128 + signal;
         }
         if ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || eval_due) save_run();
@@ -484,12 +511,13 @@ int cmd_train(const TrainArgs& args) {
     progress.finish();
     if (!evaluated) {
         model->eval();
-        last = evaluate(*model, config.vocab, task->held_out());
+        last = evaluate_split(*model, config.vocab, task->held_out());
         const double metric = info.metric == Metric::Sequence ? last.sequence_accuracy : last.token_accuracy;
         reached = metric >= target_accuracy(info.name);
     }
     const double seconds = prior_seconds + progress.elapsed();
     save_run();
+    if (!ranks.is_main()) return 0;
 
     fmt::print(
         "{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",

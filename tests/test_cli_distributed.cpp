@@ -1,0 +1,118 @@
+// `mpirun -np N attograd train`: the same run as one process, one run directory written by rank
+// 0, interrupt and --resume on another number of ranks, and a failing rank that ends the job.
+#include "cli_helpers.hpp"
+
+#include "optim/distributed.hpp"
+
+#include <array>
+#include <cstdio>
+
+using namespace cli_test;
+
+#ifdef ATTOGRAD_MPIEXEC
+namespace {
+
+// Runs `command` through the shell with a time limit (coreutils `timeout`: a hang fails the
+// test instead of blocking ctest), capturing stdout and stderr together.
+Outcome shell(const std::string& command) {
+    Outcome outcome;
+    outcome.command = "timeout 120 " + command + " 2>&1";
+    std::FILE* pipe = ::popen(outcome.command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::array<char, 4096> buffer{};
+    for (std::size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0;)
+        outcome.out.append(buffer.data(), n);
+    const int status = ::pclose(pipe);
+    outcome.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return outcome;
+}
+
+// `attograd ARGS` on `ranks` processes. LeakSanitizer is off: Open MPI's allocations outlive
+// MPI_Finalize (tests/CMakeLists.txt).
+Outcome mpirun(int ranks, const std::string& args, const std::string& env = "") {
+    return shell(fmt::format(
+        "env ASAN_OPTIONS=detect_leaks=0:allocator_may_return_null=1 OMP_NUM_THREADS=1 {} {} -np {} {} "
+        "{} {}",
+        env, ATTOGRAD_MPIEXEC, ranks, ATTOGRAD_MPI_FLAGS, ATTOGRAD_PROGRAM, args));
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+}
+
+// metrics.csv's rows as numbers (an empty field, a step without evaluation, as -1).
+std::vector<std::vector<double>> metrics(const std::string& dir) {
+    std::vector<std::vector<double>> rows;
+    std::istringstream lines(read_text(fs::path(dir) / "metrics.csv"));
+    std::string line;
+    std::getline(lines, line);  // the header
+    while (std::getline(lines, line)) {
+        std::vector<double> row;
+        std::istringstream fields(line);
+        for (std::string field; std::getline(fields, field, ',');)
+            row.push_back(field.empty() ? -1.0 : std::stod(field));
+        rows.push_back(row);
+    }
+    return rows;
+}
+
+}  // namespace
+
+TEST_CASE("mpirun train on 2 ranks then resumed on 3 equals one process and writes one run directory") {
+    TempDir tmp;
+    const std::string common =
+        "train --task reverse --steps 60 --eval-every 30 --no-early-stop --snapshot-every 0";
+    const std::string one = (tmp.path() / "one").string(), split = (tmp.path() / "split").string();
+    require_ok(run({"train", "--task", "reverse", "--steps", "60", "--eval-every", "30", "--no-early-stop",
+                    "--snapshot-every", "0", "--quiet", "--out", one}));
+    // Interrupted at step 30 on every rank (SIGINT): rank 0 saves the run and says so, once.
+    const Outcome first = mpirun(2, common + " --out " + split, "ATTOGRAD_TEST_SIGNAL_AT_STEP=30");
+    INFO(first.command, "\n", first.out);
+    CHECK(first.code == 130);
+    CHECK(count(first.out, "saved the run") == 1);
+    CHECK(count(first.out, "training reverse") == 1);  // only rank 0 prints
+    const Outcome resumed = mpirun(3, "train --resume " + split);
+    INFO(resumed.command, "\n", resumed.out);
+    REQUIRE(resumed.code == 0);
+    CHECK(count(resumed.out, "wrote ") == 1);
+    CHECK(entries(tmp.path()) == std::set<std::string>{"one", "split"});  // no staging left, no second run
+    const auto a = metrics(one), b = metrics(split);
+    REQUIRE(a.size() == 6);
+    REQUIRE(b.size() == a.size());
+    for (std::size_t r = 0; r < a.size(); ++r) {
+        CAPTURE(r);
+        CHECK(b[r][0] == a[r][0]);                                                        // step
+        CHECK(b[r][1] == doctest::Approx(a[r][1]).epsilon(1e-3));                         // loss
+        for (std::size_t c = 2; c <= 4; ++c) CHECK(std::abs(b[r][c] - a[r][c]) <= 0.01);  // accuracies
+        CHECK(b[r][5] == doctest::Approx(a[r][5]).epsilon(1e-9));                         // lr
+    }
+}
+
+TEST_CASE("mpirun train: a rank that fails ends every rank with a message, not a hang") {
+    TempDir tmp;
+    fs::create_directories(tmp.path() / "taken");
+    write_text(tmp.path() / "taken" / "notes.txt", "not a run\n");
+    // Rank 0 alone checks --out and fails; the other ranks are already waiting for it.
+    const Outcome o = mpirun(2, "train --task reverse --steps 20 --out " + (tmp.path() / "taken").string());
+    INFO(o.command, "\n", o.out);
+    CHECK(o.code == 2);
+    CHECK(count(o.out, "holds files that are not an attograd run") == 1);
+    CHECK(count(o.out, "rank 0 of 2: failed with exit code 2; ending every rank") == 1);
+}
+
+TEST_CASE("mpirun train refuses a batch smaller than the number of ranks") {
+    TempDir tmp;
+    const Outcome o =
+        mpirun(3, "train --task reverse --batch 2 --steps 5 --out " + (tmp.path() / "run").string());
+    INFO(o.command, "\n", o.out);
+    CHECK(o.code == 2);
+    CHECK(count(o.out, "--batch 2 is smaller than the number of ranks (3)") >= 1);
+}
+
+#else
+
+TEST_CASE("without MPI the program trains in one process") { CHECK_FALSE(attograd::optim::mpi_available()); }
+
+#endif
