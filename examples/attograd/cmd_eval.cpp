@@ -95,7 +95,8 @@ int cmd_eval(const EvalArgs& args) {
                                     {"examples", std::move(examples)},
                                     {"inputs", std::move(input_json)},
                                     {"alignment", std::move(heads)}};
-        fmt::print("{}\n", out.dump(2));
+        // A bad input's "source" is the text as given, which may not be UTF-8: shown with U+FFFD.
+        fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
         return code;
     }
 
@@ -115,7 +116,7 @@ int cmd_eval(const EvalArgs& args) {
         if (input.error.empty())
             fmt::print("input: {}\n", prediction_line(task, input.source, input.prediction, input.target));
         else
-            fmt::print("input: '{}'   (not run: see the error above)\n", input.text);
+            fmt::print("input: '{}'   (not run: see the error above)\n", shown_text(input.text));
     }
     return code;
 }

@@ -90,8 +90,36 @@ std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vect
     return ids;
 }
 
+std::string shown_text(std::string_view text) {
+    const std::string cut = excerpt(text, 60);
+    std::string out;
+    for (std::size_t i = 0; i < cut.size();) {
+        const auto lead = static_cast<unsigned char>(cut[i]);
+        if (lead >= 0x80) {  // a multi-byte character, or a byte that starts none
+            const std::size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
+            const std::string_view character = std::string_view(cut).substr(i, length);
+            if (character.size() == length && data::is_valid_utf8(character)) {
+                out += character;
+                i += length;
+                continue;
+            }
+        }
+        if (lead == '\t' || lead == '\n' || lead == '\r') {
+            out += lead == '\t' ? "\\t" : lead == '\n' ? "\\n" : "\\r";
+        } else if (lead < 0x20 || lead >= 0x7f) {
+            out += fmt::format("\\x{:02x}", lead);
+        } else {
+            out += cut[i];
+        }
+        ++i;
+    }
+    return out;
+}
+
 std::vector<std::string> read_input(const Task& task, const RunConfig& config, const std::string& text) {
-    const std::string quoted = fmt::format("--input '{}'", excerpt(text, 60));
+    const std::string quoted = fmt::format("--input '{}'", shown_text(text));
+    AG_CHECK(data::is_valid_utf8(text), ValueError, "{}: is not valid UTF-8 (bad bytes shown as \\xHH)",
+             quoted);
     auto source = task.tokenize(text);
     AG_CHECK(!source.empty(), ValueError, "{}: is empty", quoted);
     AG_CHECK(std::ssize(source) <= config.model.max_source_len, ValueError,

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attograd::cli {
@@ -25,9 +26,15 @@ struct Evaluation {
 std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vector<std::string>& tokens,
                                         bool warn);
 
-/// The tokens of one --input text for a model of `config`: ValueError naming the input when it
-/// is empty or longer than the model takes; a warning on stderr when it is shorter than every
-/// training source (ModelConfig::min_source_len), and for tokens not in the vocabulary.
+/// `text` as messages show it: at most 60 bytes (core's excerpt), with every byte that is not
+/// part of a well-formed UTF-8 character and every ASCII control character written as `\xHH`
+/// (`\t`, `\n`, `\r` by name), so that a message is valid UTF-8 and one line.
+std::string shown_text(std::string_view text);
+
+/// The tokens of one --input text for a model of `config`: ValueError naming the input (as
+/// shown_text) when it is not valid UTF-8, is empty, or is longer than the model takes; a warning
+/// on stderr when it is shorter than every training source (ModelConfig::min_source_len), and for
+/// tokens not in the vocabulary.
 std::vector<std::string> read_input(const Task& task, const RunConfig& config, const std::string& text);
 
 /// One prediction as eval and inspect print it: "SOURCE -> PREDICTION   (right)",

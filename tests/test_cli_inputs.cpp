@@ -1,0 +1,61 @@
+// What eval and inspect make of hostile --input text (invalid UTF-8), each bad input reported by
+// name while the others run.
+#include "cli_helpers.hpp"
+#include "config.hpp"
+#include "evaluation.hpp"
+
+#include "data/text.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+namespace {
+
+using namespace cli_test;
+
+const std::string not_utf8 = "a \xff b c";  // 0xff never occurs in UTF-8
+
+}  // namespace
+
+TEST_CASE("shown_text escapes bytes outside UTF-8 characters and control characters, keeps the rest") {
+    using attograd::cli::shown_text;
+    CHECK(shown_text("a \xff b") == "a \\xff b");
+    CHECK(shown_text("\xe2\x82") == "\\xe2\\x82");                                // a truncated character
+    CHECK(shown_text("caf\xc3\xa9 \xe2\x82\xac") == "caf\xc3\xa9 \xe2\x82\xac");  // é and € kept
+    CHECK(shown_text("a\tb\nc\rd\x1b\x7f") == "a\\tb\\nc\\rd\\x1b\\x7f");
+    const std::string shown = shown_text(std::string(100, '\xff'));
+    CHECK(attograd::data::is_valid_utf8(shown));
+    CHECK(shown.starts_with("\\xff\\xff"));
+    CHECK(shown.find("(100 bytes)") != std::string::npos);  // cut as core's excerpt cuts
+    CHECK(count_lines(shown) == 0);
+}
+
+TEST_CASE("eval reports an --input that is not valid UTF-8 by name and predicts the others") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    const std::vector<std::string> args = {"eval",    "--run",   tmp / "run", "--show",  "0",      "--input",
+                                           "a b c d", "--input", not_utf8,    "--input", "e f g h"};
+    const Outcome text = run(args);
+    INFO(text.command, "\nstdout: ", text.out, "\nstderr: ", text.err);
+    CHECK(text.code == 2);
+    CHECK(count_lines(text.err) == 1);
+    CHECK(text.err.find("--input 'a \\xff b c'") != std::string::npos);
+    CHECK(text.err.find("not valid UTF-8") != std::string::npos);
+    CHECK(text.out.find("input: 'a \\xff b c'   (not run") != std::string::npos);
+    CHECK(text.out.find("input: a b c d -> ") != std::string::npos);
+    CHECK(text.out.find("input: e f g h -> ") != std::string::npos);  // after the bad one
+    CHECK(attograd::data::is_valid_utf8(text.out));
+    CHECK(attograd::data::is_valid_utf8(text.err));
+
+    std::vector<std::string> with_json = args;
+    with_json.push_back("--json");
+    const Outcome j = run(with_json);
+    INFO(j.err);
+    CHECK(j.code == 2);
+    const json result = json::parse(j.out);
+    REQUIRE(result["inputs"].size() == 3);
+    CHECK(result["inputs"][0].contains("prediction"));
+    CHECK(result["inputs"][2].contains("prediction"));
+    CHECK(result["inputs"][1]["error"].get<std::string>().find("--input 'a \\xff b c'") != std::string::npos);
+    CHECK(result["inputs"][1]["source"] == "a \xef\xbf\xbd b c");  // the bad byte as U+FFFD
+}
