@@ -1,5 +1,5 @@
 // What eval and inspect make of hostile --input text (invalid UTF-8), each bad input reported by
-// name while the others run.
+// name while the others run; --data paths that config.json cannot hold.
 #include "cli_helpers.hpp"
 #include "config.hpp"
 #include "evaluation.hpp"
@@ -58,4 +58,15 @@ TEST_CASE("eval reports an --input that is not valid UTF-8 by name and predicts 
     CHECK(result["inputs"][2].contains("prediction"));
     CHECK(result["inputs"][1]["error"].get<std::string>().find("--input 'a \\xff b c'") != std::string::npos);
     CHECK(result["inputs"][1]["source"] == "a \xef\xbf\xbd b c");  // the bad byte as U+FFFD
+}
+
+TEST_CASE("train refuses a --data path that is not valid UTF-8 (config.json records it as text)") {
+    TempDir tmp;
+    std::string pairs;
+    for (int i = 0; i < 40; ++i) pairs += fmt::format("x{} y z\tz y x{}\n", i, i);
+    const fs::path file = tmp / "pairs\xff.tsv";
+    write_text(file, pairs);
+    check_refused(run({"train", "--data", file.string(), "--steps", "1", "--out", tmp / "run", "--quiet"}),
+                  {"--data", "pairs\\xff.tsv", "not valid UTF-8"});
+    CHECK_FALSE(fs::exists(tmp / "run"));
 }
