@@ -1,5 +1,5 @@
 // What eval and inspect make of hostile --input text (invalid UTF-8), each bad input reported by
-// name while the others run; --data paths that config.json cannot hold.
+// name while the others run (in inspect too); --data paths that config.json cannot hold.
 #include "cli_helpers.hpp"
 #include "config.hpp"
 #include "evaluation.hpp"
@@ -58,6 +58,45 @@ TEST_CASE("eval reports an --input that is not valid UTF-8 by name and predicts 
     CHECK(result["inputs"][2].contains("prediction"));
     CHECK(result["inputs"][1]["error"].get<std::string>().find("--input 'a \\xff b c'") != std::string::npos);
     CHECK(result["inputs"][1]["source"] == "a \xef\xbf\xbd b c");  // the bad byte as U+FFFD
+}
+
+TEST_CASE("inspect reports every bad --input by name and inspects the others, exit code 2") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    const auto longest = read_config(tmp / "run")["model"]["max_source_len"].get<std::int64_t>();
+    std::string too_long = "a";
+    for (std::int64_t i = 0; i < longest; ++i) too_long += " a";
+    const std::vector<std::string> inputs = {not_utf8, "a b c d", "   ", too_long, "e f g h"};
+    std::vector<std::string> args = {"inspect", "--run", tmp / "run"};
+    for (const auto& input : inputs) args.insert(args.end(), {"--input", input});
+
+    const Outcome term = run(args);
+    INFO(term.command, "\nstdout: ", term.out, "\nstderr: ", term.err);
+    CHECK(term.code == 2);
+    CHECK(count_lines(term.err) == 3);  // one line per bad input
+    CHECK(line_with(term.err, "--input 'a \\xff b c'").find("not valid UTF-8") != std::string::npos);
+    CHECK(line_with(term.err, "--input '   '").find("empty") != std::string::npos);
+    CHECK(
+        line_with(term.err, "--input '" + too_long.substr(0, 20)).find(fmt::format("at most {}", longest)) !=
+        std::string::npos);
+    CHECK(term.out.find("example 1: a b c d -> ") != std::string::npos);
+    CHECK(term.out.find("example 2: e f g h -> ") != std::string::npos);
+
+    // A file format: the good inputs are written, the exit code still says that some were bad.
+    args.insert(args.end(), {"--format", "json", "--to", tmp / "attention.json"});
+    const Outcome file = run(args);
+    CHECK(file.code == 2);
+    const json written = json::parse(read_text(tmp / "attention.json"));
+    REQUIRE(written["examples"].size() == 2);
+    CHECK(written["examples"][1]["source"] == json::array({"e", "f", "g", "h"}));
+
+    // Every input bad: one line each, and nothing written.
+    const Outcome none = run({"inspect", "--run", tmp / "run", "--format", "json", "--to", tmp / "none.json",
+                              "--input", not_utf8, "--input", "   "});
+    CHECK(none.code == 2);
+    CHECK(count_lines(none.err) == 2);
+    CHECK(none.out.empty());
+    CHECK_FALSE(fs::exists(tmp / "none.json"));
 }
 
 TEST_CASE("train refuses a --data path that is not valid UTF-8 (config.json records it as text)") {

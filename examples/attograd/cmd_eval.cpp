@@ -49,19 +49,13 @@ int cmd_eval(const EvalArgs& args) {
     for (const auto& text : args.inputs) {
         Input& input = inputs.emplace_back();
         input.text = text;
-        try {
+        input.error = input_error([&] {
             input.source = read_input(task, run.config, text);
             const std::vector<std::vector<std::int64_t>> ids{
                 encode_tokens(run.config.vocab, input.source, false)};
             input.prediction = run.config.vocab.decode(run.model->predict(ids, decoding)[0]);
             input.target = task.solve(input.source).value_or(std::vector<std::string>{});
-        } catch (const ValueError& e) {  // bad input (exit code 2 in run_cli too)
-            input.error = e.what();
-            fmt::print(stderr, "attograd: {}\n", input.error);
-        } catch (const ResourceError& e) {
-            input.error = e.what();
-            fmt::print(stderr, "attograd: {}\n", input.error);
-        }
+        });
     }
     const bool any_failed =
         std::any_of(inputs.begin(), inputs.end(), [](const Input& i) { return !i.error.empty(); });

@@ -238,7 +238,10 @@ int run_cli(int argc, char** argv) {
     checked<std::string>(inspect_cmd->add_option("--run", inspect.run, "run directory written by train"),
                          "DIR")
         ->required();
-    inspect_cmd->add_option("--input", inspect.inputs, "text to run (repeatable)")->type_name("TEXT");
+    inspect_cmd
+        ->add_option("--input", inspect.inputs,
+                     "text to run (repeatable; each bad one is reported, the rest run)")
+        ->type_name("TEXT");
     auto* samples = with_default_value(checked<std::int64_t>(inspect_cmd->add_option(
                                            "--samples", inspect.samples, "held-out examples to draw")),
                                        inspect.samples);

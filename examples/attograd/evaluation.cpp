@@ -139,6 +139,19 @@ std::vector<std::string> read_input(const Task& task, const RunConfig& config, c
     return source;
 }
 
+std::string input_error(const std::function<void()>& body) {
+    std::string error;
+    try {
+        body();
+    } catch (const ValueError& e) {  // bad input (exit code 2 in run_cli too)
+        error = e.what();
+    } catch (const ResourceError& e) {  // e.g. a size that does not fit in memory
+        error = e.what();
+    }
+    if (!error.empty()) fmt::print(stderr, "attograd: {}\n", error);
+    return error;
+}
+
 std::string prediction_line(const Task& task, const std::vector<std::string>& source,
                             const std::vector<std::string>& prediction,
                             const std::vector<std::string>& target) {

@@ -7,6 +7,7 @@
 #include "inspect/attention_map.hpp"
 #include "inspect/recorded_maps.hpp"
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,6 +37,11 @@ std::string shown_text(std::string_view text);
 /// on stderr when it is shorter than every training source (ModelConfig::min_source_len), and for
 /// tokens not in the vocabulary.
 std::vector<std::string> read_input(const Task& task, const RunConfig& config, const std::string& text);
+
+/// Runs `body` for one --input: a ValueError or ResourceError it throws (a bad input) is printed
+/// to stderr as "attograd: MESSAGE" and its message returned; "" when `body` succeeded. eval and
+/// inspect report every bad input this way and go on with the others.
+std::string input_error(const std::function<void()>& body);
 
 /// One prediction as eval and inspect print it: "SOURCE -> PREDICTION   (right)",
 /// "SOURCE -> PREDICTION   (wrong, expected TARGET)", or no verdict when `target` is empty (the
