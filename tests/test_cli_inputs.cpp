@@ -1,5 +1,6 @@
-// What eval and inspect make of hostile --input text (invalid UTF-8), each bad input reported by
-// name while the others run (in inspect too); --data paths that config.json cannot hold.
+// What eval and inspect make of hostile --input text (invalid UTF-8, control characters, every
+// kind of whitespace), each bad input reported by name while the others run; --data paths that
+// config.json cannot hold.
 #include "cli_helpers.hpp"
 #include "config.hpp"
 #include "evaluation.hpp"
@@ -97,6 +98,55 @@ TEST_CASE("inspect reports every bad --input by name and inspects the others, ex
     CHECK(count_lines(none.err) == 2);
     CHECK(none.out.empty());
     CHECK_FALSE(fs::exists(tmp / "none.json"));
+}
+
+TEST_CASE(
+    "a word-level --input splits words at every ASCII whitespace and refuses other control characters") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    const auto eval_input = [&](const std::string& input) {
+        return run({"eval", "--run", tmp / "run", "--show", "0", "--json", "--input", input});
+    };
+    const Outcome plain_outcome = eval_input("a b c d e");
+    require_ok(plain_outcome);
+    const json plain = json::parse(plain_outcome.out)["inputs"][0];
+    for (const std::string input : {"a\nb c d e", "a\tb\r\nc d e\n", "a\vb\fc d e", " a b\n\nc\td e "}) {
+        const Outcome o = eval_input(input);
+        INFO(o.command, "\nstderr: ", o.err);
+        REQUIRE(o.code == 0);
+        const json result = json::parse(o.out)["inputs"][0];
+        CHECK(o.err.empty());  // no unknown tokens such as "a\nb"
+        CHECK(result["source"] == plain["source"]);
+        CHECK(result["prediction"] == plain["prediction"]);
+    }
+    // Other control characters (an escape sequence that would recolour the terminal, NUL's
+    // neighbours, DEL) are refused, naming the input and the character.
+    for (const auto& [input, shown] : std::vector<std::pair<std::string, std::string>>{
+             {"a\x1b[31mb c d", "\\x1b"}, {"a\x01 b c d", "\\x01"}, {"a b c d\x7f", "\\x7f"}}) {
+        const Outcome o = run({"eval", "--run", tmp / "run", "--show", "0", "--input", input});
+        INFO(o.command, "\nstderr: ", o.err);
+        CHECK(o.code == 2);
+        CHECK(o.err.find("--input '" + attograd::cli::shown_text(input) + "'") != std::string::npos);
+        CHECK(o.err.find("control character " + shown) != std::string::npos);
+        CHECK(o.err.find('\x1b') == std::string::npos);
+        CHECK(count_lines(o.err) == 1);
+    }
+}
+
+TEST_CASE("a character-level --input refuses a tab or newline, which no training source holds") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "dates", "--steps", "1"});
+    REQUIRE(attograd::data::make_task("dates")->info().char_level);
+    for (const auto& [input, shown] :
+         std::vector<std::pair<std::string, std::string>>{{"2020\t01 02", "\\t"}, {"3 May\n2001", "\\n"}}) {
+        const Outcome o =
+            run({"inspect", "--run", tmp / "run", "--input", input, "--input", "March 3, 2001"});
+        INFO(o.command, "\nstderr: ", o.err);
+        CHECK(o.code == 2);
+        CHECK(count_lines(o.err) == 1);
+        CHECK(o.err.find("control character " + shown) != std::string::npos);
+        CHECK(o.out.find("example 1: March 3, 2001 -> ") != std::string::npos);
+    }
 }
 
 TEST_CASE("train refuses a --data path that is not valid UTF-8 (config.json records it as text)") {

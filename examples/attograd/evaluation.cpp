@@ -120,7 +120,23 @@ std::vector<std::string> read_input(const Task& task, const RunConfig& config, c
     const std::string quoted = fmt::format("--input '{}'", shown_text(text));
     AG_CHECK(data::is_valid_utf8(text), ValueError, "{}: is not valid UTF-8 (bad bytes shown as \\xHH)",
              quoted);
-    auto source = task.tokenize(text);
+    // Word-level: every ASCII whitespace character separates words, as a space does (a newline
+    // from "$(cat file)" too). Other control characters are invisible and no training source
+    // holds one (nor, in a character-level task, a tab or newline): refused, not read as <unk>.
+    const bool words = !task.info().char_level;
+    std::string normalised = text;
+    for (char& c : normalised) {
+        const auto u = static_cast<unsigned char>(c);
+        const bool space = c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+        if (words && space) {
+            c = ' ';
+        } else if (u < 0x20 || u == 0x7f) {
+            throw ValueError(fmt::format("{}: holds the control character {}{}", quoted,
+                                         shown_text(std::string_view(&c, 1)),
+                                         words ? "" : " (this task reads every character as a token)"));
+        }
+    }
+    auto source = task.tokenize(normalised);
     AG_CHECK(!source.empty(), ValueError, "{}: is empty", quoted);
     AG_CHECK(std::ssize(source) <= config.model.max_source_len, ValueError,
              "{}: has {} tokens; this model takes at most {}", quoted, source.size(),
