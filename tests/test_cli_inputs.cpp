@@ -1,6 +1,6 @@
 // What eval and inspect make of hostile --input text (invalid UTF-8, control characters, every
 // kind of whitespace), each bad input reported by name while the others run; --data paths that
-// config.json cannot hold.
+// config.json cannot hold; the default warm-up on a short run.
 #include "cli_helpers.hpp"
 #include "config.hpp"
 #include "evaluation.hpp"
@@ -158,4 +158,27 @@ TEST_CASE("train refuses a --data path that is not valid UTF-8 (config.json reco
     check_refused(run({"train", "--data", file.string(), "--steps", "1", "--out", tmp / "run", "--quiet"}),
                   {"--data", "pairs\\xff.tsv", "not valid UTF-8"});
     CHECK_FALSE(fs::exists(tmp / "run"));
+}
+
+TEST_CASE("the default --warmup is cut to a shorter --steps silently, as --help says") {
+    TempDir tmp;
+    const auto defaults = attograd::cli::task_defaults("reverse").train;
+    REQUIRE(defaults.warmup >= 5);
+    const Outcome o = run({"train", "--task", "reverse", "--steps", "5", "--out", tmp / "run", "--quiet"});
+    INFO(o.err);
+    CHECK(o.code == 0);
+    CHECK(o.err.empty());
+    // The warm-up is cut so that the last step reaches the peak lr (metrics.csv's lr column).
+    std::istringstream rows(read_text(tmp / "run/metrics.csv"));
+    std::string row, last;
+    while (std::getline(rows, row)) last = row;
+    std::vector<std::string> cells;
+    for (std::istringstream cell(last); std::getline(cell, row, ',');) cells.push_back(row);
+    REQUIRE(cells.size() == 7);
+    CHECK(std::stod(cells[5]) == doctest::Approx(defaults.lr));
+
+    const Outcome help = run({"train", "--help"});
+    const std::string line = line_with(help.out, "--warmup");
+    INFO(help.out);
+    CHECK(line.find("the default silently") != std::string::npos);
 }

@@ -166,8 +166,12 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add("steps", a.steps, "training steps at most (with --resume: the new total)");
     add("seed", a.seed,
         "random seed (the same seed gives the same run, bit for bit, on any number of threads)");
+    // The default warm-up is cut to a shorter run without a warning: nobody asked for its length,
+    // and a short run is mostly a try-out (--steps 5), which a warning about a setting it never
+    // chose would accompany every time. A --warmup given is a request that is not met: it warns.
     add("warmup", a.warmup,
-        "linear learning-rate warm-up steps (cut to --steps - 1 when longer, with a warning)");
+        "linear learning-rate warm-up steps (cut to --steps - 1 when longer: a given --warmup with a "
+        "warning, the default silently)");
     add("schedule", a.schedule, "after the warm-up: cosine or constant");
     add("eval-every", a.eval_every, "held-out evaluation every N steps");
     add("snapshot-every", a.snapshot_every,
