@@ -33,7 +33,9 @@ int cmd_eval(const EvalArgs& args) {
     const LoadedRun run = load_run(args.run);
     const Task& task = *run.task;
     const auto& held_out = task.held_out();
-    const Evaluation result = evaluate(*run.model, run.config.vocab, held_out);
+    const DecodeSettings decoding{.beam = args.beam, .length_penalty = args.length_penalty};
+    check_decoding(decoding, run.config.model);
+    const Evaluation result = evaluate(*run.model, run.config.vocab, held_out, decoding);
     const auto alignment =
         alignment_by_head(*run.model, run.config.model, task, run.config.vocab, held_out, result.predictions);
 
@@ -51,7 +53,7 @@ int cmd_eval(const EvalArgs& args) {
             input.source = read_input(task, run.config, text);
             const std::vector<std::vector<std::int64_t>> ids{
                 encode_tokens(run.config.vocab, input.source, false)};
-            input.prediction = run.config.vocab.decode(run.model->predict(ids)[0]);
+            input.prediction = run.config.vocab.decode(run.model->predict(ids, decoding)[0]);
             input.target = task.solve(input.source).value_or(std::vector<std::string>{});
         } catch (const ValueError& e) {  // bad input (exit code 2 in run_cli too)
             input.error = e.what();

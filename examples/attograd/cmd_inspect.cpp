@@ -105,6 +105,8 @@ int cmd_inspect(const InspectArgs& args) {
     const LoadedRun run = load_run(args.run);
     const Task& task = *run.task;
     const auto knockout = parse_knockout(args.knockout, *run.model);
+    const DecodeSettings decoding{.beam = args.beam, .length_penalty = args.length_penalty};
+    check_decoding(decoding, run.config.model);
 
     std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases;
     for (const auto& text : args.inputs) {
@@ -120,18 +122,19 @@ int cmd_inspect(const InspectArgs& args) {
 
     std::vector<std::string> notes;
     std::optional<Evaluation> with_all_heads;
-    if (!knockout.empty()) with_all_heads = evaluate(*run.model, run.config.vocab, task.held_out());
+    if (!knockout.empty()) with_all_heads = evaluate(*run.model, run.config.vocab, task.held_out(), decoding);
     // Everything below runs with the knocked-out heads silenced (inspect::HeadKnockout).
     std::optional<inspect::HeadKnockout> silenced;
     if (!knockout.empty()) silenced.emplace(*run.model, knockout);
-    const InspectOptions options{.saliency = args.saliency, .rollout = args.rollout, .flow = args.flow};
+    const InspectOptions options{
+        .saliency = args.saliency, .rollout = args.rollout, .flow = args.flow, .decoding = decoding};
     std::vector<inspect::InspectedExample> examples;
     for (const auto& [source, target] : cases) {
         examples.push_back(
             inspect_example(*run.model, run.config.model, task, run.config.vocab, source, target, options));
     }
     if (with_all_heads) {
-        const Evaluation without = evaluate(*run.model, run.config.vocab, task.held_out());
+        const Evaluation without = evaluate(*run.model, run.config.vocab, task.held_out(), decoding);
         std::string heads;
         for (const auto& text : args.knockout) heads += (heads.empty() ? "" : ", ") + text;
         notes.push_back(fmt::format(

@@ -3,6 +3,7 @@
 
 #include "config.hpp"
 #include "data/task.hpp"
+#include "models.hpp"
 
 #include "core/error.hpp"
 
@@ -170,6 +171,19 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     options.emplace_back("quiet", app.add_flag("--quiet", a.quiet, "print only the final summary"));
 }
 
+/// eval's and inspect's --beam and --length-penalty (checked by check_decoding once the run is
+/// loaded).
+void add_decoding(CLI::App& app, std::int64_t& beam, double& length_penalty) {
+    const std::string beam_help = fmt::format(
+        "seq2seq: beam search keeping N hypotheses (1 = greedy; at most {})", DecodeSettings::max_beam);
+    with_default_value(checked<std::int64_t>(app.add_option("--beam", beam, beam_help), "N"), beam);
+    with_default_value(checked<double>(app.add_option("--length-penalty", length_penalty,
+                                                      "beam search ranks outputs by log P(y) / |y|^A, |y| "
+                                                      "counting <eos> (0: by log P(y); 1: per token)"),
+                                       "A"),
+                       length_penalty);
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -203,6 +217,8 @@ int run_cli(int argc, char** argv) {
         checked<std::int64_t>(eval_cmd->add_option("--show", eval.show, "held-out examples to print")),
         eval.show);
 
+    add_decoding(*eval_cmd, eval.beam, eval.length_penalty);
+
     InspectArgs inspect;
     auto* inspect_cmd = app.add_subcommand("inspect", "draw every layer's and head's attention of a run");
     checked<std::string>(inspect_cmd->add_option("--run", inspect.run, "run directory written by train"),
@@ -232,6 +248,7 @@ int run_cli(int argc, char** argv) {
         "--rollout", inspect.rollout,
         "also draw attention rollout (Abnar & Zuidema 2020) over the model's attention stack");
     inspect_cmd->add_flag("--flow", inspect.flow, "also draw attention flow (Abnar & Zuidema 2020)");
+    add_decoding(*inspect_cmd, inspect.beam, inspect.length_penalty);
 
     // CLI11 would report a mistyped subcommand as "A subcommand is required".
     constexpr std::array subcommands = {"tasks", "train", "eval", "inspect"};

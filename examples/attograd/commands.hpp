@@ -39,6 +39,8 @@ struct EvalArgs {
     std::vector<std::string> inputs;
     bool json = false;
     std::int64_t show = 5;  ///< held-out examples printed
+    std::int64_t beam = 1;  ///< beam size (1 = greedy); see DecodeSettings
+    double length_penalty = 0.0;
 };
 
 /// `attograd inspect` arguments.
@@ -53,6 +55,8 @@ struct InspectArgs {
     bool saliency = false;
     bool rollout = false;
     bool flow = false;
+    std::int64_t beam = 1;  ///< beam size (1 = greedy); see DecodeSettings
+    double length_penalty = 0.0;
 };
 
 /// Prints the bundled tasks: name, example, default model, target, right alignment.

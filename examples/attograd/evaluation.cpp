@@ -120,14 +120,15 @@ std::string prediction_line(const Task& task, const std::vector<std::string>& so
     return line + fmt::format("   (wrong, expected {})", task.detokenize(target));
 }
 
-Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples) {
+Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples,
+                    const DecodeSettings& decoding) {
     Evaluation result;
     std::int64_t tokens = 0, right_tokens = 0, right_sequences = 0;
     for (std::size_t start = 0; start < examples.size(); start += eval_batch) {
         const std::size_t end = std::min(examples.size(), start + eval_batch);
         std::vector<std::vector<std::int64_t>> sources;
         for (std::size_t i = start; i < end; ++i) sources.push_back(vocab.encode(examples[i].source));
-        const auto predicted = model.predict(sources);
+        const auto predicted = model.predict(sources, decoding);
         for (std::size_t i = start; i < end; ++i) {
             auto prediction = vocab.decode(predicted[i - start]);
             const auto& target = examples[i].target;
@@ -217,7 +218,7 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
     out.source = source;
     out.target = target;
     const std::vector<std::vector<std::int64_t>> source_ids{encode_tokens(vocab, source, false)};
-    out.prediction = vocab.decode(model.predict(source_ids)[0]);
+    out.prediction = vocab.decode(model.predict(source_ids, options.decoding)[0]);
     std::vector<std::string> outputs = out.prediction;
     if (config.kind == "encoder") outputs.resize(source.size(), Vocabulary::pad);
     const std::vector<std::vector<std::int64_t>> output_ids{vocab.lookup_indices(outputs)};

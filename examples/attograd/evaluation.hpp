@@ -13,7 +13,7 @@
 
 namespace attograd::cli {
 
-/// Accuracies of greedy predictions against targets.
+/// Accuracies of predictions against targets.
 struct Evaluation {
     double token_accuracy = 0.0;     ///< target tokens predicted at their position / all target tokens
     double sequence_accuracy = 0.0;  ///< predictions equal to their whole target
@@ -37,9 +37,10 @@ std::string prediction_line(const Task& task, const std::vector<std::string>& so
                             const std::vector<std::string>& prediction,
                             const std::vector<std::string>& target);
 
-/// Greedy predictions of `model` for `examples` (in batches) and their accuracies (an
-/// inspect::HeadKnockout alive around the call silences its heads).
-Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples);
+/// Predictions of `model` for `examples` (in batches; greedy, or beam search per `decoding`) and
+/// their accuracies (an inspect::HeadKnockout alive around the call silences its heads).
+Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples,
+                    const DecodeSettings& decoding = {});
 
 /// Share of attention mass on the right source position of one head, over many examples.
 struct HeadAlignment {
@@ -62,13 +63,16 @@ std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConf
 
 /// What inspect_example adds to the attention maps.
 struct InspectOptions {
-    bool saliency = false;  ///< gradient x input per output, and each head's Spearman agreement
-    bool rollout = false;   ///< attention rollout over the self-attention stack (+ cross-attention)
-    bool flow = false;      ///< attention flow over the same graph
+    bool saliency = false;      ///< gradient x input per output, and each head's Spearman agreement
+    bool rollout = false;       ///< attention rollout over the self-attention stack (+ cross-attention)
+    bool flow = false;          ///< attention flow over the same graph
+    DecodeSettings decoding{};  ///< how the prediction is written (its attention is what is shown)
 };
 
-/// Every layer's and head's attention for one source, labelled (inspect::attention_maps);
-/// `target` is the right output when known (empty otherwise).
+/// Every layer's and head's attention for one source, labelled (inspect::attention_maps), recorded
+/// by a forward teacher-forced on the model's prediction (greedy or beam-searched, per
+/// options.decoding): the output-row layers' rows are its tokens and <eos>. `target` is the right
+/// output when known (empty otherwise).
 inspect::InspectedExample inspect_example(const Model& model, const ModelConfig& config, const Task& task,
                                           const Vocabulary& vocab, const std::vector<std::string>& source,
                                           const std::vector<std::string>& target,

@@ -5,12 +5,14 @@
 #include "core/error.hpp"
 #include "core/ops.hpp"
 #include "data/batcher.hpp"
+#include "nn/decoding.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear.hpp"
 #include "nn/positional_encoding.hpp"
 #include "nn/transformer.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace attograd::cli {
 
@@ -198,41 +200,38 @@ public:
     ForwardResult forward(const Batch& batch, const Tensor& token_embedding) const override {
         ForwardResult result;
         const Tensor memory = encode(embed_source(batch, token_embedding), batch, &result.reinforce);
-        result.logits = logits(decode(batch.decoder_input, memory, batch, &result.reinforce));
+        result.logits = logits(decode(batch.decoder_input, memory, batch.key_padding_mask,
+                                      batch.source_length, &result.reinforce));
         return result;
     }
 
-    std::vector<std::vector<std::int64_t>> predict(
-        const std::vector<std::vector<std::int64_t>>& sources) const override {
+    std::vector<std::vector<std::int64_t>> predict(const std::vector<std::vector<std::int64_t>>& sources,
+                                                   const DecodeSettings& decoding) const override {
+        check_decoding(decoding, config_);
         NoGradGuard no_grad;
         const Batch batch = make_batch(sources, nullptr);
         const Tensor memory = encode(embed_->forward(batch.source), batch, nullptr);
-        const std::int64_t b = batch.size, t = target_width_;
-        std::vector<std::int64_t> input(static_cast<std::size_t>(b * t), Vocabulary::pad_id);
-        for (std::int64_t i = 0; i < b; ++i) input[static_cast<std::size_t>(i * t)] = Vocabulary::bos_id;
-        std::vector<std::vector<std::int64_t>> out(static_cast<std::size_t>(b));
-        std::vector<bool> done(static_cast<std::size_t>(b), false);
-        for (std::int64_t step = 0; step < t; ++step) {
-            // Decoder positions do not see each other, so position `step` depends only on the
-            // tokens written so far; the whole width is run to keep local-m's centres as in training.
-            const Tensor h = decode(index_tensor(input, {b, t}), memory, batch, nullptr);
-            const Tensor row = logits(narrow(h, 1, step, 1));  // [B, 1, V]
-            const float* data = row.data<float>();
-            bool all_done = true;
-            for (std::int64_t i = 0; i < b; ++i) {
-                if (done[static_cast<std::size_t>(i)]) continue;
-                const std::int64_t y = argmax_row(data + i * vocab_size_, vocab_size_);
-                if (y == Vocabulary::eos_id || step == t - 1) {
-                    done[static_cast<std::size_t>(i)] = true;
-                    if (y == Vocabulary::eos_id) continue;
-                }
-                out[static_cast<std::size_t>(i)].push_back(y);
-                if (step + 1 < t) input[static_cast<std::size_t>(i * t + step + 1)] = y;
-                all_done = all_done && done[static_cast<std::size_t>(i)];
-            }
-            if (all_done) break;
+        // Up to target_width_ steps: max_target_len tokens and their <eos>. inspect records the
+        // attention itself, teacher-forced on the output (Model::forward), so decoding does not.
+        const nn::DecodeOptions options{.bos_id = Vocabulary::bos_id,
+                                        .eos_id = Vocabulary::eos_id,
+                                        .max_length = target_width_,
+                                        .beam_size = decoding.beam,
+                                        .length_penalty = decoding.length_penalty,
+                                        .record_attention = false};
+        const nn::DecodeStep step = [this](const Tensor& prefixes, const Tensor& rows_memory,
+                                           const Tensor& rows_mask) {
+            return next_logits(prefixes, rows_memory, rows_mask);
+        };
+        std::vector<std::vector<std::int64_t>> out;
+        if (decoding.beam == 1) {
+            for (auto& h : nn::greedy_decode(memory, batch.key_padding_mask, step, options))
+                out.push_back(std::move(h.tokens));
+        } else {
+            for (auto& best : nn::beam_search(memory, batch.key_padding_mask, step, options))
+                out.push_back(std::move(best.front().tokens));
         }
-        for (auto& y : out) {
+        for (auto& y : out) {  // an output that never wrote <eos> is cut to what the model may write
             if (std::ssize(y) > config_.max_target_len)
                 y.resize(static_cast<std::size_t>(config_.max_target_len));
         }
@@ -248,14 +247,32 @@ public:
     std::int64_t source_column(std::int64_t i) const override { return i; }
 
 private:
-    /// Queries embed(y_{t-1}) + position(t) + length(n) over the memory -> [B, T, E].
-    Tensor decode(const Tensor& inputs, const Tensor& memory, const Batch& batch,
+    /// Queries embed(y_{t-1}) + position(t) + length(n) over the memory: inputs int64 [B, T],
+    /// memory [B, S, E], mask bool [B, S], source lengths int64 [B] -> [B, T, E].
+    Tensor decode(const Tensor& inputs, const Tensor& memory, const Tensor& mask, const Tensor& lengths,
                   nn::ReinforceTrace* trace) const {
         const std::int64_t b = inputs.size(0), e = config_.embed_dim;
         const Tensor queries = target_pos_->forward(embed_->forward(inputs)) +
-                               reshape(source_length_->forward(batch.source_length), {b, 1, e});
-        return decoder_->forward(queries, memory,
-                                 {.memory_key_padding_mask = batch.key_padding_mask, .reinforce = trace});
+                               reshape(source_length_->forward(lengths), {b, 1, e});
+        return decoder_->forward(queries, memory, {.memory_key_padding_mask = mask, .reinforce = trace});
+    }
+
+    /// The nn::DecodeStep of the decoder: prefixes int64 [N, t] (<bos> y_1 .. y_{t-1}), memory
+    /// [N, S, E], mask bool [N, S] -> logits [N, V] of y_t. Decoder positions do not see each
+    /// other, so position t - 1 depends only on the prefix; the rest of the width is run on <pad>
+    /// to keep local-m's centres (floor(t * S / T)) as in training.
+    Tensor next_logits(const Tensor& prefixes, const Tensor& memory, const Tensor& mask) const {
+        const std::int64_t n = prefixes.size(0), t = prefixes.size(1), s = mask.size(1);
+        const Tensor inputs =
+            t < target_width_
+                ? concat({prefixes, full({n, target_width_ - t}, static_cast<double>(Vocabulary::pad_id),
+                                         {.dtype = DType::Int64})},
+                         1)
+                : prefixes;
+        // real source positions (the batch's source_length) from the padding mask
+        const Tensor lengths = to_dtype(
+            full({n}, static_cast<double>(s)) - sum(to_dtype(mask, DType::Float32), {1}), DType::Int64);
+        return logits(select(decode(inputs, memory, mask, lengths, nullptr), 1, t - 1));
     }
 
     std::int64_t target_width_;
@@ -296,8 +313,9 @@ public:
         return result;
     }
 
-    std::vector<std::vector<std::int64_t>> predict(
-        const std::vector<std::vector<std::int64_t>>& sources) const override {
+    std::vector<std::vector<std::int64_t>> predict(const std::vector<std::vector<std::int64_t>>& sources,
+                                                   const DecodeSettings& decoding) const override {
+        check_decoding(decoding, config_);
         NoGradGuard no_grad;
         const Batch batch = make_batch(sources, nullptr);
         const Tensor l = forward(batch, Tensor()).logits;  // [B, S, V]
@@ -319,6 +337,18 @@ public:
 };
 
 }  // namespace
+
+void check_decoding(const DecodeSettings& decoding, const ModelConfig& config) {
+    AG_CHECK(decoding.beam >= 1 && decoding.beam <= DecodeSettings::max_beam, ValueError,
+             "--beam must be in [1, {}], got {}", DecodeSettings::max_beam, decoding.beam);
+    AG_CHECK(std::isfinite(decoding.length_penalty), ValueError,
+             "--length-penalty must be a finite number, got {}", decoding.length_penalty);
+    AG_CHECK(
+        decoding.beam == 1 || config.kind != "encoder", ValueError,
+        "--beam {}: beam search applies to seq2seq runs only (--model encoder writes one token per input "
+        "token in one pass)",
+        decoding.beam);
+}
 
 std::shared_ptr<Model> make_model(const ModelConfig& config, const Vocabulary& vocab, Generator& generator) {
     if (config.kind == "encoder") return std::make_shared<EncoderModel>(config, vocab, generator);

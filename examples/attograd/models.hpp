@@ -8,7 +8,7 @@
 //            LayerNorm;
 //   decoder: the query of output position t is embed(y_{t-1}) + position(t) + length(n): the
 //            previous output token (teacher-forced while training, the model's own while
-//            decoding greedily), where it is, and how long the source is. An nn::TransformerDecoder
+//            decoding), where it is, and how long the source is. An nn::TransformerDecoder
 //            of `decoder_layers` pre-norm layers *without self-attention* then attends over the
 //            encoder with the configured score, soft or hard weights and global, local-m or
 //            local-p windows (+ feed-forward), and an nn::Linear gives the token logits. With
@@ -65,6 +65,19 @@ struct AttentionLayerInfo {
     bool cross;  ///< decoder attention over the encoder (else self-attention)
 };
 
+/// How Model::predict writes the seq2seq model's outputs (the encoder model has no choice: it
+/// writes one token per input token in one pass).
+struct DecodeSettings {
+    /// Hypotheses kept per source: 1 = greedy (nn::greedy_decode), more = nn::beam_search (at most
+    /// max_beam).
+    std::int64_t beam = 1;
+    /// Beam search ranks a finished output y by log P(y) / |y|^alpha, |y| counting its <eos>
+    /// (nn::LengthNormalization::Power, Hugging Face's `length_penalty`): 0 ranks by log P(y), which
+    /// favours short outputs; 1 is the mean log-probability per token. No effect with beam = 1.
+    double length_penalty = 0.0;
+    static constexpr std::int64_t max_beam = 64;
+};
+
 /// Common interface of the two models.
 class Model : public nn::Module {
 public:
@@ -75,9 +88,10 @@ public:
     /// Teacher-forced logits of a batch made with targets. `token_embedding`, when defined,
     /// replaces embed(source) [B, S, E] (for gradient x input saliency).
     virtual ForwardResult forward(const Batch& batch, const Tensor& token_embedding = Tensor()) const = 0;
-    /// Greedy outputs (ids, without <eos>) for each source.
+    /// Outputs (ids, without <eos>, at most max_target_len) for each source: greedy, or the best
+    /// hypothesis of beam search (`decoding`). Throws ValueError as check_decoding.
     virtual std::vector<std::vector<std::int64_t>> predict(
-        const std::vector<std::vector<std::int64_t>>& sources) const = 0;
+        const std::vector<std::vector<std::int64_t>>& sources, const DecodeSettings& decoding = {}) const = 0;
     /// embed(source) [B, S, E] of a batch (detached: a leaf for saliency).
     virtual Tensor token_embedding(const Batch& batch) const = 0;
     /// Source tokens as the model sees them (seq2seq adds <eos>): the column labels
@@ -91,6 +105,11 @@ public:
 protected:
     std::vector<AttentionLayerInfo> layers_info_;
 };
+
+/// ValueError, naming the flag (--beam, --length-penalty), unless `decoding` is one a model of
+/// `config` can run: beam in [1, DecodeSettings::max_beam], 1 for the encoder model; a finite
+/// length penalty.
+void check_decoding(const DecodeSettings& decoding, const ModelConfig& config);
 
 /// The model `config` describes, its parameters drawn from `generator` (which must outlive it:
 /// hard attention samples from it). Throws ValueError on bad options.
