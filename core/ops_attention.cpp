@@ -181,6 +181,7 @@ void prepare(Geometry& g, const Tensor& q, const SdpaOptions& o, const char* op)
                  "{}: attn_mask must be an additive float mask of the inputs' dtype {}, got {}", op,
                  q.dtype(), m.dtype());
         AG_CHECK(!m.requires_grad(), ValueError, "{}: attn_mask receives no gradient; detach it first", op);
+        check_additive_mask(m, "attn_mask", op);
         const Shape target{g.batch, g.heads, g.tq, g.tk};
         const bool ranks_ok = m.dim() <= 4;
         Shape padded(4, 1);
@@ -322,6 +323,19 @@ SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
 }
 
 }  // namespace
+
+void check_additive_mask(const Tensor& mask, std::string_view name, std::string_view op) {
+    if (!mask.defined() || !is_floating(mask.dtype())) return;
+    dispatch_floating(mask.dtype(), op, [&]<class T>(T) {
+        const T* p = mask.data<T>();
+        const std::int64_t n = mask.numel();
+        for (std::int64_t i = 0; i < n; ++i)
+            AG_CHECK(
+                !std::isnan(p[i]) && p[i] != std::numeric_limits<T>::infinity(), ValueError,
+                "{}: {} holds {} at index {} of {}; a float mask must hold finite values or -inf (masked)",
+                op, name, p[i], i, mask.shape());
+    });
+}
 
 SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                         const SdpaOptions& options) {

@@ -5,6 +5,8 @@
 #include "core/generator.hpp"
 #include "core/tensor.hpp"
 
+#include <string_view>
+
 #include <optional>
 
 namespace attograd {
@@ -37,6 +39,11 @@ struct SdpaResult {
                      ///< undefined unless SdpaOptions::need_weights
 };
 
+/// Checks that a float additive mask holds only finite values and -inf (masked): NaN or +inf
+/// would make every weight of its row NaN. Throws ValueError "`op`: `name` holds nan at index i
+/// ..." naming the first bad element (flat index); undefined and non-float masks pass.
+void check_additive_mask(const Tensor& mask, std::string_view name, std::string_view op);
+
 /// Scaled dot-product attention (Vaswani et al. 2017, eq. 1):
 /// `weights = softmax(scale * q k^T + attn_mask)`, `output = dropout(weights) v`, per batch and
 /// head: q [B, h, Tq, d], k [B, h, Tk, d], v [B, h, Tk, dv] -> output [B, h, Tq, dv], weights
@@ -48,7 +55,7 @@ struct SdpaResult {
 /// dS = P * (dP - rowsum(dP * P)), dQ = scale dS K, dK = scale dS^T Q.
 /// Throws ShapeError (ranks, sizes or a mask that does not broadcast, with the shapes),
 /// DTypeError (not float, dtypes differ), ValueError (dropout_p outside [0, 1], scale not
-/// finite, a mask that requires grad).
+/// finite, a mask that requires grad, a mask holding NaN or +inf: check_additive_mask).
 SdpaResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                         const SdpaOptions& options = {});
 

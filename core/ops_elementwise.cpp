@@ -3,6 +3,7 @@
 
 #include "core/autograd.hpp"
 #include "core/broadcast_iter.hpp"
+#include "core/ops_index.hpp"
 #include "core/ops_reduce.hpp"
 
 #include <cmath>
@@ -429,6 +430,38 @@ Tensor remainder(const Tensor& a, const Tensor& b) {
         });
     }
     return out;
+}
+
+namespace {
+
+/// maximum (largest) or minimum, composed from where: the tie branch a + (b - a) / 2 equals a
+/// there and sends half the gradient to each side; NaN fails both comparisons and lands there too.
+Tensor extreme_of(const Tensor& a, const Tensor& b, bool largest, const char* op) {
+    AG_CHECK(a.defined() && b.defined(), ValueError, "{}: undefined tensor argument", op);
+    AG_CHECK(!is_floating(a.dtype()) || !is_floating(b.dtype()) || a.dtype() == b.dtype(), DTypeError,
+             "{}: dtypes differ: {} {} and {} {}", op, a.dtype(), a.shape(), b.dtype(), b.shape());
+    broadcast_shapes(a.shape(), b.shape(), op);  // throws ShapeError naming op
+    const Tensor a_wins = largest ? gt(a, b) : lt(a, b), b_wins = largest ? lt(a, b) : gt(a, b);
+    if (!is_floating(a.dtype()) && !is_floating(b.dtype())) return where(a_wins, a, b);
+    return where(a_wins, a, where(b_wins, b, a + (b - a) * 0.5));
+}
+
+}  // namespace
+
+Tensor maximum(const Tensor& a, const Tensor& b) { return extreme_of(a, b, true, "maximum"); }
+Tensor minimum(const Tensor& a, const Tensor& b) { return extreme_of(a, b, false, "minimum"); }
+
+// PyTorch's clamp: min(max(x, lo), hi), so lo > hi gives hi everywhere; dx = dy [lo <= x <= hi].
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max) {
+    AG_CHECK(x.defined(), ValueError, "clamp: undefined tensor argument");
+    AG_CHECK(min.has_value() || max.has_value(), ValueError,
+             "clamp: at least one of min and max must be given");
+    AG_CHECK(!min || !std::isnan(*min), ValueError, "clamp: min is NaN");
+    AG_CHECK(!max || !std::isnan(*max), ValueError, "clamp: max is NaN");
+    Tensor y = x;
+    if (min) y = where(lt(y, *min), *min, y);
+    if (max) y = where(gt(y, *max), *max, y);
+    return y;
 }
 
 Tensor clone(const Tensor& x) {

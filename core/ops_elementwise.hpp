@@ -4,6 +4,7 @@
 #include "core/tensor.hpp"
 
 #include <concepts>
+#include <optional>
 
 namespace attograd {
 
@@ -97,6 +98,20 @@ Tensor operator<(double a, const Tensor& b);
 Tensor operator<=(double a, const Tensor& b);
 Tensor operator>(double a, const Tensor& b);
 Tensor operator>=(double a, const Tensor& b);
+
+/// Elementwise max(a, b) (PyTorch's `torch.maximum`), broadcasting and promoting as add: a [..],
+/// b [..] -> broadcast shape. NaN propagates. Backward as PyTorch's: the gradient goes to the
+/// larger input, split 0.5 / 0.5 where a == b, summed back to each shape. Throws ShapeError (no
+/// broadcast), DTypeError (float32 with float64), ValueError (an undefined tensor).
+Tensor maximum(const Tensor& a, const Tensor& b);
+/// Elementwise min(a, b) (PyTorch's `torch.minimum`), as maximum.
+Tensor minimum(const Tensor& a, const Tensor& b);
+/// x limited to [min, max] (PyTorch's `torch.clamp`): min(max(x, min), max) elementwise, so
+/// min > max gives max everywhere; either bound may be omitted. NaN in x propagates. Backward as
+/// PyTorch's: dx = dy where min <= x <= max (the boundary included), 0 outside. A double bound
+/// takes a float x's dtype and makes an int64 x float32. Throws ValueError when both bounds are
+/// omitted or one is NaN.
+Tensor clamp(const Tensor& x, std::optional<double> min, std::optional<double> max = std::nullopt);
 
 /// A copy with its own storage; differentiable (gradient passes through).
 Tensor clone(const Tensor& x);

@@ -476,6 +476,11 @@ Tensor where(const Tensor& condition, double a, const Tensor& b) {
     return where(condition, detail::number_operand(b, a, "where"), b);
 }
 
+Tensor where(const Tensor& condition, double a, double b) { return where(condition, scalar(a), scalar(b)); }
+Tensor where(const Tensor& condition, std::int64_t a, std::int64_t b) {
+    return where(condition, index_tensor({a}, {}), index_tensor({b}, {}));
+}
+
 Tensor triu(const Tensor& x, std::int64_t diagonal) { return triangle(x, diagonal, true, "triu"); }
 Tensor tril(const Tensor& x, std::int64_t diagonal) { return triangle(x, diagonal, false, "tril"); }
 

@@ -79,6 +79,16 @@ template <std::integral I>
 Tensor where(const Tensor& condition, I a, const Tensor& b) {
     return where(condition, detail::integer_operand(b, static_cast<std::int64_t>(a), "where"), b);
 }
+/// where with two plain numbers (`where(mask, 1.0, 0.0)`): condition's shape, float32 for doubles
+/// (PyTorch's default dtype; to_dtype for float64), int64 for two integers (`where(mask, 1, 0)`),
+/// float32 for an integer with a double. Not differentiable (no tensor input).
+Tensor where(const Tensor& condition, double a, double b);
+Tensor where(const Tensor& condition, std::int64_t a, std::int64_t b);
+template <std::integral I, std::integral J>
+requires(!std::same_as<I, std::int64_t> || !std::same_as<J, std::int64_t>) Tensor
+    where(const Tensor& condition, I a, J b) {
+    return where(condition, static_cast<std::int64_t>(a), static_cast<std::int64_t>(b));
+}
 
 /// Upper triangle of the last two dimensions (PyTorch's `torch.triu`): x [..., m, n] keeps
 /// x[..., i, j] where j - i >= diagonal and is 0 elsewhere. diagonal 0 keeps the main diagonal,

@@ -3,6 +3,7 @@
 
 #include "core/autograd.hpp"
 #include "core/fused_attention_common.hpp"
+#include "core/ops_attention.hpp"
 #include "core/ops_local_attention.hpp"
 #include "core/parallel.hpp"
 
@@ -228,6 +229,7 @@ SdpaResult run(const char* op, const Tensor& q, const Tensor& k, const Tensor& v
     check_band(o.factor, g, q.dtype(), "factor", op);
     AG_CHECK(!o.band_mask.defined() || !o.band_mask.requires_grad(), ValueError,
              "{}: band_mask receives no gradient; detach it first", op);
+    check_additive_mask(o.band_mask, "band_mask", op);
     g.scale = o.scale.value_or(1.0 / std::sqrt(static_cast<double>(g.d)));
     detail::check_scale(g.scale, q.dtype(), op);
 

@@ -36,7 +36,8 @@ struct LocalSdpaOptions {
 /// ds = p * (dp - sum(p * dp)), dq = scale ds k, dk += scale ds q, dv += w dO.
 /// Throws ShapeError (ranks, widths, batch sizes, window_start / mask / factor shapes, with the
 /// shapes), DTypeError (not float, dtypes differ, window_start not int64), ValueError (num_heads
-/// not dividing the widths, width < 1, scale not finite, a mask that requires grad).
+/// not dividing the widths, width < 1, scale not finite, a mask that requires grad, a band_mask
+/// holding NaN or +inf).
 SdpaResult local_scaled_dot_product_attention_heads(const Tensor& q, const Tensor& k, const Tensor& v,
                                                     std::int64_t num_heads, const Tensor& window_start,
                                                     std::int64_t width, const LocalSdpaOptions& options = {});

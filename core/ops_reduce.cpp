@@ -1,9 +1,10 @@
-// Reductions: sum, mean, max and vector norms over axes, and sum_to for broadcast gradients.
+// Reductions: sum, mean, max / min and vector norms over axes, and sum_to for broadcast gradients.
 #include "core/ops_reduce.hpp"
 
 #include "core/autograd.hpp"
 #include "core/broadcast_iter.hpp"
 #include "core/ops_elementwise.hpp"
+#include "core/ops_index.hpp"
 #include "core/ops_shape.hpp"
 
 #include <algorithm>
@@ -123,19 +124,22 @@ Tensor mean(const Tensor& x) {
     return sum(x) / static_cast<double>(x.numel());
 }
 
-MaxResult max(const Tensor& x, std::int64_t axis, bool keepdim) {
-    AG_CHECK(x.defined(), ValueError, "max: undefined tensor argument");
-    const std::int64_t a = normalize_axis(axis, x.dim(), "max");
+namespace {
+
+/// max (largest) or min over one axis; `op` names it in errors and on the tape.
+MaxResult extreme(const Tensor& x, std::int64_t axis, bool keepdim, bool largest, const char* op) {
+    AG_CHECK(x.defined(), ValueError, "{}: undefined tensor argument", op);
+    const std::int64_t a = normalize_axis(axis, x.dim(), op);
     const Shape& shape = x.shape();
     const std::int64_t n = x.dim() == 0 ? 1 : shape[static_cast<std::size_t>(a)];
-    AG_CHECK(n > 0, ShapeError, "max: cannot reduce the empty axis {} of shape {}", axis, shape);
-    const ReducePlan r = plan(
-        shape, x.dim() == 0 ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{a}, keepdim, "max");
+    AG_CHECK(n > 0, ShapeError, "{}: cannot reduce the empty axis {} of shape {}", op, axis, shape);
+    const ReducePlan r =
+        plan(shape, x.dim() == 0 ? std::vector<std::int64_t>{} : std::vector<std::int64_t>{a}, keepdim, op);
     // outer from the sizes themselves: x.numel() / (n * inner) divides by zero when inner is 0
     const AxisSplit split = split_at_axis(shape, a);
     const std::int64_t inner = split.inner, outer = split.outer;
     Tensor indices = empty(r.out_shape, {.dtype = DType::Int64});
-    Tensor values = dispatch_floating(x.dtype(), "max", [&]<class T>(T) {
+    Tensor values = dispatch_floating(x.dtype(), op, [&]<class T>(T) {
         Tensor out = empty(r.out_shape, {.dtype = x.dtype()});
         const T* px = x.data<T>();
         T* pv = out.data<T>();
@@ -148,7 +152,8 @@ MaxResult max(const Tensor& x, std::int64_t axis, bool keepdim) {
                 for (std::int64_t k = 1; k < n; ++k) {
                     const T current = base[best * inner], candidate = base[k * inner];
                     if (std::isnan(current)) break;
-                    if (candidate > current || std::isnan(candidate)) best = k;
+                    if ((largest ? candidate > current : candidate < current) || std::isnan(candidate))
+                        best = k;
                 }
                 pv[o * inner + i] = base[best * inner];
                 pi[o * inner + i] = best;
@@ -157,9 +162,9 @@ MaxResult max(const Tensor& x, std::int64_t axis, bool keepdim) {
         return out;
     });
     if (autograd::needs_record({&x})) {
-        autograd::record("max", {x}, values,
+        autograd::record(op, {x}, values,
                          [indices, in_shape = x.shape(), n, inner](const Tensor& dy, autograd::Gradients& g) {
-                             // dx = dy scattered to the position of each maximum
+                             // dx = dy scattered to the position of each maximum (minimum)
                              Tensor dx = zeros(in_shape, {.dtype = dy.dtype()});
                              dispatch_floating(dy.dtype(), "max", [&]<class T>(T) {
                                  const T* pd = dy.data<T>();
@@ -177,9 +182,46 @@ MaxResult max(const Tensor& x, std::int64_t axis, bool keepdim) {
     return {values, indices};
 }
 
+/// max (largest) or min of every element -> 0-d; the gradient is shared evenly among the
+/// elements equal to it (all NaNs when it is NaN), as PyTorch's evenly_distribute_backward.
+Tensor extreme_all(const Tensor& x, bool largest, const char* op) {
+    AG_CHECK(x.defined(), ValueError, "{}: undefined tensor argument", op);
+    AG_CHECK(x.numel() > 0, ShapeError, "{}: cannot reduce an empty tensor of shape {}", op, x.shape());
+    Tensor value;
+    {
+        NoGradGuard no_grad;
+        value = extreme(reshape(x, {x.numel()}), 0, false, largest, op).values;
+    }
+    if (autograd::needs_record({&x})) {
+        autograd::record(op, {x}, value, [x = x.detach(), value](const Tensor& dy, autograd::Gradients& g) {
+            // dx = dy [x = value] / #{x = value}; NaN equals nothing, so NaNs are matched by x != x
+            const Tensor hit = std::isnan(value.item()) ? ne(x, x) : eq(x, value);
+            const Tensor share =
+                div(dy, scalar(sum(to_dtype(hit, dy.dtype())).item(), {.dtype = dy.dtype()}));
+            g.add(0, where(hit, share, 0.0));
+        });
+    }
+    return value;
+}
+
+}  // namespace
+
+MaxResult max(const Tensor& x, std::int64_t axis, bool keepdim) {
+    return extreme(x, axis, keepdim, true, "max");
+}
+MaxResult min(const Tensor& x, std::int64_t axis, bool keepdim) {
+    return extreme(x, axis, keepdim, false, "min");
+}
+Tensor max(const Tensor& x) { return extreme_all(x, true, "max"); }
+Tensor min(const Tensor& x) { return extreme_all(x, false, "min"); }
+
 Tensor argmax(const Tensor& x, std::int64_t axis, bool keepdim) {
     NoGradGuard no_grad;
     return max(x, axis, keepdim).indices;
+}
+Tensor argmin(const Tensor& x, std::int64_t axis, bool keepdim) {
+    NoGradGuard no_grad;
+    return min(x, axis, keepdim).indices;
 }
 
 namespace {

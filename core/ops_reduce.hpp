@@ -1,4 +1,4 @@
-// Reductions: sum, mean, max and vector norms over axes, and sum_to for broadcast gradients.
+// Reductions: sum, mean, max / min and vector norms over axes, and sum_to for broadcast gradients.
 #pragma once
 
 #include "core/tensor.hpp"
@@ -17,16 +17,27 @@ Tensor mean(const Tensor& x);
 /// Mean over `axes`, as sum.
 Tensor mean(const Tensor& x, const std::vector<std::int64_t>& axes, bool keepdim = false);
 
-/// Result of max over an axis.
+/// Result of max or min over an axis (PyTorch's `(values, indices)`).
 struct MaxResult {
     Tensor values;   ///< the maxima (differentiable; the gradient goes to the first maximum)
     Tensor indices;  ///< int64 position of the first maximum along the axis
 };
-/// Max over one axis: x [.., n, ..] -> values and indices [.., ..] (or [.., 1, ..] with
-/// keepdim). Throws ShapeError when the axis is empty, IndexError on a bad axis.
+/// Max over one axis (PyTorch's `torch.max(x, dim, keepdim)`): x [.., n, ..] float -> values and
+/// indices [.., ..] (or [.., 1, ..] with keepdim); NaN propagates (the first NaN wins). Throws
+/// ShapeError when the axis is empty, IndexError on a bad axis, DTypeError when x is not float.
 MaxResult max(const Tensor& x, std::int64_t axis, bool keepdim = false);
+/// Min over one axis, as max (the first minimum; its gradient goes there).
+MaxResult min(const Tensor& x, std::int64_t axis, bool keepdim = false);
+/// Max of every element (PyTorch's `torch.max(x)`): x [..] float -> 0-d. The gradient is shared
+/// evenly among the elements equal to the maximum (PyTorch's backward); NaN propagates. Throws
+/// ShapeError on an empty tensor, DTypeError when x is not float.
+Tensor max(const Tensor& x);
+/// Min of every element, as max(x).
+Tensor min(const Tensor& x);
 /// Index of the maximum along `axis` (int64, not differentiable).
 Tensor argmax(const Tensor& x, std::int64_t axis, bool keepdim = false);
+/// Index of the minimum along `axis` (int64, not differentiable).
+Tensor argmin(const Tensor& x, std::int64_t axis, bool keepdim = false);
 
 /// Vector p-norm over `dims` (PyTorch's `torch.linalg.vector_norm`): p = 1 gives sum |x|,
 /// p = 2 sqrt(sum x^2), p = inf (`std::numeric_limits<double>::infinity()`) max |x|. An empty

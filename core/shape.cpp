@@ -4,8 +4,11 @@
 #include "core/error.hpp"
 
 #include <algorithm>
+#include <ostream>
 
 namespace attograd {
+
+std::ostream& operator<<(std::ostream& os, const Shape& shape) { return os << fmt::format("{}", shape); }
 
 std::int64_t numel(const Shape& shape) {
     std::int64_t n = 1;

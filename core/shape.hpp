@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>  // formats a Shape as [2, 3]
 
 #include <cstdint>
+#include <iosfwd>
 #include <string_view>
 #include <vector>
 
@@ -11,6 +12,11 @@ namespace attograd {
 
 /// Sizes of a tensor's dimensions, outermost first (row-major).
 using Shape = std::vector<std::int64_t>;
+
+/// Prints a shape as fmt does, `[2, 3]` (`[]` for 0-d). Shape is a std::vector, so argument-dependent
+/// lookup does not find this: it is found inside namespace attograd, after `using namespace attograd`
+/// or `using attograd::operator<<`.
+std::ostream& operator<<(std::ostream& os, const Shape& shape);
 
 /// Number of elements (1 for a 0-d shape).
 std::int64_t numel(const Shape& shape);

@@ -140,7 +140,7 @@ AttentionOutput Attention::forward(const Tensor& query, const Tensor& key, const
     }
     AG_CHECK(query.dtype() == key.dtype() && key.dtype() == value.dtype(), DTypeError,
              "{}: dtypes differ: query {}, key {}, value {}", kOp, query.dtype(), key.dtype(), value.dtype());
-    check_attention_masks(masks, query.size(0), 1, query.size(1), key.size(1), kOp);
+    check_attention_masks(masks, query.size(0), 1, query.size(1), key.size(1), query.dtype(), kOp);
     const Tensor q = q_proj_ ? q_proj_->forward(query) : query;
     const Tensor k = k_proj_ ? k_proj_->forward(key) : key;
     const Tensor v = v_proj_ ? v_proj_->forward(value) : value;

@@ -3,6 +3,7 @@
 #include "nn/attention_mask.hpp"
 
 #include "core/error.hpp"
+#include "core/ops_attention.hpp"
 #include "core/ops_elementwise.hpp"
 #include "core/ops_index.hpp"
 
@@ -46,8 +47,17 @@ Tensor lengths_to_padding_mask(const Tensor& lengths, std::int64_t max_len) {
     return mask;
 }
 
+void check_float_mask(const Tensor& mask, std::string_view name, DType dtype, std::string_view op) {
+    if (!mask.defined() || !is_floating(mask.dtype())) return;
+    AG_CHECK(mask.dtype() == dtype, DTypeError,
+             "{}: {} is {} but the layer computes in {}: expected {} dtype to be bool or float to match "
+             "the query dtype {}",
+             op, name, mask.dtype(), dtype, name, dtype);
+    check_additive_mask(mask, name, op);
+}
+
 void check_attention_masks(const AttentionMasks& masks, std::int64_t batch, std::int64_t heads,
-                           std::int64_t tq, std::int64_t tk, std::string_view op) {
+                           std::int64_t tq, std::int64_t tk, DType dtype, std::string_view op) {
     if (masks.attn_mask.defined()) {
         const Tensor& m = masks.attn_mask;
         AG_CHECK(m.dtype() == DType::Bool || is_floating(m.dtype()), DTypeError,
@@ -57,6 +67,7 @@ void check_attention_masks(const AttentionMasks& masks, std::int64_t batch, std:
         AG_CHECK(two_d || three_d, ShapeError,
                  "{}: attn_mask must be [Tq, Tk] = {} or [B * h, Tq, Tk] = {}, got {}", op, Shape{tq, tk},
                  Shape{batch * heads, tq, tk}, m.shape());
+        check_float_mask(m, "attn_mask", dtype, op);
     }
     if (masks.key_padding_mask.defined()) {
         const Tensor& m = masks.key_padding_mask;
@@ -64,12 +75,13 @@ void check_attention_masks(const AttentionMasks& masks, std::int64_t batch, std:
                  "{}: key_padding_mask must be bool (true = padded) or float (added), got {}", op, m.dtype());
         AG_CHECK(m.shape() == (Shape{batch, tk}), ShapeError,
                  "{}: key_padding_mask must be [B, Tk] = {}, got {}", op, Shape{batch, tk}, m.shape());
+        check_float_mask(m, "key_padding_mask", dtype, op);
     }
 }
 
 Tensor combine_attention_masks(const AttentionMasks& masks, std::int64_t batch, std::int64_t heads,
                                std::int64_t tq, std::int64_t tk, DType dtype, std::string_view op) {
-    check_attention_masks(masks, batch, heads, tq, tk, op);
+    check_attention_masks(masks, batch, heads, tq, tk, dtype, op);
     if (masks.empty()) return {};
     const bool per_head = masks.attn_mask.defined() && masks.attn_mask.dim() == 3;
     const std::int64_t mb = per_head || masks.key_padding_mask.defined() ? batch : 1;
@@ -82,8 +94,7 @@ Tensor combine_attention_masks(const AttentionMasks& masks, std::int64_t batch, 
         // Reads element i of a bool or float mask as an additive value.
         auto additive = [&](const Tensor& m, std::int64_t i) -> T {
             if (m.dtype() == DType::Bool) return m.data<bool>()[i] ? neg_inf : T(0);
-            return m.dtype() == DType::Float32 ? static_cast<T>(m.data<float>()[i])
-                                               : static_cast<T>(m.data<double>()[i]);
+            return m.data<T>()[i];  // a float mask has the layer's dtype (check_float_mask)
         };
         for (std::int64_t b = 0; b < mb; ++b) {
             for (std::int64_t h = 0; h < mh; ++h) {

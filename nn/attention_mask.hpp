@@ -38,15 +38,26 @@ Tensor generate_square_subsequent_mask(std::int64_t size, DType dtype = DType::F
 /// max_len).
 Tensor lengths_to_padding_mask(const Tensor& lengths, std::int64_t max_len = -1);
 
-/// Checks the masks' shapes and dtypes for `batch` sequences, `heads` heads, `tq` queries and
-/// `tk` keys. Throws ShapeError / DTypeError whose message starts with `op` and names the
-/// argument, the expected and the given shape.
+/// Checks a float mask named `name` (attn_mask, src_key_padding_mask, ...) for a layer `op`
+/// computing in `dtype`: as PyTorch's scaled_dot_product_attention ("Expected attn_mask dtype to
+/// be bool or float or to match query dtype"), a float mask must have the query's dtype (no
+/// silent float64 -> float32 conversion): DTypeError naming the mask, the layer and both dtypes.
+/// Its values must be finite or -inf (masked): ValueError on NaN or +inf, which would make the
+/// row's weights NaN (core's check_additive_mask). Undefined, bool and other masks pass (their
+/// dtype is checked by check_attention_masks).
+void check_float_mask(const Tensor& mask, std::string_view name, DType dtype, std::string_view op);
+
+/// Checks the masks' shapes, dtypes and values for `batch` sequences, `heads` heads, `tq`
+/// queries and `tk` keys of a layer computing in `dtype`. Throws ShapeError / DTypeError whose
+/// message starts with `op` and names the argument, the expected and the given shape, and the
+/// errors of check_float_mask.
 void check_attention_masks(const AttentionMasks& masks, std::int64_t batch, std::int64_t heads,
-                           std::int64_t tq, std::int64_t tk, std::string_view op);
+                           std::int64_t tq, std::int64_t tk, DType dtype, std::string_view op);
 
 /// The masks combined into one additive mask of `dtype`, shaped [B or 1, h or 1, Tq, Tk]
 /// (broadcastable to the scores [B, h, Tq, Tk]): 0 where allowed, -inf where masked, float mask
-/// values added. Undefined when `masks.empty()`. Validates first (check_attention_masks).
+/// values added. Undefined when `masks.empty()`. Validates first (check_attention_masks, so a
+/// float mask must have `dtype`).
 /// A row whose keys are all -inf yields zero weights through attograd's softmax.
 Tensor combine_attention_masks(const AttentionMasks& masks, std::int64_t batch, std::int64_t heads,
                                std::int64_t tq, std::int64_t tk, DType dtype, std::string_view op);

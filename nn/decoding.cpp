@@ -59,7 +59,12 @@ class Stepper {
 public:
     Stepper(const char* op, const DecodeStep& step, const Tensor& memory, const Tensor& mask,
             const DecodeOptions& options)
-        : op_(op), step_(step), memory_(memory), mask_(mask), eos_id_(options.eos_id) {}
+        : op_(op),
+          step_(step),
+          memory_(memory),
+          mask_(mask),
+          bos_id_(options.bos_id),
+          eos_id_(options.eos_id) {}
 
     /// prefixes int64 [N, t]; rows int64 [N]: the source of each prefix.
     std::vector<double> operator()(const Tensor& prefixes, const Tensor& rows) {
@@ -80,18 +85,26 @@ public:
         if (vocab_ < 0) {
             AG_CHECK(eos_id_ < v, ValueError,
                      "{}: eos_id {} is outside the step's vocabulary of V = {} tokens", op_, eos_id_, v);
+            AG_CHECK(bos_id_ < v, ValueError,
+                     "{}: bos_id {} is outside the step's vocabulary of V = {} tokens", op_, bos_id_, v);
             vocab_ = v;
         }
         AG_CHECK(v == vocab_, ShapeError, "{}: step returned V = {} tokens after V = {} at an earlier step",
                  op_, v, vocab_);
         const std::vector<double> raw = logits.to_vector<double>();
-        for (const double x : raw)
-            AG_CHECK(!std::isnan(x) && x != plus_inf, ValueError, "{}: step returned a {} logit (shape {})",
-                     op_, x, logits.shape());
-        std::vector<double> lp = log_softmax(logits, 1).to_vector<double>();
-        for (double& x : lp)  // a row whose logits are all -inf: every token has probability 0
-            if (std::isnan(x)) x = minus_inf;
-        return lp;
+        for (std::int64_t r = 0; r < n; ++r) {
+            const auto row = raw.begin() + r * v;
+            for (auto x = row; x != row + v; ++x)
+                AG_CHECK(!std::isnan(*x) && *x != plus_inf, ValueError,
+                         "{}: step returned logit {} (NaN or +inf) in row {} of its logits {}", op_, *x, r,
+                         logits.shape());
+            // A row of -inf gives every next token probability 0: no hypothesis can continue it.
+            AG_CHECK(std::any_of(row, row + v, [](double x) { return x != minus_inf; }), ValueError,
+                     "{}: no finite logit in row {} of the step's logits {} (every next token would have "
+                     "probability 0)",
+                     op_, r, logits.shape());
+        }
+        return log_softmax(logits, 1).to_vector<double>();
     }
 
     std::int64_t vocab() const { return vocab_; }
@@ -100,7 +113,7 @@ private:
     const char* op_;
     const DecodeStep& step_;
     Tensor memory_, mask_;
-    std::int64_t eos_id_;
+    std::int64_t bos_id_, eos_id_;
     std::int64_t vocab_ = -1;
 };
 
@@ -188,10 +201,6 @@ std::vector<Hypothesis> greedy_decode(const Tensor& memory, const Tensor& memory
                 const auto best =
                     std::max_element(row, row + static_cast<std::ptrdiff_t>(v));  // first maximum
                 Hypothesis& h = out[static_cast<std::size_t>(live[r])];
-                if (*best == minus_inf) {  // every token has probability 0: stop here
-                    h.log_prob = minus_inf;
-                    continue;
-                }
                 const auto token = static_cast<std::int64_t>(best - row);
                 h.log_prob += *best;
                 if (token == options.eos_id) {

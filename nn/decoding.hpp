@@ -79,11 +79,12 @@ double length_penalty(std::int64_t length, double alpha,
 /// Greedy decoding: each source appends its most probable next token (the lowest id on ties)
 /// until eos or max_length steps. memory [B, S, E] (B >= 1), memory_key_padding_mask bool or
 /// float [B, S] or undefined. Returns one hypothesis per source, in order; its score uses
-/// options.length_penalty (it does not change the output). A prefix whose every next token has
-/// probability 0 (all logits -inf) stops there unfinished with log_prob and score -inf. Runs under
-/// NoGradGuard; put the model in eval mode first (dropout would make the output random). The attention is
-/// recorded as in beam_search. Throws ValueError (bos_id < 0, eos_id outside the step's vocabulary,
-/// max_length < 1, a non-finite length_penalty, NaN or +inf logits), ShapeError (memory not [B, S, E], the
+/// options.length_penalty (it does not change the output). Runs under NoGradGuard; put the model
+/// in eval mode first (dropout would make the output random). The attention is recorded as in
+/// beam_search. Throws ValueError (bos_id < 0 up front; bos_id or eos_id outside the vocabulary V
+/// of the first step's output, max_length < 1, a non-finite length_penalty, a NaN or +inf logit,
+/// a row of logits that are all -inf, "no finite logit in row r": every next token of that prefix
+/// would have probability 0), ShapeError (memory not [B, S, E], the
 /// mask not [B, S], step output not [N, V] / [N, t, V] for its N prefixes, V changing between
 /// steps), DTypeError (mask neither bool nor float, logits not float); each message starts with
 /// "greedy_decode" and names the argument.
@@ -100,10 +101,10 @@ std::vector<Hypothesis> greedy_decode(const Tensor& memory, const Tensor& memory
 /// batch of N rows: the memory rows and the prefixes are gathered with index_select each step.
 ///
 /// memory [B, S, E] (B >= 1), memory_key_padding_mask bool or float [B, S] or undefined. Returns
-/// per source (in order) its best hypotheses, best first: num_return_sequences of them, fewer
-/// only when fewer distinct outputs of non-zero probability exist within max_length (extensions
-/// whose logits are -inf are never kept). With beam_size = 1 and
-/// length_penalty = 0 (or early_stopping) it returns greedy_decode's output; with beam_size >=
+/// per source (in order) its best hypotheses, best first: num_return_sequences of them (at least
+/// one), fewer only when fewer distinct outputs of non-zero probability exist within max_length
+/// (extensions whose logits are -inf are never kept; a row whose logits are all -inf throws). With beam_size
+/// = 1 and length_penalty = 0 (or early_stopping) it returns greedy_decode's output; with beam_size >=
 /// V^max_length it returns the best of all outputs (an exhaustive search).
 ///
 /// Runs under NoGradGuard; put the model in eval mode first (dropout would make the search

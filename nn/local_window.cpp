@@ -70,7 +70,7 @@ Tensor local_band_mask(const AttentionMasks& masks, const Tensor& window_start, 
     AG_CHECK(window_start.defined() && window_start.dim() == 2 && window_start.dtype() == DType::Int64,
              ShapeError, "{}: window_start must be int64 [B, Tq]", op);
     const std::int64_t batch = window_start.size(0), tq = window_start.size(1);
-    check_attention_masks(masks, batch, 1, tq, tk, op);
+    check_attention_masks(masks, batch, 1, tq, tk, dtype, op);
     Tensor out = zeros({batch, tq, width}, {.dtype = dtype});
     dispatch_floating(dtype, op, [&]<class T>(T) {
         T* po = out.data<T>();
@@ -79,8 +79,7 @@ Tensor local_band_mask(const AttentionMasks& masks, const Tensor& window_start, 
         // Element i of a bool or float mask as an additive value.
         auto additive = [neg_inf](const Tensor& m, std::int64_t i) -> T {
             if (m.dtype() == DType::Bool) return m.data<bool>()[i] ? neg_inf : T(0);
-            return m.dtype() == DType::Float32 ? static_cast<T>(m.data<float>()[i])
-                                               : static_cast<T>(m.data<double>()[i]);
+            return m.data<T>()[i];  // a float mask has the layer's dtype (check_float_mask)
         };
         const bool per_batch = masks.attn_mask.defined() && masks.attn_mask.dim() == 3;
         for (std::int64_t b = 0; b < batch; ++b)

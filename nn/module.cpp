@@ -91,6 +91,9 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     for (const auto& [name, target] : own) {
         auto it = state.find(name);
         if (it == state.end()) continue;
+        AG_CHECK(it->second.defined(), ValueError,
+                 "load_state_dict: '{}' is an undefined tensor in the checkpoint (the model's is {} {})",
+                 name, target.dtype(), target.shape());
         AG_CHECK(it->second.shape() == target.shape(), ShapeError,
                  "load_state_dict: '{}' has shape {} in the checkpoint but {} in the model", name,
                  it->second.shape(), target.shape());

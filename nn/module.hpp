@@ -50,11 +50,11 @@ public:
     StateDict state_dict() const;
     /// Copies every tensor of `state` into the parameter or buffer of the same name. With
     /// `strict`, missing and unexpected names are an error. Throws ValueError listing the
-    /// missing and unexpected names, ShapeError naming the tensor and both shapes, and
-    /// DTypeError when an int64 / bool tensor meets another dtype; nothing is changed when it
-    /// throws. float32 and float64 convert to the model's dtype (rounding to float32 when
-    /// needed), as PyTorch's `load_state_dict` does through `copy_`, so a float64 checkpoint
-    /// loads into a float32 model and back.
+    /// missing and unexpected names or naming a key whose tensor is undefined, ShapeError naming the tensor
+    /// and both shapes, and DTypeError when an int64 / bool tensor meets another dtype; nothing is changed
+    /// when it throws. float32 and float64 convert to the model's dtype (rounding to float32 when needed), as
+    /// PyTorch's `load_state_dict` does through `copy_`, so a float64 checkpoint loads into a float32 model
+    /// and back.
     void load_state_dict(const StateDict& state, bool strict = true);
 
     /// Switches this module and every submodule to training (dropout active, hard attention

@@ -195,7 +195,7 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
     const bool self = query.impl() == key.impl() && key.impl() == value.impl();
     Tensor heads, weights;  // [B, Tq, E] (heads side by side) and [B, h, Tq, Tk']
     if (o.local != LocalMode::None) {
-        check_attention_masks(masks, batch, o.num_heads, tq, tk, kOp);
+        check_attention_masks(masks, batch, o.num_heads, tq, tk, o.dtype, kOp);
         std::tie(heads, weights) =
             attend_local(query, key, value, masks, args.need_weights || attention_recording());
     } else {

@@ -119,7 +119,7 @@ struct TransformerDecoderArgs {
     ReinforceTrace* reinforce = nullptr;
 };
 
-/// torch.nn.TransformerEncoderLayer (Vaswani et al. 2017, §3.1), always batch first:
+/// torch.nn.TransformerEncoderLayer (Vaswani et al. 2017, §3.1), always batch first (or unbatched [T, E]):
 ///   post-norm: x = norm1(x + dropout1(self_attn(x))); x = norm2(x + dropout2(ff(x)))
 ///   pre-norm:  x = x + dropout1(self_attn(norm1(x))); x = x + dropout2(ff(norm2(x)))
 ///   ff(x) = linear2(dropout(activation(linear1(x))))
@@ -141,8 +141,12 @@ public:
                                      Generator& generator = default_generator());
     ~TransformerEncoderLayer() override;
 
-    /// src [B, T, E] -> [B, T, E]. Throws ShapeError (src not [B, T, d_model], masks that do not
-    /// fit, with the shapes), DTypeError (src not of the parameters' dtype, mask dtypes).
+    /// src [B, T, E] -> [B, T, E], or unbatched src [T, E] -> [T, E] (as PyTorch; masks src_mask
+    /// [T, T] or [nhead, T, T], src_key_padding_mask [T]), run as a batch of one. Float masks must
+    /// have the parameters' dtype and hold finite values or -inf (masked). Throws ShapeError (src
+    /// not [B, T, d_model] / [T, d_model], masks that do not fit, with the shapes), DTypeError (src
+    /// not of the parameters' dtype, mask dtypes: a float mask of another float dtype, naming the
+    /// mask, the layer and both dtypes), ValueError (a float mask holding NaN or +inf).
     Tensor forward(const Tensor& src, const TransformerEncoderArgs& args = {}) const;
 
     std::string type_name() const override { return "TransformerEncoderLayer"; }
@@ -164,7 +168,7 @@ private:
     std::shared_ptr<Dropout> dropout_, dropout1_, dropout2_;
 };
 
-/// torch.nn.TransformerDecoderLayer (Vaswani et al. 2017, §3.1), always batch first:
+/// torch.nn.TransformerDecoderLayer (Vaswani et al. 2017, §3.1), always batch first (or unbatched [T, E]):
 ///   post-norm: x = norm1(x + dropout1(self_attn(x))); x = norm2(x + dropout2(multihead_attn(x, memory)));
 ///              x = norm3(x + dropout3(ff(x)))
 ///   pre-norm:  x = x + dropout1(self_attn(norm1(x))); x = x + dropout2(multihead_attn(norm2(x), memory));
@@ -182,8 +186,11 @@ public:
                                      Generator& generator = default_generator());
     ~TransformerDecoderLayer() override;
 
-    /// tgt [B, Tt, E], memory [B, Tm, E] -> [B, Tt, E]. Throws ShapeError (tgt or memory not
-    /// [B, T, d_model], batch sizes that differ, masks that do not fit), DTypeError.
+    /// tgt [B, Tt, E], memory [B, Tm, E] -> [B, Tt, E], or unbatched tgt [Tt, E], memory [Tm, E]
+    /// -> [Tt, E] (as PyTorch; masks [Tt, Tt] / [Tt, Tm] or with nhead in front, padding masks
+    /// [Tt] / [Tm]), run as a batch of one. Throws ShapeError (tgt or memory not [B, T, d_model]
+    /// / [T, d_model], one batched and the other not, batch sizes that differ, masks that do not
+    /// fit), DTypeError and ValueError for float masks as TransformerEncoderLayer::forward.
     Tensor forward(const Tensor& tgt, const Tensor& memory, const TransformerDecoderArgs& args = {}) const;
 
     std::string type_name() const override { return "TransformerDecoderLayer"; }
@@ -232,8 +239,8 @@ public:
     explicit TransformerEncoder(TransformerStackOptions options, Generator& generator = default_generator());
     ~TransformerEncoder() override;
 
-    /// src [B, T, E] -> [B, T, E]; every layer gets the same args. Throws as
-    /// TransformerEncoderLayer::forward.
+    /// src [B, T, E] -> [B, T, E] (or unbatched [T, E] -> [T, E]); every layer gets the same
+    /// args. Throws as TransformerEncoderLayer::forward.
     Tensor forward(const Tensor& src, const TransformerEncoderArgs& args = {}) const;
 
     std::string type_name() const override { return "TransformerEncoder"; }
@@ -262,8 +269,8 @@ public:
     explicit TransformerDecoder(TransformerStackOptions options, Generator& generator = default_generator());
     ~TransformerDecoder() override;
 
-    /// tgt [B, Tt, E], memory [B, Tm, E] -> [B, Tt, E]; every layer gets the same args. Throws as
-    /// TransformerDecoderLayer::forward.
+    /// tgt [B, Tt, E], memory [B, Tm, E] -> [B, Tt, E] (or unbatched [Tt, E], [Tm, E] -> [Tt, E]);
+    /// every layer gets the same args. Throws as TransformerDecoderLayer::forward.
     Tensor forward(const Tensor& tgt, const Tensor& memory, const TransformerDecoderArgs& args = {}) const;
 
     std::string type_name() const override { return "TransformerDecoder"; }

@@ -16,8 +16,12 @@ Unbatched::Unbatched(const Tensor& q, const Tensor& k, const Tensor& v, const Te
     query = add_batch(q);
     key = k.impl() == q.impl() ? query : add_batch(k);
     value = v.impl() == q.impl() ? query : (v.impl() == k.impl() ? key : add_batch(v));
+    key_padding_mask = unbatched_padding(padding);
+}
+
+Tensor unbatched_padding(const Tensor& padding) {
     // a [Tk] mask gains the batch; any other shape is left for the batched path's check
-    key_padding_mask = padding.defined() && padding.dim() == 1 ? add_batch(padding) : padding;
+    return padding.defined() && padding.dim() == 1 ? add_batch(padding) : padding;
 }
 
 Tensor drop_batch(const Tensor& t) {

@@ -13,6 +13,10 @@ struct Unbatched {
     Tensor query, key, value, key_padding_mask;
 };
 
+/// A key padding mask [T] of an unbatched input as [1, T]; undefined and other shapes are returned
+/// unchanged (left for the batched path's check).
+Tensor unbatched_padding(const Tensor& padding);
+
 /// t [1, ...] -> [...]; undefined stays undefined.
 Tensor drop_batch(const Tensor& t);
 

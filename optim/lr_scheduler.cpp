@@ -37,9 +37,9 @@ void LRScheduler::load_state_dict(const StateDict& state) {
              "LRScheduler.load_state_dict: missing keys [{}], unexpected keys [{}]",
              it == state.end() ? "last_epoch" : "", fmt::join(unexpected, ", "));
     const Tensor& t = it->second;
-    AG_CHECK(t.defined() && t.shape().empty(), ShapeError,
-             "LRScheduler.load_state_dict: 'last_epoch' must be a 0-d tensor, got shape {}",
-             t.defined() ? t.shape() : Shape{});
+    AG_CHECK(t.defined(), ValueError, "LRScheduler.load_state_dict: 'last_epoch' is an undefined tensor");
+    AG_CHECK(t.shape().empty(), ShapeError,
+             "LRScheduler.load_state_dict: 'last_epoch' must be a 0-d tensor, got shape {}", t.shape());
     AG_CHECK(t.dtype() == DType::Int64, DTypeError,
              "LRScheduler.load_state_dict: 'last_epoch' must be int64, got {}", t.dtype());
     const std::int64_t epoch = t.data<std::int64_t>()[0];

@@ -427,11 +427,45 @@ TEST_CASE("bad arguments throw naming the argument") {
     const DecodeStep nan = [](const Tensor& p, const Tensor&, const Tensor&) {
         return full({p.size(0), 3}, std::nan(""));
     };
-    CHECK_THROWS_WITH_AS(beam_search(memory, {}, nan, o), doctest::Contains("nan logit"), ValueError);
+    CHECK_THROWS_WITH_AS(beam_search(memory, {}, nan, o),
+                         doctest::Contains("beam_search: step returned logit nan"), ValueError);
     const DecodeStep plus_inf = [](const Tensor& p, const Tensor&, const Tensor&) {
         return full({p.size(0), 3}, inf);
     };
-    CHECK_THROWS_WITH_AS(greedy_decode(memory, {}, plus_inf, o), doctest::Contains("inf logit"), ValueError);
+    CHECK_THROWS_WITH_AS(greedy_decode(memory, {}, plus_inf, o),
+                         doctest::Contains("greedy_decode: step returned logit inf"), ValueError);
+}
+
+TEST_CASE("a row of logits that are all -inf throws in both decoders naming the row") {
+    const Tensor memory = source_memory({0, 1});
+    // Row 1 (source 1) has no token of non-zero probability at the first step.
+    const DecodeStep dead_row = [](const Tensor& p, const Tensor& m, const Tensor&) {
+        std::vector<double> values;
+        for (std::int64_t r = 0; r < p.size(0); ++r)
+            values.insert(values.end(), 3, m.at({r, 0, 0}) == 1.0 ? -inf : 0.0);
+        return tensor(values, {p.size(0), 3});
+    };
+    const DecodeOptions o = options_for(2, 4);
+    CHECK_THROWS_WITH_AS(beam_search(memory, {}, dead_row, o),
+                         doctest::Contains("beam_search: no finite logit in row 1"), ValueError);
+    CHECK_THROWS_WITH_AS(greedy_decode(memory, {}, dead_row, o),
+                         doctest::Contains("greedy_decode: no finite logit in row 1"), ValueError);
+}
+
+TEST_CASE("bos_id is checked against the vocabulary of the first step") {
+    const Tensor memory = source_memory({0});
+    const DecodeStep step = [](const Tensor& p, const Tensor&, const Tensor&) {
+        return zeros({p.size(0), 3});
+    };
+    DecodeOptions o = options_for(2, 4);
+    o.bos_id = 3;  // V = 3
+    CHECK_THROWS_WITH_AS(beam_search(memory, {}, step, o), doctest::Contains("beam_search: bos_id 3"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(greedy_decode(memory, {}, step, o), doctest::Contains("greedy_decode: bos_id 3"),
+                         ValueError);
+    o.bos_id = -2;
+    CHECK_THROWS_WITH_AS(greedy_decode(memory, {}, step, o), doctest::Contains("greedy_decode: bos_id"),
+                         ValueError);
 }
 
 namespace {

@@ -87,3 +87,10 @@ TEST_CASE("set_print_options changes every later print and operator<< matches fm
     CHECK_THROWS_WITH_AS(set_print_options({.edgeitems = -2}), doctest::Contains("set_print_options"),
                          ValueError);
 }
+
+TEST_CASE("operator<< prints a Shape as fmt does") {
+    std::ostringstream os;
+    os << Shape{2, 3} << ' ' << Shape{} << ' ' << zeros({4, 1}).shape();
+    CHECK(os.str() == "[2, 3] [] [4, 1]");
+    CHECK(fmt::format("{}", Shape{2, 3}) == "[2, 3]");
+}

@@ -244,4 +244,11 @@ TEST_CASE("a NaN key the mask hides still makes its rows NaN, as the composed an
     CHECK(std::isnan(composed.at({0, 0, 0})));
     CHECK(std::isnan(fused.weights.at({0, 0, 0})));
     CHECK(std::isnan(fused.output.at({0, 0, 0})));
+    // A NaN or +inf in the mask itself is refused (it would poison the row silently).
+    for (const double bad : {std::nan(""), kInf}) {
+        const Tensor bad_mask = tensor({0.0, bad, 0.0}, {1, 1, 3}, {.dtype = DType::Float64});
+        CHECK_THROWS_WITH_AS(
+            local_scaled_dot_product_attention_heads(q, v, v, 1, start, 3, {.band_mask = bad_mask}),
+            doctest::Contains("band_mask holds"), ValueError);
+    }
 }

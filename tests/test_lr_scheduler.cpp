@@ -88,6 +88,8 @@ TEST_CASE("a schedule's state_dict resumes it") {
                          doctest::Contains("must be int64"), DTypeError);
     CHECK_THROWS_WITH_AS(s2.load_state_dict({{"last_epoch", index_tensor({1}, {1})}}),
                          doctest::Contains("must be a 0-d tensor"), ShapeError);
+    CHECK_THROWS_WITH_AS(s2.load_state_dict({{"last_epoch", Tensor{}}}),
+                         doctest::Contains("'last_epoch' is an undefined tensor"), ValueError);
     CHECK_THROWS_WITH_AS(s2.load_state_dict({{"last_epoch", index_tensor({-2}, {})}}),
                          doctest::Contains("negative"), ValueError);
     CHECK(s2.last_epoch() == 4);

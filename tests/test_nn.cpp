@@ -143,6 +143,11 @@ TEST_CASE("load_state_dict copies values and rejects missing, unexpected, missha
     mistyped["embed.weight"] = zeros({10, 4}, {.dtype = DType::Int64});
     CHECK_THROWS_WITH_AS(b.load_state_dict(mistyped), doctest::Contains("'embed.weight' has dtype int64"),
                          DTypeError);
+    nn::StateDict undefined = a.state_dict();
+    undefined["layers.1.norm.bias"] = Tensor{};
+    CHECK_THROWS_WITH_AS(b.load_state_dict(undefined),
+                         doctest::Contains("load_state_dict: 'layers.1.norm.bias' is an undefined tensor"),
+                         ValueError);
     // Every failed load left b unchanged, even though the other tensors were fine.
     CHECK(max_abs_diff(b.head->weight(), before) == 0);
     // Non-strict loading skips the missing names.

@@ -292,6 +292,14 @@ TEST_CASE("attention rejects bad shapes, dtypes and options with clear messages"
                          doctest::Contains("attn_mask must be an additive float mask"), DTypeError);
     CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, k, v, {.attn_mask = rand64({3, 5}, 7)}),
                          doctest::Contains("attn_mask receives no gradient"), ValueError);
+    CHECK_THROWS_WITH_AS(scaled_dot_product_attention(
+                             q, k, v, {.attn_mask = full({3, 5}, std::nan(""), {.dtype = DType::Float64})}),
+                         doctest::Contains("attn_mask holds nan at index 0"), ValueError);
+    CHECK_THROWS_WITH_AS(
+        scaled_dot_product_attention(
+            q, k, v,
+            {.attn_mask = full({3, 5}, std::numeric_limits<double>::infinity(), {.dtype = DType::Float64})}),
+        doctest::Contains("attn_mask holds inf"), ValueError);
     CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, k, v, {.dropout_p = 1.5}),
                          doctest::Contains("dropout_p must be in [0, 1], got 1.5"), ValueError);
     CHECK_THROWS_WITH_AS(scaled_dot_product_attention(q, k, v, {.scale = kInf}),

@@ -1,6 +1,10 @@
-// Integer arithmetic, floor division and remainder, type promotion, comparisons and where with
-// plain numbers.
+// Integer arithmetic, floor division and remainder, type promotion, comparisons, where with
+// plain numbers, maximum / minimum and clamp.
 #include "helpers.hpp"
+
+#include <cmath>
+#include <limits>
+#include <optional>
 
 using namespace attograd;
 using testing::rand64;
@@ -113,4 +117,61 @@ TEST_CASE("where takes plain numbers on either side") {
     CHECK(where(ids > 4, ids, 0.5).dtype() == DType::Float32);  // a double promotes int64, as in PyTorch
     CHECK(where(ids > 4, ids, x.detach()).dtype() == DType::Float64);
     CHECK_THROWS_WITH_AS(where(ids, ids, 0), doctest::Contains("where: condition must be bool"), DTypeError);
+}
+
+TEST_CASE("where with two plain numbers has the condition's shape and PyTorch's dtypes") {
+    const Tensor cond = tensor({1, 0, 0, 1}, {2, 2}) > 0.5;
+    const Tensor f = where(cond, 1.5, -2.0);
+    CHECK(f.dtype() == DType::Float32);
+    CHECK(f.shape() == Shape{2, 2});
+    CHECK(f.to_vector<double>() == std::vector<double>{1.5, -2, -2, 1.5});
+    CHECK(ints(where(cond, 1, 0)) == std::vector<std::int64_t>{1, 0, 0, 1});
+    CHECK(ints(where(cond, std::int64_t{7}, 3u)) == std::vector<std::int64_t>{7, 3, 3, 7});
+    CHECK(where(cond, 1, 0.5).dtype() == DType::Float32);
+    CHECK_THROWS_WITH_AS(where(zeros({2}), 1.0, 0.0), doctest::Contains("where: condition must be bool"),
+                         DTypeError);
+}
+
+TEST_CASE("maximum and minimum broadcast, propagate NaN and split the gradient at ties") {
+    const Tensor a = tensor({1, 2, 3}, {3}, {.dtype = DType::Float64, .requires_grad = true});
+    const Tensor b = tensor({2, 2, 1}, {3}, {.dtype = DType::Float64, .requires_grad = true});
+    const Tensor hi = maximum(a, b);
+    CHECK(hi.to_vector<double>() == std::vector<double>{2, 2, 3});
+    sum(hi).backward();  // PyTorch: the larger input gets dy, a tie gives each dy / 2
+    CHECK(a.grad().to_vector<double>() == std::vector<double>{0, 0.5, 1});
+    CHECK(b.grad().to_vector<double>() == std::vector<double>{1, 0.5, 0});
+    CHECK(minimum(a, b).to_vector<double>() == std::vector<double>{1, 2, 1});
+    const Tensor col = tensor({0, 5}, {2, 1}, {.dtype = DType::Float64});
+    CHECK(maximum(col, a.detach()).shape() == Shape{2, 3});
+    CHECK(maximum(col, a.detach()).to_vector<double>() == std::vector<double>{1, 2, 3, 5, 5, 5});
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const auto with_nan = minimum(tensor({nan, 1}, {2}), tensor({0, nan}, {2})).to_vector<double>();
+    CHECK(std::isnan(with_nan[0]));
+    CHECK(std::isnan(with_nan[1]));
+    CHECK(ints(maximum(index_tensor({1, 5}, {2}), index_tensor({3, 4}, {2}))) ==
+          std::vector<std::int64_t>{3, 5});
+    CHECK_GRADCHECK([](const std::vector<Tensor>& in) { return maximum(in[0], in[1]); },
+                    (std::vector<Tensor>{rand64({2, 3}, 21), rand64({3}, 22)}));
+    CHECK_GRADCHECK([](const std::vector<Tensor>& in) { return minimum(in[0], in[1]); },
+                    (std::vector<Tensor>{rand64({2, 1}, 23), rand64({2, 3}, 24)}));
+    CHECK_THROWS_WITH_AS(maximum(zeros({2}), zeros({3})), doctest::Contains("maximum"), ShapeError);
+    CHECK_THROWS_WITH_AS(minimum(zeros({2}), zeros({2}, {.dtype = DType::Float64})),
+                         doctest::Contains("minimum: dtypes differ"), DTypeError);
+}
+
+TEST_CASE("clamp limits values and passes the gradient inside and on the boundary") {
+    const Tensor x = tensor({-1, -0.5, 0, 0.5, 1}, {5}, {.dtype = DType::Float64, .requires_grad = true});
+    const Tensor y = clamp(x, -0.5, 0.5);
+    CHECK(y.to_vector<double>() == std::vector<double>{-0.5, -0.5, 0, 0.5, 0.5});
+    sum(y).backward();  // PyTorch: dx = dy where min <= x <= max
+    CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 1, 1, 1, 0});
+    CHECK(clamp(x.detach(), std::nullopt, 0.0).to_vector<double>() == std::vector<double>{-1, -0.5, 0, 0, 0});
+    CHECK(clamp(x.detach(), 0.0).to_vector<double>() == std::vector<double>{0, 0, 0, 0.5, 1});
+    CHECK(clamp(x.detach(), 2.0, 1.0).to_vector<double>() == std::vector<double>(5, 1.0));  // min > max
+    CHECK(clamp(x.detach(), 0.0).dtype() == DType::Float64);
+    CHECK(std::isnan(clamp(tensor({std::nan("")}, {1}), 0.0, 1.0).item()));
+    CHECK_GRADCHECK([](const std::vector<Tensor>& in) { return clamp(in[0], -0.7, 0.4); },
+                    std::vector<Tensor>{rand64({4, 5}, 25)});
+    CHECK_THROWS_WITH_AS(clamp(x, std::nullopt), doctest::Contains("clamp: at least one"), ValueError);
+    CHECK_THROWS_WITH_AS(clamp(x, std::nan("")), doctest::Contains("clamp: min is NaN"), ValueError);
 }

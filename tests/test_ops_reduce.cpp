@@ -1,6 +1,7 @@
-// Vector norms: values, gradients (float64 gradcheck, zero vector), errors.
+// Reductions: vector norms (values, float64 gradcheck, zero vector, errors) and max / min.
 #include "helpers.hpp"
 
+#include <cmath>
 #include <limits>
 
 using namespace attograd;
@@ -75,4 +76,47 @@ TEST_CASE("norm rejects bad p, dtypes, dims and an empty inf reduction") {
     CHECK_THROWS_WITH_AS(norm(x, 2.0, {1, -1}), doctest::Contains("twice"), IndexError);
     CHECK_THROWS_WITH_AS(norm(zeros({2, 0}), kInf, {1}), doctest::Contains("no maximum"), ShapeError);
     CHECK(norm(zeros({2, 0}), 2.0, {1}).to_vector<double>() == std::vector<double>{0.0, 0.0});
+}
+
+TEST_CASE("max and min over a dim return values and first indices, gradient to that index") {
+    const Tensor x = tensor({1, 3, 3, 2, 0, 0}, {2, 3}, {.dtype = DType::Float64, .requires_grad = true});
+    const MaxResult hi = max(x, 1), lo = min(x, 1, true);
+    CHECK(hi.values.to_vector<double>() == std::vector<double>{3, 2});
+    CHECK(hi.indices.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 0});
+    CHECK(lo.values.shape() == Shape{2, 1});
+    CHECK(lo.values.to_vector<double>() == std::vector<double>{1, 0});
+    CHECK(lo.indices.to_vector<std::int64_t>() == std::vector<std::int64_t>{0, 1});  // the first minimum
+    CHECK(argmin(x, 0).to_vector<std::int64_t>() == std::vector<std::int64_t>{0, 1, 1});
+    sum(lo.values).backward();  // PyTorch: the gradient goes to the returned index only
+    CHECK(x.grad().to_vector<double>() == std::vector<double>{1, 0, 0, 0, 1, 0});
+    CHECK_GRADCHECK([](const std::vector<Tensor>& in) { return min(in[0], -2, true).values; },
+                    std::vector<Tensor>{rand64({2, 3, 4}, 11)});
+    CHECK_THROWS_WITH_AS(min(zeros({2, 0}), 1), doctest::Contains("min: cannot reduce the empty axis"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(min(x, 2), doctest::Contains("min"), IndexError);
+}
+
+TEST_CASE("max and min of every element share the gradient among ties as PyTorch") {
+    const Tensor x =
+        tensor({1, 3, 3, 2, -4, -4, -4, 0}, {2, 4}, {.dtype = DType::Float64, .requires_grad = true});
+    const Tensor hi = max(x);
+    CHECK(hi.dim() == 0);
+    CHECK(hi.item() == 3.0);
+    hi.backward();
+    CHECK(x.grad().to_vector<double>() == std::vector<double>{0, 0.5, 0.5, 0, 0, 0, 0, 0});
+    const Tensor y = x.detach().requires_grad_(true);
+    (min(y) * 3.0).backward();
+    CHECK(min(y).item() == -4.0);
+    CHECK(y.grad().to_vector<double>() == std::vector<double>{0, 0, 0, 0, 1, 1, 1, 0});
+    CHECK_GRADCHECK([](const std::vector<Tensor>& in) { return max(in[0]); },
+                    std::vector<Tensor>{rand64({3, 4}, 12)});
+    CHECK_GRADCHECK([](const std::vector<Tensor>& in) { return min(in[0]); },
+                    std::vector<Tensor>{rand64({5}, 13)});
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    CHECK(std::isnan(max(tensor({1, nan, 2}, {3})).item()));
+    CHECK(std::isnan(min(tensor({1, 2, nan}, {3})).item()));
+    CHECK(max(tensor({2.5f}, {1})).dtype() == DType::Float32);
+    CHECK_THROWS_WITH_AS(max(zeros({0, 3})), doctest::Contains("max: cannot reduce an empty tensor"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(min(index_tensor({1, 2}, {2})), doctest::Contains("min"), DTypeError);
 }

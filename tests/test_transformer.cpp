@@ -1,11 +1,14 @@
 // nn::TransformerEncoderLayer / DecoderLayer / Encoder / Decoder: PyTorch parity (outputs and
 // every gradient, every mask kind, post- and pre-norm), PyTorch's state_dict keys, the checkpoint
-// PyTorch loads, gradcheck, the attention options passed through, recording, dropout, bad input.
+// PyTorch loads, gradcheck, the attention options passed through, recording, dropout, unbatched input, bad
+// input and bad masks.
 #include "fixtures.hpp"
 #include "helpers.hpp"
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 using namespace attograd;
 using testing::bool_mask;
@@ -358,10 +361,14 @@ TEST_CASE("Transformer layers reject bad options and inputs, naming the layer an
     const Tensor x = randn({2, 3, 4}, gen), memory = randn({2, 5, 4}, gen);
     CHECK_THROWS_WITH_AS(
         enc.forward(randn({2, 3, 5}, gen)),
-        doctest::Contains(
-            "TransformerEncoderLayer: src must be [B, T, d_model] with d_model = 4, got [2, 3, 5]"),
+        doctest::Contains("TransformerEncoderLayer: src must be [B, T, d_model] or unbatched [T, d_model] "
+                          "with d_model = 4, got [2, 3, 5]"),
         ShapeError);
-    CHECK_THROWS_WITH_AS(enc.forward(randn({3, 4}, gen)), doctest::Contains("got [3, 4]"), ShapeError);
+    CHECK_THROWS_WITH_AS(enc.forward(randn({3, 5}, gen)), doctest::Contains("got [3, 5]"), ShapeError);
+    CHECK_THROWS_WITH_AS(enc.forward(randn({4}, gen)), doctest::Contains("got [4]"), ShapeError);
+    CHECK_THROWS_WITH_AS(dec.forward(randn({3, 4}, gen), memory),
+                         doctest::Contains("must both be batched [B, T, d_model] or both unbatched"),
+                         ShapeError);
     CHECK_THROWS_WITH_AS(
         enc.forward(to_dtype(x, DType::Float64)),
         doctest::Contains("src must have the parameters' dtype float32, got float64 [2, 3, 4]"), DTypeError);
@@ -375,10 +382,85 @@ TEST_CASE("Transformer layers reject bad options and inputs, naming the layer an
         doctest::Contains("TransformerDecoderLayer: batch sizes differ: tgt [2, 3, 4], memory [3, 5, 4]"),
         ShapeError);
     CHECK_THROWS_WITH_AS(dec.forward(x, randn({2, 5, 3}, gen)),
-                         doctest::Contains("memory must be [B, T, d_model] with d_model = 4, got [2, 5, 3]"),
+                         doctest::Contains("memory must be [B, T, d_model] or unbatched [T, d_model] with "
+                                           "d_model = 4, got [2, 5, 3]"),
                          ShapeError);
     CHECK_THROWS_WITH_AS(dec.forward(x, memory, {.memory_mask = zeros({3, 3}, {.dtype = DType::Bool})}),
                          doctest::Contains("attn_mask must be [Tq, Tk] = [3, 5]"), ShapeError);
     CHECK_THROWS_WITH_AS(enc.layer(2), doctest::Contains("index 2 out of range for 2 layers"), IndexError);
     CHECK_THROWS_WITH_AS(dec.forward(Tensor(), memory), doctest::Contains("tgt is undefined"), ValueError);
+}
+
+TEST_CASE("Transformer layers and stacks take unbatched [T, E] input and equal the batch of one") {
+    Generator gen(12);
+    const nn::TransformerLayerOptions layer{
+        .d_model = 4, .nhead = 2, .dim_feedforward = 8, .dropout = 0.0, .dtype = DType::Float64};
+    nn::TransformerEncoderLayer enc_layer(layer, gen);
+    nn::TransformerDecoderLayer dec_layer(layer, gen);
+    nn::TransformerEncoder enc({.layer = layer, .num_layers = 2}, gen);
+    nn::TransformerDecoder dec({.layer = layer, .num_layers = 2}, gen);
+    const Tensor src = rand64({3, 4}, 13), tgt = rand64({2, 4}, 14);
+    const Tensor src_pad = index_tensor({0, 0, 1}, {3}) == 1, tgt_mask = nn::causal_mask(2);
+    const Tensor heads_mask = reshape(nn::generate_square_subsequent_mask(3, DType::Float64), {1, 3, 3}) +
+                              zeros({2, 3, 3}, {.dtype = DType::Float64});  // [nhead, T, T]
+    auto batch1 = [](const Tensor& t) {
+        Shape shape = t.shape();
+        shape.insert(shape.begin(), 1);
+        return reshape(t, shape);
+    };
+    auto same = [](const Tensor& unbatched, const Tensor& batched) {
+        CHECK(unbatched.shape() == Shape(batched.shape().begin() + 1, batched.shape().end()));
+        CHECK(unbatched.to_vector<double>() == batched.to_vector<double>());
+    };
+    for (const bool with_masks : {false, true}) {
+        CAPTURE(with_masks);
+        const nn::TransformerEncoderArgs enc_args =
+            with_masks ? nn::TransformerEncoderArgs{.src_mask = heads_mask, .src_key_padding_mask = src_pad}
+                       : nn::TransformerEncoderArgs{};
+        nn::TransformerEncoderArgs enc_batched = enc_args;
+        if (with_masks) enc_batched.src_key_padding_mask = batch1(src_pad);
+        same(enc_layer.forward(src, enc_args), enc_layer.forward(batch1(src), enc_batched));
+        same(enc.forward(src, enc_args), enc.forward(batch1(src), enc_batched));
+
+        const nn::TransformerDecoderArgs dec_args =
+            with_masks ? nn::TransformerDecoderArgs{.tgt_mask = tgt_mask, .memory_key_padding_mask = src_pad}
+                       : nn::TransformerDecoderArgs{.tgt_is_causal = true};
+        nn::TransformerDecoderArgs dec_batched = dec_args;
+        if (with_masks) dec_batched.memory_key_padding_mask = batch1(src_pad);
+        same(dec_layer.forward(tgt, src, dec_args), dec_layer.forward(batch1(tgt), batch1(src), dec_batched));
+        same(dec.forward(tgt, src, dec_args), dec.forward(batch1(tgt), batch1(src), dec_batched));
+    }
+    CHECK_GRADCHECK([&](const std::vector<Tensor>& in) { return dec.forward(in[0], in[1]); },
+                    (std::vector<Tensor>{tgt, src}));
+    CHECK_THROWS_WITH_AS(enc.forward(src, {.src_key_padding_mask = zeros({4}, {.dtype = DType::Bool})}),
+                         doctest::Contains("key_padding_mask must be [B, Tk] = [1, 3], got [1, 4]"),
+                         ShapeError);
+}
+
+TEST_CASE("Transformer layers refuse float masks with NaN, +inf or another dtype, naming the mask") {
+    Generator gen(15);
+    nn::TransformerEncoderLayer enc({.d_model = 4, .nhead = 2, .dim_feedforward = 8}, gen);
+    nn::TransformerDecoder dec({.layer = {.d_model = 4, .nhead = 2, .dim_feedforward = 8}, .num_layers = 1},
+                               gen);
+    const Tensor x = randn({2, 3, 4}, gen), memory = randn({2, 5, 4}, gen);
+    CHECK_THROWS_WITH_AS(
+        enc.forward(x, {.src_key_padding_mask = tensor({0, 0, std::nan(""), 0, 0, 0}, {2, 3})}),
+        doctest::Contains("TransformerEncoderLayer: src_key_padding_mask holds nan"), ValueError);
+    CHECK_THROWS_WITH_AS(enc.forward(x, {.src_mask = full({3, 3}, std::numeric_limits<double>::infinity())}),
+                         doctest::Contains("TransformerEncoderLayer: src_mask holds inf"), ValueError);
+    CHECK_THROWS_WITH_AS(
+        dec.forward(x, memory, {.memory_key_padding_mask = zeros({2, 5}, {.dtype = DType::Float64})}),
+        doctest::Contains(
+            "TransformerDecoderLayer: memory_key_padding_mask is float64 but the layer computes in "
+            "float32"),
+        DTypeError);
+    CHECK_THROWS_WITH_AS(
+        dec.forward(x, memory, {.tgt_mask = nn::generate_square_subsequent_mask(3, DType::Float64)}),
+        doctest::Contains("tgt_mask is float64"), DTypeError);
+    // A float32 -inf mask is the bool mask (eval: no dropout).
+    enc.train(false);
+    const Tensor pad = index_tensor({0, 0, 1, 0, 1, 1}, {2, 3}) == 1;
+    CHECK(max_abs_diff(enc.forward(x, {.src_key_padding_mask = masked_fill(
+                                           zeros({2, 3}), pad, -std::numeric_limits<double>::infinity())}),
+                       enc.forward(x, {.src_key_padding_mask = pad})) == 0.0);
 }
