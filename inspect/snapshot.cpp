@@ -326,10 +326,19 @@ void AttentionSnapshotter::thin() {
     }
 }
 
-void AttentionSnapshotter::resume(std::vector<AttentionSnapshot> earlier) {
+void AttentionSnapshotter::resume(std::vector<AttentionSnapshot> earlier, std::int64_t every) {
     AG_CHECK(snapshots_.empty(), ValueError, "AttentionSnapshotter::resume: {} snapshots were taken already",
              snapshots_.size());
     check_step_order(earlier, "AttentionSnapshotter::resume");
+    if (every > 0) {
+        std::int64_t period = every_;
+        while (period > 0 && period < every && period <= std::numeric_limits<std::int64_t>::max() / 2)
+            period *= 2;
+        AG_CHECK(period == every, ValueError,
+                 "AttentionSnapshotter::resume: every {} is not the period {} doubled some times", every,
+                 every_);
+        every_ = every;
+    }
     snapshots_ = std::move(earlier);
     thin();
 }

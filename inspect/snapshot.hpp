@@ -86,8 +86,10 @@ public:
     /// Continues after `earlier` (a resumed run's saved snapshots, in step order): they come
     /// first in snapshots(), and steps up to their last one are not snapshotted again. Throws
     /// ValueError when snapshots were taken already or `earlier` is not in increasing step order.
-    /// More than max_snapshots are thinned as snapshot() does.
-    void resume(std::vector<AttentionSnapshot> earlier);
+    /// More than max_snapshots are thinned as snapshot() does. `every`, when > 0, is the period
+    /// the earlier run had reached (its every()), so that the resumed run snapshots and thins as
+    /// the uninterrupted one would; it must be options.every times a power of two (ValueError).
+    void resume(std::vector<AttentionSnapshot> earlier, std::int64_t every = 0);
     /// The period now: options.every, doubled each time max_snapshots made it thin.
     std::int64_t every() const { return every_; }
 

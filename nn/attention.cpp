@@ -87,6 +87,11 @@ Attention::Attention(AttentionOptions options, Generator& generator)
         W_p_ = register_parameter("W_p", uniform({h, dq}, -bw, bw, generator, {.dtype = o.dtype}));
         v_p_ = register_parameter("v_p", uniform({h}, -bv, bv, generator, {.dtype = o.dtype}));
     }
+    if (o.normalizer == Normalizer::Hard && o.estimator == HardEstimator::Reinforce) {
+        // The REINFORCE baseline is training state: in the state_dict, so checkpoints resume it.
+        register_buffer("reward_baseline", baseline_.value_buffer());
+        register_buffer("reward_baseline_updates", baseline_.updates_buffer());
+    }
     score_->to(o.dtype);
     has_parameters_ = !parameters().empty();
 }

@@ -137,7 +137,9 @@ public:
     /// Throws ValueError when the layer is not hard attention with REINFORCE or log_prob is
     /// undefined, ShapeError on bad shapes, DTypeError when the dtypes differ.
     Tensor reinforce_loss(const Tensor& log_prob, const Tensor& reward);
-    /// The current REINFORCE baseline.
+    /// The current REINFORCE baseline. With hard attention and REINFORCE it is training state in
+    /// the state_dict: buffers "reward_baseline" (float64 0-d) and "reward_baseline_updates"
+    /// (int64 0-d, 0 = unset), as PyTorch's BatchNorm keeps running_mean / num_batches_tracked.
     double reward_baseline() const { return baseline_.value(); }
 
     std::string type_name() const override { return "Attention"; }

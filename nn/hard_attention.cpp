@@ -146,7 +146,8 @@ Tensor reinforce_surrogate(const Tensor& log_prob, const Tensor& reward, double 
            (-1.0 / static_cast<double>(std::max<std::int64_t>(log_prob.size(0), 1)));
 }
 
-RewardBaseline::RewardBaseline(double decay) : decay_(decay) {
+RewardBaseline::RewardBaseline(double decay)
+    : decay_(decay), value_(scalar(0.0, {.dtype = DType::Float64})), updates_(index_tensor({0}, {})) {
     AG_CHECK(decay >= 0 && decay < 1, ValueError, "RewardBaseline: decay must be in [0, 1), got {}", decay);
 }
 
@@ -158,14 +159,21 @@ double mean_reward(const Tensor& reward) {
 }  // namespace
 
 double RewardBaseline::baseline_for(const Tensor& reward) const {
-    return started_ ? value_ : mean_reward(reward);
+    return updates_.data<std::int64_t>()[0] > 0 ? value() : mean_reward(reward);
 }
 
 double RewardBaseline::update(const Tensor& reward) {
     const double batch_mean = mean_reward(reward);
-    value_ = started_ ? decay_ * value_ + (1 - decay_) * batch_mean : batch_mean;
-    started_ = true;
-    return value_;
+    std::int64_t& updates = updates_.data<std::int64_t>()[0];
+    const double value = updates > 0 ? decay_ * this->value() + (1 - decay_) * batch_mean : batch_mean;
+    // Module::to may have made the buffer float32; it then holds the value rounded, as it is saved.
+    if (value_.dtype() == DType::Float64) {
+        value_.data<double>()[0] = value;
+    } else {
+        value_.data<float>()[0] = static_cast<float>(value);
+    }
+    ++updates;
+    return this->value();
 }
 
 }  // namespace attograd::nn

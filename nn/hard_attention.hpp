@@ -50,21 +50,27 @@ HardAttention hard_attention(const Tensor& scores, bool training, HardEstimator 
 Tensor reinforce_surrogate(const Tensor& log_prob, const Tensor& reward, double baseline);
 
 /// The moving-average reward baseline of Xu et al. (2015, §4.1): b <- decay * b + (1 - decay) * mean(reward),
-/// starting from the first batch's mean reward.
+/// starting from the first batch's mean reward. Its state lives in two 0-d tensors that a module
+/// registers as buffers (as PyTorch's BatchNorm keeps running_mean and num_batches_tracked), so
+/// that a checkpoint holds it and a resumed run continues with the same baseline.
 class RewardBaseline {
 public:
     explicit RewardBaseline(double decay = 0.9);
     /// The current baseline (0 before the first update).
-    double value() const { return value_; }
+    double value() const { return value_.item(); }
     /// The baseline to use for a batch of rewards: the current value, or the batch's own mean
     /// reward before the first update.
     double baseline_for(const Tensor& reward) const;
     /// Folds in a batch of rewards (any shape); returns the updated baseline.
     double update(const Tensor& reward);
+    /// The baseline, a float64 0-d tensor (a buffer: loading a state_dict into it sets it).
+    const Tensor& value_buffer() const { return value_; }
+    /// The number of update() calls so far, an int64 0-d tensor (0: not started).
+    const Tensor& updates_buffer() const { return updates_; }
 
 private:
-    double decay_, value_ = 0.0;
-    bool started_ = false;
+    double decay_;
+    Tensor value_, updates_;
 };
 
 }  // namespace attograd::nn

@@ -32,6 +32,18 @@ namespace cli_test {
 
 using testing::TempDir;
 
+/// Sets an environment variable for the life of the object.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const std::string& value) : name_(name) { ::setenv(name, value.c_str(), 1); }
+    ~ScopedEnv() { ::unsetenv(name_); }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+    const char* name_;
+};
+
 /// What one run of the program did.
 struct Outcome {
     std::string command;  ///< the command line, for failure messages

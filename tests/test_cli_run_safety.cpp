@@ -46,18 +46,6 @@ void check_no_staging(const fs::path& parent) {
     for (const auto& name : entries(parent)) CHECK_MESSAGE(name.find(".staging-") == std::string::npos, name);
 }
 
-/// Sets an environment variable for the life of the object.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const std::string& value) : name_(name) { ::setenv(name, value.c_str(), 1); }
-    ~ScopedEnv() { ::unsetenv(name_); }
-    ScopedEnv(const ScopedEnv&) = delete;
-    ScopedEnv& operator=(const ScopedEnv&) = delete;
-
-private:
-    const char* name_;
-};
-
 }  // namespace
 
 TEST_CASE(
@@ -217,7 +205,8 @@ TEST_CASE("train --checkpoint-every saves the run while it trains") {
 TEST_CASE("a run whose loss blows up is refused as diverged (exit 2, one line), not reported as a success") {
     TempDir tmp;
     // Adam's step is about lr whatever the gradient: at 1e6 the loss reaches ~1e12 at once.
-    check_refused(run({"train", "--task", "reverse", "--lr", "1e6", "--steps", "200", "--out", tmp / "run", "--quiet"}),
-                  {"diverged", "4x its first value", "--lr"});
+    check_refused(
+        run({"train", "--task", "reverse", "--lr", "1e6", "--steps", "200", "--out", tmp / "run", "--quiet"}),
+        {"diverged", "4x its first value", "--lr"});
     CHECK_FALSE(fs::exists(tmp / "run"));  // nothing from the diverged steps is kept
 }

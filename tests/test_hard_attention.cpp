@@ -222,3 +222,20 @@ TEST_CASE("hard attention rejects bad input") {
     CHECK_THROWS_WITH_AS(soft.reinforce_loss(zeros({1, 1}), zeros({1})),
                          doctest::Contains("reinforce_loss needs"), ValueError);
 }
+
+TEST_CASE("the REINFORCE baseline is a buffer: in the state_dict, and loading it continues the baseline") {
+    Generator gen(11);
+    const auto trained = train_reverse(HardEstimator::Reinforce, gen, 3);
+    const auto state = trained->state_dict();
+    REQUIRE(state.contains("reward_baseline"));
+    CHECK(state.at("reward_baseline").item() == trained->reward_baseline());
+    CHECK(state.at("reward_baseline_updates").item() == 3.0);  // one update per step
+    // A fresh layer starts unset; loaded, it holds the trained one's baseline.
+    Attention fresh(trained->options(), gen);
+    CHECK(fresh.reward_baseline() == 0.0);
+    fresh.load_state_dict(state);
+    CHECK(fresh.reward_baseline() == trained->reward_baseline());
+    // Gumbel straight-through has no baseline, and no such buffer.
+    Attention gumbel({.query_dim = 2, .normalizer = Normalizer::Hard}, gen);
+    CHECK_FALSE(gumbel.state_dict().contains("reward_baseline"));
+}

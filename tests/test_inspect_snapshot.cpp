@@ -159,6 +159,13 @@ void rewrite(const fs::path& path, const std::string& snapshots, const Tensor& w
     CHECK_THROWS_WITH_AS(load_snapshots(path), doctest::Contains((path).filename().string().c_str()), \
                          attograd::IoError)
 
+/// The steps of a snapshotter's snapshots, in order.
+std::vector<std::int64_t> steps(const AttentionSnapshotter& s) {
+    std::vector<std::int64_t> out;
+    for (const auto& snapshot : s.snapshots()) out.push_back(snapshot.step);
+    return out;
+}
+
 }  // namespace
 
 TEST_CASE("a snapshot holds what attention_maps gives for a direct recorder call in eval mode, with shares") {
@@ -268,11 +275,6 @@ TEST_CASE(
     Generator gen(7);
     TinyModel model(gen);
     const auto probe = probe_of(model, randn({1, 3, 3}, gen));
-    const auto steps = [](const AttentionSnapshotter& s) {
-        std::vector<std::int64_t> out;
-        for (const auto& snapshot : s.snapshots()) out.push_back(snapshot.step);
-        return out;
-    };
     AttentionSnapshotter capped(model, {probe}, {.every = 1, .max_snapshots = 4});
     for (std::int64_t step = 0; step <= 4; ++step) capped.maybe_snapshot(step);
     CHECK(steps(capped) == std::vector<std::int64_t>{0, 2, 4});  // 5 > 4: period 2
@@ -313,6 +315,26 @@ TEST_CASE("resume keeps a run's earlier snapshots and does not take their steps 
     auto unordered = first.snapshots();
     std::swap(unordered[0], unordered[1]);
     CHECK_THROWS_WITH_AS(third.resume(unordered), doctest::Contains("not after"), attograd::ValueError);
+}
+
+TEST_CASE("resume with the period the earlier run reached snapshots and thins as the uninterrupted run") {
+    Generator gen(3);
+    TinyModel model(gen);
+    const auto probe = probe_of(model, randn({1, 3, 3}, gen));
+    const SnapshotOptions options{.every = 1, .max_snapshots = 4};
+    AttentionSnapshotter whole(model, {probe}, options), first(model, {probe}, options);
+    for (std::int64_t step = 0; step <= 20; ++step) whole.maybe_snapshot(step);
+    for (std::int64_t step = 0; step <= 6; ++step) first.maybe_snapshot(step);
+    REQUIRE(first.every() == 2);
+    AttentionSnapshotter second(model, {probe}, options);
+    second.resume(first.snapshots(), first.every());
+    CHECK(second.every() == 2);
+    for (std::int64_t step = 7; step <= 20; ++step) second.maybe_snapshot(step);
+    CHECK(steps(second) == steps(whole));
+    CHECK(second.every() == whole.every());
+    AttentionSnapshotter bad(model, {probe}, options);
+    CHECK_THROWS_WITH_AS(bad.resume(first.snapshots(), 3), doctest::Contains("not the period 1 doubled"),
+                         attograd::ValueError);
 }
 
 TEST_CASE("the snapshotter restores every module's own training mode, also when a probe throws") {

@@ -105,6 +105,7 @@ void apply_overrides(const TrainArgs& a, RunConfig& c) {
     if (a.was_given("warmup")) t.warmup = a.warmup;
     if (a.was_given("schedule")) t.schedule = a.schedule;
     if (a.was_given("eval-every")) t.eval_every = a.eval_every;
+    t.checkpoint_every = a.checkpoint_every;  // its default is the flag's
     if (a.was_given("snapshot-every")) t.snapshot_every = a.snapshot_every;
     if (a.no_early_stop) t.early_stop = false;
     if (m.kind == "encoder" && !a.was_given("layers")) m.layers = std::max<std::int64_t>(m.layers, 1);
@@ -181,6 +182,26 @@ std::map<std::string, Tensor> unprefixed(const std::map<std::string, Tensor>& st
     return out;
 }
 
+/// Refuses schedule state in optimizer.safetensors that this run cannot have written:
+/// schedule.last_epoch must be the steps done (the schedule steps once per training step) and
+/// optimizer.initial_lr (set by a schedule) the configured lr. Throws IoError naming the field.
+void check_schedule_state(const std::map<std::string, Tensor>& state, const fs::path& file,
+                          std::int64_t steps_done, const TrainConfig& t) {
+    const auto it = state.find("schedule.last_epoch");
+    AG_CHECK(it != state.end(), IoError, "{}: 'schedule.last_epoch' is missing", file.string());
+    AG_CHECK(
+        it->second.shape().empty() && it->second.dtype() == DType::Int64 &&
+            it->second.data<std::int64_t>()[0] == steps_done,
+        IoError,
+        "{}: 'schedule.last_epoch' is {}, but the run has done {} steps (config.json: progress.steps_done)",
+        file.string(), it->second.numel() == 1 ? it->second.item() : -1.0, steps_done);
+    if (const auto lr = state.find("optimizer.initial_lr"); lr != state.end()) {
+        AG_CHECK(lr->second.numel() == 1 && lr->second.item() == t.lr, IoError,
+                 "{}: 'optimizer.initial_lr' is {}, but the run's lr is {} (config.json: train.lr)",
+                 file.string(), lr->second.numel() == 1 ? lr->second.item() : -1.0, t.lr);
+    }
+}
+
 std::string describe(const RunConfig& c, std::int64_t parameters) {
     const ModelConfig& m = c.model;
     std::string attention = m.score + " " + m.attention;
@@ -205,15 +226,12 @@ int cmd_train(const TrainArgs& args) {
     std::shared_ptr<Model> model;
     std::unique_ptr<Generator> model_generator;
     RunProgress counters;
+    std::int64_t run_snapshot_every = 0;  // a resumed run's saved train.snapshot_every
     fs::path out;
     InterruptGuard interrupts;  // from here on Ctrl-C saves the run instead of losing it
     // Under mpirun every rank trains on its share of each batch; rank 0 prints and writes.
     const optim::ProcessGroup& ranks = optim::world();
 
-    if (args.checkpoint_every < 0) {
-        throw UsageError(fmt::format("--checkpoint-every must be >= 0 (0 = at evaluations only), got {}",
-                                     args.checkpoint_every));
-    }
     if (resuming) {
         for (const auto& name : args.given) {
             if (std::find(resume_options.begin(), resume_options.end(), name) == resume_options.end() &&
@@ -227,6 +245,7 @@ int cmd_train(const TrainArgs& args) {
         }
         LoadedRun run = load_run(args.resume, true);
         config = run.config;
+        run_snapshot_every = config.train.snapshot_every;
         task = std::move(run.task);
         model = run.model;
         model_generator = std::move(run.generator);
@@ -234,6 +253,7 @@ int cmd_train(const TrainArgs& args) {
         out = run.dir;
         if (args.was_given("steps")) config.train.steps = args.steps;
         if (args.was_given("eval-every")) config.train.eval_every = args.eval_every;
+        if (args.was_given("checkpoint-every")) config.train.checkpoint_every = args.checkpoint_every;
         if (args.was_given("snapshot-every")) config.train.snapshot_every = args.snapshot_every;
         if (args.no_early_stop) config.train.early_stop = false;
         for (const char* file : {"optimizer.safetensors", "metrics.csv"}) {
@@ -301,6 +321,7 @@ int cmd_train(const TrainArgs& args) {
     if (resuming) {
         const auto state = load_safetensors(out / "optimizer.safetensors");
         check_all_finite(state, out / "optimizer.safetensors");
+        check_schedule_state(state, out / "optimizer.safetensors", counters.steps_done, t);
         try {
             optimizer->load_state_dict(unprefixed(state, "optimizer."));
             if (schedule) schedule->load_state_dict(unprefixed(state, "schedule."));
@@ -370,7 +391,15 @@ int cmd_train(const TrainArgs& args) {
             if (resuming && fs::exists(out / snapshot_file)) {
                 auto earlier = inspect::load_snapshots(out / snapshot_file);
                 std::erase_if(earlier, [&](const inspect::AttentionSnapshot& s) { return s.step > step; });
-                snapshotter->resume(std::move(earlier));
+                // The period the earlier run reached, unless --snapshot-every changed it.
+                const bool same_period =
+                    !args.was_given("snapshot-every") || args.snapshot_every == run_snapshot_every;
+                try {
+                    snapshotter->resume(std::move(earlier), same_period ? counters.snapshot_period : 0);
+                } catch (const ValueError& e) {
+                    throw IoError(fmt::format(
+                        "config.json: progress.snapshot_period does not fit this run: {}", e.what()));
+                }
             }
         }
     }
@@ -386,10 +415,13 @@ int cmd_train(const TrainArgs& args) {
         counters.window_loss_sum = loss_sum;
         counters.window_accuracy_sum = accuracy_sum;
         counters.window_steps = logged;
+        if (snapshotter) counters.snapshot_period = snapshotter->every();
         RunWriter writer(out);
         writer.save_tensors("model.safetensors", model->state_dict());
         auto state = prefixed(optimizer->state_dict(), "optimizer.");
-        if (schedule) state.merge(prefixed(schedule->state_dict(), "schedule."));
+        // Saved with or without a schedule, so that a resume whose --steps adds one finds it.
+        state.insert_or_assign("schedule.last_epoch",
+                               schedule ? schedule->state_dict().at("last_epoch") : index_tensor({step}, {}));
         writer.save_tensors("optimizer.safetensors", state);
         if (snapshotter) {
             inspect::save_snapshots(writer.file(snapshot_file), snapshotter->snapshots());
@@ -503,7 +535,7 @@ int cmd_train(const TrainArgs& args) {
                            signal_name(signal), step, t.steps, out.string());
             return 128 + signal;
         }
-        if ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || eval_due) save_run();
+        if ((t.checkpoint_every > 0 && step % t.checkpoint_every == 0) || eval_due) save_run();
     }
     if (snapshotter && (snapshotter->snapshots().empty() || snapshotter->snapshots().back().step < step)) {
         snapshotter->snapshot(step);  // the trained model

@@ -170,6 +170,8 @@ void validate(const RunConfig& config, const TaskInfo& task, const SettingNames&
     check(t.steps >= 0, "train.steps", fmt::format("must be >= 0, got {}", t.steps));
     check(t.warmup >= 0, "train.warmup", fmt::format("must be >= 0, got {}", t.warmup));
     check(t.eval_every >= 1, "train.eval_every", fmt::format("must be >= 1, got {}", t.eval_every));
+    check(t.checkpoint_every >= 0, "train.checkpoint_every",
+          fmt::format("must be >= 0 (0 = at evaluations only), got {}", t.checkpoint_every));
     check(t.snapshot_every >= 0, "train.snapshot_every",
           fmt::format("must be >= 0 (0 = off), got {}", t.snapshot_every));
     check(t.momentum == 0.0 || t.optim == "sgd", "train.momentum",
@@ -233,6 +235,7 @@ nlohmann::json to_json(const RunConfig& config) {
               {"warmup", t.warmup},
               {"schedule", t.schedule},
               {"eval_every", t.eval_every},
+              {"checkpoint_every", t.checkpoint_every},
               {"snapshot_every", t.snapshot_every},
               {"early_stop", t.early_stop}}},
             {"vocab", config.vocab.tokens()}};
@@ -279,6 +282,7 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.train.warmup = field<std::int64_t>(json, "train", "warmup");
     c.train.schedule = field<std::string>(json, "train", "schedule");
     c.train.eval_every = field<std::int64_t>(json, "train", "eval_every");
+    c.train.checkpoint_every = field<std::int64_t>(json, "train", "checkpoint_every");
     c.train.early_stop = field<bool>(json, "train", "early_stop");
     // Runs written before snapshots existed have no snapshot_every: they keep the default.
     if (json["train"].contains("snapshot_every"))

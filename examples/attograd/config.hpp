@@ -24,8 +24,10 @@ using data::Vocabulary;
 
 /// Version of config.json's layout; runs with another version are refused. Version 2 added
 /// "files" (each file's checksum) and the progress counters a bit-exact resume needs; version 3
-/// marks the models rebuilt from the library's Transformer layers (new state_dict names).
-inline constexpr int run_format_version = 3;
+/// marks the models rebuilt from the library's Transformer layers (new state_dict names); version
+/// 4 adds the REINFORCE baseline buffers to model.safetensors, schedule.last_epoch to every
+/// optimizer.safetensors and train.checkpoint_every to config.json.
+inline constexpr int run_format_version = 4;
 
 /// Everything needed to rebuild the model (with the vocabulary of RunConfig).
 struct ModelConfig {
@@ -61,9 +63,10 @@ struct TrainConfig {
     std::int64_t batch = 32;
     std::int64_t steps = 1000;  ///< at most this many steps (training stops early at the target)
     std::uint64_t seed = 0;
-    std::int64_t warmup = 50;         ///< linear warm-up steps (0 = none)
-    std::string schedule = "cosine";  ///< cosine or constant after the warm-up
-    std::int64_t eval_every = 100;    ///< held-out evaluation period in steps
+    std::int64_t warmup = 50;             ///< linear warm-up steps (0 = none)
+    std::string schedule = "cosine";      ///< cosine or constant after the warm-up
+    std::int64_t eval_every = 100;        ///< held-out evaluation period in steps
+    std::int64_t checkpoint_every = 100;  ///< save the run every N steps (0 = at evaluations only)
     /// Attention snapshot period in steps (0 = off): the first held-out examples' attention is
     /// recorded at step 0, every N steps and at the end, into DIR/attention_snapshots.safetensors.
     /// It does not change the training; 20 costs about 0.5 % of training time (bench/README.md).

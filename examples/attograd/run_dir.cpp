@@ -67,6 +67,7 @@ RunProgress read_progress(const nlohmann::json& json) {
     number("window_steps", p.window_steps);
     number("initial_loss", p.initial_loss);
     number("high_loss_steps", p.high_loss_steps);
+    number("snapshot_period", p.snapshot_period);
     if (j.contains("reached_target")) {
         AG_CHECK(j["reached_target"].is_boolean(), ValueError,
                  "config.json: field 'progress.reached_target' must be true or false, got {}",
@@ -75,7 +76,7 @@ RunProgress read_progress(const nlohmann::json& json) {
     }
     AG_CHECK(p.steps_done >= 0 && p.window_steps >= 0 && p.high_loss_steps >= 0 && std::isfinite(p.seconds) &&
                  std::isfinite(p.window_loss_sum) && std::isfinite(p.window_accuracy_sum) &&
-                 std::isfinite(p.initial_loss),
+                 std::isfinite(p.initial_loss) && p.snapshot_period >= 0,
              ValueError, "config.json: field 'progress' holds a negative count or a non-finite number");
     return p;
 }
@@ -90,7 +91,8 @@ nlohmann::json to_json(const RunProgress& p) {
             {"window_accuracy_sum", p.window_accuracy_sum},
             {"window_steps", p.window_steps},
             {"initial_loss", p.initial_loss},
-            {"high_loss_steps", p.high_loss_steps}};
+            {"high_loss_steps", p.high_loss_steps},
+            {"snapshot_period", p.snapshot_period}};
 }
 
 LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {

@@ -38,6 +38,9 @@ struct RunProgress {
     std::int64_t window_steps = 0;
     double initial_loss = 0.0;         ///< the first step's loss (0 before it): divergence's yardstick
     std::int64_t high_loss_steps = 0;  ///< consecutive steps with the loss far above initial_loss
+    /// The attention snapshot period reached (train.snapshot_every doubled each time the
+    /// 32-snapshot cap thinned them; 0 = none yet), so that a resumed run thins alike.
+    std::int64_t snapshot_period = 0;
 };
 
 /// Reads config.json's "progress" (all fields optional). Throws ValueError naming the field
@@ -63,7 +66,8 @@ struct LoadedRun {
 
 /// The task `config` names: a bundled task, or user data: for training the TSV file named in
 /// the config, otherwise the held-out examples saved in `dir`/heldout.tsv.
-std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir, bool for_training);
+std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir,
+                                   bool for_training);
 
 /// Throws IoError naming `file` and the tensor when a floating tensor of `state` holds NaN or
 /// Inf: a flipped byte can leave a well-formed checkpoint whose weights would be drawn as

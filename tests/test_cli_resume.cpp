@@ -1,0 +1,156 @@
+// Resumed runs: every piece of training state (the REINFORCE baseline, the snapshot schedule,
+// the checkpoint period) survives an interruption, a step-0 run resumes, and schedule state no
+// run could have written is refused.
+#include "cli_helpers.hpp"
+
+#include "core/ops.hpp"
+#include "core/serialization.hpp"
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+
+namespace {
+
+using namespace cli_test;
+
+/// `attograd train ARGS... --steps STEPS --out DIR --quiet` (not checked).
+Outcome train_run(std::vector<std::string> args, const std::string& steps, const std::string& dir) {
+    args.insert(args.begin(), "train");
+    args.insert(args.end(), {"--steps", steps, "--out", dir, "--quiet"});
+    return run(args);
+}
+
+/// The same run interrupted (SIGINT) after step `at`, then resumed to its end.
+void interrupted_run(const std::vector<std::string>& args, const std::string& steps, const std::string& dir,
+                     const std::string& at) {
+    {
+        ScopedEnv hook("ATTOGRAD_TEST_SIGNAL_AT_STEP", at);
+        const Outcome first = train_run(args, steps, dir);
+        INFO(first.command, "\nstderr: ", first.err);
+        REQUIRE(first.code == 130);
+    }
+    require_ok(run({"train", "--resume", dir, "--quiet"}));
+}
+
+std::string file_bytes(const std::string& dir, const char* name) { return read_text(fs::path(dir) / name); }
+
+/// Rewrites one entry of `dir`/optimizer.safetensors (0-d int64 or float64) and its checksum.
+void plant(const std::string& dir, const std::string& name, double value) {
+    const fs::path path = fs::path(dir) / "optimizer.safetensors";
+    auto state = attograd::load_safetensors(path);
+    REQUIRE_MESSAGE(state.contains(name), name);
+    attograd::Tensor& t = state.at(name);
+    t = attograd::clone(t);
+    if (t.dtype() == attograd::DType::Int64) t.data<std::int64_t>()[0] = static_cast<std::int64_t>(value);
+    if (t.dtype() == attograd::DType::Float64) t.data<double>()[0] = value;
+    attograd::save_safetensors(path, state);
+    record_checksum(path);
+}
+
+}  // namespace
+
+TEST_CASE("hard attention trained by REINFORCE resumes bit for bit (its baseline is in the checkpoint)") {
+    TempDir tmp;
+    const std::vector<std::string> args = {
+        "--task",       "copy", "--attention",      "hard", "--estimator",    "reinforce", "--batch", "8",
+        "--eval-every", "100",  "--snapshot-every", "0",    "--no-early-stop"};
+    require_ok(train_run(args, "40", tmp / "whole"));
+    interrupted_run(args, "40", tmp / "split", "15");
+    CHECK(file_bytes(tmp / "split", "model.safetensors") == file_bytes(tmp / "whole", "model.safetensors"));
+    CHECK(file_bytes(tmp / "split", "optimizer.safetensors") ==
+          file_bytes(tmp / "whole", "optimizer.safetensors"));
+    CHECK(metrics_without_seconds(tmp / "split") == metrics_without_seconds(tmp / "whole"));
+    // The baseline is a buffer of each hard attention layer, as PyTorch keeps running statistics.
+    const auto weights = attograd::load_safetensors(fs::path(tmp / "whole") / "model.safetensors");
+    const auto baseline = std::find_if(weights.begin(), weights.end(), [](const auto& entry) {
+        return entry.first.ends_with(".reward_baseline");
+    });
+    REQUIRE(baseline != weights.end());
+    CHECK(baseline->second.item() < 0.0);  // minus a summed loss
+}
+
+TEST_CASE("a resumed run keeps the snapshot schedule the 32-snapshot cap had reached") {
+    TempDir tmp;
+    // Snapshots every step: the cap doubles the period at steps 32 and 64.
+    const std::vector<std::string> args = {"--task",         "reverse", "--batch",          "8",
+                                           "--eval-every",   "100",     "--snapshot-every", "1",
+                                           "--no-early-stop"};
+    require_ok(train_run(args, "80", tmp / "whole"));
+    const std::string whole = file_bytes(tmp / "whole", "attention_snapshots.safetensors");
+    for (const std::string at : {"20", "45", "66", "70"}) {
+        CAPTURE(at);
+        const std::string dir = tmp / ("split" + at);
+        interrupted_run(args, "80", dir, at);
+        CHECK(file_bytes(dir, "attention_snapshots.safetensors") == whole);
+        CHECK(read_config(dir)["progress"]["snapshot_period"] ==
+              read_config(tmp / "whole")["progress"]["snapshot_period"]);
+    }
+    CHECK(read_config(tmp / "whole")["progress"]["snapshot_period"] == 4);
+}
+
+TEST_CASE("a run of --steps 0 resumes, and gives the run that trained from the start") {
+    TempDir tmp;
+    const std::vector<std::string> args = {
+        "--task", "reverse", "--batch", "8", "--eval-every", "100", "--warmup", "2", "--snapshot-every", "0"};
+    require_ok(train_run(args, "6", tmp / "whole"));
+    require_ok(train_run(args, "0", tmp / "split"));
+    require_ok(run({"train", "--resume", tmp / "split", "--steps", "6", "--quiet"}));
+    CHECK(file_bytes(tmp / "split", "model.safetensors") == file_bytes(tmp / "whole", "model.safetensors"));
+    CHECK(file_bytes(tmp / "split", "optimizer.safetensors") ==
+          file_bytes(tmp / "whole", "optimizer.safetensors"));
+    CHECK(metrics_without_seconds(tmp / "split") == metrics_without_seconds(tmp / "whole"));
+}
+
+TEST_CASE("schedule state no run could have written is refused on --resume, naming the field") {
+    TempDir tmp;
+    const std::vector<std::string> args = {"--task", "reverse", "--batch", "8", "--snapshot-every", "0"};
+    require_ok(train_run(args, "3", tmp / "run"));
+    const std::string good = file_bytes(tmp / "run", "optimizer.safetensors");
+    const auto restore = [&] {
+        write_text(fs::path(tmp / "run") / "optimizer.safetensors", good);
+        record_checksum(fs::path(tmp / "run") / "optimizer.safetensors");
+    };
+    plant(tmp / "run", "schedule.last_epoch", 1e12);
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "5"}),
+                  {"optimizer.safetensors", "schedule.last_epoch", "progress.steps_done"});
+    plant(tmp / "run", "schedule.last_epoch", 2);
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "5"}), {"schedule.last_epoch"});
+    restore();
+    plant(tmp / "run", "optimizer.initial_lr", 0.5);
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "5"}),
+                  {"optimizer.safetensors", "optimizer.initial_lr", "0.5", "train.lr"});
+    restore();
+    require_ok(run({"train", "--resume", tmp / "run", "--steps", "5", "--quiet"}));
+}
+
+TEST_CASE("--checkpoint-every is saved in config.json and kept by --resume unless given again") {
+    TempDir tmp;
+    const std::vector<std::string> args = {"--task",
+                                           "reverse",
+                                           "--batch",
+                                           "8",
+                                           "--snapshot-every",
+                                           "0",
+                                           "--eval-every",
+                                           "100",
+                                           "--checkpoint-every",
+                                           "7"};
+    require_ok(train_run(args, "3", tmp / "run"));
+    CHECK(read_config(tmp / "run")["train"]["checkpoint_every"] == 7);
+    require_ok(run({"train", "--resume", tmp / "run", "--steps", "5", "--quiet"}));
+    CHECK(read_config(tmp / "run")["train"]["checkpoint_every"] == 7);
+    require_ok(run({"train", "--resume", tmp / "run", "--steps", "7", "--checkpoint-every", "2", "--quiet"}));
+    CHECK(read_config(tmp / "run")["train"]["checkpoint_every"] == 2);
+    // A resumed run checkpoints with the saved period: killed while writing its second save
+    // (points 1-5 are one save), a run resumed at step 7 with period 2 holds step 8.
+    const ChildEnd end = run_child({"train", "--resume", tmp / "run", "--steps", "20", "--quiet"},
+                                   {"ATTOGRAD_TEST_KILL_AT=6"});
+    REQUIRE(end.signal == SIGKILL);
+    CHECK(read_config(tmp / "run")["progress"]["steps_done"] == 8);
+    json config = read_config(tmp / "run");
+    config["train"]["checkpoint_every"] = -1;
+    write_text(fs::path(tmp / "run") / "config.json", config.dump(2));
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "30"}),
+                  {"config.json", "train.checkpoint_every"});
+}
