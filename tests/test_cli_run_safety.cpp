@@ -2,13 +2,16 @@
 // run or the new one, Ctrl-C / SIGTERM save a resumable checkpoint, a resumed run equals an
 // uninterrupted one byte for byte, and --out never replaces a run without --force.
 #include "cli_helpers.hpp"
+#include "core/atomic_file.hpp"
 #include "run_dir.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
+#include <thread>
 
 namespace {
 
@@ -217,7 +220,43 @@ TEST_CASE("train --checkpoint-every saves the run while it trains") {
 TEST_CASE("a run whose loss blows up is refused as diverged (exit 2, one line), not reported as a success") {
     TempDir tmp;
     // Adam's step is about lr whatever the gradient: at 1e6 the loss reaches ~1e12 at once.
-    check_refused(run({"train", "--task", "reverse", "--lr", "1e6", "--steps", "200", "--out", tmp / "run", "--quiet"}),
-                  {"diverged", "4x its first value", "--lr"});
+    check_refused(
+        run({"train", "--task", "reverse", "--lr", "1e6", "--steps", "200", "--out", tmp / "run", "--quiet"}),
+        {"diverged", "4x its first value", "--lr"});
     CHECK_FALSE(fs::exists(tmp / "run"));  // nothing from the diverged steps is kept
+}
+
+TEST_CASE("a reader loading a run while a writer swaps generations in never reports false corruption") {
+    TempDir tmp;
+    require_ok(run(train_args(tmp / "a", "2")));
+    require_ok(run(train_args(tmp / "b", "3")));  // one step more: every file of the run differs
+    const fs::path live = tmp / "live";
+    fs::copy(tmp / "a", live);
+    std::atomic<bool> stop{false};
+    std::atomic<int> swaps{0};
+    // The writer does what RunWriter::commit does: a complete new directory, one swap, the old
+    // one removed, as fast as it can.
+    std::thread writer([&] {
+        for (int i = 0; !stop; ++i) {
+            const fs::path staging = tmp / fmt::format(".live.staging-{}", i);
+            fs::copy(i % 2 == 0 ? tmp / "b" : tmp / "a", staging);
+            fs::remove_all(attograd::replace_directory(staging, live, "test"));
+            ++swaps;
+        }
+    });
+    int failures = 0;
+    std::string first_failure;
+    for (int i = 0; i < 300; ++i) {
+        try {
+            const auto loaded = attograd::cli::load_run(live);
+            CHECK((loaded.counters.steps_done == 2 || loaded.counters.steps_done == 3));
+        } catch (const attograd::Error& e) {
+            if (failures++ == 0) first_failure = e.what();
+        }
+    }
+    stop = true;
+    writer.join();
+    INFO("first failure: ", first_failure);
+    CHECK(swaps > 10);
+    CHECK(failures == 0);
 }

@@ -8,6 +8,10 @@
 #include "file_io.hpp"
 #include "run_writer.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -93,7 +97,24 @@ nlohmann::json to_json(const RunProgress& p) {
             {"high_loss_steps", p.high_loss_steps}};
 }
 
-LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {
+DirectoryPin::DirectoryPin(const std::filesystem::path& dir)
+    : dir_(dir), fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {}
+
+DirectoryPin::~DirectoryPin() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+bool DirectoryPin::moved() const {
+    if (fd_ < 0) return false;
+    struct stat held {
+    }, now{};
+    if (::fstat(fd_, &held) != 0) return false;
+    return ::stat(dir_.c_str(), &now) != 0 || now.st_ino != held.st_ino || now.st_dev != held.st_dev;
+}
+
+namespace {
+
+LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     AG_CHECK(std::filesystem::is_directory(dir), IoError, "{}: no such run directory", dir.string());
     const auto config_path = dir / "config.json";
     AG_CHECK(std::filesystem::exists(config_path), IoError,
@@ -125,6 +146,12 @@ LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {
     }
     run.model->eval();
     return run;
+}
+
+}  // namespace
+
+LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {
+    return read_consistently(dir, [&] { return load_run_once(dir, for_training); });
 }
 
 }  // namespace attograd::cli
