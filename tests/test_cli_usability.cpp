@@ -34,7 +34,7 @@ template <class Edit>
 void edit_config(const fs::path& dir, Edit edit) {
     json config = read_config(dir);
     edit(config);
-    write_text(dir / "config.json", config.dump(2));
+    write_config(dir, config);
 }
 
 }  // namespace

@@ -120,6 +120,7 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     AG_CHECK(std::filesystem::exists(config_path), IoError,
              "{}: not a run directory (no config.json; `attograd train --out DIR` writes one)", dir.string());
     const nlohmann::json json = read_run_json(config_path);
+    verify_config_checksum(json, config_path);  // a changed setting or a deleted "files" entry
     verify_run_files(json, dir);  // a flipped byte in any file of the run is refused here
     LoadedRun run;
     run.dir = dir;
