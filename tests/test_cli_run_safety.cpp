@@ -4,11 +4,13 @@
 #include "cli_helpers.hpp"
 #include "core/atomic_file.hpp"
 #include "run_dir.hpp"
+#include "run_lock.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <thread>
@@ -259,4 +261,39 @@ TEST_CASE("a reader loading a run while a writer swaps generations in never repo
     INFO("first failure: ", first_failure);
     CHECK(swaps > 10);
     CHECK(failures == 0);
+}
+
+TEST_CASE("train refuses a run directory another train is writing, naming its pid") {
+    TempDir tmp;
+    require_ok(run(train_args(tmp / "run", "2")));
+    const RunBytes before = run_bytes(tmp / "run");
+    {
+        const attograd::cli::RunLock other(tmp / "run");  // as a train in another process holds it
+        const std::string pid = fmt::format("(pid {})", ::getpid());
+        check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}),
+                      {"run is being trained by another process", pid});
+        auto fresh = train_args(tmp / "run", "3");
+        fresh.push_back("--force");
+        check_refused(run(fresh), {"run is being trained by another process", pid});
+        CHECK(run_bytes(tmp / "run") == before);
+        // Readers need no lock.
+        require_ok(run({"eval", "--run", tmp / "run"}));
+    }
+    require_ok(run({"train", "--resume", tmp / "run", "--steps", "3", "--quiet"}));
+    CHECK(steps_done(tmp / "run") == 3);
+    CHECK_FALSE(entries(tmp.path()).contains(".run.lock"));  // removed by its holder
+}
+
+TEST_CASE("two train processes with the same new --out: one trains, the other exits 2") {
+    TempDir tmp;
+    std::vector<std::string> args = train_args(tmp / "run", "400");
+    args.push_back("--no-early-stop");
+    ChildEnd first_end, second_end;
+    std::thread first([&] { first_end = run_child(args, {}); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the first holds the lock by now
+    second_end = run_child(args, {});
+    first.join();
+    CHECK(first_end.code == 0);
+    CHECK(second_end.code == 2);
+    CHECK(steps_done(tmp / "run") == 400);
 }

@@ -9,6 +9,7 @@
 #include "models.hpp"
 #include "progress.hpp"
 #include "run_dir.hpp"
+#include "run_lock.hpp"
 #include "run_writer.hpp"
 #include "snapshot_probes.hpp"
 
@@ -27,6 +28,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 namespace attograd::cli {
 
@@ -206,7 +208,8 @@ int cmd_train(const TrainArgs& args) {
     std::unique_ptr<Generator> model_generator;
     RunProgress counters;
     fs::path out;
-    InterruptGuard interrupts;  // from here on Ctrl-C saves the run instead of losing it
+    std::optional<RunLock> lock;  // held until the last save: one writer per run directory
+    InterruptGuard interrupts;    // from here on Ctrl-C saves the run instead of losing it
     // Under mpirun every rank trains on its share of each batch; rank 0 prints and writes.
     const optim::ProcessGroup& ranks = optim::world();
 
@@ -225,6 +228,7 @@ int cmd_train(const TrainArgs& args) {
                     name));
             }
         }
+        if (ranks.is_main()) lock.emplace(args.resume);  // before reading: no save slips in between
         LoadedRun run = load_run(args.resume, true);
         config = run.config;
         task = std::move(run.task);
@@ -274,6 +278,7 @@ int cmd_train(const TrainArgs& args) {
         validate(config, task->info());
         out = args.out.empty() ? fs::path("runs") / config.task.name : fs::path(args.out);
         if (ranks.is_main()) {
+            lock.emplace(out);  // a second `train --out` of the same DIR exits here
             check_out_is_free(out, args.force);
             RunWriter probe(out);  // a bad --out fails now, not after training
         }
@@ -341,7 +346,8 @@ int cmd_train(const TrainArgs& args) {
     std::int64_t parameters = 0;
     for (const auto& p : model->parameters()) parameters += p.numel();
     Progress progress(step, t.steps, args.quiet || !ranks.is_main());
-    progress.line(fmt::format("{} {}: {}", resuming ? "resuming" : "training", info.name, describe(config, parameters)));
+    progress.line(fmt::format("{} {}: {}", resuming ? "resuming" : "training", info.name,
+                              describe(config, parameters)));
     progress.line(
         fmt::format("{} lr {:g}, batch {}, {} steps from step {}; target {:.0f}% held-out {} accuracy on {} "
                     "examples",
@@ -478,12 +484,14 @@ int cmd_train(const TrainArgs& args) {
                 model->train();
                 evaluated = true;
                 heldout = fmt::format("{:.6f},{:.6f}", last.token_accuracy, last.sequence_accuracy);
-                const double metric = info.metric == Metric::Sequence ? last.sequence_accuracy : last.token_accuracy;
+                const double metric =
+                    info.metric == Metric::Sequence ? last.sequence_accuracy : last.token_accuracy;
                 reached = metric >= target_accuracy(info.name);
-                progress.line(fmt::format("step {:>5}  loss {:.4f}  train acc {:.3f}  held-out token {:.3f} sequence "
-                                          "{:.3f}  ({:.1f} s)",
-                                          step, shown_loss, shown_accuracy, last.token_accuracy,
-                                          last.sequence_accuracy, prior_seconds + progress.elapsed()));
+                progress.line(
+                    fmt::format("step {:>5}  loss {:.4f}  train acc {:.3f}  held-out token {:.3f} sequence "
+                                "{:.3f}  ({:.1f} s)",
+                                step, shown_loss, shown_accuracy, last.token_accuracy, last.sequence_accuracy,
+                                prior_seconds + progress.elapsed()));
             }
             metrics += fmt::format("{},{:.6f},{:.6f},{},{:.6g},{:.3f}\n", step, shown_loss, shown_accuracy,
                                    heldout, lr, prior_seconds + progress.elapsed());
@@ -523,9 +531,10 @@ int cmd_train(const TrainArgs& args) {
         "{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
         info.name, 100 * last.sequence_accuracy, 100 * last.token_accuracy, step, seconds,
         reached ? fmt::format(" (target {:.0f}% reached)", 100 * target_accuracy(info.name)) : "");
-    fmt::print("wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}); next: attograd "
-               "inspect --run {}\n",
-               out.string(), snapshotter ? ", " + std::string(snapshot_file) : "", out.string());
+    fmt::print(
+        "wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}); next: attograd "
+        "inspect --run {}\n",
+        out.string(), snapshotter ? ", " + std::string(snapshot_file) : "", out.string());
     return 0;
 }
 
