@@ -297,3 +297,26 @@ TEST_CASE("two train processes with the same new --out: one trains, the other ex
     CHECK(second_end.code == 2);
     CHECK(steps_done(tmp / "run") == 400);
 }
+
+TEST_CASE("train --resume of a --data run refuses a TSV file that changed since the run started") {
+    TempDir tmp;
+    std::string pairs;
+    for (int i = 0; i < 40; ++i) pairs += fmt::format("a{} b c\tc b a{}\n", i, i);
+    write_text(tmp / "pairs.tsv", pairs);
+    train(tmp / "run", {"--data", tmp / "pairs.tsv", "--steps", "2", "--seed", "3"});
+    const json task = read_config(tmp / "run")["task"];
+    CHECK(task["data_bytes"] == pairs.size());
+    CHECK(task["data_fnv1a64"] == fmt::format("{:016x}", attograd::fnv1a64(pairs)));
+    const RunBytes before = run_bytes(tmp / "run");
+    const auto resume = [&] { return run({"train", "--resume", tmp / "run", "--steps", "4", "--quiet"}); };
+    write_text(tmp / "pairs.tsv", pairs.substr(0, pairs.size() / 2));  // truncated
+    check_refused(resume(), {"pairs.tsv", "not the training data of this run", "restore"});
+    std::string changed = pairs;
+    changed[pairs.find('b')] = 'q';  // one byte, same size
+    write_text(tmp / "pairs.tsv", changed);
+    check_refused(resume(), {"pairs.tsv", "not the training data of this run"});
+    CHECK(run_bytes(tmp / "run") == before);
+    write_text(tmp / "pairs.tsv", pairs);  // the original again
+    require_ok(resume());
+    CHECK(steps_done(tmp / "run") == 4);
+}

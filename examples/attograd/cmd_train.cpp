@@ -245,12 +245,14 @@ int cmd_train(const TrainArgs& args) {
                      (out / file).string());
         }
     } else {
+        std::optional<TrainingData> training_data;
         if (!args.data.empty()) {
             if (args.was_given("task") && args.task != "data") {
                 throw UsageError(fmt::format(
                     "--task {} and --data do not combine: --data trains on your file", args.task));
             }
-            task = data::make_data_task(data::TsvDataset::read(args.data, args.chars));
+            training_data = read_training_data(args.data, args.chars);
+            task = data::make_data_task(std::move(training_data->dataset));
         } else {
             if (args.chars) throw UsageError("--chars applies to --data files only");
             if (args.task.empty())
@@ -262,6 +264,8 @@ int cmd_train(const TrainArgs& args) {
         if (!args.data.empty()) {
             config.task.data = fs::absolute(args.data).string();
             config.task.chars = args.chars;
+            config.task.data_bytes = training_data->bytes;  // what --resume checks the file against
+            config.task.data_fnv1a64 = training_data->fnv1a64;
         }
         if (args.was_given("local") && !args.was_given("window")) {
             throw UsageError("--local needs --window D (the half-width of the local window)");

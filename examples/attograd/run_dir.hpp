@@ -15,6 +15,7 @@
 
 #include "config.hpp"
 #include "core/error.hpp"
+#include "data/tsv.hpp"
 #include "models.hpp"
 
 #include <nlohmann/json.hpp>
@@ -62,8 +63,21 @@ struct LoadedRun {
     std::shared_ptr<Model> model;
 };
 
+/// A --data TSV file read once: its examples, and the size and checksum config.json records
+/// of it (task.data_bytes, task.data_fnv1a64).
+struct TrainingData {
+    data::TsvDataset dataset;
+    std::uint64_t bytes = 0;
+    std::string fnv1a64;
+};
+
+/// Reads and parses the TSV file `path` (at most 256 MiB). Throws as data::TsvDataset::read.
+TrainingData read_training_data(const std::filesystem::path& path, bool chars);
+
 /// The task `config` names: a bundled task, or user data: for training the TSV file named in
-/// the config, otherwise the held-out examples saved in `dir`/heldout.tsv.
+/// the config, otherwise the held-out examples saved in `dir`/heldout.tsv. For training, throws
+/// IoError naming the TSV file when it is not the data the run started on (its size or checksum
+/// differs from config.json's), which a resumed run would silently train and evaluate on.
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir,
                                    bool for_training);
 
