@@ -64,8 +64,25 @@ void check_out_is_free(const fs::path& out, bool force) {
         throw UsageError(
             fmt::format("--out {}: holds a run already; pass --force to replace it, --resume {} to "
                         "continue it, or choose another --out",
-                        out.string(), out.string()));
+                        out.string(), shell_quote(out.string())));
     }
+}
+
+/// Refuses a run directory that is the current directory or holds it: each save swaps a new
+/// directory in place of DIR, which would leave the calling shell in a deleted directory.
+void check_not_cwd(const fs::path& dir, const char* option) {
+    std::error_code ec;
+    const fs::path cwd = fs::current_path(ec), full = fs::weakly_canonical(fs::absolute(dir), ec);
+    if (ec || cwd.empty()) return;
+    auto c = cwd.begin();
+    for (auto d = full.begin(); d != full.end(); ++d, ++c) {
+        if (d->empty()) continue;  // a trailing "/"
+        if (c == cwd.end() || *c != *d) return;
+    }
+    throw UsageError(fmt::format(
+        "{} {}: is the current directory or holds it; each save replaces the run directory, which "
+        "would leave your shell in a deleted directory: run attograd from outside it",
+        option, dir.string()));
 }
 
 /// Held-out examples whose attention `train` snapshots, and the most snapshots a run keeps
@@ -228,6 +245,7 @@ int cmd_train(const TrainArgs& args) {
                     name));
             }
         }
+        check_not_cwd(args.resume, "--resume");
         if (ranks.is_main()) lock.emplace(args.resume);  // before reading: no save slips in between
         LoadedRun run = load_run(args.resume, true);
         config = run.config;
@@ -282,6 +300,7 @@ int cmd_train(const TrainArgs& args) {
         validate(config, task->info());
         out = args.out.empty() ? fs::path("runs") / config.task.name : fs::path(args.out);
         if (ranks.is_main()) {
+            check_not_cwd(out, "--out");
             lock.emplace(out);  // a second `train --out` of the same DIR exits here
             check_out_is_free(out, args.force);
             RunWriter probe(out);  // a bad --out fails now, not after training
@@ -512,7 +531,7 @@ int cmd_train(const TrainArgs& args) {
                 fmt::print(stderr,
                            "attograd: {} at step {} of {}: saved the run; continue it with `attograd train "
                            "--resume {}`\n",
-                           signal_name(signal), step, t.steps, out.string());
+                           signal_name(signal), step, t.steps, shell_quote(out.string()));
             return 128 + signal;
         }
         if ((args.checkpoint_every > 0 && step % args.checkpoint_every == 0) || eval_due) save_run();
@@ -538,7 +557,7 @@ int cmd_train(const TrainArgs& args) {
     fmt::print(
         "wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}); next: attograd "
         "inspect --run {}\n",
-        out.string(), snapshotter ? ", " + std::string(snapshot_file) : "", out.string());
+        out.string(), snapshotter ? ", " + std::string(snapshot_file) : "", shell_quote(out.string()));
     return 0;
 }
 

@@ -130,7 +130,14 @@ bool DirectoryPin::moved() const {
 namespace {
 
 LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
-    AG_CHECK(std::filesystem::is_directory(dir), IoError, "{}: no such run directory", dir.string());
+    std::error_code ec;
+    const auto status = std::filesystem::status(dir, ec);
+    AG_CHECK(std::filesystem::exists(status), IoError, "{}: no such run directory", dir.string());
+    AG_CHECK(std::filesystem::is_directory(status), IoError, "{}: is {}, not a run directory", dir.string(),
+             std::filesystem::is_fifo(status)           ? "a FIFO"
+             : std::filesystem::is_regular_file(status) ? "a regular file"
+             : std::filesystem::is_socket(status)       ? "a socket"
+                                                        : "a device");
     const auto config_path = dir / "config.json";
     AG_CHECK(std::filesystem::exists(config_path), IoError,
              "{}: not a run directory (no config.json; `attograd train --out DIR` writes one)", dir.string());
