@@ -28,6 +28,17 @@ std::vector<std::vector<std::int64_t>> encode_all(const std::vector<Example>& ex
     return out;
 }
 
+/// Throws ValueError naming the sequence index and position of the first negative id.
+void check_ids(const std::vector<std::vector<std::int64_t>>& sequences, const char* function,
+               const char* what) {
+    for (std::size_t i = 0; i < sequences.size(); ++i) {
+        const auto& s = sequences[i];
+        const auto bad = std::find_if(s.begin(), s.end(), [](std::int64_t id) { return id < 0; });
+        AG_CHECK(bad == s.end(), ValueError, "{}: {} {} has id {} at position {}; ids must be >= 0", function,
+                 what, i, *bad, bad - s.begin());
+    }
+}
+
 }  // namespace
 
 PaddedSequences pad_sequences(const std::vector<std::vector<std::int64_t>>& sequences,
@@ -35,6 +46,9 @@ PaddedSequences pad_sequences(const std::vector<std::vector<std::int64_t>>& sequ
     AG_CHECK(!sequences.empty(), ValueError, "pad_sequences: no sequences");
     AG_CHECK(options.length >= -1, ValueError,
              "pad_sequences: length must be >= 0 (or -1: the longest), got {}", options.length);
+    AG_CHECK(options.padding_value >= 0, ValueError,
+             "pad_sequences: padding_value must be an id >= 0, got {}", options.padding_value);
+    check_ids(sequences, "pad_sequences", "sequence");
     const auto b = static_cast<std::int64_t>(sequences.size());
     std::int64_t t = options.length;
     if (t < 0) {
@@ -66,13 +80,22 @@ Batcher::Batcher(std::vector<std::vector<std::int64_t>> sources,
              "Batcher: bucket_batches must be >= 0 (0 = off), got {}", options_.bucket_batches);
     AG_CHECK(targets_.empty() || targets_.size() == sources_.size(), ValueError,
              "Batcher: {} targets for {} sources", targets_.size(), sources_.size());
+    AG_CHECK(options_.pad_id >= 0, ValueError, "Batcher: pad_id must be an id >= 0, got {}", options_.pad_id);
+    check_ids(sources_, "Batcher", "source");
+    check_ids(targets_, "Batcher", "target");
     AG_CHECK(!options_.drop_last || size() >= options_.batch_size, ValueError,
              "Batcher: drop_last with {} examples and batch_size {} leaves no batch", size(),
              options_.batch_size);
 }
 
 Batcher::Batcher(const std::vector<Example>& examples, const Vocabulary& vocab, BatcherOptions options)
-    : Batcher(encode_all(examples, vocab, false), encode_all(examples, vocab, true), options) {}
+    : Batcher(encode_all(examples, vocab, false), encode_all(examples, vocab, true), options) {
+    // Any other pad id is a real token's id: padding would read as that token.
+    AG_CHECK(options_.pad_id == Vocabulary::pad_id, ValueError,
+             "Batcher: pad_id {} with a Vocabulary is the id of '{}'; it must be Vocabulary::pad_id ({})",
+             options_.pad_id, options_.pad_id < vocab.size() ? vocab.token(options_.pad_id) : "<none>",
+             Vocabulary::pad_id);
+}
 
 std::int64_t Batcher::num_batches() const {
     const std::int64_t bs = options_.batch_size;

@@ -28,8 +28,9 @@ struct PaddedSequences {
 /// PyTorch's `nn.utils.rnn.pad_sequence(sequences, batch_first=True, padding_value)` over id
 /// sequences, plus the padding mask and the lengths: B = sequences.size(), T = options.length
 /// or the longest length (T = 0 when every sequence is empty; a row of an empty sequence is all
-/// padding). Throws ValueError when there is no sequence, options.length < -1, or a sequence is
-/// longer than options.length (naming its index and length).
+/// padding). Throws ValueError when there is no sequence, options.length < -1,
+/// options.padding_value < 0, an id is negative (naming the sequence index and position), or a
+/// sequence is longer than options.length (naming its index and length).
 PaddedSequences pad_sequences(const std::vector<std::vector<std::int64_t>>& sequences,
                               const PadOptions& options = {});
 
@@ -43,10 +44,15 @@ struct BatcherOptions {
     /// shuffling, shuffle the order of the batches. Batches then hold similar lengths (less
     /// padding) while every example is still used exactly once per epoch.
     std::int64_t bucket_batches = 0;
-    std::int64_t pad_id = Vocabulary::pad_id;  ///< padding_value of every padded tensor
+    /// padding_value of every padded tensor (>= 0); with the Vocabulary constructor it must be
+    /// Vocabulary::pad_id, since any other id is a real token's.
+    std::int64_t pad_id = Vocabulary::pad_id;
 };
 
-/// One batch: the dataset indices of its rows and their padded sources and targets.
+/// One batch: the dataset indices of its rows and their padded sources and targets. Both hold
+/// exactly the ids given to the Batcher (or Vocabulary::encode of the examples' tokens): no
+/// <bos> and no <eos> is added. For a decoder, teacher_forcing(batch.target) builds the input
+/// (<bos> y) and the labels (y <eos>).
 struct Batch {
     std::vector<std::int64_t> indices;  ///< dataset index of row b
     PaddedSequences source;             ///< [B, S] each, padded to the batch's longest source
@@ -60,13 +66,15 @@ struct Batch {
 class Batcher {
 public:
     /// A batcher over `sources` and `targets` (same count; pass no targets for source-only
-    /// data). Throws ValueError for an empty dataset, batch_size < 1, bucket_batches < 0, a
+    /// data). Throws ValueError for an empty dataset, batch_size < 1, bucket_batches < 0,
+    /// pad_id < 0, a negative id (naming the source or target index and the position), a
     /// target count different from the source count, or drop_last with fewer examples than
     /// batch_size (an epoch without batches).
     Batcher(std::vector<std::vector<std::int64_t>> sources, std::vector<std::vector<std::int64_t>> targets,
             BatcherOptions options);
     /// A batcher over `examples` encoded with `vocab` (unknown tokens become <unk>; a reserved
-    /// token throws ValueError as Vocabulary::encode does). Throws as the constructor above.
+    /// token throws ValueError as Vocabulary::encode does). Throws as the constructor above, and
+    /// ValueError when options.pad_id is not Vocabulary::pad_id.
     Batcher(const std::vector<Example>& examples, const Vocabulary& vocab, BatcherOptions options);
 
     /// Number of examples.

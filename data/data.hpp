@@ -4,6 +4,7 @@
 #include "data/batcher.hpp"
 #include "data/dates.hpp"
 #include "data/task.hpp"
+#include "data/teacher_forcing.hpp"
 #include "data/text.hpp"
 #include "data/toy_tasks.hpp"
 #include "data/tsv.hpp"

@@ -17,7 +17,8 @@ std::string source_key(const std::vector<std::string>& source) { return join(sou
 
 std::vector<std::string> Task::tokenize(const std::string& text) const {
     AG_CHECK(is_valid_utf8(text), ValueError, "the input is not valid UTF-8");
-    return info_.char_level ? split_chars(text) : split_whitespace(text);
+    const std::string_view body = strip_bom(text);  // text pasted from a file may start with one
+    return info_.char_level ? split_chars(body) : split_whitespace(body);
 }
 
 std::string Task::detokenize(const std::vector<std::string>& tokens) const {

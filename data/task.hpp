@@ -55,8 +55,9 @@ public:
     /// The held-out examples (the same on every run, whatever the training seed).
     const std::vector<Example>& held_out() const { return held_out_; }
 
-    /// Splits text into the task's tokens (UTF-8 characters, or whitespace-separated words).
-    /// Throws ValueError when `text` is not valid UTF-8.
+    /// Splits text into the task's tokens (UTF-8 characters, or whitespace-separated words); a
+    /// leading UTF-8 byte order mark is dropped (strip_bom). Throws ValueError when `text` is
+    /// not valid UTF-8.
     std::vector<std::string> tokenize(const std::string& text) const;
     /// Joins tokens back into text.
     std::string detokenize(const std::vector<std::string>& tokens) const;

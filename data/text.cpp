@@ -53,6 +53,12 @@ std::string_view trim(std::string_view text) {
     return text;
 }
 
+std::string_view strip_bom(std::string_view text) {
+    constexpr std::string_view bom = "\xEF\xBB\xBF";
+    if (text.substr(0, bom.size()) == bom) text.remove_prefix(bom.size());
+    return text;
+}
+
 std::string printable(const std::string& token) {
     if (token == " ") return "\u2423";
     if (token == "\t") return "\u21e5";

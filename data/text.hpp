@@ -15,6 +15,10 @@ std::vector<std::string> split_chars(std::string_view text);
 std::string join(const std::vector<std::string>& tokens, std::string_view separator);
 /// `text` without leading and trailing whitespace (spaces, tabs, \r, \n).
 std::string_view trim(std::string_view text);
+/// `text` without a leading UTF-8 byte order mark (EF BB BF, U+FEFF), which editors on Windows
+/// write at the start of a file; anywhere else a U+FEFF is kept. Every reader of user text
+/// (TsvDataset::parse, Task::tokenize) strips it, else it would stay glued to the first token.
+std::string_view strip_bom(std::string_view text);
 /// True when `text` is well-formed UTF-8 (no stray continuation bytes, truncated or overlong
 /// sequences, surrogates or code points above U+10FFFF): run configs and exports are JSON.
 bool is_valid_utf8(std::string_view text);

@@ -59,6 +59,7 @@ private:
 TsvDataset TsvDataset::parse(std::string_view text, bool chars, const std::string& name) {
     std::vector<Example> examples;
     std::int64_t number = 0;
+    text = strip_bom(text);  // a BOM would otherwise be part of the first source's first token
     while (!text.empty()) {
         ++number;
         const auto newline = text.find('\n');
@@ -85,6 +86,9 @@ TsvDataset TsvDataset::parse(std::string_view text, bool chars, const std::strin
                          "special "
                          "tokens and are not read from files); rename it",
                          name, number, side == &example.source ? "source" : "target", token);
+                const std::string problem = Vocabulary::token_problem(token);
+                AG_CHECK(problem.empty(), ValueError, "{}:{}: the {} token '{}' {}", name, number,
+                         side == &example.source ? "source" : "target", Vocabulary::escaped(token), problem);
             }
         }
         examples.push_back(std::move(example));

@@ -14,7 +14,8 @@
 namespace attograd::data {
 
 /// A user's examples from TSV text: one `source<TAB>target` pair per line. Blank lines are
-/// skipped and a trailing `\r` is dropped. Tokens are whitespace-separated words, or UTF-8
+/// skipped, a trailing `\r` is dropped and a UTF-8 byte order mark at the start of the text
+/// is ignored (strip_bom). Tokens are whitespace-separated words, or UTF-8
 /// characters when `chars` (a space is then a token too).
 ///
 /// Reserved tokens: a word-level line holding the literal text of a special token (`<pad>`,
@@ -27,8 +28,8 @@ class TsvDataset {
 public:
     /// Parses TSV `text`; `name` (usually the path) starts every message. Throws ValueError
     /// `NAME:LINE: ...` for a line that is not valid UTF-8, has no tab or more than one, has an
-    /// empty side or holds a reserved token (word level), and `NAME: no examples` when no line
-    /// is left.
+    /// empty side, holds a reserved token (word level) or a token that breaks Vocabulary's token
+    /// rule (a control character such as NUL), and `NAME: no examples` when no line is left.
     static TsvDataset parse(std::string_view text, bool chars, const std::string& name);
     /// Reads and parses the file at `path` (see parse). Throws IoError naming the path when it
     /// cannot be read, is not a regular file (a directory, FIFO or device) or holds more than

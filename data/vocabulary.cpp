@@ -2,6 +2,9 @@
 #include "data/vocabulary.hpp"
 
 #include "core/error.hpp"
+#include "data/text.hpp"
+
+#include <fmt/format.h>
 
 namespace attograd::data {
 
@@ -9,14 +12,42 @@ bool Vocabulary::is_reserved(std::string_view token) {
     return token == pad || token == bos || token == eos || token == unk;
 }
 
+std::string Vocabulary::token_problem(std::string_view token) {
+    if (token.empty()) return "is empty";
+    const bool one_char = split_chars(token).size() == 1;
+    for (const char c : token) {
+        const auto u = static_cast<unsigned char>(c);
+        if (one_char && (c == ' ' || c == '\t')) continue;  // character-level whitespace
+        if (u < 0x20 || u == 0x7F) return fmt::format("holds the control character \\x{:02X}", u);
+        if (c == ' ') return "holds a space (a word-level token never does)";
+    }
+    return {};
+}
+
+std::string Vocabulary::escaped(std::string_view token) {
+    std::string out;
+    for (const char c : token) {
+        const auto u = static_cast<unsigned char>(c);
+        out += u < 0x20 || u == 0x7F ? fmt::format("\\x{:02X}", u) : std::string(1, c);
+    }
+    return out;
+}
+
 Vocabulary::Vocabulary() {
     for (const char* special : {pad, bos, eos, unk}) add(special);
 }
 
 Vocabulary::Vocabulary(const std::vector<std::string>& tokens) : Vocabulary() {
-    for (const auto& token : tokens) {
-        AG_CHECK(!is_reserved(token), ValueError,
-                 "Vocabulary: '{}' is a reserved token (<pad> <bos> <eos> <unk> have fixed ids 0-3)", token);
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        const auto& token = tokens[i];
+        AG_CHECK(
+            !is_reserved(token), ValueError,
+            "Vocabulary: token {} is '{}', a reserved token (<pad> <bos> <eos> <unk> have fixed ids 0-3)", i,
+            token);
+        const std::string problem = token_problem(token);
+        AG_CHECK(problem.empty(), ValueError, "Vocabulary: token {} '{}' {}", i, escaped(token), problem);
+        AG_CHECK(!contains(token), ValueError, "Vocabulary: token {} '{}' appears twice (first as token {})",
+                 i, token, id(token) - reserved_count);
         add(token);
     }
 }
@@ -31,7 +62,9 @@ Vocabulary Vocabulary::from_tokens(const std::vector<std::string>& tokens) {
                      token);
             continue;
         }
-        AG_CHECK(!vocab.contains(token), ValueError, "vocabulary: token '{}' appears twice", token);
+        const std::string problem = token_problem(token);
+        AG_CHECK(problem.empty(), ValueError, "vocabulary: entry {} '{}' {}", i, escaped(token), problem);
+        AG_CHECK(!vocab.contains(token), ValueError, "vocabulary: entry {} '{}' appears twice", i, token);
         vocab.add(token);
     }
     AG_CHECK(std::ssize(tokens) >= reserved_count, ValueError,
@@ -41,7 +74,7 @@ Vocabulary Vocabulary::from_tokens(const std::vector<std::string>& tokens) {
 }
 
 void Vocabulary::add(const std::string& token) {
-    if (ids_.count(token) != 0) return;
+    AG_ASSERT(ids_.count(token) == 0, "Vocabulary: '{}' added twice", token);
     ids_.emplace(token, size());
     tokens_.push_back(token);
 }

@@ -34,16 +34,25 @@ public:
     /// Whether `token` is the literal text of a special token ("<pad>", "<bos>", "<eos>",
     /// "<unk>").
     static bool is_reserved(std::string_view token);
+    /// Why `token` cannot be a vocabulary entry, or an empty string when it can. Token rule: a
+    /// token is not empty, holds no control character (U+0000-U+001F, U+007F: a NUL, a newline
+    /// ...) and, when longer than one character, no space; a token of exactly one space or one
+    /// tab is a character-level token and allowed. Such tokens cannot come from a word split
+    /// and would print or save ambiguously.
+    static std::string token_problem(std::string_view token);
+    /// `token` with control characters written as `\xNN`, for messages.
+    static std::string escaped(std::string_view token);
 
     /// Only the special tokens.
     Vocabulary();
-    /// The special tokens, then `tokens` in order (duplicates skipped). Throws ValueError when
-    /// a token is reserved (see the reserved-token rule).
+    /// The special tokens, then `tokens` in order. Throws ValueError naming the token and its
+    /// position when a token is reserved (the reserved-token rule), breaks the token rule
+    /// (token_problem) or appears twice.
     explicit Vocabulary(const std::vector<std::string>& tokens);
 
     /// A saved vocabulary: `tokens` must be the full list by id, as tokens() returns it: the
-    /// four special tokens first, then distinct tokens. Throws ValueError naming the entry
-    /// otherwise.
+    /// four special tokens first, then distinct tokens that keep the token rule. Throws
+    /// ValueError naming the entry otherwise.
     static Vocabulary from_tokens(const std::vector<std::string>& tokens);
 
     /// Number of ids, special tokens included.

@@ -1,10 +1,11 @@
 // Terminal heatmaps of attention maps: true colour, 256 colours or plain shade characters;
-// maps wider than the terminal are downsampled, with a line saying so.
+// keys of maps wider than the terminal are pooled, queries past a row limit, with a line saying so.
 #include "inspect/render_term.hpp"
 
 #include "core/error.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <vector>
 
 namespace attograd::inspect {
 
@@ -64,26 +66,34 @@ std::string cell(double w, std::int64_t width, TermColour colour) {
     return out;
 }
 
-/// `map` pooled by `factor`: keys summed, queries averaged, labels "first-last" index ranges.
-AttentionMap downsample(const AttentionMap& map, std::int64_t factor) {
-    const auto groups = [factor](std::int64_t n) { return (n + factor - 1) / factor; };
-    const auto range = [factor](std::int64_t g, std::int64_t n) {
-        const std::int64_t first = g * factor, last = std::min(n, first + factor) - 1;
-        return first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last);
+/// `map` pooled: `key_factor` adjacent keys summed, `query_factor` adjacent queries averaged;
+/// a pooled axis is labelled with "first-last" index ranges, an axis left alone keeps its labels.
+AttentionMap downsample(const AttentionMap& map, std::int64_t key_factor, std::int64_t query_factor) {
+    const auto groups = [](std::int64_t n, std::int64_t f) { return (n + f - 1) / f; };
+    const auto labels = [](const std::vector<std::string>& names, std::int64_t f) {
+        if (f == 1) return names;
+        std::vector<std::string> out;
+        const auto n = std::ssize(names);
+        for (std::int64_t first = 0; first < n; first += f) {
+            const std::int64_t last = std::min(n, first + f) - 1;
+            out.push_back(first == last ? fmt::format("{}", first) : fmt::format("{}-{}", first, last));
+        }
+        return out;
     };
     AttentionMap out;
     out.module = map.module;
     out.layer = map.layer;
     out.head = map.head;
     out.alignment_share = map.alignment_share;
-    const std::int64_t rows = groups(map.rows()), cols = groups(map.cols());
-    for (std::int64_t r = 0; r < rows; ++r) out.queries.push_back(range(r, map.rows()));
-    for (std::int64_t c = 0; c < cols; ++c) out.keys.push_back(range(c, map.cols()));
+    out.queries = labels(map.queries, query_factor);
+    out.keys = labels(map.keys, key_factor);
+    const std::int64_t rows = groups(map.rows(), query_factor), cols = groups(map.cols(), key_factor);
     out.weights.assign(static_cast<std::size_t>(rows * cols), 0.0);
     for (std::int64_t r = 0; r < map.rows(); ++r) {
-        const std::int64_t group_rows = std::min(map.rows(), (r / factor + 1) * factor) - r / factor * factor;
+        const std::int64_t g = r / query_factor;
+        const std::int64_t group_rows = std::min(map.rows(), (g + 1) * query_factor) - g * query_factor;
         for (std::int64_t c = 0; c < map.cols(); ++c)
-            out.weights[static_cast<std::size_t>(r / factor * cols + c / factor)] +=
+            out.weights[static_cast<std::size_t>(g * cols + c / key_factor)] +=
                 map.at(r, c) / static_cast<double>(group_rows);
     }
     return out;
@@ -163,15 +173,23 @@ std::string render_heatmap(const AttentionMap& map, const TermOptions& options) 
     check_map(map);
     AG_CHECK(options.width >= 20, ValueError, "render_heatmap: width must be >= 20 columns, got {}",
              options.width);
-    // Shrink labels to one column per cell before pooling; pool only when that is not enough.
-    Layout l = layout(map, max_col_label);
-    std::int64_t factor = 1;
-    if (l.total() > options.width) l = layout(map, 1);
-    const AttentionMap* shown = &map;
+    AG_CHECK(options.max_rows >= 1, ValueError, "render_heatmap: max_rows must be >= 1, got {}",
+             options.max_rows);
+    // Queries are pooled only past max_rows: the width constrains the keys alone.
+    const std::int64_t query_factor = (map.rows() + options.max_rows - 1) / options.max_rows;
     AttentionMap pooled;
+    const AttentionMap* shown = &map;
+    if (query_factor > 1) {
+        pooled = downsample(map, 1, query_factor);
+        shown = &pooled;
+    }
+    // Shrink labels to one column per cell before pooling keys; pool only when that is not enough.
+    Layout l = layout(*shown, max_col_label);
+    if (l.total() > options.width) l = layout(*shown, 1);
+    std::int64_t key_factor = 1;
     while (l.total() > options.width) {
-        ++factor;
-        pooled = downsample(map, factor);
+        ++key_factor;
+        pooled = downsample(map, key_factor, query_factor);
         l = layout(pooled, 1);
         // Index-range labels are wide: draw cells 1 column wide with a ruler instead.
         l.col_width = 1;
@@ -180,17 +198,23 @@ std::string render_heatmap(const AttentionMap& map, const TermOptions& options) 
     std::string title = map.title();
     if (map.alignment_share) title += fmt::format("  (alignment share {:.3f})", *map.alignment_share);
     std::string out = display_width(title) <= options.width ? title + '\n' : wrap(title, options.width);
-    if (factor > 1) {
-        out += wrap(
-            fmt::format(
-                "(downsampled {}x to fit {} columns: {} queries x {} keys shown as {} x {}; a cell sums "
-                "{} keys and averages {} queries)",
-                factor, options.width, map.rows(), map.cols(), shown->rows(), shown->cols(), factor, factor),
-            options.width);
+    if (key_factor > 1 || query_factor > 1) {
+        std::vector<std::string> merged;
+        if (key_factor > 1)
+            merged.push_back(
+                fmt::format("a cell sums {} adjacent keys to fit {} columns", key_factor, options.width));
+        if (query_factor > 1)
+            merged.push_back(fmt::format("a row averages {} adjacent queries (more than {} rows)",
+                                         query_factor, options.max_rows));
+        out += wrap(fmt::format("(downsampled: {} queries x {} keys shown as {} x {}; {})", map.rows(),
+                                map.cols(), shown->rows(), shown->cols(), fmt::join(merged, "; ")),
+                    options.width);
+    }
+    if (key_factor > 1) {
         // A ruler every 10 cells: the first key index of that cell.
         std::string ruler(static_cast<std::size_t>(l.row_width + 1), ' ');
         for (std::int64_t c = 0; c < shown->cols(); c += 10) {
-            const std::string mark = fmt::format(" {}", c * factor);
+            const std::string mark = fmt::format(" {}", c * key_factor);
             ruler += mark;
             const std::int64_t pad = std::min<std::int64_t>(10, shown->cols() - c) * 2 - std::ssize(mark);
             if (pad > 0) ruler += std::string(static_cast<std::size_t>(pad), ' ');

@@ -1,5 +1,5 @@
 // Terminal heatmaps of attention maps: true colour, 256 colours or plain shade characters;
-// maps wider than the terminal are downsampled, with a line saying so.
+// keys of maps wider than the terminal are pooled, queries past a row limit, with a line saying so.
 #pragma once
 
 #include "inspect/attention_map.hpp"
@@ -31,15 +31,18 @@ std::int64_t terminal_width(std::FILE* stream);
 /// How render_heatmap draws.
 struct TermOptions {
     TermColour colour = TermColour::Plain;
-    std::int64_t width = 80;  ///< columns available (>= 20); wider maps are downsampled to fit
+    std::int64_t width = 80;     ///< columns available (>= 20); wider maps have their keys pooled to fit
+    std::int64_t max_rows = 64;  ///< query rows drawn at most (>= 1); more are averaged in groups
 };
 
 /// The heatmap of `map`: a title line, column labels on top, one row per query with its label
-/// on the left, and a scale legend. When the map does not fit in `width` columns it is
-/// downsampled by an integer factor f: each cell shows the summed weight of f adjacent keys
-/// (the attention mass on them) averaged over f adjacent queries, so rows still sum to 1;
-/// axis labels become key and query index ranges, and a line states the factor. Never wraps.
-/// Ends with a newline. Throws as check_map, and ValueError when width < 20.
+/// on the left, and a scale legend. The width constrains the keys only: when the keys do not
+/// fit in `width` columns, each cell shows the summed weight of f adjacent keys (the attention
+/// mass on them, so rows still sum to 1) for the smallest integer f that fits, and key labels
+/// become a ruler of key indices. Every query keeps its own row unless there are more than
+/// `max_rows`; then g = ceil(rows / max_rows) adjacent queries are averaged into one row,
+/// labelled with their index range. A line states what was merged. Never wraps. Ends with a
+/// newline. Throws as check_map, and ValueError when width < 20 or max_rows < 1.
 std::string render_heatmap(const AttentionMap& map, const TermOptions& options = {});
 
 }  // namespace attograd::inspect

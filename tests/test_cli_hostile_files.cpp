@@ -53,6 +53,22 @@ TEST_CASE("config.json fields of the wrong type are refused naming the field") {
     check([](json& c) { c["files"]["../../etc/passwd"] = c["files"]["metrics.csv"]; }, "not a file name");
 }
 
+TEST_CASE("a config.json vocabulary with a duplicate, empty or NUL token is a config.json error") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    const std::string saved = read_text(fs::path(tmp / "run") / "config.json");
+    const auto check = [&](const std::function<void(json&)>& edit, const std::string& what) {
+        write_text(fs::path(tmp / "run") / "config.json", saved);
+        edit_config(tmp / "run", edit);
+        INFO(what);
+        check_refused(run({"eval", "--run", tmp / "run"}), {"config.json", "vocabulary: entry", what});
+        check_refused(run({"inspect", "--run", tmp / "run"}), {"config.json", what});
+    };
+    check([](json& c) { c["vocab"][5] = c["vocab"][4]; }, "appears twice");
+    check([](json& c) { c["vocab"][4] = ""; }, "is empty");
+    check([](json& c) { c["vocab"][4] = std::string("a\0b", 3); }, "control character");
+}
+
 TEST_CASE("deeply nested JSON in config.json or in a checkpoint header is refused, not a stack overflow") {
     TempDir tmp;
     small_run(tmp / "run");

@@ -39,10 +39,10 @@ std::vector<std::int64_t> flatten(const std::vector<std::vector<std::int64_t>>& 
 }  // namespace
 
 TEST_CASE("pad_sequences: batch first, padding value after each sequence, mask true at padding") {
-    const auto p = pad_sequences({{5, 6, 7}, {8}, {}}, {.padding_value = -1});
+    const auto p = pad_sequences({{5, 6, 7}, {8}, {}}, {.padding_value = 9});
     CHECK(p.ids.shape() == Shape{3, 3});
     CHECK(p.ids.dtype() == DType::Int64);
-    CHECK(p.ids.to_vector<std::int64_t>() == std::vector<std::int64_t>{5, 6, 7, 8, -1, -1, -1, -1, -1});
+    CHECK(p.ids.to_vector<std::int64_t>() == std::vector<std::int64_t>{5, 6, 7, 8, 9, 9, 9, 9, 9});
     CHECK(p.key_padding_mask.dtype() == DType::Bool);
     CHECK(p.key_padding_mask.shape() == Shape{3, 3});
     CHECK(bools(p.key_padding_mask) ==
@@ -176,4 +176,31 @@ TEST_CASE("batcher: empty dataset, batch size 0 and other bad arguments are refu
     const Batcher batcher(Ids{{1}, {2}}, Ids{}, {});
     CHECK_THROWS_WITH_AS(batcher.collate({}), doctest::Contains("Batcher::collate: no indices"), ValueError);
     CHECK_THROWS_WITH_AS(batcher.collate({0, 2}), doctest::Contains("index 2 outside [0, 2)"), IndexError);
+}
+
+TEST_CASE("negative ids and pad ids are refused, and with a vocabulary pad is its <pad>") {
+    CHECK_THROWS_WITH_AS(pad_sequences({{1}}, {.padding_value = -5}),
+                         doctest::Contains("pad_sequences: padding_value must be an id >= 0, got -5"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(pad_sequences({{1, 2}, {3, -4, 5}}),
+                         doctest::Contains("pad_sequences: sequence 1 has id -4 at position 1"), ValueError);
+    CHECK_THROWS_WITH_AS(Batcher(Ids{{1}}, Ids{}, {.pad_id = -5}),
+                         doctest::Contains("Batcher: pad_id must be an id >= 0, got -5"), ValueError);
+    CHECK_THROWS_WITH_AS(Batcher(Ids{{1}, {2, -3}}, Ids{}, {}),
+                         doctest::Contains("Batcher: source 1 has id -3 at position 1"), ValueError);
+    CHECK_THROWS_WITH_AS(Batcher(Ids{{1}, {2}}, Ids{{-1}, {2}}, {}),
+                         doctest::Contains("Batcher: target 0 has id -1 at position 0"), ValueError);
+    const Vocabulary vocab({"a", "b"});
+    const std::vector<Example> examples{{{"a"}, {"b"}}};
+    CHECK_THROWS_WITH_AS(Batcher(examples, vocab, {.pad_id = 4}),
+                         doctest::Contains("Batcher: pad_id 4 with a Vocabulary is the id of 'a'"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Batcher(examples, vocab, {.pad_id = 99}), doctest::Contains("Vocabulary::pad_id"),
+                         ValueError);
+    CHECK(Batcher(examples, vocab, {}).collate({0}).source.ids.to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>{vocab.id("a")});
+    // Raw ids may use any pad id >= 0 (the caller's own numbering).
+    CHECK(Batcher(Ids{{1}, {2, 3}}, Ids{}, {.batch_size = 2, .pad_id = 7})
+              .collate({0, 1})
+              .source.ids.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 7, 2, 3});
 }

@@ -223,3 +223,14 @@ TEST_CASE("training draws follow the generator: the same state repeats, later dr
     for (int i = 0; i < 10; ++i) differs = differs || !(task->train_example(generator) == first);
     CHECK(differs);
 }
+
+TEST_CASE("tokenize drops a leading UTF-8 byte order mark at character and word level") {
+    const std::string bom = "\xEF\xBB\xBF";
+    for (const std::string name : {"sort", "dates"}) {
+        const auto task = make_task(name);
+        CHECK(task->tokenize(bom + "cab") == task->tokenize("cab"));
+    }
+    CHECK(strip_bom(bom + bom + "x") == bom + "x");  // only one, and only at the start
+    CHECK(strip_bom("x" + bom) == "x" + bom);
+    CHECK(strip_bom("\xEF\xBB").size() == 2);  // a partial mark is not one
+}

@@ -130,3 +130,30 @@ TEST_CASE("saved data task: only the held-out examples, no training draws") {
     Generator generator(0);
     CHECK_THROWS_WITH_AS(task->train_example(generator), doctest::Contains("only its held-out"), ValueError);
 }
+
+TEST_CASE("tsv: a UTF-8 byte order mark at the start of the file is not part of the first token") {
+    const std::string bom = "\xEF\xBB\xBF";
+    for (const bool chars : {false, true}) {
+        const auto with = TsvDataset::parse(bom + "ab\tba\ncd\tdc\n", chars, "bom.tsv");
+        const auto without = TsvDataset::parse("ab\tba\ncd\tdc\n", chars, "bom.tsv");
+        REQUIRE(with.size() == 2);
+        CHECK(with[0].source == without[0].source);
+        CHECK(with.symbols() == without.symbols());
+    }
+    // Only a leading one is a BOM: inside a line U+FEFF stays an ordinary (word) character.
+    const auto inner = TsvDataset::parse("a" + bom + "\tb\n", false, "bom.tsv");
+    CHECK(inner[0].source == Tokens{"a" + bom});
+    // A file holding only a BOM has no examples.
+    CHECK_THROWS_WITH_AS(TsvDataset::parse(bom + "\n", false, "bom.tsv"), doctest::Contains("no examples"),
+                         ValueError);
+}
+
+TEST_CASE("tsv: a token holding a control character is refused with its line number") {
+    CHECK_THROWS_WITH_AS(TsvDataset::parse("a b\tb a\nc" + std::string(1, '\0') + "d\te\n", false, "f.tsv"),
+                         doctest::Contains("f.tsv:2: the source token 'c\\x00d' holds the control character"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(TsvDataset::parse("ab\tb\x01\n", true, "c.tsv"),
+                         doctest::Contains("c.tsv:1: the target token '\\x01'"), ValueError);
+    // A space is an ordinary token at character level.
+    CHECK(TsvDataset::parse("a b\tb a\n", true, "c.tsv")[0].source == Tokens{"a", " ", "b"});
+}

@@ -8,8 +8,8 @@
 using namespace attograd;
 using namespace attograd::data;
 
-TEST_CASE("vocabulary: special tokens first, then the given tokens in order without duplicates") {
-    const Vocabulary vocab({"b", "a", "b"});
+TEST_CASE("vocabulary: special tokens first, then the given tokens in order") {
+    const Vocabulary vocab({"b", "a"});
     CHECK(vocab.size() == 6);
     CHECK(vocab.token(Vocabulary::pad_id) == "<pad>");
     CHECK(vocab.token(Vocabulary::bos_id) == "<bos>");
@@ -73,4 +73,28 @@ TEST_CASE("vocabulary: lookup_indices reads tokens the program made, special tok
     // decode then lookup_indices round-trips a prediction that holds <unk>.
     const std::vector<std::int64_t> ids{4, Vocabulary::unk_id, 4};
     CHECK(vocab.lookup_indices(vocab.decode(ids)) == ids);
+}
+
+TEST_CASE("vocabulary: duplicate, empty, control-character and spaced tokens are refused by position") {
+    CHECK_THROWS_WITH_AS(Vocabulary({"a", "b", "a"}),
+                         doctest::Contains("Vocabulary: token 2 'a' appears twice (first as token 0)"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({"a", ""}), doctest::Contains("Vocabulary: token 1 '' is empty"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({std::string("a\0b", 3)}),
+                         doctest::Contains("token 0 'a\\x00b' holds the control character \\x00"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({"x", "a\nb"}), doctest::Contains("token 1"), ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({"\x7f"}), doctest::Contains("control character \\x7F"), ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({"new york"}), doctest::Contains("token 0 'new york' holds a space"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({"a\tb"}), doctest::Contains("control character \\x09"), ValueError);
+    // One space or tab alone is a character-level token; multi-byte characters are fine.
+    CHECK(Vocabulary({" ", "\t", "\u00e9", "\U0001F600"}).size() == 8);
+    CHECK(Vocabulary::token_problem("word").empty());
+    // from_tokens keeps the same rule for a saved list, naming the entry by id.
+    CHECK_THROWS_WITH_AS(Vocabulary::from_tokens({"<pad>", "<bos>", "<eos>", "<unk>", "a", ""}),
+                         doctest::Contains("vocabulary: entry 5 '' is empty"), ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary::from_tokens({"<pad>", "<bos>", "<eos>", "<unk>", "a", "a"}),
+                         doctest::Contains("entry 5 'a' appears twice"), ValueError);
 }

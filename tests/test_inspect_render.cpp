@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <vector>
 
@@ -55,6 +56,12 @@ std::vector<std::string> lines_of(const std::string& text) {
     std::istringstream in(text);
     for (std::string line; std::getline(in, line);) lines.push_back(line);
     return lines;
+}
+
+/// `text` with its line breaks as spaces: render_heatmap wraps its notes at the width.
+std::string one_line(std::string text) {
+    std::replace(text.begin(), text.end(), '\n', ' ');
+    return text;
 }
 
 std::int64_t code_points(const std::string& s) {
@@ -131,7 +138,7 @@ TEST_CASE("terminal heatmap: colour modes use the matching escape codes") {
     CHECK(ansi.find("\x1b[48;2;") == std::string::npos);
 }
 
-TEST_CASE("terminal heatmap: a map wider than the terminal is downsampled to fit, never wrapped") {
+TEST_CASE("terminal heatmap: a map wider than the terminal has its keys pooled to fit, never wrapped") {
     const AttentionMap map = anti_diagonal(200);
     for (const std::int64_t width : {40, 80, 132}) {
         CAPTURE(width);
@@ -142,26 +149,70 @@ TEST_CASE("terminal heatmap: a map wider than the terminal is downsampled to fit
         // The anti-diagonal survives pooling: the first row's full cell is its last column.
         const auto first_row = std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
             const auto start = l.find_first_not_of(' ');
-            return start != std::string::npos && l.compare(start, 2, "0-") == 0;
+            return start != std::string::npos && l.compare(start, 4, "0-3 ") == 0;
         });
         REQUIRE(first_row != lines.end());
         CHECK(first_row->back() != ' ');  // row 0 attends to the last key: its last cell is shaded
-        CHECK(lines.size() < 60);         // rows are pooled too
+        // 200 queries are more than the default 64 rows: groups of 4, stated in the note.
+        CHECK(one_line(text).find("averages 4 adjacent queries (more than 64 rows)") != std::string::npos);
+        const std::regex row_label(R"(^ *\d+-\d+ .*)");  // a pooled query row: "first-last"
+        CHECK(std::count_if(lines.begin(), lines.end(),
+                            [&](const std::string& l) { return std::regex_match(l, row_label); }) == 50);
     }
-    // Pooled cells keep the attention mass: keys summed, queries averaged. Row r attends to key
-    // r + 1, so each 2 x 2 block holds half a row's mass (0.5: the second-darkest shade).
+    // Pooled cells keep the attention mass: keys summed. Row r attends to key r + 1, so each
+    // row has one full cell (its 2 keys hold the whole mass) and nothing else.
     AttentionMap shifted = anti_diagonal(40);
     std::fill(shifted.weights.begin(), shifted.weights.end(), 0.0);
     for (std::int64_t r = 0; r < 40; ++r)
         shifted.weights[static_cast<std::size_t>(r * 40 + (r + 1) % 40)] = 1.0;
     const std::string text = render_heatmap(shifted, {.width = 50});
-    CHECK(text.find("downsampled 2x") != std::string::npos);
-    CHECK(text.find("\u2593") != std::string::npos);
-    CHECK(text.find("\u2588", text.find("\n0-1")) == std::string::npos);
+    CHECK(one_line(text).find("a cell sums 2 adjacent keys to fit 50 columns") != std::string::npos);
+    CHECK(text.find("averages") == std::string::npos);  // 40 rows: every query kept
+    std::int64_t rows = 0;
+    for (const auto& line : lines_of(text)) {
+        if (line.find("scale") != std::string::npos || line.find("\u2588") == std::string::npos) continue;
+        ++rows;
+        CHECK(line.find("\u2588") == line.rfind("\u2588"));  // exactly one full cell
+        CHECK(line.find("\u2593") == std::string::npos);
+    }
+    CHECK(rows == 40);
     // A map that fits is drawn as is.
     CHECK(render_heatmap(anti_diagonal(8), {.width = 80}).find("downsampled") == std::string::npos);
     CHECK_THROWS_WITH_AS(render_heatmap(sample_map(), {.width = 10}),
                          doctest::Contains("width must be >= 20"), ValueError);
+    CHECK_THROWS_WITH_AS(render_heatmap(sample_map(), {.max_rows = 0}),
+                         doctest::Contains("max_rows must be >= 1"), ValueError);
+}
+
+TEST_CASE("terminal heatmap: a few queries over many keys keep every query row") {
+    // The issue's case: 3 queries x 200 keys at width 40 once became a single averaged row.
+    AttentionMap wide;
+    wide.module = "cross_attn";
+    wide.queries = {"x", "y", "z"};
+    for (int k = 0; k < 200; ++k) wide.keys.push_back(std::to_string(k));
+    wide.weights.assign(3 * 200, 0.0);
+    for (std::size_t r = 0; r < 3; ++r) wide.weights[r * 200 + r * 90] = 1.0;  // keys 0, 90, 180
+    const std::string text = render_heatmap(wide, {.width = 40});
+    const auto lines = lines_of(text);
+    for (const auto& line : lines) CHECK(code_points(line) <= 40);
+    CHECK(one_line(text).find("3 queries x 200 keys shown as 3 x") != std::string::npos);
+    CHECK(text.find("averages") == std::string::npos);
+    std::vector<std::size_t> full;  // the column of each query row's full cell
+    for (const char* q : {"x", "y", "z"}) {
+        const auto row = std::find_if(lines.begin(), lines.end(), [&](const std::string& l) {
+            const auto start = l.find_first_not_of(' ');
+            return start != std::string::npos && l.compare(start, 2, std::string(q) + " ") == 0;
+        });
+        REQUIRE_MESSAGE(row != lines.end(), q);
+        full.push_back(row->find("\u2588"));
+        CHECK(full.back() != std::string::npos);
+    }
+    CHECK(full[0] < full[1]);  // key 0, then 90, then 180: the pooled cells keep their order
+    CHECK(full[1] < full[2]);
+    // A lower row limit merges queries, and says so.
+    const std::string merged = render_heatmap(wide, {.width = 40, .max_rows = 2});
+    CHECK(one_line(merged).find("a row averages 2 adjacent queries (more than 2 rows)") != std::string::npos);
+    CHECK(one_line(merged).find("3 queries x 200 keys shown as 2 x") != std::string::npos);
 }
 
 TEST_CASE("colour scale: ends of viridis, clamped, NaN to 0") {

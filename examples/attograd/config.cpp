@@ -45,13 +45,17 @@ void check_choice(const std::string& value, const std::array<const char*, N>& ch
 
 /// The vocabulary saved in config.json: a JSON array of its tokens, index = id.
 Vocabulary vocabulary_from_json(const nlohmann::json& json) {
-    AG_CHECK(json.is_array(), ValueError, "vocabulary: expected a JSON array of tokens");
+    AG_CHECK(json.is_array(), ValueError, "config.json: vocab: expected a JSON array of tokens");
     std::vector<std::string> tokens;
     for (std::size_t i = 0; i < json.size(); ++i) {
-        AG_CHECK(json[i].is_string(), ValueError, "vocabulary: entry {} is not a string", i);
+        AG_CHECK(json[i].is_string(), ValueError, "config.json: vocab: entry {} is not a string", i);
         tokens.push_back(json[i].get<std::string>());
     }
-    return Vocabulary::from_tokens(tokens);
+    try {
+        return Vocabulary::from_tokens(tokens);
+    } catch (const ValueError& e) {  // a duplicate, empty or control-character token: say which file
+        throw ValueError(fmt::format("config.json: {}", e.what()));
+    }
 }
 
 }  // namespace
