@@ -4,6 +4,7 @@
 
 #include "commands.hpp"
 #include "core/input_file.hpp"
+#include "run_writer.hpp"
 #include "temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -184,6 +185,13 @@ inline std::set<std::string> entries(const fs::path& dir) {
     return names;
 }
 
+/// Writes `config` as `dir`/config.json with its own checksum recorded, as train would have:
+/// tests that plant bad settings the checksum would catch use it to reach the later checks.
+inline void write_config(const fs::path& dir, json config) {
+    config[attograd::cli::config_checksum_field] = attograd::cli::config_checksum(config);
+    write_text(dir / "config.json", config.dump(2));
+}
+
 /// Records `file`'s current size and checksum in its run's config.json, as train would have:
 /// tests that plant bad contents the checksums would catch use it to reach the later checks.
 inline void record_checksum(const fs::path& file) {
@@ -191,7 +199,7 @@ inline void record_checksum(const fs::path& file) {
     json config = json::parse(read_text(config_path));
     config["files"][file.filename().string()] = {{"bytes", fs::file_size(file)},
                                                  {"fnv1a64", attograd::file_checksum(file)}};
-    write_text(config_path, config.dump(2));
+    write_config(file.parent_path(), config);
 }
 
 /// How a child process ended: its exit code, or the signal that killed it.

@@ -24,7 +24,7 @@ template <class Edit>
 void edit_config(const std::string& dir, Edit edit) {
     json config = read_config(dir);
     edit(config);
-    write_text(fs::path(dir) / "config.json", config.dump(2));
+    write_config(dir, config);
 }
 
 }  // namespace
@@ -169,4 +169,52 @@ TEST_CASE("optimizer state no optimizer could have written is refused on --resum
     attograd::save_safetensors(path, good);
     record_checksum(path);
     require_ok(run({"train", "--resume", tmp / "run", "--steps", "3", "--quiet"}));
+}
+
+TEST_CASE("a changed byte in config.json or a deleted files entry is refused, naming config.json") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    const fs::path config = fs::path(tmp / "run") / "config.json";
+    const std::string saved = read_text(config);
+    const auto check = [&](const std::string& from, const std::string& to) {
+        INFO(from, " -> ", to);
+        const auto at = saved.find(from);
+        REQUIRE(at != std::string::npos);
+        std::string edited = saved;
+        edited.replace(at, from.size(), to);
+        write_text(config, edited);
+        for (const auto& command :
+             std::vector<std::vector<std::string>>{{"eval", "--run", tmp / "run"},
+                                                   {"inspect", "--run", tmp / "run", "--format", "term"},
+                                                   {"train", "--resume", tmp / "run", "--steps", "4"}})
+            check_refused(run(command), {"config.json", "checksum", "unchecked"});
+    };
+    check(R"("window": -1)", R"("window": 1)");  // local attention, silently
+    check(R"("score": ")", R"("score": "x)");
+    const json original = json::parse(saved);
+    const std::string token = original["vocab"][5].get<std::string>();
+    check(fmt::format("\"{}\",", token), fmt::format("\"{}{}\",", token, token));
+    check(R"("metrics.csv": {)", R"("metrics.csv_": {)");
+    // A files entry deleted: the checksum covers the set of files too.
+    json fewer = original;
+    fewer["files"].erase("optimizer.safetensors");
+    write_text(config, fewer.dump(2));
+    check_refused(run({"eval", "--run", tmp / "run"}), {"config.json", "checksum"});
+    // Without the field (a byte of its name changed) too.
+    json unsealed = original;
+    unsealed.erase(attograd::cli::config_checksum_field);
+    write_text(config, unsealed.dump(2));
+    check_refused(run({"eval", "--run", tmp / "run"}), {"config.json", "config_fnv1a64"});
+
+    // The documented way to edit it by hand: "config_fnv1a64": "unchecked"; the next save seals it.
+    json edited = original;
+    edited["train"]["seed"] = 99;
+    edited[attograd::cli::config_checksum_field] = attograd::cli::config_unchecked;
+    write_text(config, edited.dump(2));
+    require_ok(run({"eval", "--run", tmp / "run"}));
+    require_ok(run({"train", "--resume", tmp / "run", "--steps", "3", "--quiet"}));
+    const json resealed = read_config(tmp / "run");
+    CHECK(resealed["train"]["seed"] == 99);
+    CHECK(resealed[attograd::cli::config_checksum_field] == attograd::cli::config_checksum(resealed));
+    require_ok(run({"eval", "--run", tmp / "run"}));
 }

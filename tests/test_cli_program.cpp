@@ -418,7 +418,7 @@ TEST_CASE("eval refuses a run whose config.json has another format_version") {
     train(tmp / "run", {"--task", "reverse", "--steps", "1"});
     json config = read_config(tmp / "run");
     config["format_version"] = attograd::cli::run_format_version + 1;
-    write_text(tmp / "run/config.json", config.dump(2));
+    write_config(tmp / "run", config);
     check_refused(run({"eval", "--run", tmp / "run"}), {"config.json", "format version"});
 }
 
@@ -429,7 +429,7 @@ TEST_CASE("a run written before the models were rebuilt from the Transformer lay
     train(tmp / "run", {"--task", "reverse", "--steps", "1"});
     json config = read_config(tmp / "run");
     config["format_version"] = 2;
-    write_text(tmp / "run/config.json", config.dump(2));
+    write_config(tmp / "run", config);
     for (const char* command : {"eval", "inspect"}) {
         check_refused(run({command, "--run", tmp / "run"}),
                       {"config.json", "format version 2", "train the run again"});

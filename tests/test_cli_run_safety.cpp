@@ -2,13 +2,18 @@
 // run or the new one, Ctrl-C / SIGTERM save a resumable checkpoint, a resumed run equals an
 // uninterrupted one byte for byte, and --out never replaces a run without --force.
 #include "cli_helpers.hpp"
+#include "core/atomic_file.hpp"
 #include "run_dir.hpp"
+#include "run_lock.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <thread>
 
 namespace {
 
@@ -209,4 +214,97 @@ TEST_CASE("a run whose loss blows up is refused as diverged (exit 2, one line), 
         run({"train", "--task", "reverse", "--lr", "1e6", "--steps", "200", "--out", tmp / "run", "--quiet"}),
         {"diverged", "4x its first value", "--lr"});
     CHECK_FALSE(fs::exists(tmp / "run"));  // nothing from the diverged steps is kept
+}
+
+TEST_CASE("a reader loading a run while a writer swaps generations in never reports false corruption") {
+    TempDir tmp;
+    require_ok(run(train_args(tmp / "a", "2")));
+    require_ok(run(train_args(tmp / "b", "3")));  // one step more: every file of the run differs
+    const fs::path live = tmp / "live";
+    fs::copy(tmp / "a", live);
+    std::atomic<bool> stop{false};
+    std::atomic<int> swaps{0};
+    // The writer does what RunWriter::commit does: a complete new directory, one swap, the old
+    // one removed, as fast as it can.
+    std::thread writer([&] {
+        for (int i = 0; !stop; ++i) {
+            const fs::path staging = tmp / fmt::format(".live.staging-{}", i);
+            fs::copy(i % 2 == 0 ? tmp / "b" : tmp / "a", staging);
+            fs::remove_all(attograd::replace_directory(staging, live, "test"));
+            ++swaps;
+        }
+    });
+    int failures = 0;
+    std::string first_failure;
+    for (int i = 0; i < 300; ++i) {
+        try {
+            const auto loaded = attograd::cli::load_run(live);
+            CHECK((loaded.counters.steps_done == 2 || loaded.counters.steps_done == 3));
+        } catch (const attograd::Error& e) {
+            if (failures++ == 0) first_failure = e.what();
+        }
+    }
+    stop = true;
+    writer.join();
+    INFO("first failure: ", first_failure);
+    CHECK(swaps > 10);
+    CHECK(failures == 0);
+}
+
+TEST_CASE("train refuses a run directory another train is writing, naming its pid") {
+    TempDir tmp;
+    require_ok(run(train_args(tmp / "run", "2")));
+    const RunBytes before = run_bytes(tmp / "run");
+    {
+        const attograd::cli::RunLock other(tmp / "run");  // as a train in another process holds it
+        const std::string pid = fmt::format("(pid {})", ::getpid());
+        check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}),
+                      {"run is being trained by another process", pid});
+        auto fresh = train_args(tmp / "run", "3");
+        fresh.push_back("--force");
+        check_refused(run(fresh), {"run is being trained by another process", pid});
+        CHECK(run_bytes(tmp / "run") == before);
+        // Readers need no lock.
+        require_ok(run({"eval", "--run", tmp / "run"}));
+    }
+    require_ok(run({"train", "--resume", tmp / "run", "--steps", "3", "--quiet"}));
+    CHECK(steps_done(tmp / "run") == 3);
+    CHECK_FALSE(entries(tmp.path()).contains(".run.lock"));  // removed by its holder
+}
+
+TEST_CASE("two train processes with the same new --out: one trains, the other exits 2") {
+    TempDir tmp;
+    std::vector<std::string> args = train_args(tmp / "run", "400");
+    args.push_back("--no-early-stop");
+    ChildEnd first_end, second_end;
+    std::thread first([&] { first_end = run_child(args, {}); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the first holds the lock by now
+    second_end = run_child(args, {});
+    first.join();
+    CHECK(first_end.code == 0);
+    CHECK(second_end.code == 2);
+    CHECK(steps_done(tmp / "run") == 400);
+}
+
+TEST_CASE("train --resume of a --data run refuses a TSV file that changed since the run started") {
+    TempDir tmp;
+    std::string pairs;
+    for (int i = 0; i < 40; ++i) pairs += fmt::format("a{} b c\tc b a{}\n", i, i);
+    write_text(tmp / "pairs.tsv", pairs);
+    train(tmp / "run", {"--data", tmp / "pairs.tsv", "--steps", "2", "--seed", "3"});
+    const json task = read_config(tmp / "run")["task"];
+    CHECK(task["data_bytes"] == pairs.size());
+    CHECK(task["data_fnv1a64"] == fmt::format("{:016x}", attograd::fnv1a64(pairs)));
+    const RunBytes before = run_bytes(tmp / "run");
+    const auto resume = [&] { return run({"train", "--resume", tmp / "run", "--steps", "4", "--quiet"}); };
+    write_text(tmp / "pairs.tsv", pairs.substr(0, pairs.size() / 2));  // truncated
+    check_refused(resume(), {"pairs.tsv", "not the training data of this run", "restore"});
+    std::string changed = pairs;
+    changed[pairs.find('b')] = 'q';  // one byte, same size
+    write_text(tmp / "pairs.tsv", changed);
+    check_refused(resume(), {"pairs.tsv", "not the training data of this run"});
+    CHECK(run_bytes(tmp / "run") == before);
+    write_text(tmp / "pairs.tsv", pairs);  // the original again
+    require_ok(resume());
+    CHECK(steps_done(tmp / "run") == 4);
 }

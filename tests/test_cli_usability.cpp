@@ -13,6 +13,8 @@
 
 #include <regex>
 
+#include <sys/stat.h>
+
 namespace {
 
 using namespace cli_test;
@@ -22,7 +24,7 @@ template <class Edit>
 void edit_config(const fs::path& dir, Edit edit) {
     json config = read_config(dir);
     edit(config);
-    write_text(dir / "config.json", config.dump(2));
+    write_config(dir, config);
 }
 
 }  // namespace
@@ -332,4 +334,49 @@ TEST_CASE("SGD momentum buffers and Adam moments no run could have written are r
     write_text(tmp / "adam/optimizer.safetensors", adam);
     write_text(tmp / "adam/config.json", adam_config);
     require_ok(run({"train", "--resume", tmp / "adam", "--steps", "3", "--quiet"}));
+}
+
+// --- paths ------------------------------------------------------------------------------------
+
+TEST_CASE("paths in suggested commands are shell-quoted when they need it") {
+    CHECK(attograd::cli::shell_quote("runs/copy-1.2") == "runs/copy-1.2");
+    CHECK(attograd::cli::shell_quote("my run") == "'my run'");
+    CHECK(attograd::cli::shell_quote("it's") == "'it'\\''s'");
+    CHECK(attograd::cli::shell_quote("") == "''");
+    TempDir tmp;
+    const std::string dir = tmp / "my run";
+    const Outcome o = run({"train", "--task", "reverse", "--steps", "1", "--out", dir});
+    require_ok(o);
+    CHECK_MESSAGE(o.out.find("inspect --run '" + dir + "'") != std::string::npos, o.out);
+    const Outcome again = run({"train", "--task", "reverse", "--steps", "1", "--out", dir});
+    check_refused(again, {"--resume '" + dir + "'"});
+}
+
+TEST_CASE("a run directory that is the current directory, a FIFO or a file is refused saying what it is") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    const fs::path saved = fs::current_path();
+    fs::current_path(tmp / "run");
+    const Outcome resume = run({"train", "--resume", ".", "--steps", "2"});
+    const Outcome parent = run({"train", "--task", "reverse", "--steps", "1", "--out", "..", "--force"});
+    fs::current_path(saved);
+    check_refused(resume, {"--resume .", "current directory"});
+    check_refused(parent, {"--out ..", "current directory"});
+    CHECK(fs::exists(tmp / "run/config.json"));
+    REQUIRE(::mkfifo((tmp / "fifo").c_str(), 0600) == 0);
+    write_text(tmp / "file", "x");
+    check_refused(run({"eval", "--run", tmp / "fifo"}), {"fifo", "is a FIFO, not a run directory"});
+    check_refused(run({"inspect", "--run", tmp / "file"}),
+                  {"file", "is a regular file, not a run directory"});
+}
+
+TEST_CASE("a directory that cannot be written is one line naming it, before any training") {
+    // /proc refuses new files even to root (a read-only parent only refuses other users).
+    for (const auto& command : std::vector<std::vector<std::string>>{
+             {"train", "--task", "reverse", "--steps", "1000000", "--out", "/proc/attograd-run"},
+             {"train", "--resume", "/proc/attograd-run", "--steps", "1000000"}}) {
+        const Outcome o = run(command);
+        check_refused(o, {"/proc/attograd-run"});
+        CHECK(o.err.find("filesystem error") == std::string::npos);
+    }
 }

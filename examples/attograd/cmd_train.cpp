@@ -9,6 +9,7 @@
 #include "models.hpp"
 #include "progress.hpp"
 #include "run_dir.hpp"
+#include "run_lock.hpp"
 #include "run_writer.hpp"
 #include "snapshot_probes.hpp"
 
@@ -27,6 +28,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 
 namespace attograd::cli {
 
@@ -62,8 +64,25 @@ void check_out_is_free(const fs::path& out, bool force) {
         throw UsageError(
             fmt::format("--out {}: holds a run already; pass --force to replace it, --resume {} to "
                         "continue it, or choose another --out",
-                        out.string(), out.string()));
+                        out.string(), shell_quote(out.string())));
     }
+}
+
+/// Refuses a run directory that is the current directory or holds it: each save swaps a new
+/// directory in place of DIR, which would leave the calling shell in a deleted directory.
+void check_not_cwd(const fs::path& dir, const char* option) {
+    std::error_code ec;
+    const fs::path cwd = fs::current_path(ec), full = fs::weakly_canonical(fs::absolute(dir), ec);
+    if (ec || cwd.empty()) return;
+    auto c = cwd.begin();
+    for (auto d = full.begin(); d != full.end(); ++d, ++c) {
+        if (d->empty()) continue;  // a trailing "/"
+        if (c == cwd.end() || *c != *d) return;
+    }
+    throw UsageError(fmt::format(
+        "{} {}: is the current directory or holds it; each save replaces the run directory, which "
+        "would leave your shell in a deleted directory: run attograd from outside it",
+        option, dir.string()));
 }
 
 /// Held-out examples whose attention `train` snapshots, and the most snapshots a run keeps
@@ -228,7 +247,8 @@ int cmd_train(const TrainArgs& args) {
     RunProgress counters;
     std::int64_t run_snapshot_every = 0;  // a resumed run's saved train.snapshot_every
     fs::path out;
-    InterruptGuard interrupts;  // from here on Ctrl-C saves the run instead of losing it
+    std::optional<RunLock> lock;  // held until the last save: one writer per run directory
+    InterruptGuard interrupts;    // from here on Ctrl-C saves the run instead of losing it
     // Under mpirun every rank trains on its share of each batch; rank 0 prints and writes.
     const optim::ProcessGroup& ranks = optim::world();
 
@@ -243,6 +263,8 @@ int cmd_train(const TrainArgs& args) {
                     name));
             }
         }
+        check_not_cwd(args.resume, "--resume");
+        if (ranks.is_main()) lock.emplace(args.resume);  // before reading: no save slips in between
         LoadedRun run = load_run(args.resume, true);
         config = run.config;
         run_snapshot_every = config.train.snapshot_every;
@@ -261,12 +283,14 @@ int cmd_train(const TrainArgs& args) {
                      (out / file).string());
         }
     } else {
+        std::optional<TrainingData> training_data;
         if (!args.data.empty()) {
             if (args.was_given("task") && args.task != "data") {
                 throw UsageError(fmt::format(
                     "--task {} and --data do not combine: --data trains on your file", args.task));
             }
-            task = data::make_data_task(data::TsvDataset::read(args.data, args.chars));
+            training_data = read_training_data(args.data, args.chars);
+            task = data::make_data_task(std::move(training_data->dataset));
         } else {
             if (args.chars) throw UsageError("--chars applies to --data files only");
             if (args.task.empty())
@@ -278,6 +302,8 @@ int cmd_train(const TrainArgs& args) {
         if (!args.data.empty()) {
             config.task.data = fs::absolute(args.data).string();
             config.task.chars = args.chars;
+            config.task.data_bytes = training_data->bytes;  // what --resume checks the file against
+            config.task.data_fnv1a64 = training_data->fnv1a64;
         }
         if (args.was_given("local") && !args.was_given("window")) {
             throw UsageError("--local needs --window D (the half-width of the local window)");
@@ -294,6 +320,8 @@ int cmd_train(const TrainArgs& args) {
         validate(config, task->info());
         out = args.out.empty() ? fs::path("runs") / config.task.name : fs::path(args.out);
         if (ranks.is_main()) {
+            check_not_cwd(out, "--out");
+            lock.emplace(out);  // a second `train --out` of the same DIR exits here
             check_out_is_free(out, args.force);
             RunWriter probe(out);  // a bad --out fails now, not after training
         }
@@ -362,7 +390,8 @@ int cmd_train(const TrainArgs& args) {
     std::int64_t parameters = 0;
     for (const auto& p : model->parameters()) parameters += p.numel();
     Progress progress(step, t.steps, args.quiet || !ranks.is_main());
-    progress.line(fmt::format("{} {}: {}", resuming ? "resuming" : "training", info.name, describe(config, parameters)));
+    progress.line(fmt::format("{} {}: {}", resuming ? "resuming" : "training", info.name,
+                              describe(config, parameters)));
     progress.line(
         fmt::format("{} lr {:g}, batch {}, {} steps from step {}; target {:.0f}% held-out {} accuracy on {} "
                     "examples",
@@ -510,12 +539,14 @@ int cmd_train(const TrainArgs& args) {
                 model->train();
                 evaluated = true;
                 heldout = fmt::format("{:.6f},{:.6f}", last.token_accuracy, last.sequence_accuracy);
-                const double metric = info.metric == Metric::Sequence ? last.sequence_accuracy : last.token_accuracy;
+                const double metric =
+                    info.metric == Metric::Sequence ? last.sequence_accuracy : last.token_accuracy;
                 reached = metric >= target_accuracy(info.name);
-                progress.line(fmt::format("step {:>5}  loss {:.4f}  train acc {:.3f}  held-out token {:.3f} sequence "
-                                          "{:.3f}  ({:.1f} s)",
-                                          step, shown_loss, shown_accuracy, last.token_accuracy,
-                                          last.sequence_accuracy, prior_seconds + progress.elapsed()));
+                progress.line(
+                    fmt::format("step {:>5}  loss {:.4f}  train acc {:.3f}  held-out token {:.3f} sequence "
+                                "{:.3f}  ({:.1f} s)",
+                                step, shown_loss, shown_accuracy, last.token_accuracy, last.sequence_accuracy,
+                                prior_seconds + progress.elapsed()));
             }
             metrics += fmt::format("{},{:.6f},{:.6f},{},{:.6g},{:.3f}\n", step, shown_loss, shown_accuracy,
                                    heldout, lr, prior_seconds + progress.elapsed());
@@ -532,7 +563,7 @@ int cmd_train(const TrainArgs& args) {
                 fmt::print(stderr,
                            "attograd: {} at step {} of {}: saved the run; continue it with `attograd train "
                            "--resume {}`\n",
-                           signal_name(signal), step, t.steps, out.string());
+                           signal_name(signal), step, t.steps, shell_quote(out.string()));
             return 128 + signal;
         }
         if ((t.checkpoint_every > 0 && step % t.checkpoint_every == 0) || eval_due) save_run();
@@ -555,9 +586,10 @@ int cmd_train(const TrainArgs& args) {
         "{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
         info.name, 100 * last.sequence_accuracy, 100 * last.token_accuracy, step, seconds,
         reached ? fmt::format(" (target {:.0f}% reached)", 100 * target_accuracy(info.name)) : "");
-    fmt::print("wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}); next: attograd "
-               "inspect --run {}\n",
-               out.string(), snapshotter ? ", " + std::string(snapshot_file) : "", out.string());
+    fmt::print(
+        "wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}); next: attograd "
+        "inspect --run {}\n",
+        out.string(), snapshotter ? ", " + std::string(snapshot_file) : "", shell_quote(out.string()));
     return 0;
 }
 

@@ -14,12 +14,14 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <type_traits>
 
@@ -319,13 +321,26 @@ int run_cli(int argc, char** argv) {
         fmt::print(stderr, "attograd: {}\n", e.what());
         return 2;
     } catch (const std::filesystem::filesystem_error& e) {
-        // An unusable path given by the user (e.g. --out under a regular file); what() names it.
-        fmt::print(stderr, "attograd: {}\n", e.what());
+        // An unusable path given by the user (e.g. --out under a regular file, a read-only
+        // directory): the path and the reason, not what() ("filesystem error: cannot ...").
+        fmt::print(stderr, "attograd: {}: {}\n",
+                   e.path1().empty() ? std::string("filesystem") : e.path1().string(), e.code().message());
         return 2;
     } catch (const std::exception& e) {
         fmt::print(stderr, "attograd: internal error: {}\n", e.what());
         return 1;
     }
+}
+
+std::string shell_quote(const std::string& text) {
+    const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+               std::string_view("_./:@%+=,-").find(c) != std::string_view::npos;
+    });
+    if (plain) return text;
+    std::string quoted = "'";
+    for (const char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return quoted + "'";
 }
 
 }  // namespace attograd::cli

@@ -14,6 +14,11 @@ public:
     using std::runtime_error::runtime_error;
 };
 
+/// `text` as one word of a POSIX shell command line, for the commands the program suggests
+/// (`attograd train --resume DIR`): unchanged when it holds only letters, digits and `_./:@%+=,-`,
+/// otherwise in single quotes (a `'` inside as `'\''`).
+std::string shell_quote(const std::string& text);
+
 /// `attograd train` arguments. Options not given keep the task's defaults: `given` lists the
 /// long names of those that were given (e.g. "lr").
 struct TrainArgs {

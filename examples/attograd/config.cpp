@@ -206,7 +206,12 @@ nlohmann::json to_json(const RunConfig& config) {
     const TrainConfig& t = config.train;
     return {{"format", "attograd-run"},
             {"format_version", run_format_version},
-            {"task", {{"name", config.task.name}, {"data", config.task.data}, {"chars", config.task.chars}}},
+            {"task",
+             {{"name", config.task.name},
+              {"data", config.task.data},
+              {"chars", config.task.chars},
+              {"data_bytes", config.task.data_bytes},
+              {"data_fnv1a64", config.task.data_fnv1a64}}},
             {"model",
              {{"kind", m.kind},
               {"embed_dim", m.embed_dim},
@@ -257,6 +262,10 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.task.name = field<std::string>(json, "task", "name");
     c.task.data = field<std::string>(json, "task", "data");
     c.task.chars = field<bool>(json, "task", "chars");
+    if (json["task"].contains("data_fnv1a64")) {  // absent in runs written before it was recorded
+        c.task.data_bytes = field<std::uint64_t>(json, "task", "data_bytes");
+        c.task.data_fnv1a64 = field<std::string>(json, "task", "data_fnv1a64");
+    }
     c.model.kind = field<std::string>(json, "model", "kind");
     c.model.embed_dim = field<std::int64_t>(json, "model", "embed_dim");
     c.model.heads = field<std::int64_t>(json, "model", "heads");

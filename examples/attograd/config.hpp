@@ -79,6 +79,10 @@ struct TaskConfig {
     std::string name;    ///< a bundled task, or "data"
     std::string data;    ///< the TSV path for "data" ("" otherwise)
     bool chars = false;  ///< character tokens for "data"
+    /// The TSV file's size and fnv1a64 when the run started, so that --resume refuses other
+    /// data (0 and "" for bundled tasks and runs written before they were recorded).
+    std::uint64_t data_bytes = 0;
+    std::string data_fnv1a64;
 };
 
 /// A whole run's configuration (config.json).

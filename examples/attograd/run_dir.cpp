@@ -8,6 +8,10 @@
 #include "file_io.hpp"
 #include "run_writer.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -16,12 +20,27 @@ namespace attograd::cli {
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir,
                                    bool for_training) {
     if (config.task.name != "data") return data::make_task(config.task.name);
-    if (for_training)
-        return data::make_data_task(data::TsvDataset::read(config.task.data, config.task.chars));
+    if (for_training) {
+        TrainingData data = read_training_data(config.task.data, config.task.chars);
+        AG_CHECK(
+            config.task.data_fnv1a64.empty() ||
+                (data.bytes == config.task.data_bytes && data.fnv1a64 == config.task.data_fnv1a64),
+            IoError,
+            "{}: is not the training data of this run ({} bytes, checksum {}; the run started on {} bytes, "
+            "checksum {}): restore that file to resume, or train a new run on this one with --data",
+            config.task.data, data.bytes, data.fnv1a64, config.task.data_bytes, config.task.data_fnv1a64);
+        return data::make_data_task(std::move(data.dataset));
+    }
     auto held_out = data::TsvDataset::read(dir / "heldout.tsv", config.task.chars).examples();
     std::vector<std::string> symbols(config.vocab.tokens().begin() + Vocabulary::reserved_count,
                                      config.vocab.tokens().end());
     return data::make_saved_data_task(std::move(held_out), config.task.chars, std::move(symbols));
+}
+
+TrainingData read_training_data(const std::filesystem::path& path, bool chars) {
+    const std::string text = read_file(path, std::size_t{256} << 20);
+    return {data::TsvDataset::parse(text, chars, path.string()), text.size(),
+            fmt::format("{:016x}", fnv1a64(text))};
 }
 
 void check_all_finite(const std::map<std::string, Tensor>& state, const std::filesystem::path& file) {
@@ -95,13 +114,38 @@ nlohmann::json to_json(const RunProgress& p) {
             {"snapshot_period", p.snapshot_period}};
 }
 
-LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {
-    AG_CHECK(std::filesystem::is_directory(dir), IoError, "{}: no such run directory", dir.string());
+DirectoryPin::DirectoryPin(const std::filesystem::path& dir)
+    : dir_(dir), fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {}
+
+DirectoryPin::~DirectoryPin() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+bool DirectoryPin::moved() const {
+    if (fd_ < 0) return false;
+    struct stat held {
+    }, now{};
+    if (::fstat(fd_, &held) != 0) return false;
+    return ::stat(dir_.c_str(), &now) != 0 || now.st_ino != held.st_ino || now.st_dev != held.st_dev;
+}
+
+namespace {
+
+LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
+    std::error_code ec;
+    const auto status = std::filesystem::status(dir, ec);
+    AG_CHECK(std::filesystem::exists(status), IoError, "{}: no such run directory", dir.string());
+    AG_CHECK(std::filesystem::is_directory(status), IoError, "{}: is {}, not a run directory", dir.string(),
+             std::filesystem::is_fifo(status)           ? "a FIFO"
+             : std::filesystem::is_regular_file(status) ? "a regular file"
+             : std::filesystem::is_socket(status)       ? "a socket"
+                                                        : "a device");
     const auto config_path = dir / "config.json";
     AG_CHECK(std::filesystem::exists(config_path), IoError,
              "{}: not a run directory (no config.json; `attograd train --out DIR` writes one)", dir.string());
     const nlohmann::json json = read_run_json(config_path);
-    verify_run_files(json, dir);  // a flipped byte in any file of the run is refused here
+    verify_config_checksum(json, config_path);  // a changed setting or a deleted "files" entry
+    verify_run_files(json, dir);                // a flipped byte in any file of the run is refused here
     LoadedRun run;
     run.dir = dir;
     try {
@@ -127,6 +171,12 @@ LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {
     }
     run.model->eval();
     return run;
+}
+
+}  // namespace
+
+LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {
+    return read_consistently(dir, [&] { return load_run_once(dir, for_training); });
 }
 
 }  // namespace attograd::cli

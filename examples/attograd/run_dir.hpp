@@ -14,6 +14,8 @@
 #pragma once
 
 #include "config.hpp"
+#include "core/error.hpp"
+#include "data/tsv.hpp"
 #include "models.hpp"
 
 #include <nlohmann/json.hpp>
@@ -64,8 +66,21 @@ struct LoadedRun {
     std::shared_ptr<Model> model;
 };
 
+/// A --data TSV file read once: its examples, and the size and checksum config.json records
+/// of it (task.data_bytes, task.data_fnv1a64).
+struct TrainingData {
+    data::TsvDataset dataset;
+    std::uint64_t bytes = 0;
+    std::string fnv1a64;
+};
+
+/// Reads and parses the TSV file `path` (at most 256 MiB). Throws as data::TsvDataset::read.
+TrainingData read_training_data(const std::filesystem::path& path, bool chars);
+
 /// The task `config` names: a bundled task, or user data: for training the TSV file named in
-/// the config, otherwise the held-out examples saved in `dir`/heldout.tsv.
+/// the config, otherwise the held-out examples saved in `dir`/heldout.tsv. For training, throws
+/// IoError naming the TSV file when it is not the data the run started on (its size or checksum
+/// differs from config.json's), which a resumed run would silently train and evaluate on.
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir,
                                    bool for_training);
 
@@ -74,11 +89,49 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
 /// confident garbage, or whose optimizer state would look like a diverged run.
 void check_all_finite(const std::map<std::string, Tensor>& state, const std::filesystem::path& file);
 
+/// Holds the directory at `dir` open (O_DIRECTORY) so that a reader can tell whether `dir`
+/// still names it: a writer swaps in each new generation as a new directory (run_writer.hpp),
+/// and the held one cannot be replaced by a later directory of the same inode while open.
+class DirectoryPin {
+public:
+    /// Opens `dir`; when that fails the pin is empty and moved() is false (the reader reports
+    /// the missing directory itself).
+    explicit DirectoryPin(const std::filesystem::path& dir);
+    ~DirectoryPin();
+    DirectoryPin(const DirectoryPin&) = delete;
+    DirectoryPin& operator=(const DirectoryPin&) = delete;
+    /// True when `dir` now names another directory (or none) than the one opened.
+    bool moved() const;
+
+private:
+    std::filesystem::path dir_;
+    int fd_ = -1;
+};
+
+/// Runs `read()`, which reads files of the run directory `dir` by path, so that all it reads
+/// comes from one generation: when `dir` was swapped for a new generation while it ran (a
+/// `train` writing the run), its result or IoError is discarded and it runs again, up to 8
+/// times. Without this a reader could check an old config.json against a new optimizer file
+/// and report false corruption. Rethrows what `read()` throws when `dir` did not move.
+template <class Read>
+auto read_consistently(const std::filesystem::path& dir, Read&& read) -> decltype(read()) {
+    for (int attempt = 1;; ++attempt) {
+        const DirectoryPin pin(dir);
+        try {
+            auto result = read();
+            if (!pin.moved() || attempt == 8) return result;
+        } catch (const IoError&) {
+            if (!pin.moved() || attempt == 8) throw;
+        }
+    }
+}
+
 /// Opens `dir`: reads config.json (refusing other format versions), checks every file's size
 /// and checksum against it, rebuilds the task and the model and loads model.safetensors.
 /// Throws IoError naming the file when the directory or a file is missing, unreadable, not a
 /// regular file or corrupt, or when the checkpoint does not fit config.json;
-/// ValueError for a bad config. The model is in eval mode.
+/// ValueError for a bad config. The model is in eval mode. Reads through read_consistently(),
+/// so a run being written meanwhile loads as one generation.
 LoadedRun load_run(const std::filesystem::path& dir, bool for_training = false);
 
 }  // namespace attograd::cli

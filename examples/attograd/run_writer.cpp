@@ -148,12 +148,35 @@ void RunWriter::commit(nlohmann::json config) {
         fault_point();
     }
     config["files"] = files_;
+    config[config_checksum_field] = config_checksum(config);
     write_file_atomic(staging_ / "config.json", config.dump(2) + "\n");
     fault_point();
     const fs::path old = replace_directory(staging_, dir_, dir_.string());
     committed_ = true;
     fault_point();
     if (!old.empty()) retire(old, dir_);
+}
+
+std::string config_checksum(nlohmann::json config) {
+    if (config.is_object()) config.erase(config_checksum_field);
+    return fmt::format("{:016x}", fnv1a64(config.dump()));
+}
+
+void verify_config_checksum(const nlohmann::json& config, const fs::path& path) {
+    const bool present = config.is_object() && config.contains(config_checksum_field);
+    AG_CHECK(present, IoError,
+             "{}: missing field '{}' (config.json's own checksum; to load a config.json edited by hand, "
+             "set \"{}\": \"{}\")",
+             path.string(), config_checksum_field, config_checksum_field, config_unchecked);
+    const auto& recorded = config[config_checksum_field];
+    if (recorded == config_unchecked) return;
+    const std::string sum = config_checksum(config);
+    AG_CHECK(
+        recorded.is_string() && recorded.get<std::string>() == sum, IoError,
+        "{}: checksum {} differs from the {} it records in '{}': the file was corrupted or changed after "
+        "it was written (to load a config.json edited by hand, set \"{}\": \"{}\")",
+        path.string(), sum, excerpt(recorded.dump()), config_checksum_field, config_checksum_field,
+        config_unchecked);
 }
 
 void verify_run_files(const nlohmann::json& config, const fs::path& dir) {

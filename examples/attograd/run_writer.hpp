@@ -43,7 +43,8 @@ public:
     /// inspect::save_snapshots); its size and checksum are recorded at commit(). Throws IoError
     /// for a name that is not a plain file name.
     std::filesystem::path file(const std::string& name);
-    /// Adds "files" to `config`, writes it as config.json and swaps the generation in. Throws
+    /// Adds "files" and config.json's own checksum (config_checksum()) to `config`, writes it as
+    /// config.json and swaps the generation in. Throws
     /// IoError when a step fails (DIR is then as it was).
     void commit(nlohmann::json config);
 
@@ -53,6 +54,22 @@ private:
     std::vector<std::string> pending_;  ///< names handed out by file(), checksummed at commit()
     bool committed_ = false;
 };
+
+/// The field in which config.json records its own checksum.
+inline constexpr const char* config_checksum_field = "config_fnv1a64";
+/// The value of config_checksum_field that turns its check off (a hand-edited config.json).
+inline constexpr const char* config_unchecked = "unchecked";
+
+/// config.json's checksum of itself: fnv1a64 (16 hex digits) of `config` without
+/// config_checksum_field, as compact JSON with sorted keys (nlohmann::json's dump()), so it
+/// covers every setting, the progress and the "files" list.
+std::string config_checksum(nlohmann::json config);
+
+/// Checks config.json's own checksum: `config` (read from `path`) must hold
+/// config_checksum_field equal to config_checksum(config), or "unchecked" (the documented way to
+/// edit config.json by hand; the next save records a checksum again). Throws IoError naming
+/// `path` when the field is missing or differs (a changed byte, a deleted "files" entry).
+void verify_config_checksum(const nlohmann::json& config, const std::filesystem::path& path);
 
 /// Checks every file that `config`'s "files" field lists in `dir`: present, a regular file, of
 /// the recorded size and checksum. Throws IoError naming the file and what differs (a flipped
