@@ -21,8 +21,7 @@ int main(int argc, char** argv) {
     nn::ModuleList model;  // model.parameters() and model.eval() reach every part
     const auto embed = model.push_back(std::make_shared<nn::Sequential>(  // ids [B, T] -> [B, T, E]
         std::make_shared<nn::Embedding>(nn::EmbeddingOptions{V, E}, gen),
-        std::make_shared<nn::SinusoidalPositionalEncoding>(
-            nn::PositionalEncodingOptions{.embedding_dim = E})));
+        std::make_shared<nn::SinusoidalPositionalEncoding>(nn::PositionalEncodingOptions{E})));
     const auto transformer = model.push_back(std::make_shared<nn::Transformer>(arch, gen));
     const auto head = model.push_back(std::make_shared<nn::Linear>(nn::LinearOptions{E, V}, gen));
     const auto encode = [&](const data::PaddedSequences& src) {  // memory [B, S, E]
