@@ -180,3 +180,47 @@ TEST_CASE("Transformer rejects bad options and inputs, naming the option and the
     CHECK_THROWS_WITH_AS(model.forward(randn({3, 4}, gen), randn({2, 4}, gen)),
                          doctest::Contains("src and tgt must be [B, S, E] and [B, T, E]"), ShapeError);
 }
+
+TEST_CASE("Transformer matches torch.nn.Transformer: keys, output and every gradient, float64") {
+    const auto fixture = load_fixture("transformer_model");
+    for (const auto& c : fixture.at("cases")) {
+        INFO(c.at("name").get<std::string>());
+        const auto& o = c.at("options");
+        nn::Transformer model({.d_model = o.at("d_model"),
+                               .nhead = o.at("nhead"),
+                               .num_encoder_layers = o.at("num_encoder_layers"),
+                               .num_decoder_layers = o.at("num_decoder_layers"),
+                               .dim_feedforward = o.at("dim_feedforward"),
+                               .dropout = 0.0,
+                               .activation = nn::parse_activation(c.at("activation").get<std::string>()),
+                               .norm_first = c.at("norm_first"),
+                               .dtype = DType::Float64});
+        std::vector<std::string> names;
+        for (const auto& [name, p] : model.named_parameters()) names.push_back(name);
+        CHECK(names == c.at("keys").get<std::vector<std::string>>());  // PyTorch's order, no buffers
+        nn::StateDict state;
+        for (const auto& [name, t] : c.at("params").items()) state[name] = fixture_tensor(t);
+        model.load_state_dict(state);  // strict
+
+        const Tensor src = fixture_tensor(c.at("src")).detach().requires_grad_();
+        const Tensor tgt = fixture_tensor(c.at("tgt")).detach().requires_grad_();
+        const Tensor half = scalar(0.5, {.dtype = DType::Float64});
+        const Tensor src_pad = gt(fixture_tensor(c.at("src_padding")), half);
+        const Tensor tgt_pad = gt(fixture_tensor(c.at("tgt_padding")), half);
+        const Tensor out = model.forward(
+            src, tgt,
+            {.tgt_mask = nn::Transformer::generate_square_subsequent_mask(tgt.shape()[1], DType::Float64),
+             .memory_mask = fixture_tensor(c.at("memory_mask")),
+             .src_key_padding_mask = src_pad,
+             .tgt_key_padding_mask = tgt_pad,
+             .memory_key_padding_mask = src_pad});
+        CHECK(scaled_diff(out, fixture_tensor(c.at("output"))) < 1e-10);
+        sum(out * fixture_tensor(c.at("r_output"))).backward();
+        CHECK(scaled_diff(src.grad(), fixture_tensor(c.at("grad_src"))) < 1e-10);
+        CHECK(scaled_diff(tgt.grad(), fixture_tensor(c.at("grad_tgt"))) < 1e-10);
+        for (const auto& [name, p] : model.named_parameters()) {
+            INFO(name);
+            CHECK(scaled_diff(p.grad(), fixture_tensor(c.at("grads").at(name))) < 1e-10);
+        }
+    }
+}
