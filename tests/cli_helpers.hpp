@@ -121,6 +121,19 @@ inline void check_refused(const Outcome& o, const std::vector<std::string>& name
     for (const auto& name : names) CHECK_MESSAGE(o.err.find(name) != std::string::npos, "names ", name);
 }
 
+/// The number of lines of `text` (its '\n' characters).
+inline std::size_t count_lines(const std::string& text) {
+    return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+/// The line of `text` holding `needle` ("" when none).
+inline std::string line_with(const std::string& text, const std::string& needle) {
+    std::istringstream lines(text);
+    for (std::string line; std::getline(lines, line);)
+        if (line.find(needle) != std::string::npos) return line;
+    return "";
+}
+
 inline std::string read_text(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     REQUIRE_MESSAGE(in.good(), path.string());

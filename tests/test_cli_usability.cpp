@@ -17,18 +17,6 @@ namespace {
 
 using namespace cli_test;
 
-std::size_t count_lines(const std::string& text) {
-    return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
-/// The line of `text` holding `needle` ("" when none).
-std::string line_with(const std::string& text, const std::string& needle) {
-    std::istringstream lines(text);
-    for (std::string line; std::getline(lines, line);)
-        if (line.find(needle) != std::string::npos) return line;
-    return "";
-}
-
 /// Rewrites `dir`/config.json with `edit` applied.
 template <class Edit>
 void edit_config(const fs::path& dir, Edit edit) {

@@ -49,19 +49,13 @@ int cmd_eval(const EvalArgs& args) {
     for (const auto& text : args.inputs) {
         Input& input = inputs.emplace_back();
         input.text = text;
-        try {
+        input.error = input_error([&] {
             input.source = read_input(task, run.config, text);
             const std::vector<std::vector<std::int64_t>> ids{
                 encode_tokens(run.config.vocab, input.source, false)};
             input.prediction = run.config.vocab.decode(run.model->predict(ids, decoding)[0]);
             input.target = task.solve(input.source).value_or(std::vector<std::string>{});
-        } catch (const ValueError& e) {  // bad input (exit code 2 in run_cli too)
-            input.error = e.what();
-            fmt::print(stderr, "attograd: {}\n", input.error);
-        } catch (const ResourceError& e) {
-            input.error = e.what();
-            fmt::print(stderr, "attograd: {}\n", input.error);
-        }
+        });
     }
     const bool any_failed =
         std::any_of(inputs.begin(), inputs.end(), [](const Input& i) { return !i.error.empty(); });
@@ -95,7 +89,8 @@ int cmd_eval(const EvalArgs& args) {
                                     {"examples", std::move(examples)},
                                     {"inputs", std::move(input_json)},
                                     {"alignment", std::move(heads)}};
-        fmt::print("{}\n", out.dump(2));
+        // A bad input's "source" is the text as given, which may not be UTF-8: shown with U+FFFD.
+        fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
         return code;
     }
 
@@ -115,7 +110,7 @@ int cmd_eval(const EvalArgs& args) {
         if (input.error.empty())
             fmt::print("input: {}\n", prediction_line(task, input.source, input.prediction, input.target));
         else
-            fmt::print("input: '{}'   (not run: see the error above)\n", input.text);
+            fmt::print("input: '{}'   (not run: see the error above)\n", shown_text(input.text));
     }
     return code;
 }

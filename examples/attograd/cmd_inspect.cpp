@@ -108,12 +108,19 @@ int cmd_inspect(const InspectArgs& args) {
     const DecodeSettings decoding{.beam = args.beam, .length_penalty = args.length_penalty};
     check_decoding(decoding, run.config.model);
 
+    // As eval: a bad --input is reported, naming it, and the others are still inspected; the exit
+    // code is then 2 (and nothing is written when every input is bad).
     std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases;
+    bool any_failed = false;
     for (const auto& text : args.inputs) {
-        auto source = read_input(task, run.config, text);
-        auto target = task.solve(source).value_or(std::vector<std::string>{});
-        cases.emplace_back(std::move(source), std::move(target));
+        any_failed |= !input_error([&] {
+                           auto source = read_input(task, run.config, text);
+                           auto target = task.solve(source).value_or(std::vector<std::string>{});
+                           cases.emplace_back(std::move(source), std::move(target));
+                       }).empty();
     }
+    if (!args.inputs.empty() && cases.empty()) return 2;
+    const int code = any_failed ? 2 : 0;
     for (std::int64_t i = 0; args.inputs.empty() && i < args.samples && i < std::ssize(task.held_out());
          ++i) {
         const auto& e = task.held_out()[static_cast<std::size_t>(i)];
@@ -174,7 +181,7 @@ int cmd_inspect(const InspectArgs& args) {
                 if (*extra) fmt::print("{}\n", inspect::render_heatmap(**extra, term));
         }
         if (!task.info().alignment.empty()) fmt::print("right alignment: {}\n", task.info().alignment);
-        return 0;
+        return code;
     }
 
     const fs::path default_dir = run.dir / "inspect";
@@ -201,7 +208,7 @@ int cmd_inspect(const InspectArgs& args) {
         }
         print_summary();
         fmt::print("wrote {} SVG file(s) to {}/\n", written, dir.string());
-        return 0;
+        return code;
     }
 
     std::string contents;
@@ -229,14 +236,14 @@ int cmd_inspect(const InspectArgs& args) {
     if (args.to == "-") {
         fmt::print("{}", contents);
         print_summary();
-        return 0;
+        return code;
     }
     fs::path path = args.to.empty() ? default_dir / name : fs::path(args.to);
     if (!path.parent_path().empty()) fs::create_directories(path.parent_path());
     write_file_atomic(path, contents);
     print_summary();
     fmt::print("wrote {}\n", path.string());
-    return 0;
+    return code;
 }
 
 }  // namespace attograd::cli

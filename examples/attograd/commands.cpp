@@ -3,6 +3,8 @@
 
 #include "config.hpp"
 #include "data/task.hpp"
+#include "data/text.hpp"
+#include "evaluation.hpp"
 #include "models.hpp"
 
 #include "core/error.hpp"
@@ -49,6 +51,18 @@ CLI::Validator plain_number() {
 // CLI11 reads `--out ""` as an unset option (the default). An empty name or path is refused.
 const CLI::Validator kNotEmpty(
     [](std::string& text) { return text.empty() ? std::string("must not be empty") : std::string(); }, "");
+
+// config.json records --data's absolute path as JSON text, which must be valid UTF-8 (Linux
+// paths are any bytes): refused here rather than failing when the run is first saved.
+const CLI::Validator kUtf8Path(
+    [](std::string& text) {
+        std::error_code ec;
+        const std::string absolute = std::filesystem::absolute(text, ec).string();
+        if (data::is_valid_utf8(text) && data::is_valid_utf8(absolute)) return std::string();
+        return fmt::format("the path '{}' is not valid UTF-8 (config.json records it as text): rename it",
+                           shown_text(data::is_valid_utf8(text) ? absolute : text));
+    },
+    "");
 
 // Adds the number check to options holding a number, the non-empty check to names and paths,
 // and a plain type name for --help (INT, NUMBER, TEXT; `type` when given, e.g. DIR).
@@ -122,7 +136,7 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
         return option;
     };
     add("task", a.task, "bundled task (see `attograd tasks`), or 'data' with --data", "NAME");
-    add("data", a.data, "TSV file of source<TAB>target lines to train on", "FILE");
+    add("data", a.data, "TSV file of source<TAB>target lines to train on", "FILE")->check(kUtf8Path);
     options.emplace_back("chars",
                          app.add_flag("--chars", a.chars, "--data: characters are tokens (default: words)"));
     add("model", a.model,
@@ -152,8 +166,12 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add("steps", a.steps, "training steps at most (with --resume: the new total)");
     add("seed", a.seed,
         "random seed (the same seed gives the same run, bit for bit, on any number of threads)");
+    // The default warm-up is cut to a shorter run without a warning: nobody asked for its length,
+    // and a short run is mostly a try-out (--steps 5), which a warning about a setting it never
+    // chose would accompany every time. A --warmup given is a request that is not met: it warns.
     add("warmup", a.warmup,
-        "linear learning-rate warm-up steps (cut to --steps - 1 when longer, with a warning)");
+        "linear learning-rate warm-up steps (cut to --steps - 1 when longer: a given --warmup with a "
+        "warning, the default silently)");
     add("schedule", a.schedule, "after the warm-up: cosine or constant");
     add("eval-every", a.eval_every, "held-out evaluation every N steps");
     add("snapshot-every", a.snapshot_every,
@@ -224,7 +242,10 @@ int run_cli(int argc, char** argv) {
     checked<std::string>(inspect_cmd->add_option("--run", inspect.run, "run directory written by train"),
                          "DIR")
         ->required();
-    inspect_cmd->add_option("--input", inspect.inputs, "text to run (repeatable)")->type_name("TEXT");
+    inspect_cmd
+        ->add_option("--input", inspect.inputs,
+                     "text to run (repeatable; each bad one is reported, the rest run)")
+        ->type_name("TEXT");
     auto* samples = with_default_value(checked<std::int64_t>(inspect_cmd->add_option(
                                            "--samples", inspect.samples, "held-out examples to draw")),
                                        inspect.samples);

@@ -7,8 +7,10 @@
 #include "inspect/attention_map.hpp"
 #include "inspect/recorded_maps.hpp"
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace attograd::cli {
@@ -25,10 +27,24 @@ struct Evaluation {
 std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vector<std::string>& tokens,
                                         bool warn);
 
-/// The tokens of one --input text for a model of `config`: ValueError naming the input when it
-/// is empty or longer than the model takes; a warning on stderr when it is shorter than every
-/// training source (ModelConfig::min_source_len), and for tokens not in the vocabulary.
+/// `text` as messages show it: at most 60 bytes (core's excerpt), with every byte that is not
+/// part of a well-formed UTF-8 character and every ASCII control character written as `\xHH`
+/// (`\t`, `\n`, `\r` by name), so that a message is valid UTF-8 and one line.
+std::string shown_text(std::string_view text);
+
+/// The tokens of one --input text for a model of `config`. A word-level task splits words at
+/// every ASCII whitespace character (space, tab, newline, CR, vertical tab, form feed). Throws
+/// ValueError naming the input (as shown_text) when it is not valid UTF-8, holds any other ASCII
+/// control character (a character-level task: any control character, whitespace included, since
+/// no training source holds one), is empty, or is longer than the model takes; a warning on stderr
+/// when it is shorter than every training source (ModelConfig::min_source_len), and for tokens
+/// not in the vocabulary.
 std::vector<std::string> read_input(const Task& task, const RunConfig& config, const std::string& text);
+
+/// Runs `body` for one --input: a ValueError or ResourceError it throws (a bad input) is printed
+/// to stderr as "attograd: MESSAGE" and its message returned; "" when `body` succeeded. eval and
+/// inspect report every bad input this way and go on with the others.
+std::string input_error(const std::function<void()>& body);
 
 /// One prediction as eval and inspect print it: "SOURCE -> PREDICTION   (right)",
 /// "SOURCE -> PREDICTION   (wrong, expected TARGET)", or no verdict when `target` is empty (the

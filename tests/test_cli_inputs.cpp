@@ -1,0 +1,184 @@
+// What eval and inspect make of hostile --input text (invalid UTF-8, control characters, every
+// kind of whitespace), each bad input reported by name while the others run; --data paths that
+// config.json cannot hold; the default warm-up on a short run.
+#include "cli_helpers.hpp"
+#include "config.hpp"
+#include "evaluation.hpp"
+
+#include "data/text.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+namespace {
+
+using namespace cli_test;
+
+const std::string not_utf8 = "a \xff b c";  // 0xff never occurs in UTF-8
+
+}  // namespace
+
+TEST_CASE("shown_text escapes bytes outside UTF-8 characters and control characters, keeps the rest") {
+    using attograd::cli::shown_text;
+    CHECK(shown_text("a \xff b") == "a \\xff b");
+    CHECK(shown_text("\xe2\x82") == "\\xe2\\x82");                                // a truncated character
+    CHECK(shown_text("caf\xc3\xa9 \xe2\x82\xac") == "caf\xc3\xa9 \xe2\x82\xac");  // é and € kept
+    CHECK(shown_text("a\tb\nc\rd\x1b\x7f") == "a\\tb\\nc\\rd\\x1b\\x7f");
+    const std::string shown = shown_text(std::string(100, '\xff'));
+    CHECK(attograd::data::is_valid_utf8(shown));
+    CHECK(shown.starts_with("\\xff\\xff"));
+    CHECK(shown.find("(100 bytes)") != std::string::npos);  // cut as core's excerpt cuts
+    CHECK(count_lines(shown) == 0);
+}
+
+TEST_CASE("eval reports an --input that is not valid UTF-8 by name and predicts the others") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    const std::vector<std::string> args = {"eval",    "--run",   tmp / "run", "--show",  "0",      "--input",
+                                           "a b c d", "--input", not_utf8,    "--input", "e f g h"};
+    const Outcome text = run(args);
+    INFO(text.command, "\nstdout: ", text.out, "\nstderr: ", text.err);
+    CHECK(text.code == 2);
+    CHECK(count_lines(text.err) == 1);
+    CHECK(text.err.find("--input 'a \\xff b c'") != std::string::npos);
+    CHECK(text.err.find("not valid UTF-8") != std::string::npos);
+    CHECK(text.out.find("input: 'a \\xff b c'   (not run") != std::string::npos);
+    CHECK(text.out.find("input: a b c d -> ") != std::string::npos);
+    CHECK(text.out.find("input: e f g h -> ") != std::string::npos);  // after the bad one
+    CHECK(attograd::data::is_valid_utf8(text.out));
+    CHECK(attograd::data::is_valid_utf8(text.err));
+
+    std::vector<std::string> with_json = args;
+    with_json.push_back("--json");
+    const Outcome j = run(with_json);
+    INFO(j.err);
+    CHECK(j.code == 2);
+    const json result = json::parse(j.out);
+    REQUIRE(result["inputs"].size() == 3);
+    CHECK(result["inputs"][0].contains("prediction"));
+    CHECK(result["inputs"][2].contains("prediction"));
+    CHECK(result["inputs"][1]["error"].get<std::string>().find("--input 'a \\xff b c'") != std::string::npos);
+    CHECK(result["inputs"][1]["source"] == "a \xef\xbf\xbd b c");  // the bad byte as U+FFFD
+}
+
+TEST_CASE("inspect reports every bad --input by name and inspects the others, exit code 2") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    const auto longest = read_config(tmp / "run")["model"]["max_source_len"].get<std::int64_t>();
+    std::string too_long = "a";
+    for (std::int64_t i = 0; i < longest; ++i) too_long += " a";
+    const std::vector<std::string> inputs = {not_utf8, "a b c d", "   ", too_long, "e f g h"};
+    std::vector<std::string> args = {"inspect", "--run", tmp / "run"};
+    for (const auto& input : inputs) args.insert(args.end(), {"--input", input});
+
+    const Outcome term = run(args);
+    INFO(term.command, "\nstdout: ", term.out, "\nstderr: ", term.err);
+    CHECK(term.code == 2);
+    CHECK(count_lines(term.err) == 3);  // one line per bad input
+    CHECK(line_with(term.err, "--input 'a \\xff b c'").find("not valid UTF-8") != std::string::npos);
+    CHECK(line_with(term.err, "--input '   '").find("empty") != std::string::npos);
+    CHECK(
+        line_with(term.err, "--input '" + too_long.substr(0, 20)).find(fmt::format("at most {}", longest)) !=
+        std::string::npos);
+    CHECK(term.out.find("example 1: a b c d -> ") != std::string::npos);
+    CHECK(term.out.find("example 2: e f g h -> ") != std::string::npos);
+
+    // A file format: the good inputs are written, the exit code still says that some were bad.
+    args.insert(args.end(), {"--format", "json", "--to", tmp / "attention.json"});
+    const Outcome file = run(args);
+    CHECK(file.code == 2);
+    const json written = json::parse(read_text(tmp / "attention.json"));
+    REQUIRE(written["examples"].size() == 2);
+    CHECK(written["examples"][1]["source"] == json::array({"e", "f", "g", "h"}));
+
+    // Every input bad: one line each, and nothing written.
+    const Outcome none = run({"inspect", "--run", tmp / "run", "--format", "json", "--to", tmp / "none.json",
+                              "--input", not_utf8, "--input", "   "});
+    CHECK(none.code == 2);
+    CHECK(count_lines(none.err) == 2);
+    CHECK(none.out.empty());
+    CHECK_FALSE(fs::exists(tmp / "none.json"));
+}
+
+TEST_CASE(
+    "a word-level --input splits words at every ASCII whitespace and refuses other control characters") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    const auto eval_input = [&](const std::string& input) {
+        return run({"eval", "--run", tmp / "run", "--show", "0", "--json", "--input", input});
+    };
+    const Outcome plain_outcome = eval_input("a b c d e");
+    require_ok(plain_outcome);
+    const json plain = json::parse(plain_outcome.out)["inputs"][0];
+    for (const std::string input : {"a\nb c d e", "a\tb\r\nc d e\n", "a\vb\fc d e", " a b\n\nc\td e "}) {
+        const Outcome o = eval_input(input);
+        INFO(o.command, "\nstderr: ", o.err);
+        REQUIRE(o.code == 0);
+        const json result = json::parse(o.out)["inputs"][0];
+        CHECK(o.err.empty());  // no unknown tokens such as "a\nb"
+        CHECK(result["source"] == plain["source"]);
+        CHECK(result["prediction"] == plain["prediction"]);
+    }
+    // Other control characters (an escape sequence that would recolour the terminal, NUL's
+    // neighbours, DEL) are refused, naming the input and the character.
+    for (const auto& [input, shown] : std::vector<std::pair<std::string, std::string>>{
+             {"a\x1b[31mb c d", "\\x1b"}, {"a\x01 b c d", "\\x01"}, {"a b c d\x7f", "\\x7f"}}) {
+        const Outcome o = run({"eval", "--run", tmp / "run", "--show", "0", "--input", input});
+        INFO(o.command, "\nstderr: ", o.err);
+        CHECK(o.code == 2);
+        CHECK(o.err.find("--input '" + attograd::cli::shown_text(input) + "'") != std::string::npos);
+        CHECK(o.err.find("control character " + shown) != std::string::npos);
+        CHECK(o.err.find('\x1b') == std::string::npos);
+        CHECK(count_lines(o.err) == 1);
+    }
+}
+
+TEST_CASE("a character-level --input refuses a tab or newline, which no training source holds") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "dates", "--steps", "1"});
+    REQUIRE(attograd::data::make_task("dates")->info().char_level);
+    for (const auto& [input, shown] :
+         std::vector<std::pair<std::string, std::string>>{{"2020\t01 02", "\\t"}, {"3 May\n2001", "\\n"}}) {
+        const Outcome o =
+            run({"inspect", "--run", tmp / "run", "--input", input, "--input", "March 3, 2001"});
+        INFO(o.command, "\nstderr: ", o.err);
+        CHECK(o.code == 2);
+        CHECK(count_lines(o.err) == 1);
+        CHECK(o.err.find("control character " + shown) != std::string::npos);
+        CHECK(o.out.find("example 1: March 3, 2001 -> ") != std::string::npos);
+    }
+}
+
+TEST_CASE("train refuses a --data path that is not valid UTF-8 (config.json records it as text)") {
+    TempDir tmp;
+    std::string pairs;
+    for (int i = 0; i < 40; ++i) pairs += fmt::format("x{} y z\tz y x{}\n", i, i);
+    const fs::path file = tmp / "pairs\xff.tsv";
+    write_text(file, pairs);
+    check_refused(run({"train", "--data", file.string(), "--steps", "1", "--out", tmp / "run", "--quiet"}),
+                  {"--data", "pairs\\xff.tsv", "not valid UTF-8"});
+    CHECK_FALSE(fs::exists(tmp / "run"));
+}
+
+TEST_CASE("the default --warmup is cut to a shorter --steps silently, as --help says") {
+    TempDir tmp;
+    const auto defaults = attograd::cli::task_defaults("reverse").train;
+    REQUIRE(defaults.warmup >= 5);
+    const Outcome o = run({"train", "--task", "reverse", "--steps", "5", "--out", tmp / "run", "--quiet"});
+    INFO(o.err);
+    CHECK(o.code == 0);
+    CHECK(o.err.empty());
+    // The warm-up is cut so that the last step reaches the peak lr (metrics.csv's lr column).
+    std::istringstream rows(read_text(tmp / "run/metrics.csv"));
+    std::string row, last;
+    while (std::getline(rows, row)) last = row;
+    std::vector<std::string> cells;
+    for (std::istringstream cell(last); std::getline(cell, row, ',');) cells.push_back(row);
+    REQUIRE(cells.size() == 7);
+    CHECK(std::stod(cells[5]) == doctest::Approx(defaults.lr));
+
+    const Outcome help = run({"train", "--help"});
+    const std::string line = line_with(help.out, "--warmup");
+    INFO(help.out);
+    CHECK(line.find("the default silently") != std::string::npos);
+}
