@@ -21,3 +21,4 @@
 #include "nn/positional_encoding.hpp"
 #include "nn/sequential.hpp"
 #include "nn/transformer.hpp"
+#include "nn/transformer_model.hpp"
