@@ -2,8 +2,10 @@
 // the model and its checkpoint) must load or throw attograd::Error on any directory contents.
 // The input is the files separated by "\n--8<--\n": config.json, model.safetensors,
 // heldout.tsv, metrics.csv. Unless the first byte is odd, the harness records the files' true
-// checksums in config.json, so the fuzzer gets past them to the readers behind.
+// checksums in config.json (and config.json's own), so the fuzzer gets past them to the readers
+// behind.
 #include "run_dir.hpp"
+#include "run_writer.hpp"
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
@@ -71,6 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 json["files"][names[i]] = {{"bytes", parts[i].size()},
                                            {"fnv1a64", attograd::file_checksum(dir / names[i])}};
             }
+            json[attograd::cli::config_checksum_field] = attograd::cli::config_checksum(json);
             config = json.dump();
         }
     } catch (const std::exception&) {  // not JSON: the loader sees it as it is
