@@ -150,7 +150,7 @@ TEST_CASE("--checkpoint-every is saved in config.json and kept by --resume unles
     CHECK(read_config(tmp / "run")["progress"]["steps_done"] == 8);
     json config = read_config(tmp / "run");
     config["train"]["checkpoint_every"] = -1;
-    write_text(fs::path(tmp / "run") / "config.json", config.dump(2));
+    write_config(tmp / "run", config);  // resealed: the refusal must come from the field, not the checksum
     check_refused(run({"train", "--resume", tmp / "run", "--steps", "30"}),
                   {"config.json", "train.checkpoint_every"});
 }

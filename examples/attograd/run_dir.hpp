@@ -110,20 +110,28 @@ private:
 
 /// Runs `read()`, which reads files of the run directory `dir` by path, so that all it reads
 /// comes from one generation: when `dir` was swapped for a new generation while it ran (a
-/// `train` writing the run), its result or IoError is discarded and it runs again, up to 8
-/// times. Without this a reader could check an old config.json against a new optimizer file
-/// and report false corruption. Rethrows what `read()` throws when `dir` did not move.
+/// `train` writing the run), its result or IoError is discarded and it runs again. Without this
+/// a reader could check an old config.json against a new optimizer file and report false
+/// corruption. Each retry means a whole new save landed meanwhile, so only a writer saving
+/// continuously exhausts the kRunReadAttempts attempts; then it throws IoError saying the run
+/// kept changing (never a mixed generation, never a false "corrupted"). Rethrows what `read()`
+/// throws when `dir` did not move.
+inline constexpr int kRunReadAttempts = 64;
+
 template <class Read>
 auto read_consistently(const std::filesystem::path& dir, Read&& read) -> decltype(read()) {
-    for (int attempt = 1;; ++attempt) {
+    for (int attempt = 1; attempt <= kRunReadAttempts; ++attempt) {
         const DirectoryPin pin(dir);
         try {
             auto result = read();
-            if (!pin.moved() || attempt == 8) return result;
+            if (!pin.moved()) return result;
         } catch (const IoError&) {
-            if (!pin.moved() || attempt == 8) throw;
+            if (!pin.moved()) throw;
         }
     }
+    throw IoError(fmt::format("{}: the run was saved again {} times while being read (a train is writing it "
+                              "without pause); try again",
+                              dir.string(), kRunReadAttempts));
 }
 
 /// Opens `dir`: reads config.json (refusing other format versions), checks every file's size
