@@ -5,6 +5,7 @@
 #include "file_io.hpp"
 #include "report_builder.hpp"
 #include "run_dir.hpp"
+#include "run_lock.hpp"
 #include "snapshot_probes.hpp"
 
 #include "inspect/export.hpp"
@@ -16,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <filesystem>
 #include <map>
@@ -26,6 +28,23 @@ namespace attograd::cli {
 namespace {
 
 namespace fs = std::filesystem;
+
+/// Held while inspect writes inside the run directory `run_dir`: a train saving the run swaps
+/// the directory whole, so a report written into it meanwhile could land in the generation being
+/// replaced and be lost (exit 0, no file). Taking the run's lock refuses that while a train
+/// holds it, and keeps a train from starting until the report is written.
+std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& destination) {
+    const fs::path run = fs::weakly_canonical(run_dir), to = fs::weakly_canonical(destination);
+    if (std::mismatch(run.begin(), run.end(), to.begin(), to.end()).first != run.end()) return std::nullopt;
+    try {
+        return std::optional<RunLock>(std::in_place, run_dir);
+    } catch (const IoError& e) {
+        throw IoError(
+            fmt::format("{}; inspect writes into a run only while no train writes it: pass --to a "
+                        "path outside {}",
+                        e.what(), run_dir.string()));
+    }
+}
 
 /// The heads named by "LAYER.HEAD" texts, by layer name (layers numbered as
 /// Model::attention_layers()); UsageError listing the model's layers otherwise.
@@ -190,6 +209,7 @@ int cmd_inspect(const InspectArgs& args) {
             task.info().alignment.empty() ? "right alignment" : "right alignment: " + task.info().alignment};
     if (args.format == "svg") {
         const fs::path dir = args.to.empty() ? default_dir : fs::path(args.to);
+        const std::optional<RunLock> lock = lock_if_inside(run.dir, dir);
         fs::create_directories(dir);
         std::int64_t written = 0;
         for (std::size_t e = 0; e < examples.size(); ++e) {
@@ -239,6 +259,7 @@ int cmd_inspect(const InspectArgs& args) {
         return code;
     }
     fs::path path = args.to.empty() ? default_dir / name : fs::path(args.to);
+    const std::optional<RunLock> lock = lock_if_inside(run.dir, path);
     if (!path.parent_path().empty()) fs::create_directories(path.parent_path());
     write_file_atomic(path, contents);
     print_summary();
