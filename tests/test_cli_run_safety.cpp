@@ -189,9 +189,15 @@ TEST_CASE(
         const std::string dir = tmp / fmt::format("run{}", signal);
         const ChildEnd end = run_child(train_args(dir, "40"), {}, {.signal = signal, .after_ms = 900});
         INFO("signal ", signal, " exit ", end.code, " killed by ", end.signal);
-        CHECK(((end.code == 128 + signal) || end.code == 0));
-        if (end.code == 0) continue;  // it finished before the signal came: nothing to resume
-        require_ok(run({"train", "--resume", dir, "--quiet"}));
+        if (end.signal == signal) {
+            // Outside the training loop (before its guard is set, or after the run is saved and the
+            // guard is gone, e.g. in a sanitizer's exit-time leak check) the signal's default action
+            // ends the process: there is no run yet, or a committed one.
+            if (!fs::exists(dir)) continue;
+        } else {
+            CHECK(((end.code == 128 + signal) || end.code == 0));
+        }
+        if (steps_done(dir) < 40) require_ok(run({"train", "--resume", dir, "--quiet"}));
         CHECK(run_bytes(dir) == whole);
     }
 }
