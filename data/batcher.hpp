@@ -135,6 +135,7 @@ public:
 
     /// The current batch (the first one on the first call; later calls do not restart).
     iterator begin();
+    /// The end: reached once `count` batches were read.
     std::default_sentinel_t end() const { return {}; }
 
 private:

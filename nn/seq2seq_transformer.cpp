@@ -6,6 +6,7 @@
 #include "core/ops.hpp"
 
 #include <cmath>
+#include <optional>
 
 namespace attograd::nn {
 namespace {
