@@ -36,10 +36,10 @@ std::string shown_text(std::string_view text);
 /// The tokens of one --input text for a model of `config`. A word-level task splits words at
 /// every ASCII whitespace character (space, tab, newline, CR, vertical tab, form feed). Throws
 /// ValueError naming the input (as shown_text) when it is not valid UTF-8, holds any other
-/// control character (C0, DEL or C1, U+0080-U+009F) (a character-level task: any control character, whitespace included, since
-/// no training source holds one), is empty, or is longer than the model takes; a warning on stderr
-/// when it is shorter than every training source (ModelConfig::min_source_len), and for tokens
-/// not in the vocabulary.
+/// control character (C0, DEL or C1, U+0080-U+009F) (a character-level task: any control character,
+/// whitespace included, since no training source holds one), is empty, or is longer than the model takes; a
+/// warning on stderr when it is shorter than every training source (ModelConfig::min_source_len), and for
+/// tokens not in the vocabulary.
 std::vector<std::string> read_input(const Task& task, const RunConfig& config, const std::string& text);
 
 /// Runs `body` for one --input: a ValueError or ResourceError it throws (a bad input) is printed
