@@ -83,6 +83,13 @@ std::vector<std::int64_t> Vocabulary::lookup_indices(const std::vector<std::stri
     return ids;
 }
 
+std::vector<std::string> Vocabulary::lookup_tokens(const std::vector<std::int64_t>& ids) const {
+    std::vector<std::string> tokens;
+    tokens.reserve(ids.size());
+    for (const std::int64_t i : ids) tokens.push_back(token(i));
+    return tokens;
+}
+
 const std::string& Vocabulary::token(std::int64_t id) const {
     AG_CHECK(id >= 0 && id < size(), IndexError, "vocabulary: id {} outside [0, {})", id, size());
     return tokens_[static_cast<std::size_t>(id)];

@@ -61,6 +61,10 @@ public:
     /// id() of each token (torchtext's `Vocab.lookup_indices`): for tokens the program made,
     /// such as decode()'s output or labels padded with `<pad>`, never for user text.
     std::vector<std::int64_t> lookup_indices(const std::vector<std::string>& tokens) const;
+    /// token() of each id, special tokens included (torchtext's `Vocab.lookup_tokens`; unlike
+    /// decode, nothing is skipped and <eos> does not stop it): labels for what a decoder wrote,
+    /// such as nn::Hypothesis::output_ids. Throws IndexError for an id outside [0, size()).
+    std::vector<std::string> lookup_tokens(const std::vector<std::int64_t>& ids) const;
     /// Whether `token` has its own id.
     bool contains(const std::string& token) const { return ids_.count(token) != 0; }
     /// Token of `id`; throws IndexError outside [0, size()).

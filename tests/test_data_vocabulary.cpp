@@ -75,6 +75,16 @@ TEST_CASE("vocabulary: lookup_indices reads tokens the program made, special tok
     CHECK(vocab.lookup_indices(vocab.decode(ids)) == ids);
 }
 
+TEST_CASE("vocabulary: lookup_tokens gives every id's token, special tokens included") {
+    const Vocabulary vocab({"a", "b"});
+    const std::vector<std::int64_t> ids{5, 4, Vocabulary::eos_id, Vocabulary::pad_id, 4};
+    CHECK(vocab.lookup_tokens(ids) == std::vector<std::string>{"b", "a", "<eos>", "<pad>", "a"});
+    CHECK(vocab.lookup_indices(vocab.lookup_tokens(ids)) == ids);  // nothing skipped, nothing stops it
+    CHECK(vocab.lookup_tokens({}).empty());
+    CHECK_THROWS_WITH_AS(vocab.lookup_tokens({4, 6}), doctest::Contains("vocabulary: id 6 outside [0, 6)"),
+                         IndexError);
+}
+
 TEST_CASE("vocabulary: duplicate, empty, control-character and spaced tokens are refused by position") {
     CHECK_THROWS_WITH_AS(Vocabulary({"a", "b", "a"}),
                          doctest::Contains("Vocabulary: token 2 'a' appears twice (first as token 0)"),
