@@ -8,6 +8,8 @@
 #include "run_lock.hpp"
 #include "snapshot_probes.hpp"
 
+#include "data/text.hpp"
+
 #include "inspect/export.hpp"
 #include "inspect/knockout.hpp"
 #include "inspect/render_html.hpp"
@@ -242,7 +244,8 @@ int cmd_inspect(const InspectArgs& args) {
             try {
                 report.snapshots = inspect::load_snapshots(snapshots);
             } catch (const Error& e) {  // the report is still worth having without them
-                fmt::print(stderr, "attograd: warning: {}; the report has no training replay\n", e.what());
+                fmt::print(stderr, "attograd: warning: {}; the report has no training replay\n",
+                           data::escape_control(e.what()));
                 report.notes.push_back(fmt::format("attention snapshots could not be read: {}", e.what()));
             }
         }
