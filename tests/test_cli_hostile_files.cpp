@@ -3,6 +3,7 @@
 #include "cli_helpers.hpp"
 #include "core/ops.hpp"
 #include "core/serialization.hpp"
+#include "memory_check.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -234,6 +235,8 @@ TEST_CASE("config.json values outside the range train writes are refused naming 
                fmt::format("got {}", seed)});
     check([](json& c) { c["train"]["seed"] = 1.5; }, {"config.json: field 'train.seed' has the wrong type"});
     check([](json& c) { c["task"]["data_bytes"] = -1; }, {"config.json: task.data_bytes"});
+    check([](json& c) { c["task"]["data_fnv1a64"] = "zz\x1b"; },
+          {"config.json: task.data_fnv1a64 must be \"\" or 16 hex digits", "got 'zz\\x1b'"});
     check([](json& c) { c["progress"]["initial_loss"] = -1; },
           {"config.json: progress.initial_loss must be finite and >= 0", "got -1"});
     check([](json& c) { c["progress"]["seconds"] = 1e308; }, {"config.json: progress.seconds", "got 1e+308"});
@@ -283,5 +286,32 @@ TEST_CASE("config.json naming another task than the model's is refused naming ta
         config["config_fnv1a64"] = "unchecked";
         write_text(fs::path(tmp / "run") / "config.json", config.dump());
         require_ok(run({"eval", "--run", tmp / "run"}));
+    }
+}
+
+TEST_CASE("a config.json edited to a model too large for memory is refused before it is built") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    json config = read_config(tmp / "run");
+    config["model"]["embed_dim"] = 4096;
+    config["model"]["ffn_dim"] = 16384;
+    config["model"]["layers"] = 16;
+    config["model"]["decoder_layers"] = 16;
+    config["config_fnv1a64"] = "unchecked";
+    write_text(fs::path(tmp / "run") / "config.json", config.dump());
+    // 7.5e9 parameters: 28 GiB of float32 weights alone. Run only where that cannot fit (as on
+    // the machines the suite runs on); elsewhere the load would go on to build the model.
+    auto big = attograd::cli::run_config_from_json(config);
+    const auto available = attograd::cli::available_bytes();
+    REQUIRE(available.has_value());
+    CHECK(attograd::cli::training_bytes(big, false) > 28ull << 30);
+    CHECK(attograd::cli::training_bytes(big, true) >
+          attograd::cli::training_bytes(big, false));  // + grad, Adam
+    if (*available < attograd::cli::training_bytes(big, false)) {
+        check_refused(
+            run({"eval", "--run", tmp / "run"}),
+            {"config.json: ", "model.embed_dim 4096", "model.ffn_dim 16384", "GiB", "running this model"});
+        check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}),
+                      {"config.json: ", "model.layers 16", "training would need"});
     }
 }

@@ -3,6 +3,8 @@
 #include "config.hpp"
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "data/text.hpp"
 
 #include <algorithm>
 #include <array>
@@ -280,6 +282,14 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     if (json["task"].contains("data_fnv1a64")) {  // absent in runs written before it was recorded
         c.task.data_bytes = field<std::uint64_t>(json, "task", "data_bytes");
         c.task.data_fnv1a64 = field<std::string>(json, "task", "data_fnv1a64");
+        // As train writes it: "" (a bundled task) or 16 lowercase hex digits.
+        const std::string& sum = c.task.data_fnv1a64;
+        AG_CHECK(sum.empty() ||
+                     (sum.size() == 16 &&
+                      std::all_of(sum.begin(), sum.end(),
+                                  [](char h) { return (h >= '0' && h <= '9') || (h >= 'a' && h <= 'f'); })),
+                 ValueError, "config.json: task.data_fnv1a64 must be \"\" or 16 hex digits, got '{}'",
+                 data::escape_control(excerpt(sum, 40)));
     }
     c.model.kind = field<std::string>(json, "model", "kind");
     c.model.embed_dim = field<std::int64_t>(json, "model", "embed_dim");

@@ -26,7 +26,7 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 
 }  // namespace
 
-std::uint64_t training_bytes(const RunConfig& config) {
+std::uint64_t training_bytes(const RunConfig& config, bool training) {
     const ModelConfig& m = config.model;
     const TrainConfig& t = config.train;
     // In float32 elements (double: a hostile config must not overflow the sum):
@@ -51,11 +51,12 @@ std::uint64_t training_bytes(const RunConfig& config) {
     const double P = 2 * V * E + (S + T + 2) * E + Le * (4 * E * E + 2 * E * F + F + 5 * E) +
                      Ld * (8 * E * E + 2 * E * F + F + 9 * E);
     const double k = t.optim == "sgd" ? (t.momentum > 0.0 ? 1.0 : 0.0) : 2.0;
+    const double per_parameter = training ? 2.0 + k : 1.0;  // eval, inspect: the weights alone
     const double A = B * (2 * (S + T) * E + Le * (S * (10 * E + 2 * F) + 3 * H * S * S) +
                           Ld * (T * (16 * E + 2 * F) + 3 * H * (T * T + T * S)) + 3 * T * V);
     // Under mpirun every rank on this machine holds the whole model and its share of the batch.
-    const double ranks = static_cast<double>(std::max(optim::launcher_world_size(), 1));
-    const double bytes = 4.0 * (ranks * P * (2.0 + k) + A);
+    const double ranks = training ? static_cast<double>(std::max(optim::launcher_world_size(), 1)) : 1.0;
+    const double bytes = 4.0 * (ranks * P * per_parameter + A);
     return bytes >= 1.8e19 ? UINT64_MAX : static_cast<std::uint64_t>(bytes);
 }
 
@@ -77,10 +78,10 @@ std::optional<std::uint64_t> available_bytes() {
     return available;
 }
 
-void check_memory(const RunConfig& config, const SettingNames& names,
-                  std::optional<std::uint64_t> available) {
+void check_memory(const RunConfig& config, const SettingNames& names, std::optional<std::uint64_t> available,
+                  bool training) {
     if (!available) return;
-    const std::uint64_t needed = training_bytes(config);
+    const std::uint64_t needed = training_bytes(config, training);
     if (needed <= *available) return;
     const ModelConfig& m = config.model;
     const TrainConfig& t = config.train;
@@ -90,9 +91,11 @@ void check_memory(const RunConfig& config, const SettingNames& names,
     if (m.kind != "encoder") sizes += fmt::format(", {} {}", names("model.decoder_layers"), m.decoder_layers);
     sizes += fmt::format(", {} {}", names("train.batch"), t.batch);
     throw UsageError(fmt::format(
-        "{}training would need about {:.1f} GiB ({}: parameters, gradients, {} state and one batch's "
-        "activations), but {:.1f} GiB of memory is available: choose smaller values",
-        names.prefix("model.embed_dim"), static_cast<double>(needed) / kGiB, sizes, t.optim,
+        "{}{} would need about {:.1f} GiB ({}: {} and one batch's activations), but {:.1f} GiB of memory is "
+        "available: choose smaller values",
+        names.prefix("model.embed_dim"), training ? "training" : "running this model",
+        static_cast<double>(needed) / kGiB, sizes,
+        training ? fmt::format("parameters, gradients, {} state", t.optim) : std::string("parameters"),
         static_cast<double>(*available) / kGiB));
 }
 

@@ -8,6 +8,7 @@
 #include "data/text.hpp"
 #include "data/tsv.hpp"
 #include "file_io.hpp"
+#include "memory_check.hpp"
 #include "run_writer.hpp"
 
 #include <fcntl.h>
@@ -220,6 +221,8 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     if (!json["model"].contains("min_source_len"))
         run.config.model.min_source_len = run.task->info().min_source_len;
     validate(run.config, run.task->info(), SettingNames::config_file());
+    // Before the model is built: a hand-edited size (or a smaller machine) is refused, not OOM-killed.
+    check_memory(run.config, SettingNames::config_file(), available_bytes(), for_training);
     run.generator = std::make_unique<Generator>(run.config.train.seed);
     run.model = make_model(run.config.model, run.config.vocab, *run.generator);
     const auto weights = dir / "model.safetensors";
