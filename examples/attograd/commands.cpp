@@ -199,11 +199,12 @@ void add_decoding(CLI::App& app, std::int64_t& beam, double& length_penalty) {
     const std::string beam_help = fmt::format(
         "seq2seq: beam search keeping N hypotheses (1 = greedy; at most {})", DecodeSettings::max_beam);
     with_default_value(checked<std::int64_t>(app.add_option("--beam", beam, beam_help), "N"), beam);
-    with_default_value(checked<double>(app.add_option("--length-penalty", length_penalty,
-                                                      "beam search ranks outputs by log P(y) / |y|^A, |y| "
-                                                      "counting <eos> (0: by log P(y); 1: per token)"),
-                                       "A"),
-                       length_penalty);
+    with_default_value(
+        checked<double>(app.add_option("--length-penalty", length_penalty,
+                                       "beam search ranks outputs by log P(y) / |y|^A, |y| "
+                                       "counting <eos> (0: by log P(y); 1: per token; A in [-10, 10])"),
+                        "A"),
+        length_penalty);
 }
 
 }  // namespace

@@ -110,8 +110,8 @@ protected:
 };
 
 /// ValueError, naming the flag (--beam, --length-penalty), unless `decoding` is one a model of
-/// `config` can run: beam in [1, DecodeSettings::max_beam], 1 for the encoder model; a finite
-/// length penalty.
+/// `config` can run: beam in [1, DecodeSettings::max_beam], 1 for the encoder model; a
+/// length penalty in [-max_length_penalty, max_length_penalty].
 void check_decoding(const DecodeSettings& decoding, const ModelConfig& config);
 
 /// The model `config` describes, its parameters drawn from `generator` (which must outlive it:
