@@ -8,6 +8,7 @@
 #include "core/gemm.hpp"
 #include "core/parallel.hpp"
 #include "core/sdpa_common.hpp"
+#include "core/softmax_row.hpp"
 
 #include <Eigen/Core>
 
@@ -43,41 +44,11 @@ T* scratch(int slot, std::int64_t n) {
 }
 
 // Scales the scores q k^T of block (b, h) and adds the mask, then softmax over each row in
-// place; a row that is all -inf becomes all zero.
+// place; a row that is all -inf becomes all zero (core/softmax_row.hpp).
 template <class T>
 void masked_softmax_rows(const Geometry& g, std::int64_t b, std::int64_t h, const T* mask, T* scores) {
-    const T scale = static_cast<T>(g.scale);
-    for (std::int64_t t = 0; t < g.tq; ++t) {
-        Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> row(scores + t * g.tk, g.tk);
-        row *= scale;
-        if (mask != nullptr) {
-            const T* m = mask + b * g.mask_b + h * g.mask_h + t * g.mask_t;
-            if (g.mask_s == 0)
-                row += m[0];
-            else
-                row += Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>>(m, g.tk);
-        }
-        const T top = row.maxCoeff();
-        // every key masked: zero weights (a NaN score, which maxCoeff may skip, makes the row NaN)
-        if (top == -std::numeric_limits<T>::infinity() && !row.hasNaN()) {
-            row.setZero();
-            continue;
-        }
-        // Eigen's vectorised exp clamps its argument, so exp(-inf) would be a denormal, not 0:
-        // masked keys are set to exactly 0 after it. (An Eigen select() around the exp would
-        // do it in one line, but select() is not vectorised, so every exp would be a libm call.)
-        int masked = 0;  // a plain loop, so that the compiler vectorises the test
-        for (std::int64_t k = 0; k < g.tk; ++k) masked |= row[k] == -std::numeric_limits<T>::infinity();
-        if (masked == 0) {
-            row = (row - top).exp();
-        } else {
-            Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> scores(scratch<T>(1, g.tk), g.tk);
-            scores = row;
-            row = (row - top).exp();
-            row = (scores == -std::numeric_limits<T>::infinity()).select(T(0), row);
-        }
-        row *= T(1) / row.sum();
-    }
+    detail::softmax_rows(scores, g.tq, g.tk, static_cast<T>(g.scale),
+                         mask != nullptr ? g.mask_row(mask, b, h, 0) : nullptr, g.mask_t, g.mask_s);
 }
 
 // scores P = softmax(scale q k^T + mask) -> weights; output = dropout(P) v. Every product
@@ -157,12 +128,7 @@ void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
         if (a.dweights != nullptr)
             MatrixMap<T>(dP, g.tq, g.tk) += ConstMatrixMap<T>(a.dweights + bh * plane, g.tq, g.tk);
         // dP becomes scale * dS, so that the two products below need no scaling
-        for (std::int64_t t = 0; t < g.tq; ++t) {
-            Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> dp(dP + t * g.tk, g.tk);
-            const Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>> p(P + t * g.tk, g.tk);
-            const T dot = (dp * p).sum();
-            dp = scale * p * (dp - dot);
-        }
+        detail::softmax_rows_backward(P, dP, g.tq, g.tk, scale);
         // dQ [Tq, d] = scale dS K; dK [Tk, d] = scale dS^T Q
         if (a.dq != nullptr)
             detail::gemm(g.tq, g.d, g.tk, dP, g.tk, false, k, g.k.row, false, a.dq + g.q.at(b, h), g.q.row,

@@ -44,18 +44,20 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
                   (sa.size() == 2 && sb.size() == 2 && row_init.numel() == (transpose_b ? b_rows : b_cols)),
               "matmul_kernel: row_init needs 2-D operands and one value per column");
     // Rows [first, first + count) of C = op(A) op(B), or of C = 1 r + op(A) op(B) for a row r:
-    // the GEMM adds onto the rows r (beta = 1), which costs no extra pass over C.
-    const auto product_rows = [&]<class T>(const T* pa, const T* pb, T* po, std::int64_t first,
-                                           std::int64_t count) {
+    // the GEMM adds onto the rows r (beta = 1), which costs no extra pass over C. op(B) is read
+    // from pb with its rows ldb apart, transposed when tb.
+    const auto product_rows = [&]<class T>(const T* pa, const T* pb, std::int64_t ldb, bool tb, T* po,
+                                           std::int64_t first, std::int64_t count) {
         T* c = po + first * m;
         if (row_init.defined())
             for (std::int64_t r = 0; r < count; ++r) std::copy_n(row_init.data<T>(), m, c + r * m);
         // rows of op(A): rows of A, or columns of A when transposed
         const T* a_rows_from = transpose_a ? pa + first : pa + first * a_cols;
-        gemm(count, m, inner, a_rows_from, a_cols, transpose_a, pb, b_cols, transpose_b, c, m,
-             row_init.defined());
+        gemm(count, m, inner, a_rows_from, a_cols, transpose_a, pb, ldb, tb, c, m, row_init.defined());
     };
-    const auto product = [&]<class T>(const T* pa, const T* pb, T* po) { product_rows(pa, pb, po, 0, n); };
+    const auto product = [&]<class T>(const T* pa, const T* pb, T* po) {
+        product_rows(pa, pb, b_cols, transpose_b, po, 0, n);
+    };
     if (sa.size() == 2 && sb.size() == 2) {
         // One product: large ones are split into row blocks (Eigen's own threading is off, see
         // core/parallel.hpp). The blocks are fixed by the shape alone, not by the thread count,
@@ -75,10 +77,19 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
                 : std::clamp<std::int64_t>(std::max(n / kMinChunkRows, std::min<std::int64_t>(4, n / 16)), 1,
                                            std::min(kMaxChunks, work / detail::kMinParallelGemmWork));
         const int threads = static_cast<int>(std::min<std::int64_t>(detail::available_threads(), chunks));
+        // When the GEMM layer would transpose op(B) in every block (LIBXSMM), it is transposed
+        // once here instead: the same copy, so the same bits (a [768, 256] weight takes ~0.1 ms).
+        const bool pretranspose = transpose_b && chunks > 1 && gemm_copies_transposed_b();
+        Tensor bt = pretranspose ? empty({inner, m}, {.dtype = b.dtype()}) : Tensor();
         dispatch_floating(a.dtype(), "matmul", [&]<class T>(T) {
+            if (pretranspose) transpose(m, inner, b.data<T>(), b_cols, bt.data<T>());
             const auto chunk = [&](std::int64_t c) {
                 const std::int64_t first = n * c / chunks, last = n * (c + 1) / chunks;
-                product_rows(a.data<T>(), b.data<T>(), out.data<T>(), first, last - first);
+                if (pretranspose)
+                    product_rows(a.data<T>(), bt.data<T>(), m, false, out.data<T>(), first, last - first);
+                else
+                    product_rows(a.data<T>(), b.data<T>(), b_cols, transpose_b, out.data<T>(), first,
+                                 last - first);
             };
             if (threads <= 1) {
                 for (std::int64_t c = 0; c < chunks; ++c) chunk(c);
