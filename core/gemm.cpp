@@ -64,7 +64,7 @@ auto xsmm_kernel(std::int64_t mc, std::int64_t nc, std::int64_t k, std::int64_t 
         std::int64_t key[6] = {-1, -1, -1, -1, -1, -1};
         Kernel kernel = nullptr;
     };
-    constexpr std::size_t kSlots = 64;
+    constexpr std::size_t kSlots = 256;
     thread_local Entry table[kSlots];
     const std::int64_t key[6] = {mc, nc, k, lda, ldb, ldc * 4 + (trans_b ? 2 : 0) + (accumulate ? 1 : 0)};
     std::uint64_t hash = 0;
