@@ -165,8 +165,14 @@ template <class T>
 void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst) {
     if (rows == 0 || cols == 0) return;
 #ifdef ATTOGRAD_LIBXSMM
-    // column-major [cols, rows] with ld ld_src in, [rows, cols] with ld rows out
-    libxsmm_otrans(dst, src, sizeof(T), cols, rows, ld_src, rows);
+    // In 32 x 32 tiles: whole, LIBXSMM's transpose of a [768, 256] weight took 105 us, in tiles
+    // 26 us (64 x 64: 68 us); a [256, 2048] one 298 against 95 us. Each tile: column-major
+    // [tile cols, tile rows] with ld ld_src in, [tile rows, tile cols] with ld rows out.
+    constexpr std::int64_t kTile = 32;
+    for (std::int64_t r = 0; r < rows; r += kTile)
+        for (std::int64_t c = 0; c < cols; c += kTile)
+            libxsmm_otrans(dst + c * rows + r, src + r * ld_src + c, sizeof(T), std::min(kTile, cols - c),
+                           std::min(kTile, rows - r), ld_src, rows);
 #else
     Eigen::Map<RowMatrix<T>>(dst, cols, rows).noalias() =
         ConstStridedMap<T>(src, rows, cols, Eigen::OuterStride<>(ld_src)).transpose();
