@@ -153,4 +153,38 @@ std::vector<Batch> Batcher::epoch(Generator& generator) const {
     return out;
 }
 
+BatchStream Batcher::batches(std::int64_t count, Generator& generator) const {
+    AG_CHECK(count >= 0, ValueError, "Batcher::batches: count must be >= 0, got {}", count);
+    return BatchStream(*this, count, generator);
+}
+
+BatchStream::iterator BatchStream::begin() {
+    if (!started_) {
+        started_ = true;
+        if (remaining_ > 0) {
+            epoch_ = batcher_->epoch_indices(*generator_);
+            batch_ = batcher_->collate(epoch_[next_++]);
+        }
+    }
+    return iterator(this);
+}
+
+void BatchStream::advance() {
+    AG_ASSERT(started_ && remaining_ > 0, "BatchStream advanced past its end");
+    if (--remaining_ == 0) return;
+    if (next_ == epoch_.size()) {  // the constructor refuses epochs without batches
+        epoch_ = batcher_->epoch_indices(*generator_);
+        next_ = 0;
+    }
+    batch_ = batcher_->collate(epoch_[next_++]);
+}
+
+Batch collate(const std::vector<Example>& examples, const Vocabulary& vocab) {
+    AG_CHECK(!examples.empty(), ValueError, "collate: no examples");
+    const Batcher all(examples, vocab, {.batch_size = static_cast<std::int64_t>(examples.size())});
+    std::vector<std::int64_t> indices(examples.size());
+    std::iota(indices.begin(), indices.end(), std::int64_t{0});
+    return all.collate(indices);
+}
+
 }  // namespace attograd::data

@@ -7,7 +7,9 @@
 #include "data/task.hpp"
 #include "data/vocabulary.hpp"
 
+#include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 namespace attograd::data {
@@ -59,6 +61,8 @@ struct Batch {
     PaddedSequences target;             ///< [B, T] each; undefined tensors when the batcher has no targets
 };
 
+class BatchStream;
+
 /// Batches of a dataset of id sequences (sources, and optionally targets), like PyTorch's
 /// DataLoader with a pad_sequence collate function. The batcher is immutable: each epoch is
 /// drawn from the generator passed to it, so the same generator state gives the same epoch and
@@ -91,11 +95,67 @@ public:
     Batch collate(const std::vector<std::int64_t>& indices) const;
     /// Every batch of one epoch: collate of each of epoch_indices(generator).
     std::vector<Batch> epoch(Generator& generator = default_generator()) const;
+    /// `count` batches of epoch after epoch, for a training loop counted in steps:
+    ///     for (const data::Batch& batch : batcher.batches(steps, gen)) ...
+    /// The same batches as successive epoch(generator) calls cut after `count` (epoch_indices is
+    /// drawn when the previous epoch runs out), collated one at a time as the loop reaches them.
+    /// The stream keeps references to this batcher and `generator`, which must outlive it.
+    /// Throws ValueError when count < 0.
+    BatchStream batches(std::int64_t count, Generator& generator = default_generator()) const;
 
 private:
     std::vector<std::vector<std::int64_t>> sources_;
     std::vector<std::vector<std::int64_t>> targets_;
     BatcherOptions options_;
 };
+
+/// A single-pass range of batches (see Batcher::batches): begin() draws the first epoch and
+/// collates the first batch, each ++ the next one.
+class BatchStream {
+public:
+    /// Reads the stream's current batch; equal to end() once `count` batches were read.
+    class iterator {
+    public:
+        using value_type = Batch;
+        using difference_type = std::ptrdiff_t;
+        const Batch& operator*() const { return stream_->batch_; }
+        const Batch* operator->() const { return &stream_->batch_; }
+        iterator& operator++() {
+            stream_->advance();
+            return *this;
+        }
+        void operator++(int) { stream_->advance(); }
+        bool operator==(std::default_sentinel_t) const { return stream_->remaining_ == 0; }
+
+    private:
+        friend class BatchStream;
+        explicit iterator(BatchStream* stream) : stream_(stream) {}
+        BatchStream* stream_;
+    };
+
+    /// The current batch (the first one on the first call; later calls do not restart).
+    iterator begin();
+    /// The end: reached once `count` batches were read.
+    std::default_sentinel_t end() const { return {}; }
+
+private:
+    friend class Batcher;
+    BatchStream(const Batcher& batcher, std::int64_t count, Generator& generator)
+        : batcher_(&batcher), generator_(&generator), remaining_(count) {}
+    void advance();  // one batch read: collate the next (a new epoch when this one is used up)
+
+    const Batcher* batcher_;
+    Generator* generator_;
+    std::int64_t remaining_;  // batches still to read, the current one included
+    std::vector<std::vector<std::int64_t>> epoch_{};
+    std::size_t next_ = 0;  // index in epoch_ of the batch after the current one
+    Batch batch_{};
+    bool started_ = false;
+};
+
+/// Every example as one batch, in order: `examples` encoded with `vocab` and padded (Batcher
+/// with batch_size examples.size(), then collate of every index), e.g. a held-out split decoded
+/// in one call. Throws ValueError when `examples` is empty, and as Vocabulary::encode.
+Batch collate(const std::vector<Example>& examples, const Vocabulary& vocab);
 
 }  // namespace attograd::data

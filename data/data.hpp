@@ -3,6 +3,7 @@
 
 #include "data/batcher.hpp"
 #include "data/dates.hpp"
+#include "data/evaluation.hpp"
 #include "data/task.hpp"
 #include "data/teacher_forcing.hpp"
 #include "data/text.hpp"

@@ -25,6 +25,13 @@ std::string Task::detokenize(const std::vector<std::string>& tokens) const {
     return join(tokens, info_.char_level ? "" : " ");
 }
 
+std::vector<Example> Task::train_examples(std::size_t count, Generator& generator) const {
+    std::vector<Example> out;
+    out.reserve(count);
+    for (std::size_t i = 0; i < count; ++i) out.push_back(train_example(generator));
+    return out;
+}
+
 std::optional<std::vector<std::int64_t>> Task::alignment(const Example&) const { return std::nullopt; }
 
 std::optional<std::vector<std::string>> Task::solve(const std::vector<std::string>&) const {

@@ -4,6 +4,7 @@
 
 #include "core/generator.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -52,6 +53,9 @@ public:
     /// One training example drawn with `generator` (same generator state, same example); never
     /// one whose source is held out.
     virtual Example train_example(Generator& generator) const = 0;
+    /// `count` training examples: train_example(generator) `count` times, in order (a training
+    /// set drawn once, for a Batcher).
+    std::vector<Example> train_examples(std::size_t count, Generator& generator) const;
     /// The held-out examples (the same on every run, whatever the training seed).
     const std::vector<Example>& held_out() const { return held_out_; }
 

@@ -1,6 +1,8 @@
 // Small text helpers: whitespace and UTF-8 character tokenisation, joining, trimming.
 #include "data/text.hpp"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 
 namespace attograd::data {
@@ -93,6 +95,55 @@ bool is_valid_utf8(std::string_view text) {
         p += extra + 1;
     }
     return true;
+}
+
+std::size_t control_length(std::string_view text, std::size_t i) {
+    if (i >= text.size()) return 0;
+    const auto lead = static_cast<unsigned char>(text[i]);
+    if (lead < 0x20 || lead == 0x7F) return 1;
+    const bool c1 = lead == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+                    static_cast<unsigned char>(text[i + 1]) <= 0x9F;
+    return c1 ? 2 : 0;
+}
+
+namespace {
+
+// The escape of the control character of `length` bytes at text[i].
+std::string escaped_control(std::string_view text, std::size_t i, std::size_t length) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    if (length == 2) return fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
+    if (lead == '\t') return "\\t";
+    if (lead == '\n') return "\\n";
+    if (lead == '\r') return "\\r";
+    return fmt::format("\\x{:02x}", lead);
+}
+
+}  // namespace
+
+std::string escape_control(std::string_view text) {
+    std::string out;
+    out.reserve(text.size());
+    for (const std::string& character : split_chars(text)) {
+        const std::size_t control = control_length(character, 0);
+        if (control == character.size()) {
+            out += escaped_control(character, 0, control);
+        } else if (!is_valid_utf8(character)) {  // split_chars makes a stray byte its own token
+            for (const char byte : character)
+                out += fmt::format("\\x{:02x}", static_cast<unsigned char>(byte));
+        } else {
+            out += character;
+        }
+    }
+    return out;
+}
+
+std::string first_control(std::string_view text, std::string_view allowed) {
+    for (std::size_t i = 0; i < text.size(); ++i) {
+        const std::size_t length = control_length(text, i);
+        if (length == 0 || (length == 1 && allowed.find(text[i]) != std::string_view::npos)) continue;
+        return escaped_control(text, i, length);
+    }
+    return {};
 }
 
 }  // namespace attograd::data

@@ -2,6 +2,8 @@
 #include "data/toy_tasks.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstdint>
 #include <numeric>
 
 namespace attograd::data {
@@ -32,34 +34,17 @@ public:
     enum class Kind { Copy, Reverse, Sort };
 
     explicit SequenceTask(Kind kind) : kind_(kind) {
+        const Description& d = descriptions[static_cast<std::size_t>(kind)];
+        info_.name = d.name;
+        info_.description = d.description;
+        info_.example = d.example;
+        info_.metric = d.metric;
+        info_.alignment = d.alignment;
         info_.max_source_len = max_len;
         info_.min_source_len = min_len;
         info_.max_target_len = max_len;
         info_.same_length = true;
-        switch (kind) {
-            case Kind::Copy:
-                info_.name = "copy";
-                info_.description = "repeat the sequence (4-10 letters from a-t)";
-                info_.example = "f a q c -> f a q c";
-                info_.metric = Metric::Sequence;
-                info_.alignment = "diagonal: target t attends source t";
-                break;
-            case Kind::Reverse:
-                info_.name = "reverse";
-                info_.description = "reverse the sequence (4-10 letters from a-t)";
-                info_.example = "f a q c -> c q a f";
-                info_.metric = Metric::Sequence;
-                info_.alignment = "anti-diagonal: target t attends source n-1-t";
-                break;
-            case Kind::Sort:
-                info_.name = "sort";
-                info_.description = "sort distinct letters (4-10 from a-t) alphabetically";
-                info_.example = "f a q c -> a c f q";
-                info_.metric = Metric::Token;
-                info_.alignment = "target t attends the source position of the t-th smallest letter";
-                break;
-        }
-        make_held_out(kind == Kind::Copy ? 1001 : kind == Kind::Reverse ? 1002 : 1003);
+        make_held_out(d.held_out_seed);
     }
 
     std::vector<std::string> symbols() const override { return letters(alphabet); }
@@ -109,6 +94,23 @@ protected:
     }
 
 private:
+    struct Description {
+        const char* name;
+        const char* description;
+        const char* example;
+        Metric metric;
+        const char* alignment;
+        std::uint64_t held_out_seed;  // fixed: the held-out split never changes
+    };
+    // In Kind's order.
+    static constexpr std::array<Description, 3> descriptions{{
+        {"copy", "repeat the sequence (4-10 letters from a-t)", "f a q c -> f a q c", Metric::Sequence,
+         "diagonal: target t attends source t", 1001},
+        {"reverse", "reverse the sequence (4-10 letters from a-t)", "f a q c -> c q a f", Metric::Sequence,
+         "anti-diagonal: target t attends source n-1-t", 1002},
+        {"sort", "sort distinct letters (4-10 from a-t) alphabetically", "f a q c -> a c f q", Metric::Token,
+         "target t attends the source position of the t-th smallest letter", 1003},
+    }};
     static constexpr int alphabet = 20;
     static constexpr int min_len = 4;
     static constexpr int max_len = 10;

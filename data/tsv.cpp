@@ -88,7 +88,7 @@ TsvDataset TsvDataset::parse(std::string_view text, bool chars, const std::strin
                          name, number, side == &example.source ? "source" : "target", token);
                 const std::string problem = Vocabulary::token_problem(token);
                 AG_CHECK(problem.empty(), ValueError, "{}:{}: the {} token '{}' {}", name, number,
-                         side == &example.source ? "source" : "target", Vocabulary::escaped(token), problem);
+                         side == &example.source ? "source" : "target", escape_control(token), problem);
             }
         }
         examples.push_back(std::move(example));

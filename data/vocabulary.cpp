@@ -15,22 +15,12 @@ bool Vocabulary::is_reserved(std::string_view token) {
 std::string Vocabulary::token_problem(std::string_view token) {
     if (token.empty()) return "is empty";
     const bool one_char = split_chars(token).size() == 1;
-    for (const char c : token) {
-        const auto u = static_cast<unsigned char>(c);
-        if (one_char && (c == ' ' || c == '\t')) continue;  // character-level whitespace
-        if (u < 0x20 || u == 0x7F) return fmt::format("holds the control character \\x{:02X}", u);
-        if (c == ' ') return "holds a space (a word-level token never does)";
-    }
+    // A lone space or tab is character-level whitespace.
+    if (const std::string control = first_control(token, one_char ? "\t" : ""); !control.empty())
+        return "holds the control character " + control;
+    if (!one_char && token.find(' ') != std::string_view::npos)
+        return "holds a space (a word-level token never does)";
     return {};
-}
-
-std::string Vocabulary::escaped(std::string_view token) {
-    std::string out;
-    for (const char c : token) {
-        const auto u = static_cast<unsigned char>(c);
-        out += u < 0x20 || u == 0x7F ? fmt::format("\\x{:02X}", u) : std::string(1, c);
-    }
-    return out;
 }
 
 Vocabulary::Vocabulary() {
@@ -45,7 +35,8 @@ Vocabulary::Vocabulary(const std::vector<std::string>& tokens) : Vocabulary() {
             "Vocabulary: token {} is '{}', a reserved token (<pad> <bos> <eos> <unk> have fixed ids 0-3)", i,
             token);
         const std::string problem = token_problem(token);
-        AG_CHECK(problem.empty(), ValueError, "Vocabulary: token {} '{}' {}", i, escaped(token), problem);
+        AG_CHECK(problem.empty(), ValueError, "Vocabulary: token {} '{}' {}", i, escape_control(token),
+                 problem);
         AG_CHECK(!contains(token), ValueError, "Vocabulary: token {} '{}' appears twice (first as token {})",
                  i, token, id(token) - reserved_count);
         add(token);
@@ -63,7 +54,8 @@ Vocabulary Vocabulary::from_tokens(const std::vector<std::string>& tokens) {
             continue;
         }
         const std::string problem = token_problem(token);
-        AG_CHECK(problem.empty(), ValueError, "vocabulary: entry {} '{}' {}", i, escaped(token), problem);
+        AG_CHECK(problem.empty(), ValueError, "vocabulary: entry {} '{}' {}", i, escape_control(token),
+                 problem);
         AG_CHECK(!vocab.contains(token), ValueError, "vocabulary: entry {} '{}' appears twice", i, token);
         vocab.add(token);
     }
@@ -89,6 +81,13 @@ std::vector<std::int64_t> Vocabulary::lookup_indices(const std::vector<std::stri
     ids.reserve(tokens.size());
     for (const auto& token : tokens) ids.push_back(id(token));
     return ids;
+}
+
+std::vector<std::string> Vocabulary::lookup_tokens(const std::vector<std::int64_t>& ids) const {
+    std::vector<std::string> tokens;
+    tokens.reserve(ids.size());
+    for (const std::int64_t i : ids) tokens.push_back(token(i));
+    return tokens;
 }
 
 const std::string& Vocabulary::token(std::int64_t id) const {

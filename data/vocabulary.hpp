@@ -35,13 +35,11 @@ public:
     /// "<unk>").
     static bool is_reserved(std::string_view token);
     /// Why `token` cannot be a vocabulary entry, or an empty string when it can. Token rule: a
-    /// token is not empty, holds no control character (U+0000-U+001F, U+007F: a NUL, a newline
-    /// ...) and, when longer than one character, no space; a token of exactly one space or one
-    /// tab is a character-level token and allowed. Such tokens cannot come from a word split
-    /// and would print or save ambiguously.
+    /// token is not empty, holds no control character (C0 U+0000-U+001F, DEL U+007F, C1
+    /// U+0080-U+009F: a NUL, a newline, a terminal's CSI ...) and, when longer than one character, no space;
+    /// a token of exactly one space or one tab is a character-level token and allowed. Such tokens cannot
+    /// come from a word split and would print or save ambiguously.
     static std::string token_problem(std::string_view token);
-    /// `token` with control characters written as `\xNN`, for messages.
-    static std::string escaped(std::string_view token);
 
     /// Only the special tokens.
     Vocabulary();
@@ -63,6 +61,10 @@ public:
     /// id() of each token (torchtext's `Vocab.lookup_indices`): for tokens the program made,
     /// such as decode()'s output or labels padded with `<pad>`, never for user text.
     std::vector<std::int64_t> lookup_indices(const std::vector<std::string>& tokens) const;
+    /// token() of each id, special tokens included (torchtext's `Vocab.lookup_tokens`; unlike
+    /// decode, nothing is skipped and <eos> does not stop it): labels for what a decoder wrote,
+    /// such as nn::Hypothesis::output_ids. Throws IndexError for an id outside [0, size()).
+    std::vector<std::string> lookup_tokens(const std::vector<std::int64_t>& ids) const;
     /// Whether `token` has its own id.
     bool contains(const std::string& token) const { return ids_.count(token) != 0; }
     /// Token of `id`; throws IndexError outside [0, size()).

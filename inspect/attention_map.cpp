@@ -2,6 +2,7 @@
 #include "inspect/attention_map.hpp"
 
 #include "core/error.hpp"
+#include "data/text.hpp"
 
 #include <fmt/format.h>
 
@@ -56,16 +57,7 @@ std::string display_label(const std::string& token) {
     if (token == "<unk>") return "\ufffd";
     if (token == " ") return "\u2423";
     if (token == "\t") return "\u21e5";
-    std::string out;
-    for (const char c : token) {
-        const auto u = static_cast<unsigned char>(c);
-        if (u < 0x20 || u == 0x7f) {
-            out += fmt::format("\\x{:02x}", u);
-        } else {
-            out += c;
-        }
-    }
-    return out;
+    return data::escape_control(token);
 }
 
 std::int64_t display_width(const std::string& text) {

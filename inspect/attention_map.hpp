@@ -60,7 +60,8 @@ Rgb weight_colour(double w);
 std::string hex(Rgb colour);
 
 /// A short label for drawing: `<bos>` -> "^", `<eos>` -> "$", `<pad>` -> "_", `<unk>` -> U+FFFD,
-/// a space -> "␣", control characters escaped; other tokens unchanged.
+/// a space -> "␣", a tab -> "⇥", control characters escaped (data::escape_control); other tokens
+/// unchanged.
 std::string display_label(const std::string& token);
 /// Width of a UTF-8 string in terminal columns (one per code point).
 std::int64_t display_width(const std::string& text);

@@ -5,6 +5,9 @@
 #include "core/format.hpp"
 #include "core/ops.hpp"
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
@@ -65,6 +68,23 @@ std::vector<AttentionMap> attention_maps(const std::vector<nn::RecordedAttention
                                          const TokenLabels& labels, std::int64_t batch_index) {
     return attention_maps(
         records, [&labels](const std::string&) { return labels; }, batch_index);
+}
+
+std::vector<AttentionMap> layer_maps(const nn::AttentionRecorder& recorder, const std::string& layer_name,
+                                     const TokenLabels& labels, std::int64_t call, std::int64_t batch_index) {
+    std::vector<std::string> names;  // distinct, in first-seen order: the layer numbers
+    std::vector<const Tensor*> calls;
+    for (const auto& record : recorder.records()) {
+        if (std::find(names.begin(), names.end(), record.name) == names.end()) names.push_back(record.name);
+        if (record.name == layer_name) calls.push_back(&record.weights);
+    }
+    AG_CHECK(!calls.empty(), ValueError, "layer_maps: no record of layer '{}'; the recorder holds [{}]",
+             layer_name, fmt::join(names, ", "));
+    AG_CHECK(call >= 0 && call < std::ssize(calls), IndexError,
+             "layer_maps: call {} of layer '{}' outside [0, {}) (its records)", call, layer_name,
+             std::ssize(calls));
+    const auto layer = std::find(names.begin(), names.end(), layer_name) - names.begin();
+    return maps_from_weights(layer_name, layer, *calls[static_cast<std::size_t>(call)], batch_index, labels);
 }
 
 AttentionMap crop_map(const AttentionMap& map, std::int64_t rows, std::int64_t cols) {

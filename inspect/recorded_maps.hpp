@@ -43,6 +43,17 @@ std::vector<AttentionMap> attention_maps(const std::vector<nn::RecordedAttention
 std::vector<AttentionMap> attention_maps(const std::vector<nn::RecordedAttention>& records,
                                          const TokenLabels& labels, std::int64_t batch_index = 0);
 
+/// The maps of one layer, by name, from what `recorder` holds: maps_from_weights of the layer's
+/// `call`-th record (0: the first; a decoder's step-by-step calls are records 0, 1, ...) at
+/// batch element `batch_index`, numbered `layer` as attention_maps numbers it. For example, the
+/// cross-attention of a beam_search output, with the output's ids (Hypothesis::output_ids) as
+/// query labels and the source as key labels. Throws ValueError when the recorder holds no record
+/// of `layer_name` (listing the names it holds), IndexError when `call` is outside the layer's
+/// records, and as maps_from_weights.
+std::vector<AttentionMap> layer_maps(const nn::AttentionRecorder& recorder, const std::string& layer_name,
+                                     const TokenLabels& labels, std::int64_t call = 0,
+                                     std::int64_t batch_index = 0);
+
 /// The first `rows` queries and `cols` keys of `map` (an example padded in its batch, cut back
 /// to its real length; labels and right alignment are cut too). Throws IndexError when rows or
 /// cols is negative or larger than the map's (naming its title and shape).

@@ -15,6 +15,23 @@
 
 namespace attograd::nn {
 
+std::vector<std::int64_t> Hypothesis::output_ids(std::int64_t eos_id) const {
+    AG_CHECK(eos_id >= 0, ValueError, "Hypothesis::output_ids: eos_id must be >= 0, got {}", eos_id);
+    std::vector<std::int64_t> out = tokens;
+    if (finished) out.push_back(eos_id);
+    return out;
+}
+
+std::vector<std::vector<std::int64_t>> best_tokens(const std::vector<std::vector<Hypothesis>>& hypotheses) {
+    std::vector<std::vector<std::int64_t>> out;
+    out.reserve(hypotheses.size());
+    for (std::size_t b = 0; b < hypotheses.size(); ++b) {
+        AG_CHECK(!hypotheses[b].empty(), ValueError, "best_tokens: source {} has no hypothesis", b);
+        out.push_back(hypotheses[b].front().tokens);
+    }
+    return out;
+}
+
 double length_penalty(std::int64_t length, double alpha, LengthNormalization normalization) {
     AG_CHECK(length >= 1, ValueError, "length_penalty: length must be >= 1, got {}", length);
     AG_CHECK(std::isfinite(alpha), ValueError, "length_penalty: alpha must be finite, got {}", alpha);

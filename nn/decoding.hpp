@@ -68,7 +68,16 @@ struct Hypothesis {
     /// Steps taken: tokens.size() + 1 with eos, tokens.size() without; the rows of its recorded
     /// attention.
     std::int64_t length() const { return static_cast<std::int64_t>(tokens.size()) + (finished ? 1 : 0); }
+    /// What the decoder wrote, step by step: tokens, then eos_id when finished; length() ids,
+    /// one per row of the recorded attention (label its rows with these). Throws ValueError when
+    /// eos_id < 0.
+    std::vector<std::int64_t> output_ids(std::int64_t eos_id) const;
 };
+
+/// The tokens of each source's best hypothesis (the first of each list beam_search returns), in
+/// source order: what an evaluation compares with the targets. Throws ValueError naming the source
+/// when its list is empty.
+std::vector<std::vector<std::int64_t>> best_tokens(const std::vector<std::vector<Hypothesis>>& hypotheses);
 
 /// The length penalty that divides log P(y) for a hypothesis of `length` steps (see
 /// LengthNormalization): length^alpha or ((5 + length) / 6)^alpha. Throws ValueError when

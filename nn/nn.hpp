@@ -19,6 +19,7 @@
 #include "nn/multihead_attention.hpp"
 #include "nn/positional_bias.hpp"
 #include "nn/positional_encoding.hpp"
+#include "nn/seq2seq_transformer.hpp"
 #include "nn/sequential.hpp"
 #include "nn/transformer.hpp"
 #include "nn/transformer_model.hpp"

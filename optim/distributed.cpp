@@ -18,15 +18,22 @@
 #endif
 
 namespace attograd::optim {
-namespace {
 
-// Whether an MPI launcher (mpirun / mpiexec of Open MPI, MPICH's hydra, PMIx, srun) started us.
 int launcher_world_size() {
     for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"}) {
         if (const char* value = std::getenv(name)) return std::max(1, std::atoi(value));
     }
     return std::getenv("PMIX_RANK") != nullptr ? 2 : 1;  // PMIx without a size: assume several
 }
+
+int launcher_rank() {
+    for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
+        if (const char* value = std::getenv(name)) return std::max(0, std::atoi(value));
+    }
+    return 0;
+}
+
+namespace {
 
 using Clock = std::chrono::steady_clock;
 

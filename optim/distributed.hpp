@@ -22,6 +22,15 @@ public:
 /// Whether this build of attograd has MPI (CMake option ATTOGRAD_USE_MPI).
 bool mpi_available();
 
+/// The number of processes an MPI launcher (Open MPI's mpirun, MPICH's hydra, PMIx, srun)
+/// started, read from its environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE, PMIX_SIZE) without
+/// initialising MPI; 1 for a process no launcher started.
+int launcher_world_size();
+/// This process's rank as the launcher numbered it (OMPI_COMM_WORLD_RANK, PMI_RANK,
+/// PMIX_RANK), without initialising MPI: for a program to know, before world(), whether it is
+/// rank 0; 0 for a process no launcher started.
+int launcher_rank();
+
 /// The processes of this run: MPI_COMM_WORLD, duplicated so that attograd's error handler
 /// (MPI_ERRORS_RETURN: every failure becomes a DistributedError) does not change the user's.
 ///

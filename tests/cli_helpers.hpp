@@ -192,6 +192,14 @@ inline void write_config(const fs::path& dir, json config) {
     write_text(dir / "config.json", config.dump(2));
 }
 
+/// Rewrites `dir`/config.json with `edit(json&)` applied, resealed (write_config).
+template <class Edit>
+void edit_config(const fs::path& dir, Edit edit) {
+    json config = read_config(dir);
+    edit(config);
+    write_config(dir, config);
+}
+
 /// Records `file`'s current size and checksum in its run's config.json, as train would have:
 /// tests that plant bad contents the checksums would catch use it to reach the later checks.
 inline void record_checksum(const fs::path& file) {

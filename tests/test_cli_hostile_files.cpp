@@ -19,14 +19,6 @@ void small_run(const std::string& dir) {
     train(dir, {"--task", "reverse", "--steps", "2", "--eval-every", "1"});
 }
 
-/// Rewrites `dir`/config.json with `edit` applied.
-template <class Edit>
-void edit_config(const std::string& dir, Edit edit) {
-    json config = read_config(dir);
-    edit(config);
-    write_config(dir, config);
-}
-
 }  // namespace
 
 TEST_CASE("config.json fields of the wrong type are refused naming the field") {

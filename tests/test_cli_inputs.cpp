@@ -121,14 +121,22 @@ TEST_CASE(
     }
     // Other control characters (an escape sequence that would recolour the terminal, NUL's
     // neighbours, DEL) are refused, naming the input and the character.
-    for (const auto& [input, shown] : std::vector<std::pair<std::string, std::string>>{
-             {"a\x1b[31mb c d", "\\x1b"}, {"a\x01 b c d", "\\x01"}, {"a b c d\x7f", "\\x7f"}}) {
+    for (const auto& [input, shown] :
+         std::vector<std::pair<std::string, std::string>>{{"a\x1b[31mb c d", "\\x1b"},
+                                                          {"a\x01 b c d", "\\x01"},
+                                                          {"a b c d\x7f", "\\x7f"},
+                                                          {"a \xc2\x9b"
+                                                           "31mb c d",
+                                                           "\\u009b"},  // U+009B, the one-character CSI (C1)
+                                                          {"a b\xc2\x85 c d", "\\u0085"}}) {  // U+0085, NEL
         const Outcome o = run({"eval", "--run", tmp / "run", "--show", "0", "--input", input});
         INFO(o.command, "\nstderr: ", o.err);
         CHECK(o.code == 2);
         CHECK(o.err.find("--input '" + attograd::cli::shown_text(input) + "'") != std::string::npos);
         CHECK(o.err.find("control character " + shown) != std::string::npos);
         CHECK(o.err.find('\x1b') == std::string::npos);
+        CHECK(o.err.find("\xc2\x9b") == std::string::npos);
+        CHECK(o.err.find("\xc2\x85") == std::string::npos);
         CHECK(count_lines(o.err) == 1);
     }
 }

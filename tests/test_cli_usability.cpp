@@ -15,19 +15,7 @@
 
 #include <sys/stat.h>
 
-namespace {
-
 using namespace cli_test;
-
-/// Rewrites `dir`/config.json with `edit` applied.
-template <class Edit>
-void edit_config(const fs::path& dir, Edit edit) {
-    json config = read_config(dir);
-    edit(config);
-    write_config(dir, config);
-}
-
-}  // namespace
 
 // --- --help and --version ---------------------------------------------------------------------
 

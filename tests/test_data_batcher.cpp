@@ -163,6 +163,48 @@ TEST_CASE("batcher: built from examples and a vocabulary") {
     CHECK_THROWS_WITH_AS(Batcher({{{"<eos>"}, {"a"}}}, vocab, {}), doctest::Contains("reserved"), ValueError);
 }
 
+TEST_CASE("batcher: batches(count) are successive epochs cut after count, collated lazily") {
+    // 10 examples in batches of 4: 3 per epoch (the last short), so 8 batches cross two epoch ends.
+    const Batcher batcher = make_batcher(10, {.batch_size = 4, .shuffle = true});
+    Generator by_epoch(5), by_stream(5);
+    std::vector<std::vector<std::int64_t>> expected;
+    while (expected.size() < 8)
+        for (const auto& indices : batcher.epoch_indices(by_epoch)) expected.push_back(indices);
+    expected.resize(8);
+    std::vector<std::vector<std::int64_t>> seen;
+    std::vector<std::int64_t> first_ids;
+    for (const Batch& batch : batcher.batches(8, by_stream)) {
+        seen.push_back(batch.indices);
+        if (seen.size() == 1) first_ids = batch.source.ids.to_vector<std::int64_t>();
+    }
+    CHECK(seen == expected);
+    CHECK(first_ids == batcher.collate(expected[0]).source.ids.to_vector<std::int64_t>());
+    // The stream drew three epochs from its generator, as the loop above did.
+    CHECK(by_stream.next() == by_epoch.next());
+
+    Generator unused(5);
+    std::int64_t zero = 0;
+    for (const Batch& batch : batcher.batches(0, unused)) zero += std::ssize(batch.indices);
+    CHECK(zero == 0);
+    CHECK_THROWS_WITH_AS(batcher.batches(-1, unused),
+                         doctest::Contains("Batcher::batches: count must be >= 0"), ValueError);
+}
+
+TEST_CASE("collate: every example as one batch, in order") {
+    const Vocabulary vocab({"a", "b"});
+    const std::vector<Example> examples{{{"a", "b"}, {"b"}}, {{"b"}, {"a", "a"}}, {{"a"}, {}}};
+    const Batch all = collate(examples, vocab);
+    CHECK(all.indices == std::vector<std::int64_t>{0, 1, 2});
+    CHECK(all.source.ids.shape() == Shape{3, 2});
+    CHECK(all.source.ids.to_vector<std::int64_t>() ==
+          std::vector<std::int64_t>{4, 5, 5, Vocabulary::pad_id, 4, Vocabulary::pad_id});
+    CHECK(bools(all.source.key_padding_mask) == std::vector<bool>{false, false, false, true, false, true});
+    CHECK(all.target.lengths.to_vector<std::int64_t>() == std::vector<std::int64_t>{1, 2, 0});
+    CHECK(collate({examples[1]}, vocab).source.ids.to_vector<std::int64_t>() == std::vector<std::int64_t>{5});
+    CHECK_THROWS_WITH_AS(collate({}, vocab), doctest::Contains("collate: no examples"), ValueError);
+    CHECK_THROWS_WITH_AS(collate({{{"<bos>"}, {"a"}}}, vocab), doctest::Contains("reserved"), ValueError);
+}
+
 TEST_CASE("batcher: empty dataset, batch size 0 and other bad arguments are refused") {
     CHECK_THROWS_WITH_AS(Batcher(Ids{}, Ids{}, {}), doctest::Contains("Batcher: empty dataset"), ValueError);
     CHECK_THROWS_WITH_AS(Batcher(Ids{{1}}, Ids{}, {.batch_size = 0}),

@@ -224,6 +224,16 @@ TEST_CASE("training draws follow the generator: the same state repeats, later dr
     CHECK(differs);
 }
 
+TEST_CASE("train_examples(n) draws train_example n times from the generator") {
+    const auto task = make_task("sort");
+    Generator generator(4), by_hand(4);
+    const std::vector<Example> examples = task->train_examples(5, generator);
+    REQUIRE(examples.size() == 5);
+    for (const Example& e : examples) CHECK(e == task->train_example(by_hand));
+    CHECK(generator.next() == by_hand.next());
+    CHECK(task->train_examples(0, generator).empty());
+}
+
 TEST_CASE("tokenize drops a leading UTF-8 byte order mark at character and word level") {
     const std::string bom = "\xEF\xBB\xBF";
     for (const std::string name : {"sort", "dates"}) {

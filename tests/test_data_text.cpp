@@ -30,3 +30,23 @@ TEST_CASE("text: UTF-8 validation refuses stray, truncated, overlong, surrogate 
     CHECK_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));  // above U+10FFFF
     CHECK_FALSE(is_valid_utf8("\xff"));
 }
+
+TEST_CASE("text: control characters are C0, DEL and C1, found and escaped by one rule") {
+    using namespace std::string_literals;
+    CHECK(control_length("a\x01", 1) == 1);
+    CHECK(control_length("\x7f", 0) == 1);
+    CHECK(control_length("\xc2\x80", 0) == 2);  // U+0080, the first C1 character
+    CHECK(control_length("\xc2\x9f", 0) == 2);  // U+009F, the last
+    CHECK(control_length("\xc2\xa0", 0) == 0);  // U+00A0 no-break space: not a control character
+    CHECK(control_length("\xc2", 0) == 0);      // a truncated sequence is not one either
+    CHECK(control_length("a", 5) == 0);
+    CHECK(escape_control("a\tb\nc\rd\x1b\x7f"s + '\0') == "a\\tb\\nc\\rd\\x1b\\x7f\\x00");
+    CHECK(escape_control("x\xc2\x9b[31m y") == "x\\u009b[31m y");  // a C1 CSI cannot recolour a terminal
+    CHECK(escape_control("\u00e9\u20ac\U0001F600\u00a0") == "\u00e9\u20ac\U0001F600\u00a0");
+    CHECK(escape_control("a \xff b \xe2\x82") == "a \\xff b \\xe2\\x82");  // bytes outside UTF-8
+    CHECK(escape_control("\xed\xa0\x80") == "\\xed\\xa0\\x80");            // a surrogate is not UTF-8
+    CHECK(first_control("plain \u00e9").empty());
+    CHECK(first_control("a\tb\x01") == "\\t");
+    CHECK(first_control("a\tb\x01", "\t") == "\\x01");
+    CHECK(first_control("ab\xc2\x85") == "\\u0085");
+}

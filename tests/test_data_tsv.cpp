@@ -154,6 +154,13 @@ TEST_CASE("tsv: a token holding a control character is refused with its line num
                          ValueError);
     CHECK_THROWS_WITH_AS(TsvDataset::parse("ab\tb\x01\n", true, "c.tsv"),
                          doctest::Contains("c.tsv:1: the target token '\\x01'"), ValueError);
+    CHECK_THROWS_WITH_AS(
+        TsvDataset::parse("a\xc2\x9b"
+                          "b\tb\n",
+                          false, "w.tsv"),
+        doctest::Contains("w.tsv:1: the source token 'a\\u009bb' holds the control character "
+                          "\\u009b"),
+        ValueError);
     // A space is an ordinary token at character level.
     CHECK(TsvDataset::parse("a b\tb a\n", true, "c.tsv")[0].source == Tokens{"a", " ", "b"});
 }

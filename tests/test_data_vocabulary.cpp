@@ -75,6 +75,16 @@ TEST_CASE("vocabulary: lookup_indices reads tokens the program made, special tok
     CHECK(vocab.lookup_indices(vocab.decode(ids)) == ids);
 }
 
+TEST_CASE("vocabulary: lookup_tokens gives every id's token, special tokens included") {
+    const Vocabulary vocab({"a", "b"});
+    const std::vector<std::int64_t> ids{5, 4, Vocabulary::eos_id, Vocabulary::pad_id, 4};
+    CHECK(vocab.lookup_tokens(ids) == std::vector<std::string>{"b", "a", "<eos>", "<pad>", "a"});
+    CHECK(vocab.lookup_indices(vocab.lookup_tokens(ids)) == ids);  // nothing skipped, nothing stops it
+    CHECK(vocab.lookup_tokens({}).empty());
+    CHECK_THROWS_WITH_AS(vocab.lookup_tokens({4, 6}), doctest::Contains("vocabulary: id 6 outside [0, 6)"),
+                         IndexError);
+}
+
 TEST_CASE("vocabulary: duplicate, empty, control-character and spaced tokens are refused by position") {
     CHECK_THROWS_WITH_AS(Vocabulary({"a", "b", "a"}),
                          doctest::Contains("Vocabulary: token 2 'a' appears twice (first as token 0)"),
@@ -85,10 +95,14 @@ TEST_CASE("vocabulary: duplicate, empty, control-character and spaced tokens are
                          doctest::Contains("token 0 'a\\x00b' holds the control character \\x00"),
                          ValueError);
     CHECK_THROWS_WITH_AS(Vocabulary({"x", "a\nb"}), doctest::Contains("token 1"), ValueError);
-    CHECK_THROWS_WITH_AS(Vocabulary({"\x7f"}), doctest::Contains("control character \\x7F"), ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({"\x7f"}), doctest::Contains("control character \\x7f"), ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({"ok", "\xc2\x9b"}),  // U+009B (C1): a terminal's CSI
+                         doctest::Contains("token 1 '\\u009b' holds the control character \\u009b"),
+                         ValueError);
+    CHECK(Vocabulary({"\xc2\xa0", "\xc2\xa9"}).size() == 6);  // U+00A0, U+00A9: not control characters
     CHECK_THROWS_WITH_AS(Vocabulary({"new york"}), doctest::Contains("token 0 'new york' holds a space"),
                          ValueError);
-    CHECK_THROWS_WITH_AS(Vocabulary({"a\tb"}), doctest::Contains("control character \\x09"), ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({"a\tb"}), doctest::Contains("control character \\t"), ValueError);
     // One space or tab alone is a character-level token; multi-byte characters are fine.
     CHECK(Vocabulary({" ", "\t", "\u00e9", "\U0001F600"}).size() == 8);
     CHECK(Vocabulary::token_problem("word").empty());

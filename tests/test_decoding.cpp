@@ -365,6 +365,22 @@ TEST_CASE("batched sources decode as they do one at a time") {
     CHECK(differs);
 }
 
+TEST_CASE("output_ids adds eos to a finished hypothesis, best_tokens takes each source's first") {
+    const Hypothesis finished{.tokens = {5, 3}, .finished = true}, cut{.tokens = {4}, .finished = false};
+    CHECK(finished.output_ids(2) == std::vector<std::int64_t>{5, 3, 2});
+    CHECK(std::ssize(finished.output_ids(2)) == finished.length());
+    CHECK(cut.output_ids(2) == std::vector<std::int64_t>{4});
+    CHECK(Hypothesis{.finished = true}.output_ids(7) == std::vector<std::int64_t>{7});
+    CHECK_THROWS_WITH_AS((void)finished.output_ids(-1),
+                         doctest::Contains("Hypothesis::output_ids: eos_id must be >= 0, got -1"),
+                         ValueError);
+
+    CHECK(nn::best_tokens({{finished, cut}, {cut}}) == std::vector<std::vector<std::int64_t>>{{5, 3}, {4}});
+    CHECK(nn::best_tokens({}).empty());
+    CHECK_THROWS_WITH_AS((void)nn::best_tokens({{cut}, {}}),
+                         doctest::Contains("best_tokens: source 1 has no hypothesis"), ValueError);
+}
+
 TEST_CASE("bad arguments throw naming the argument") {
     TableModel model{.table = hashed_table(3)};
     const Tensor memory = source_memory({0, 1});

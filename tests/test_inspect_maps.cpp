@@ -124,6 +124,44 @@ TEST_CASE("maps from records: bad labels, layouts, batch index and empty records
                          ValueError);
 }
 
+TEST_CASE("layer_maps: one layer's maps by name and call, numbered as attention_maps numbers them") {
+    Generator gen(5);
+    const Stack model(gen);
+    const Tensor x = randn({2, 5, 8}, gen), y1 = randn({2, 3, 8}, gen), y2 = randn({2, 2, 8}, gen);
+    AttentionRecorder recorder(model);
+    (void)model.forward(x, y1);
+    (void)model.forward(x, y2);  // a second call of every layer, the cross-attention with 2 queries
+    const TokenLabels self{tokens(5, "x"), tokens(5, "x")};
+    const auto second = layer_maps(recorder, "second", self, 1, 1);
+    const auto expected = maps_from_weights("second", 1, recorder.weights("second")[1], 1, self);
+    REQUIRE(second.size() == 2);
+    for (std::size_t h = 0; h < 2; ++h) {
+        CHECK(second[h].module == "second");
+        CHECK(second[h].layer == 1);
+        CHECK(second[h].head == std::int64_t(h));
+        CHECK(second[h].weights == expected[h].weights);
+    }
+    const auto cross = layer_maps(recorder, "cross", {tokens(2, "y"), tokens(5, "x")}, 1);
+    REQUIRE(cross.size() == 1);
+    CHECK(cross[0].layer == 2);
+    CHECK(cross[0].rows() == 2);
+    const auto w = recorder.weights("cross")[1].to_vector<float>();  // [2, 2, 5], batch element 0
+    CHECK(cross[0].at(1, 3) == w[static_cast<std::size_t>(1 * 5 + 3)]);
+    // The first call is the default.
+    CHECK(layer_maps(recorder, "cross", {tokens(3, "y"), tokens(5, "x")})[0].rows() == 3);
+
+    CHECK_THROWS_WITH_AS(
+        layer_maps(recorder, "decoder.cross", self),
+        doctest::Contains("layer_maps: no record of layer 'decoder.cross'; the recorder holds "
+                          "[first, second, cross]"),
+        ValueError);
+    CHECK_THROWS_WITH_AS(layer_maps(recorder, "first", self, 2),
+                         doctest::Contains("layer_maps: call 2 of layer 'first' outside [0, 2)"), IndexError);
+    CHECK_THROWS_WITH_AS(layer_maps(recorder, "first", self, -1), doctest::Contains("call -1"), IndexError);
+    CHECK_THROWS_WITH_AS(layer_maps(recorder, "cross", self),
+                         doctest::Contains("need 3 query and 5 key labels"), ShapeError);
+}
+
 TEST_CASE("crop_map keeps the real tokens of a padded example") {
     const Tensor w = reshape(arange(0.0, 12.0, 1.0, {.dtype = DType::Float64}), {1, 3, 4});
     const auto map = maps_from_weights("a", 0, w, 0, {tokens(3, "q"), tokens(4, "k")})[0];

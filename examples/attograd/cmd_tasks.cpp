@@ -17,14 +17,17 @@ int cmd_tasks() {
         fmt::print("{}\n", info.name);
         fmt::print("  {}\n", info.description);
         fmt::print("  example:   {}\n", info.example);
-        fmt::print("  model:     {} (embed {}, {} encoder self-attention layer(s), {} decoder layer(s), {} head(s), "
-                   "{} score), {} steps\n",
-                   m.kind, m.embed_dim, m.layers, m.decoder_layers, m.heads, m.score, config.train.steps);
+        fmt::print(
+            "  model:     {} (embed {}, {} encoder self-attention layer(s), {} decoder layer(s), {} head(s), "
+            "{} score), {} steps\n",
+            m.kind, m.embed_dim, m.layers, m.decoder_layers, m.heads, m.score, config.train.steps);
         fmt::print("  target:    {:.0f}% held-out {} accuracy\n", 100 * target_accuracy(info.name),
                    info.metric == Metric::Sequence ? "sequence (exact match)" : "token");
         fmt::print("  alignment: {}\n\n", info.alignment.empty() ? "none defined" : info.alignment);
     }
-    fmt::print("data\n  your own TSV file: attograd train --data FILE.tsv [--chars]; one source<TAB>target per line\n");
+    fmt::print(
+        "data\n  your own TSV file: attograd train --data FILE.tsv [--chars]; one source<TAB>target per "
+        "line\n");
     return 0;
 }
 

@@ -250,7 +250,7 @@ int cmd_train(const TrainArgs& args) {
     std::optional<RunLock> lock;  // held until the last save: one writer per run directory
     InterruptGuard interrupts;    // from here on Ctrl-C saves the run instead of losing it
     // Under mpirun every rank trains on its share of each batch; rank 0 prints and writes.
-    const optim::ProcessGroup& ranks = optim::world();
+    const optim::ProcessGroup& ranks = train_world();
 
     if (resuming) {
         for (const auto& name : args.given) {
@@ -334,7 +334,7 @@ int cmd_train(const TrainArgs& args) {
     const TrainConfig& t = config.train;
     // As PyTorch's LinearLR with total_iters beyond the run, a long warm-up is not an error; but
     // it never reaches the peak lr there, and make_schedule cuts it so that the run does.
-    if (args.was_given("warmup") && t.steps > 0 && t.warmup >= t.steps) {
+    if (args.was_given("warmup") && t.steps > 0 && t.warmup >= t.steps && ranks.is_main()) {
         fmt::print(stderr,
                    "attograd: warning: --warmup {} is not shorter than --steps {}: the warm-up is cut to {} "
                    "step(s), so the learning rate reaches --lr {:g} only at the last step\n",
@@ -385,6 +385,7 @@ int cmd_train(const TrainArgs& args) {
     if (t.batch < ranks.size())
         throw UsageError(
             fmt::format("--batch {} is smaller than the number of ranks ({})", t.batch, ranks.size()));
+    if (!setup_agreed()) return 2;                            // another rank's set-up failed and said why
     optim::DistributedDataParallel ddp(model->parameters());  // rank 0's parameters everywhere
 
     std::int64_t parameters = 0;
@@ -492,16 +493,21 @@ int cmd_train(const TrainArgs& args) {
                                .tokens = target_tokens(batch.target)};
         const StepFigures figures = whole_batch(mine);  // the same on every rank
         const double loss_value = figures.loss;
-        AG_CHECK(std::isfinite(loss_value), ValueError,
-                 "training diverged at step {} (loss {}); try a lower --lr or --clip", step + 1, loss_value);
+        // The figures are the whole batch's: every rank takes these decisions alike.
+        if (!std::isfinite(loss_value)) {
+            throw_on_every_rank(ValueError(fmt::format(
+                "training diverged at step {} (loss {}); try a lower --lr or --clip", step + 1, loss_value)));
+        }
         if (counters.initial_loss == 0.0) counters.initial_loss = loss_value;
         counters.high_loss_steps =
             loss_value > kDivergedFactor * counters.initial_loss ? counters.high_loss_steps + 1 : 0;
-        AG_CHECK(counters.high_loss_steps < kDivergedSteps, ValueError,
-                 "training diverged at step {}: the loss ({:.4g}) has been above {:g}x its first value "
-                 "({:.4g}) for {} "
-                 "steps; try a lower --lr or --clip",
-                 step + 1, loss_value, kDivergedFactor, counters.initial_loss, kDivergedSteps);
+        if (counters.high_loss_steps >= kDivergedSteps) {
+            throw_on_every_rank(ValueError(
+                fmt::format("training diverged at step {}: the loss ({:.4g}) has been above {:g}x its first "
+                            "value ({:.4g}) "
+                            "for {} steps; try a lower --lr or --clip",
+                            step + 1, loss_value, kDivergedFactor, counters.initial_loss, kDivergedSteps)));
+        }
         if (!result.reinforce.empty()) {
             // REINFORCE reward: minus each sequence's summed token loss (a constant, off the tape;
             // the surrogate loss itself must be recorded).

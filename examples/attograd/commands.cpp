@@ -4,10 +4,12 @@
 #include "config.hpp"
 #include "data/task.hpp"
 #include "data/text.hpp"
+#include "data_parallel.hpp"
 #include "evaluation.hpp"
 #include "models.hpp"
 
 #include "core/error.hpp"
+#include "optim/distributed.hpp"
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -278,14 +280,15 @@ int run_cli(int argc, char** argv) {
     if (argc > 1 && argv[1][0] != '-' &&
         std::none_of(subcommands.begin(), subcommands.end(),
                      [&](const char* name) { return std::strcmp(name, argv[1]) == 0; })) {
-        fmt::print(stderr,
-                   "attograd: unknown subcommand '{}' (choose tasks, train, eval or inspect; see --help)\n",
-                   argv[1]);
+        report_error(fmt::format("unknown subcommand '{}' (choose tasks, train, eval or inspect; see --help)",
+                                 argv[1]));
         return 2;
     }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
+        // Under an MPI launcher every rank parses the same line: only rank 0 prints help or errors.
+        if (optim::launcher_rank() != 0) return e.get_exit_code() == 0 ? 0 : 2;
         return app.exit(e) == 0 ? 0 : 2;
     }
     const auto run_subcommand = [&] {
@@ -304,30 +307,30 @@ int run_cli(int argc, char** argv) {
         const int code = run_subcommand();
         // Output lost on the way (a full disk, a closed pipe) is a failure, not a success.
         if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-            fmt::print(stderr, "attograd: cannot write to standard output\n");
+            report_error("cannot write to standard output");
             return 2;
         }
         return code;
     } catch (const UsageError& e) {
-        fmt::print(stderr, "attograd: {}\n", e.what());
+        report_error(e.what());
         return 2;
     } catch (const attograd::ValueError& e) {
-        fmt::print(stderr, "attograd: {}\n", e.what());
+        report_error(e.what());
         return 2;
     } catch (const attograd::ResourceError& e) {  // a size the user asked for does not fit in memory
-        fmt::print(stderr, "attograd: {}\n", e.what());
+        report_error(e.what());
         return 2;
     } catch (const attograd::IoError& e) {
-        fmt::print(stderr, "attograd: {}\n", e.what());
+        report_error(e.what());
         return 2;
     } catch (const std::filesystem::filesystem_error& e) {
         // An unusable path given by the user (e.g. --out under a regular file, a read-only
         // directory): the path and the reason, not what() ("filesystem error: cannot ...").
-        fmt::print(stderr, "attograd: {}: {}\n",
-                   e.path1().empty() ? std::string("filesystem") : e.path1().string(), e.code().message());
+        report_error(fmt::format("{}: {}", e.path1().empty() ? std::string("filesystem") : e.path1().string(),
+                                 e.code().message()));
         return 2;
     } catch (const std::exception& e) {
-        fmt::print(stderr, "attograd: internal error: {}\n", e.what());
+        report_error(fmt::format("internal error: {}", e.what()));
         return 1;
     }
 }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 
@@ -49,8 +50,76 @@ int agreed_signal(int signal) {
     return any[0] > 0 ? SIGTERM : any[1] > 0 ? SIGINT : 0;
 }
 
+namespace {
+
+// Where this process is: before train's world (tasks, eval, inspect, a bad command line), in
+// train's set-up, told in setup_agreed that another rank's set-up failed, or training.
+// Agreed: every rank threw the same error at the same point (throw_on_every_rank).
+enum class Phase { NoWorld, SetUp, PeerFailed, Training, Agreed };
+Phase g_phase = Phase::NoWorld;
+std::string g_held;  // the message report_error held back, if any
+
+bool holding() {
+    return optim::launcher_world_size() > 1 && (g_phase == Phase::NoWorld || g_phase == Phase::SetUp);
+}
+
+void print_error(const std::string& message) { fmt::print(stderr, "attograd: {}\n", message); }
+
+// One value per rank, 1 for a rank whose set-up failed: the collective of setup_agreed.
+std::vector<double> failed_ranks(bool failed) {
+    const optim::ProcessGroup& group = optim::world();
+    std::vector<double> flags(static_cast<std::size_t>(group.size()), 0.0);
+    flags[static_cast<std::size_t>(group.rank())] = failed ? 1.0 : 0.0;
+    return group.sum(std::move(flags));
+}
+
+}  // namespace
+
+void report_error(const std::string& message) {
+    if (g_phase == Phase::Agreed) {
+        if (optim::world().is_main()) print_error(message);
+        return;
+    }
+    if (!holding()) return print_error(message);
+    if (g_held.empty()) g_held = message;
+}
+
+void throw_on_every_rank(const ValueError& error) {
+    if (g_phase == Phase::Training) g_phase = Phase::Agreed;
+    throw error;
+}
+
+const optim::ProcessGroup& train_world() {
+    g_phase = Phase::SetUp;
+    return optim::world();
+}
+
+bool setup_agreed() {
+    const auto failed = failed_ranks(false);
+    const bool all_ok = std::all_of(failed.begin(), failed.end(), [](double f) { return f == 0.0; });
+    g_phase = all_ok ? Phase::Training : Phase::PeerFailed;
+    return all_ok;
+}
+
 int finish_rank(int code) {
     if (code == 0 || code == 128 + SIGINT || code == 128 + SIGTERM) return code;
+    // The rank that failed has said why, or every rank failed alike and rank 0 said it.
+    if (g_phase == Phase::PeerFailed || g_phase == Phase::Agreed) return code;
+    if (g_phase == Phase::NoWorld) {  // the same command line on every rank: rank 0 speaks
+        if (!g_held.empty() && optim::launcher_rank() == 0) print_error(g_held);
+        return code;
+    }
+    if (g_phase == Phase::SetUp && optim::launcher_world_size() > 1) {
+        try {
+            const auto failed = failed_ranks(true);
+            const auto first = std::find_if(failed.begin(), failed.end(), [](double f) { return f != 0.0; });
+            if (first - failed.begin() == optim::world().rank() && !g_held.empty()) print_error(g_held);
+            return code;
+        } catch (const Error& e) {
+            print_error(e.what());
+            return code;
+        }
+    }
     try {
         const optim::ProcessGroup& group = optim::world();
         if (group.size() > 1)

@@ -4,8 +4,10 @@
 
 #include "evaluation.hpp"
 #include "models.hpp"
+#include "optim/distributed.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace attograd::cli {
@@ -34,9 +36,31 @@ Evaluation evaluate_split(const Model& model, const Vocabulary& vocab, const std
 /// when any did, else 0, so that all ranks stop (and rank 0 saves) at the same step.
 int agreed_signal(int signal);
 
-/// The program's exit under an MPI launcher: a rank that fails (non-zero `code`) ends every
-/// rank (optim::ProcessGroup::abort) rather than leave them waiting; otherwise, and for the
-/// interrupted exits 130 / 143 that every rank takes together, returns `code`.
+/// Prints "attograd: MESSAGE" on stderr: every error of the program goes through here. Under an
+/// MPI launcher, an error before the ranks agreed on train's set-up (setup_agreed) is held for
+/// finish_rank instead, which prints it once: every rank parses the same command line and reads
+/// the same files, so they would all print the same line.
+void report_error(const std::string& message);
+
+/// The world for `train`: optim::world(), with the set-up phase begun (see setup_agreed).
+const optim::ProcessGroup& train_world();
+
+/// Ends train's set-up (options, files, the run directory, the model) with one collective that
+/// a rank whose set-up failed takes in finish_rank instead. True when every rank's set-up
+/// succeeded; false when another's failed (it says why): this rank then exits 2 silently.
+bool setup_agreed();
+
+/// Throws `error`, which every rank throws at the same step (a decision taken from figures
+/// every rank shares, e.g. divergence): rank 0 alone prints it, and every rank exits with the
+/// error's code without ending the others.
+[[noreturn]] void throw_on_every_rank(const ValueError& error);
+
+/// The program's exit under an MPI launcher. A failure before train's set-up was agreed exits
+/// every rank with its code after one message from the lowest rank that failed (no MPI_Abort:
+/// the ranks that succeeded learn it in setup_agreed). A rank that fails later (non-zero
+/// `code`) ends every rank (optim::ProcessGroup::abort) rather than leave them waiting.
+/// Otherwise, and for the interrupted exits 130 / 143 that every rank takes together, returns
+/// `code`.
 int finish_rank(int code);
 
 }  // namespace attograd::cli

@@ -90,51 +90,25 @@ std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vect
     return ids;
 }
 
-std::string shown_text(std::string_view text) {
-    const std::string cut = excerpt(text, 60);
-    std::string out;
-    for (std::size_t i = 0; i < cut.size();) {
-        const auto lead = static_cast<unsigned char>(cut[i]);
-        if (lead >= 0x80) {  // a multi-byte character, or a byte that starts none
-            const std::size_t length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2;
-            const std::string_view character = std::string_view(cut).substr(i, length);
-            if (character.size() == length && data::is_valid_utf8(character)) {
-                out += character;
-                i += length;
-                continue;
-            }
-        }
-        if (lead == '\t' || lead == '\n' || lead == '\r') {
-            out += lead == '\t' ? "\\t" : lead == '\n' ? "\\n" : "\\r";
-        } else if (lead < 0x20 || lead >= 0x7f) {
-            out += fmt::format("\\x{:02x}", lead);
-        } else {
-            out += cut[i];
-        }
-        ++i;
-    }
-    return out;
-}
+std::string shown_text(std::string_view text) { return data::escape_control(excerpt(text, 60)); }
 
 std::vector<std::string> read_input(const Task& task, const RunConfig& config, const std::string& text) {
     const std::string quoted = fmt::format("--input '{}'", shown_text(text));
     AG_CHECK(data::is_valid_utf8(text), ValueError, "{}: is not valid UTF-8 (bad bytes shown as \\xHH)",
              quoted);
     // Word-level: every ASCII whitespace character separates words, as a space does (a newline
-    // from "$(cat file)" too). Other control characters are invisible and no training source
-    // holds one (nor, in a character-level task, a tab or newline): refused, not read as <unk>.
+    // from "$(cat file)" too). Other control characters (C0, DEL, C1) are invisible or drive the
+    // terminal, and no training source holds one (nor, in a character-level task, a tab or
+    // newline): refused, not read as <unk>.
     const bool words = !task.info().char_level;
     std::string normalised = text;
     for (char& c : normalised) {
-        const auto u = static_cast<unsigned char>(c);
         const bool space = c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-        if (words && space) {
-            c = ' ';
-        } else if (u < 0x20 || u == 0x7f) {
-            throw ValueError(fmt::format("{}: holds the control character {}{}", quoted,
-                                         shown_text(std::string_view(&c, 1)),
-                                         words ? "" : " (this task reads every character as a token)"));
-        }
+        if (words && space) c = ' ';
+    }
+    if (const std::string control = data::first_control(normalised); !control.empty()) {
+        throw ValueError(fmt::format("{}: holds the control character {}{}", quoted, control,
+                                     words ? "" : " (this task reads every character as a token)"));
     }
     auto source = task.tokenize(normalised);
     AG_CHECK(!source.empty(), ValueError, "{}: is empty", quoted);

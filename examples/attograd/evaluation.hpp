@@ -27,18 +27,19 @@ struct Evaluation {
 std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vector<std::string>& tokens,
                                         bool warn);
 
-/// `text` as messages show it: at most 60 bytes (core's excerpt), with every byte that is not
-/// part of a well-formed UTF-8 character and every ASCII control character written as `\xHH`
-/// (`\t`, `\n`, `\r` by name), so that a message is valid UTF-8 and one line.
+/// `text` as messages show it: at most 60 bytes (core's excerpt), with control characters and
+/// bytes that are not well-formed UTF-8 escaped (data::escape_control: C0 and DEL as `\xhh`,
+/// `\t` `\n` `\r` by name, C1 as `\u00hh`), so that a message is valid UTF-8, one line, and
+/// cannot drive the terminal.
 std::string shown_text(std::string_view text);
 
 /// The tokens of one --input text for a model of `config`. A word-level task splits words at
 /// every ASCII whitespace character (space, tab, newline, CR, vertical tab, form feed). Throws
-/// ValueError naming the input (as shown_text) when it is not valid UTF-8, holds any other ASCII
-/// control character (a character-level task: any control character, whitespace included, since
-/// no training source holds one), is empty, or is longer than the model takes; a warning on stderr
-/// when it is shorter than every training source (ModelConfig::min_source_len), and for tokens
-/// not in the vocabulary.
+/// ValueError naming the input (as shown_text) when it is not valid UTF-8, holds any other
+/// control character (C0, DEL or C1, U+0080-U+009F) (a character-level task: any control character,
+/// whitespace included, since no training source holds one), is empty, or is longer than the model takes; a
+/// warning on stderr when it is shorter than every training source (ModelConfig::min_source_len), and for
+/// tokens not in the vocabulary.
 std::vector<std::string> read_input(const Task& task, const RunConfig& config, const std::string& text);
 
 /// Runs `body` for one --input: a ValueError or ResourceError it throws (a bad input) is printed

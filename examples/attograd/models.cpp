@@ -228,8 +228,7 @@ public:
             for (auto& h : nn::greedy_decode(memory, batch.key_padding_mask, step, options))
                 out.push_back(std::move(h.tokens));
         } else {
-            for (auto& best : nn::beam_search(memory, batch.key_padding_mask, step, options))
-                out.push_back(std::move(best.front().tokens));
+            out = nn::best_tokens(nn::beam_search(memory, batch.key_padding_mask, step, options));
         }
         for (auto& y : out) {  // an output that never wrote <eos> is cut to what the model may write
             if (std::ssize(y) > config_.max_target_len)

@@ -112,7 +112,8 @@ std::vector<inspect::Chart> training_charts(const std::string& metrics_csv) {
         return nullptr;
     };
     const auto* steps = column("step");
-    AG_CHECK(steps != nullptr, IoError, "metrics.csv has no 'step' column (header: {})", header_line.substr(0, 80));
+    AG_CHECK(steps != nullptr, IoError, "metrics.csv has no 'step' column (header: {})",
+             header_line.substr(0, 80));
     AG_CHECK(!steps->empty(), IoError, "metrics.csv has a header but no rows");
     for (const double s : *steps) AG_CHECK(std::isfinite(s), IoError, "metrics.csv: a row has no step");
     const auto series = [&](const std::string& name, const std::string& label, const std::string& colour) {

@@ -129,9 +129,10 @@ auto read_consistently(const std::filesystem::path& dir, Read&& read) -> decltyp
             if (!pin.moved()) throw;
         }
     }
-    throw IoError(fmt::format("{}: the run was saved again {} times while being read (a train is writing it "
-                              "without pause); try again",
-                              dir.string(), kRunReadAttempts));
+    throw IoError(
+        fmt::format("{}: the run was saved again {} times while being read (a train is writing it "
+                    "without pause); try again",
+                    dir.string(), kRunReadAttempts));
 }
 
 /// Opens `dir`: reads config.json (refusing other format versions), checks every file's size

@@ -1,0 +1,135 @@
+// nn::Seq2SeqTransformer: embeddings, positions, Transformer and generator head over token ids.
+#include "nn/seq2seq_transformer.hpp"
+
+#include "core/autograd.hpp"
+#include "core/error.hpp"
+#include "core/ops.hpp"
+
+#include <cmath>
+#include <optional>
+
+namespace attograd::nn {
+namespace {
+
+void check_options(const Seq2SeqTransformerOptions& o) {
+    AG_CHECK(o.vocab_size >= 1, ValueError, "Seq2SeqTransformer: vocab_size must be >= 1, got {}",
+             o.vocab_size);
+    AG_CHECK(o.tgt_vocab_size >= 0, ValueError,
+             "Seq2SeqTransformer: tgt_vocab_size must be >= 0 (0: the source vocabulary), got {}",
+             o.tgt_vocab_size);
+    const std::int64_t tgt = o.tgt_vocab_size > 0 ? o.tgt_vocab_size : o.vocab_size;
+    AG_CHECK(o.pad_id >= -1 && o.pad_id < o.vocab_size && o.pad_id < tgt, ValueError,
+             "Seq2SeqTransformer: pad_id {} must be -1 or an id of both vocabularies ({} and {})", o.pad_id,
+             o.vocab_size, tgt);
+    AG_CHECK(o.max_len >= 1, ValueError, "Seq2SeqTransformer: max_len must be >= 1, got {}", o.max_len);
+}
+
+}  // namespace
+
+Seq2SeqTransformer::Seq2SeqTransformer(Seq2SeqTransformerOptions options, Generator& generator)
+    : options_(options) {
+    check_options(options_);
+    const TransformerOptions& arch = options_.transformer;
+    const std::optional<std::int64_t> padding_idx =
+        options_.pad_id >= 0 ? std::optional<std::int64_t>(options_.pad_id) : std::nullopt;
+    const auto embedding = [&](std::int64_t vocab) {
+        return std::make_shared<Embedding>(EmbeddingOptions{.num_embeddings = vocab,
+                                                            .embedding_dim = arch.d_model,
+                                                            .padding_idx = padding_idx,
+                                                            .dtype = arch.dtype},
+                                           generator);
+    };
+    if (options_.tgt_vocab_size == 0) {
+        src_embedding_ = tgt_embedding_ = register_module("embedding", embedding(options_.vocab_size));
+    } else {
+        src_embedding_ = register_module("src_embedding", embedding(options_.vocab_size));
+        tgt_embedding_ = register_module("tgt_embedding", embedding(options_.tgt_vocab_size));
+    }
+    positional_encoding_ = register_module(
+        "positional_encoding",
+        std::make_shared<SinusoidalPositionalEncoding>(PositionalEncodingOptions{
+            .embedding_dim = arch.d_model, .max_len = options_.max_len, .dtype = arch.dtype}));
+    transformer_ = register_module("transformer", std::make_shared<Transformer>(arch, generator));
+    generator_ = register_module(
+        "generator",
+        std::make_shared<Linear>(LinearOptions{.in_features = arch.d_model,
+                                               .out_features = tgt_embedding_->options().num_embeddings,
+                                               .dtype = arch.dtype},
+                                 generator));
+}
+
+Seq2SeqTransformer::~Seq2SeqTransformer() = default;
+
+std::string Seq2SeqTransformer::extra_repr() const {
+    return fmt::format("vocab_size={}, tgt_vocab_size={}, pad_id={}, d_model={}",
+                       src_embedding_->options().num_embeddings, tgt_embedding_->options().num_embeddings,
+                       options_.pad_id, options_.transformer.d_model);
+}
+
+// ids [B, T] -> pe(embed(ids)) [B, T, E], the ids checked first so that messages name the model.
+Tensor Seq2SeqTransformer::embed(const Embedding& embedding, const Tensor& ids, const char* what,
+                                 const char* fn) const {
+    AG_CHECK(ids.defined() && ids.dim() == 2, ShapeError,
+             "Seq2SeqTransformer::{}: {} must be ids [batch, length], got {}", fn, what,
+             ids.defined() ? fmt::format("{}", ids.shape()) : "an undefined tensor");
+    AG_CHECK(ids.dtype() == DType::Int64, DTypeError, "Seq2SeqTransformer::{}: {} must be int64, got {}", fn,
+             what, ids.dtype());
+    AG_CHECK(ids.size(1) <= options_.max_len, ShapeError,
+             "Seq2SeqTransformer::{}: {} {} is longer than max_len {}", fn, what, ids.shape(),
+             options_.max_len);
+    const std::int64_t vocab = embedding.options().num_embeddings;
+    const std::int64_t* p = ids.data<std::int64_t>();
+    for (std::int64_t i = 0; i < ids.numel(); ++i)
+        AG_CHECK(p[i] >= 0 && p[i] < vocab, IndexError,
+                 "Seq2SeqTransformer::{}: {} {} holds id {} at [{}, {}], outside [0, {})", fn, what,
+                 ids.shape(), p[i], i / ids.size(1), i % ids.size(1), vocab);
+    Tensor x = embedding.forward(ids);
+    if (options_.scale_embedding) x = x * std::sqrt(static_cast<double>(options_.transformer.d_model));
+    return positional_encoding_->forward(x);
+}
+
+Tensor Seq2SeqTransformer::key_padding_mask(const Tensor& ids) const {
+    if (options_.pad_id < 0) return {};
+    return eq(ids, static_cast<double>(options_.pad_id));
+}
+
+Tensor Seq2SeqTransformer::encode(const Tensor& src) const {
+    const Tensor x = embed(*src_embedding_, src, "src", "encode");
+    return transformer_->encode(x, {.src_key_padding_mask = key_padding_mask(src)});
+}
+
+Tensor Seq2SeqTransformer::decode(const Tensor& tgt, const Tensor& memory,
+                                  const Tensor& memory_key_padding_mask) const {
+    const Tensor y = embed(*tgt_embedding_, tgt, "tgt", "decode");
+    return generator_->forward(transformer_->decode(y, memory,
+                                                    {.tgt_key_padding_mask = key_padding_mask(tgt),
+                                                     .memory_key_padding_mask = memory_key_padding_mask,
+                                                     .tgt_is_causal = true}));
+}
+
+Tensor Seq2SeqTransformer::forward(const Tensor& src, const Tensor& tgt) const {
+    AG_CHECK(!src.defined() || !tgt.defined() || src.dim() < 1 || tgt.dim() < 1 || src.size(0) == tgt.size(0),
+             ShapeError, "Seq2SeqTransformer::forward: the batch sizes of src {} and tgt {} must be equal",
+             src.shape(), tgt.shape());
+    return decode(tgt, encode(src), key_padding_mask(src));
+}
+
+DecodeStep Seq2SeqTransformer::decode_step() const {
+    return [this](const Tensor& prefixes, const Tensor& memory, const Tensor& memory_key_padding_mask) {
+        return decode(prefixes, memory, memory_key_padding_mask);
+    };
+}
+
+std::vector<std::vector<Hypothesis>> Seq2SeqTransformer::beam_search(const Tensor& src,
+                                                                     const DecodeOptions& options) const {
+    const NoGradGuard no_grad;
+    return nn::beam_search(encode(src), key_padding_mask(src), decode_step(), options);
+}
+
+std::vector<Hypothesis> Seq2SeqTransformer::greedy_decode(const Tensor& src,
+                                                          const DecodeOptions& options) const {
+    const NoGradGuard no_grad;
+    return nn::greedy_decode(encode(src), key_padding_mask(src), decode_step(), options);
+}
+
+}  // namespace attograd::nn
