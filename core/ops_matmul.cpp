@@ -96,7 +96,8 @@ void MatmulBlocks::run(std::int64_t block) const {
     const std::int64_t first = n_ * block / chunks_, last = n_ * (block + 1) / chunks_;
     dispatch_floating(a_.dtype(), "matmul", [&]<class T>(T) {
         const T* init = row_init_.defined() ? row_init_.data<T>() : nullptr;
-        T* out = const_cast<Tensor&>(out_).data<T>();
+        Tensor handle = out_;  // the blocks write into the product's storage
+        T* out = handle.data<T>();
         if (bt_.defined())
             product_rows(a_.data<T>(), a_cols_, transpose_a_, bt_.data<T>(), m_, false, out, m_, inner_, init,
                          first, last - first);
