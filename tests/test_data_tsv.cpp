@@ -164,3 +164,16 @@ TEST_CASE("tsv: a token holding a control character is refused with its line num
     // A space is an ordinary token at character level.
     CHECK(TsvDataset::parse("a b\tb a\n", true, "c.tsv")[0].source == Tokens{"a", " ", "b"});
 }
+
+TEST_CASE("tsv: a token holding U+2028 or U+2029 is refused with its line number") {
+    CHECK_THROWS_WITH_AS(
+        TsvDataset::parse("a b\tb a\nc\xe2\x80\xa8"
+                          "d\te\n",
+                          false, "f.tsv"),
+        doctest::Contains("f.tsv:2: the source token 'c\\u2028d' holds the control character "
+                          "\\u2028"),
+        ValueError);
+    CHECK_THROWS_WITH_AS(TsvDataset::parse("ab\tb\xe2\x80\xa9\n", true, "c.tsv"),
+                         doctest::Contains("c.tsv:1: the target token '\\u2029' holds the control character"),
+                         ValueError);
+}
