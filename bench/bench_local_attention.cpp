@@ -1,9 +1,12 @@
 // Local vs global attention as the sequence grows (512 -> 8192, window D = 8): forward + backward
 // time and peak memory. Local attention computes only the band of 2D + 1 keys per query, so both
-// should grow linearly in T; global attention's [T, T] scores grow quadratically.
+// should grow linearly in T; global attention's [T, T] scores grow quadratically. A second table
+// times the fused banded op alone (local_scaled_dot_product_attention_packed, the kernel of
+// MultiHeadAttention's local path) at the local training step's heads: B 4, h 4, d 16.
 //
 //   bench_local_attention [--max-global T]   (global runs up to T = 8192 by default, ~1.5 GB)
 #include "attograd.hpp"
+#include "core/gemm.hpp"
 
 #include <fmt/core.h>
 
@@ -66,6 +69,35 @@ Figures measure(const nn::Attention& layer, std::int64_t t, std::int64_t e, Gene
     return f;
 }
 
+// Forward + backward of the fused banded op alone on packed qkv [4, T, 3 * 64], 4 heads of 16,
+// local-m windows of 2D + 1 keys: the best of 5 rounds (wall and CPU ms per step).
+Figures measure_fused_op(std::int64_t t, std::int64_t d, Generator& gen) {
+    const std::int64_t b = 4, h = 4, e = 64;
+    Tensor qkv = randn({b, t, 3 * e}, gen, {.requires_grad = true});
+    const Tensor start = nn::monotonic_window_start(b * h, t, t, d);
+    const Tensor weight = randn({b, t, e}, gen);  // a loss reading every output element
+    auto step = [&] {
+        const SdpaResult r = local_scaled_dot_product_attention_packed(qkv, h, start, 2 * d + 1);
+        sum(r.output * weight).backward();
+        qkv.zero_grad();
+    };
+    step();
+    const int reps = static_cast<int>(std::max<std::int64_t>(4, 32768 / t));
+    Figures best{.ms = 1e30, .cpu_ms = 1e30};
+    for (int round = 0; round < 5; ++round) {
+        const std::clock_t cpu_start = std::clock();
+        const auto start_time = std::chrono::steady_clock::now();
+        for (int i = 0; i < reps; ++i) step();
+        const double ms =
+            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_time).count() /
+            reps;
+        best.ms = std::min(best.ms, ms);
+        best.cpu_ms = std::min(
+            best.cpu_ms, 1000.0 * static_cast<double>(std::clock() - cpu_start) / CLOCKS_PER_SEC / reps);
+    }
+    return best;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -96,6 +128,16 @@ int main(int argc, char** argv) {
         }
         fmt::print("{:>6} | {:>9.2f} {:>9.2f} {:>9.1f} {:>11.3f} | {:>9} {:>9} {:>9} | {:>8}\n", t, lf.ms,
                    lf.cpu_ms, lf.peak_mb, 1000.0 * lf.cpu_ms / static_cast<double>(t), gms, gcpu, gmb, ratio);
+    }
+    fmt::print(
+        "\nthe fused banded op alone (forward + backward, packed qkv, B = 4, h = 4, d = 16, D = {}, "
+        "gemm backend {}),\nbest of 5 rounds\n\n",
+        d, detail::gemm_backend());
+    fmt::print("{:>6} | {:>9} {:>9} {:>11}\n", "T", "op ms", "cpu ms", "cpu us / T");
+    for (std::int64_t t = 512; t <= 8192; t *= 2) {
+        const Figures f = measure_fused_op(t, d, gen);
+        fmt::print("{:>6} | {:>9.3f} {:>9.3f} {:>11.3f}\n", t, f.ms, f.cpu_ms,
+                   1000.0 * f.cpu_ms / static_cast<double>(t));
     }
     return 0;
 }

@@ -6,6 +6,7 @@
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
 #ifdef ATTOGRAD_LIBXSMM
@@ -41,24 +42,48 @@ void eigen_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std:
 
 #ifdef ATTOGRAD_LIBXSMM
 
-// Blocks of C per kernel call: 256 x 256 keeps a block's panels of A and B in L2 for k up to
-// ~512 (fp32). Not tuned: unblocked, LIBXSMM fell from ~280 GFLOP/s (k <= 256) to ~244 at
-// 1024^3; blocked, bench_gemm_shapes measured 168 at 1024^3 on a loaded machine.
+// Blocks of C per kernel call, 256 x 256, and of k, 256: a block's panels of A and B (256 KB
+// each in fp32) stay in L2. With k whole, the weight gradients' products (k = B T = 2048 rows in
+// the large training step: 768 x 256 x 2048 with A transposed) ran at ~140-155 GFLOP/s, 61-67 %
+// of the core's multiply-add peak; in depth blocks of 256 at ~220 (97 %); of 512, ~209; of 128,
+// ~214 (one thread, thread CPU time, AMD EPYC with AVX-512). Products with k <= 256 are unchanged.
 constexpr std::int64_t kXsmmBlockRows = 256;
 constexpr std::int64_t kXsmmBlockCols = 256;
+constexpr std::int64_t kXsmmBlockDepth = 256;
 
 // Kernel for a column-major product C' [mc, nc] = A' [mc, k] B' [k, nc] (B' transposed when
-// trans), or null when LIBXSMM has none. LIBXSMM caches kernels by descriptor.
+// trans), or null when LIBXSMM has none. LIBXSMM caches kernels by descriptor, but building the
+// descriptor and hashing it cost ~100 ns a call, as much as a 32 x 16 x 32 product's own work
+// in the per-head loops, so each thread keeps the kernels it used in a small direct-mapped table
+// of its own (no lock; a clash only means asking LIBXSMM again).
 template <class T>
 auto xsmm_kernel(std::int64_t mc, std::int64_t nc, std::int64_t k, std::int64_t lda, std::int64_t ldb,
                  std::int64_t ldc, bool trans_b, bool accumulate) {
+    using Kernel = std::conditional_t<std::is_same_v<T, float>, libxsmm_smmfunction, libxsmm_dmmfunction>;
+    struct Entry {
+        std::int64_t key[6] = {-1, -1, -1, -1, -1, -1};
+        Kernel kernel = nullptr;
+    };
+    constexpr std::size_t kSlots = 256;
+    thread_local Entry table[kSlots];
+    const std::int64_t key[6] = {mc, nc, k, lda, ldb, ldc * 4 + (trans_b ? 2 : 0) + (accumulate ? 1 : 0)};
+    std::uint64_t hash = 0;
+    for (const std::int64_t part : key) hash = (hash ^ static_cast<std::uint64_t>(part)) * 0x100000001b3ULL;
+    Entry& e = table[(hash >> 32) % kSlots];
+    if (std::equal(key, key + 6, e.key) && e.kernel != nullptr) return e.kernel;
     const libxsmm_blasint la = lda, lb = ldb, lc = ldc;
     const T alpha = 1, beta = accumulate ? 1 : 0;
     const int flags = trans_b ? LIBXSMM_GEMM_FLAG_TRANS_B : LIBXSMM_GEMM_FLAG_NONE;
+    Kernel kernel;
     if constexpr (std::is_same_v<T, float>)
-        return libxsmm_smmdispatch(mc, nc, k, &la, &lb, &lc, &alpha, &beta, &flags, nullptr);
+        kernel = libxsmm_smmdispatch(mc, nc, k, &la, &lb, &lc, &alpha, &beta, &flags, nullptr);
     else
-        return libxsmm_dmmdispatch(mc, nc, k, &la, &lb, &lc, &alpha, &beta, &flags, nullptr);
+        kernel = libxsmm_dmmdispatch(mc, nc, k, &la, &lb, &lc, &alpha, &beta, &flags, nullptr);
+    if (kernel != nullptr) {
+        std::copy(key, key + 6, e.key);
+        e.kernel = kernel;
+    }
+    return kernel;
 }
 
 // Per-thread buffer for a transposed B, kept across calls.
@@ -82,27 +107,35 @@ bool xsmm_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::
     (void)initialised;
     if (trans_b) {
         // op(B) = B^T [k, n] into a contiguous buffer: LIBXSMM 1.17 has no such kernel.
-        // (LIBXSMM's JIT transpose: column-major [k, n] with ld ldb in, [n, k] with ld n out.)
         T* bt = transpose_buffer<T>(static_cast<std::size_t>(k * n));
-        libxsmm_otrans(bt, b, sizeof(T), k, n, ldb, n);
+        transpose(n, k, b, ldb, bt);
         b = bt;
         ldb = n;
     }
     const std::int64_t mb = std::min(m, kXsmmBlockRows), nb = std::min(n, kXsmmBlockCols);
-    // Full blocks share one kernel; the last row and column blocks may need their own.
+    const std::int64_t kb = std::min(k, kXsmmBlockDepth);
+    // Full blocks share one kernel; the last row, column and depth blocks may need their own.
+    // Depth blocks add onto C in order (beta = 1 after the first), so each sum's order depends
+    // on k alone.
     for (std::int64_t i = 0; i < m; i += mb) {
         const std::int64_t rows = std::min(mb, m - i);
         for (std::int64_t j = 0; j < n; j += nb) {
             const std::int64_t cols = std::min(nb, n - j);
-            const auto kernel = xsmm_kernel<T>(cols, rows, k, ldb, lda, ldc, trans_a, accumulate);
-            if (kernel == nullptr) {
-                if (i == 0 && j == 0) return false;
-                // a later edge block only: Eigen for it (its sums add in the same k order)
-                eigen_gemm(rows, cols, k, trans_a ? a + i : a + i * lda, lda, trans_a, b + j, ldb, false,
-                           c + i * ldc + j, ldc, accumulate);
-                continue;
+            for (std::int64_t l = 0; l < k; l += kb) {
+                const std::int64_t depth = std::min(kb, k - l);
+                const bool add = accumulate || l > 0;
+                const T* ab = trans_a ? a + l * lda + i : a + i * lda + l;
+                const T* bb = b + l * ldb + j;
+                T* cb = c + i * ldc + j;
+                const auto kernel = xsmm_kernel<T>(cols, rows, depth, ldb, lda, ldc, trans_a, add);
+                if (kernel == nullptr) {
+                    if (i == 0 && j == 0 && l == 0) return false;
+                    // a later edge block only: Eigen for it (its sums add in the same k order)
+                    eigen_gemm(rows, cols, depth, ab, lda, trans_a, bb, ldb, false, cb, ldc, add);
+                    continue;
+                }
+                kernel(bb, ab, cb);
             }
-            kernel(b + j, trans_a ? a + i : a + i * lda, c + i * ldc + j);
         }
     }
     return true;
@@ -128,6 +161,32 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64
     eigen_gemm(m, n, k, a, lda, trans_a, b, ldb, trans_b, c, ldc, accumulate);
 }
 
+template <class T>
+void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst) {
+    if (rows == 0 || cols == 0) return;
+#ifdef ATTOGRAD_LIBXSMM
+    // In 32 x 32 tiles: whole, LIBXSMM's transpose of a [768, 256] weight took 105 us, in tiles
+    // 26 us (64 x 64: 68 us); a [256, 2048] one 298 against 95 us. Each tile: column-major
+    // [tile cols, tile rows] with ld ld_src in, [tile rows, tile cols] with ld rows out.
+    constexpr std::int64_t kTile = 32;
+    for (std::int64_t r = 0; r < rows; r += kTile)
+        for (std::int64_t c = 0; c < cols; c += kTile)
+            libxsmm_otrans(dst + c * rows + r, src + r * ld_src + c, sizeof(T), std::min(kTile, cols - c),
+                           std::min(kTile, rows - r), ld_src, rows);
+#else
+    Eigen::Map<RowMatrix<T>>(dst, cols, rows).noalias() =
+        ConstStridedMap<T>(src, rows, cols, Eigen::OuterStride<>(ld_src)).transpose();
+#endif
+}
+
+bool gemm_copies_transposed_b() {
+#ifdef ATTOGRAD_LIBXSMM
+    return true;
+#else
+    return false;
+#endif
+}
+
 const char* gemm_backend() {
 #ifdef ATTOGRAD_LIBXSMM
     return "libxsmm";
@@ -138,6 +197,8 @@ const char* gemm_backend() {
 
 template void gemm<float>(std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t, bool,
                           const float*, std::int64_t, bool, float*, std::int64_t, bool);
+template void transpose<float>(std::int64_t, std::int64_t, const float*, std::int64_t, float*);
+template void transpose<double>(std::int64_t, std::int64_t, const double*, std::int64_t, double*);
 template void gemm<double>(std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t, bool,
                            const double*, std::int64_t, bool, double*, std::int64_t, bool);
 

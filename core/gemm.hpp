@@ -19,19 +19,32 @@ namespace attograd::detail {
 /// cached per shape, beat Eigen's GEMM on every shape measured, from 32 x 32 x 16 (~2.2x) to
 /// 1024 x 1024 x 1024 (~1.2x): they skip Eigen's packing, which dominates small products. So
 /// with ATTOGRAD_USE_LIBXSMM every product goes to LIBXSMM, with C cut into blocks of at most
-/// kXsmmBlockRows x kXsmmBlockCols (k whole, so that the order of each dot product stays fixed)
-/// to keep the kernels' working set in cache. LIBXSMM 1.17 has no kernel for a transposed B
+/// kXsmmBlockRows x kXsmmBlockCols and k into depth blocks of kXsmmBlockDepth added in order
+/// (beta = 1 after the first), so that the order of each dot product depends on k alone and a
+/// block's panels of A and B stay in L2. LIBXSMM 1.17 has no kernel for a transposed B
 /// (row-major), so op(B) is first copied into a per-thread [k, n] buffer (k * n moves against
 /// m * n * k multiply-adds). Without LIBXSMM, or when it returns no kernel, Eigen's GEMM runs.
 template <class T>
 void gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool trans_a,
           const T* b, std::int64_t ldb, bool trans_b, T* c, std::int64_t ldc, bool accumulate);
 
+/// True when gemm() with `trans_b` first copies op(B) into a buffer (LIBXSMM 1.17 has no kernel
+/// for a transposed row-major B): a caller that runs one product as several row blocks then
+/// transposes B once itself (transpose()) and passes it plain, for the same bits.
+bool gemm_copies_transposed_b();
+
+/// dst [cols, rows] = src^T, for a row-major src [rows, cols] with its rows `ld_src` elements
+/// apart; dst is dense. LIBXSMM's transpose when present, else Eigen's.
+template <class T>
+void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst);
+
 /// The kernel library gemm() runs on: "libxsmm" or "eigen" (for benchmarks' headers).
 const char* gemm_backend();
 
 extern template void gemm<float>(std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t, bool,
                                  const float*, std::int64_t, bool, float*, std::int64_t, bool);
+extern template void transpose<float>(std::int64_t, std::int64_t, const float*, std::int64_t, float*);
+extern template void transpose<double>(std::int64_t, std::int64_t, const double*, std::int64_t, double*);
 extern template void gemm<double>(std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t, bool,
                                   const double*, std::int64_t, bool, double*, std::int64_t, bool);
 

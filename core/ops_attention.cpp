@@ -8,6 +8,7 @@
 #include "core/gemm.hpp"
 #include "core/parallel.hpp"
 #include "core/sdpa_common.hpp"
+#include "core/softmax_row.hpp"
 
 #include <Eigen/Core>
 
@@ -43,73 +44,80 @@ T* scratch(int slot, std::int64_t n) {
 }
 
 // Scales the scores q k^T of block (b, h) and adds the mask, then softmax over each row in
-// place; a row that is all -inf becomes all zero.
+// place; a row that is all -inf becomes all zero (core/softmax_row.hpp).
 template <class T>
 void masked_softmax_rows(const Geometry& g, std::int64_t b, std::int64_t h, const T* mask, T* scores) {
-    const T scale = static_cast<T>(g.scale);
-    for (std::int64_t t = 0; t < g.tq; ++t) {
-        Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> row(scores + t * g.tk, g.tk);
-        row *= scale;
-        if (mask != nullptr) {
-            const T* m = mask + b * g.mask_b + h * g.mask_h + t * g.mask_t;
-            if (g.mask_s == 0)
-                row += m[0];
-            else
-                row += Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>>(m, g.tk);
-        }
-        const T top = row.maxCoeff();
-        // every key masked: zero weights (a NaN score, which maxCoeff may skip, makes the row NaN)
-        if (top == -std::numeric_limits<T>::infinity() && !row.hasNaN()) {
-            row.setZero();
-            continue;
-        }
-        // Eigen's vectorised exp clamps its argument, so exp(-inf) would be a denormal, not 0:
-        // masked keys are set to exactly 0 after it. (An Eigen select() around the exp would
-        // do it in one line, but select() is not vectorised, so every exp would be a libm call.)
-        int masked = 0;  // a plain loop, so that the compiler vectorises the test
-        for (std::int64_t k = 0; k < g.tk; ++k) masked |= row[k] == -std::numeric_limits<T>::infinity();
-        if (masked == 0) {
-            row = (row - top).exp();
-        } else {
-            Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> scores(scratch<T>(1, g.tk), g.tk);
-            scores = row;
-            row = (row - top).exp();
-            row = (scores == -std::numeric_limits<T>::infinity()).select(T(0), row);
-        }
-        row *= T(1) / row.sum();
+    detail::softmax_rows(scores, g.tq, g.tk, static_cast<T>(g.scale),
+                         mask != nullptr ? g.mask_row(mask, b, h, 0) : nullptr, g.mask_t, g.mask_s);
+}
+
+// Y^T of every (batch, head) block of an operand Y [tk, width] (K, or V in backward) into yt,
+// block bh at bh * width * tk as a dense [width, tk], for the products X Y^T: LIBXSMM copies a
+// transposed B on every call (core/gemm.hpp), here one copy per batch row when the heads sit
+// side by side ([B, T, h * width]: one [tk, h * width] transpose holds all heads), so a 32-key,
+// 16-wide head does not pay a transpose call per product. Inside a parallel region: the
+// threads share the work (the copies are exact, so the bits do not depend on who copies).
+template <class T>
+void transpose_blocks(const Geometry& g, const T* y, const detail::HeadLayout& l, std::int64_t width, T* yt) {
+    if (l.head == width) {
+#pragma omp for schedule(static)
+        for (std::int64_t b = 0; b < g.batch; ++b)
+            detail::transpose(g.tk, g.heads * width, y + l.at(b, 0), l.row, yt + b * g.heads * width * g.tk);
+    } else {
+#pragma omp for schedule(static)
+        for (std::int64_t bh = 0; bh < g.blocks(); ++bh)
+            detail::transpose(g.tk, width, y + l.at(bh / g.heads, bh % g.heads), l.row,
+                              yt + bh * width * g.tk);
     }
 }
 
 // scores P = softmax(scale q k^T + mask) -> weights; output = dropout(P) v. Every product
 // writes its whole block (core/gemm.hpp), so no output needs zeroing first.
+// Block bh of forward_kernel; kt (may be null) holds every block's K^T (transpose_blocks).
+template <class T>
+void forward_block(const Geometry& g, std::int64_t bh, const T* q, const T* k, const T* kt, const T* v,
+                   const T* mask, T* out, T* weights) {
+    const std::int64_t b = bh / g.heads, h = bh % g.heads;
+    T* o = out + g.out.at(b, h);
+    T* p = weights + bh * g.tq * g.tk;
+    if (g.tk == 0) {  // no keys: a zero output
+        detail::zero_block(o, g.tq, g.dv, g.out.row);
+        return;
+    }
+    // S [Tq, Tk] = Q K^T, scaled inside the softmax
+    if (kt != nullptr)
+        detail::gemm(g.tq, g.tk, g.d, q + g.q.at(b, h), g.q.row, false, kt + bh * g.d * g.tk, g.tk, false, p,
+                     g.tk, false);
+    else
+        detail::gemm(g.tq, g.tk, g.d, q + g.q.at(b, h), g.q.row, false, k + g.k.at(b, h), g.k.row, true, p,
+                     g.tk, false);
+    masked_softmax_rows(g, b, h, mask, p);
+    const T* pv = p;
+    if (g.dropout_active()) {
+        T* dropped = scratch<T>(0, g.tq * g.tk);
+        apply_dropout(p, dropped, g.tq * g.tk, g.dropout_p, g.seeds[static_cast<std::size_t>(bh)]);
+        pv = dropped;
+    }
+    // O [Tq, dv] = Pd V
+    detail::gemm(g.tq, g.dv, g.tk, pv, g.tk, false, v + g.v.at(b, h), g.v.row, false, o, g.out.row, false);
+}
+
 template <class T>
 void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const T* mask, T* out,
                     T* weights) {
-#pragma omp parallel for schedule(dynamic, kBlocksPerGrab) if (g.parallel())
-    for (std::int64_t bh = 0; bh < g.blocks(); ++bh) {
-        const std::int64_t b = bh / g.heads, h = bh % g.heads;
-        T* o = out + g.out.at(b, h);
-        T* p = weights + bh * g.tq * g.tk;
-        if (g.tk == 0) {  // no keys: a zero output
-            detail::zero_block(o, g.tq, g.dv, g.out.row);
-            continue;
-        }
-        // S [Tq, Tk] = Q K^T, scaled inside the softmax
-        detail::gemm(g.tq, g.tk, g.d, q + g.q.at(b, h), g.q.row, false, k + g.k.at(b, h), g.k.row, true, p,
-                     g.tk, false);
-        masked_softmax_rows(g, b, h, mask, p);
-        const T* pv = p;
-        if (g.dropout_active()) {
-            T* dropped = scratch<T>(0, g.tq * g.tk);
-            apply_dropout(p, dropped, g.tq * g.tk, g.dropout_p, g.seeds[static_cast<std::size_t>(bh)]);
-            pv = dropped;
-        }
-        // O [Tq, dv] = Pd V
-        detail::gemm(g.tq, g.dv, g.tk, pv, g.tk, false, v + g.v.at(b, h), g.v.row, false, o, g.out.row,
-                     false);
+    // K^T of every block up front when the GEMM layer would copy it per product (LIBXSMM)
+    Tensor kt_buffer = g.tk > 0 && detail::gemm_copies_transposed_b()
+                           ? empty({g.blocks() * g.d * g.tk}, {.dtype = dtype_of<T>()})
+                           : Tensor();
+    T* kt = detail::data_or_null<T>(kt_buffer);
+#pragma omp parallel if (g.parallel())
+    {
+        if (kt != nullptr) transpose_blocks(g, k, g.k, g.d, kt);
+#pragma omp for schedule(dynamic, kBlocksPerGrab)
+        for (std::int64_t bh = 0; bh < g.blocks(); ++bh)
+            forward_block(g, bh, q, k, kt, v, mask, out, weights);
     }
 }
-
 // Gradients of one call. dout (upstream gradient of the output) and dweights (of the weights)
 // may each be null; so may dq, dk, dv (not needed). Each block zeroes its parts of dq, dk, dv
 // before adding into them (see forward_kernel); with dout null, dv is all zero.
@@ -124,52 +132,60 @@ struct BackwardArgs {
 template <class T>
 void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
     const T scale = static_cast<T>(g.scale);
-#pragma omp parallel for schedule(dynamic, kBlocksPerGrab) if (g.parallel())
-    for (std::int64_t bh = 0; bh < g.blocks(); ++bh) {
-        const std::int64_t b = bh / g.heads, h = bh % g.heads;
-        const std::int64_t plane = g.tq * g.tk;
-        const auto seed = g.dropout_active() ? g.seeds[static_cast<std::size_t>(bh)] : 0;
-        const T* q = a.q + g.q.at(b, h);
-        const T* k = a.k + g.k.at(b, h);
-        const T* P = a.weights + bh * plane;
-        T* dP = scratch<T>(0, plane);
-        T* dv = a.dv != nullptr ? a.dv + g.v.at(b, h) : nullptr;
-        if (a.dout != nullptr) {
-            const T* dO = a.dout + g.out.at(b, h);
-            if (dv != nullptr) {
-                const T* pd = P;
-                if (g.dropout_active()) {
-                    T* dropped = scratch<T>(1, plane);
-                    apply_dropout(P, dropped, plane, g.dropout_p, seed);
-                    pd = dropped;
+    // V^T of every block up front when the GEMM layer would copy it per product (LIBXSMM)
+    Tensor vt_buffer = a.dout != nullptr && g.tk > 0 && detail::gemm_copies_transposed_b()
+                           ? empty({g.blocks() * g.dv * g.tk}, {.dtype = dtype_of<T>()})
+                           : Tensor();
+    T* vt = detail::data_or_null<T>(vt_buffer);
+#pragma omp parallel if (g.parallel())
+    {
+        if (vt != nullptr) transpose_blocks(g, a.v, g.v, g.dv, vt);
+#pragma omp for schedule(dynamic, kBlocksPerGrab)
+        for (std::int64_t bh = 0; bh < g.blocks(); ++bh) {
+            const std::int64_t b = bh / g.heads, h = bh % g.heads;
+            const std::int64_t plane = g.tq * g.tk;
+            const auto seed = g.dropout_active() ? g.seeds[static_cast<std::size_t>(bh)] : 0;
+            const T* q = a.q + g.q.at(b, h);
+            const T* k = a.k + g.k.at(b, h);
+            const T* P = a.weights + bh * plane;
+            T* dP = scratch<T>(0, plane);
+            T* dv = a.dv != nullptr ? a.dv + g.v.at(b, h) : nullptr;
+            if (a.dout != nullptr) {
+                const T* dO = a.dout + g.out.at(b, h);
+                if (dv != nullptr) {
+                    const T* pd = P;
+                    if (g.dropout_active()) {
+                        T* dropped = scratch<T>(1, plane);
+                        apply_dropout(P, dropped, plane, g.dropout_p, seed);
+                        pd = dropped;
+                    }
+                    // dV [Tk, dv] = Pd^T dO
+                    detail::gemm(g.tk, g.dv, g.tq, pd, g.tk, true, dO, g.out.row, false, dv, g.v.row, false);
                 }
-                // dV [Tk, dv] = Pd^T dO
-                detail::gemm(g.tk, g.dv, g.tq, pd, g.tk, true, dO, g.out.row, false, dv, g.v.row, false);
+                // dPd [Tq, Tk] = dO V^T
+                if (vt != nullptr)
+                    detail::gemm(g.tq, g.tk, g.dv, dO, g.out.row, false, vt + bh * g.dv * g.tk, g.tk, false,
+                                 dP, g.tk, false);
+                else
+                    detail::gemm(g.tq, g.tk, g.dv, dO, g.out.row, false, a.v + g.v.at(b, h), g.v.row, true,
+                                 dP, g.tk, false);
+                if (g.dropout_active()) apply_dropout(dP, dP, plane, g.dropout_p, seed);
+            } else {
+                if (dv != nullptr) detail::zero_block(dv, g.tk, g.dv, g.v.row);
+                std::fill_n(dP, plane, T(0));
             }
-            // dPd [Tq, Tk] = dO V^T
-            detail::gemm(g.tq, g.tk, g.dv, dO, g.out.row, false, a.v + g.v.at(b, h), g.v.row, true, dP, g.tk,
-                         false);
-            if (g.dropout_active()) apply_dropout(dP, dP, plane, g.dropout_p, seed);
-        } else {
-            if (dv != nullptr) detail::zero_block(dv, g.tk, g.dv, g.v.row);
-            std::fill_n(dP, plane, T(0));
+            if (a.dweights != nullptr)
+                MatrixMap<T>(dP, g.tq, g.tk) += ConstMatrixMap<T>(a.dweights + bh * plane, g.tq, g.tk);
+            // dP becomes scale * dS, so that the two products below need no scaling
+            detail::softmax_rows_backward(P, dP, g.tq, g.tk, scale);
+            // dQ [Tq, d] = scale dS K; dK [Tk, d] = scale dS^T Q
+            if (a.dq != nullptr)
+                detail::gemm(g.tq, g.d, g.tk, dP, g.tk, false, k, g.k.row, false, a.dq + g.q.at(b, h),
+                             g.q.row, false);
+            if (a.dk != nullptr)
+                detail::gemm(g.tk, g.d, g.tq, dP, g.tk, true, q, g.q.row, false, a.dk + g.k.at(b, h), g.k.row,
+                             false);
         }
-        if (a.dweights != nullptr)
-            MatrixMap<T>(dP, g.tq, g.tk) += ConstMatrixMap<T>(a.dweights + bh * plane, g.tq, g.tk);
-        // dP becomes scale * dS, so that the two products below need no scaling
-        for (std::int64_t t = 0; t < g.tq; ++t) {
-            Eigen::Map<Eigen::Array<T, 1, Eigen::Dynamic>> dp(dP + t * g.tk, g.tk);
-            const Eigen::Map<const Eigen::Array<T, 1, Eigen::Dynamic>> p(P + t * g.tk, g.tk);
-            const T dot = (dp * p).sum();
-            dp = scale * p * (dp - dot);
-        }
-        // dQ [Tq, d] = scale dS K; dK [Tk, d] = scale dS^T Q
-        if (a.dq != nullptr)
-            detail::gemm(g.tq, g.d, g.tk, dP, g.tk, false, k, g.k.row, false, a.dq + g.q.at(b, h), g.q.row,
-                         false);
-        if (a.dk != nullptr)
-            detail::gemm(g.tk, g.d, g.tq, dP, g.tk, true, q, g.q.row, false, a.dk + g.k.at(b, h), g.k.row,
-                         false);
     }
 }
 

@@ -7,6 +7,10 @@
 
 #include <Eigen/Core>
 
+#include <functional>
+#include <optional>
+#include <vector>
+
 namespace attograd {
 namespace {
 
@@ -29,15 +33,13 @@ void check_linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
              bias.dtype());
 }
 
-// [rows, cols] -> [cols]: the sum of each column.
-Tensor column_sums(const Tensor& m) {
-    Tensor out = empty({m.size(1)}, {.dtype = m.dtype()});
+// out [cols] = the sum of each column of m [rows, cols].
+void column_sums(const Tensor& m, Tensor& out) {
     dispatch_floating(m.dtype(), "linear", [&]<class T>(T) {
         using RowMajor = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
         Eigen::Map<Eigen::Matrix<T, 1, Eigen::Dynamic>>(out.data<T>(), m.size(1)).noalias() =
             Eigen::Map<const RowMajor>(m.data<T>(), m.size(0), m.size(1)).colwise().sum();
     });
-    return out;
 }
 
 }  // namespace
@@ -56,17 +58,28 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
         autograd::record("linear", {x, weight, bias}, y,
                          [x_shape = x.shape(), weight, x2, rows](const Tensor& dy, autograd::Gradients& g) {
                              const Tensor dy2 = reshape(dy, {rows, weight.size(0)});
-                             if (g.needs(0)) {
-                                 // dX = dY W (held by name, so the tape can take its buffer without a copy)
-                                 const Tensor dx =
-                                     reshape(detail::matmul_kernel(dy2, weight, false, false), x_shape);
-                                 g.add(0, dx);
+                             // dX = dY W and dW = dY^T X, their row blocks in one parallel region
+                             // (one region instead of two, and a product too small to split runs
+                             // beside the other's blocks); db = the sum of dY over the rows, in the
+                             // dtype itself as PyTorch does (one vectorised pass), as one more task.
+                             std::vector<const detail::MatmulBlocks*> products;
+                             std::optional<detail::MatmulBlocks> dx, dw;
+                             if (g.needs(0)) products.push_back(&dx.emplace(dy2, weight, false, false));
+                             if (g.needs(1)) products.push_back(&dw.emplace(dy2, x2, true, false));
+                             Tensor db;
+                             std::function<void()> bias_task;
+                             if (g.needs(2)) {
+                                 db = empty({weight.size(0)}, {.dtype = dy.dtype()});
+                                 bias_task = [&] { column_sums(dy2, db); };
                              }
-                             // dW = dY^T X
-                             if (g.needs(1)) g.add(1, detail::matmul_kernel(dy2, x2, true, false));
-                             // db = sum of dY over the rows, in the dtype itself as PyTorch does:
-                             // one vectorised pass (sum() accumulates in double, column by column)
-                             if (g.needs(2)) g.add(2, column_sums(dy2));
+                             detail::run_blocks(products, bias_task);
+                             // (each held once, so the tape can take the buffers without a copy)
+                             if (dx) {
+                                 const Tensor dx_shaped = reshape(dx->take_output(), x_shape);
+                                 g.add(0, dx_shaped);
+                             }
+                             if (dw) g.add(1, dw->take_output());
+                             if (db.defined()) g.add(2, db);
                          });
     }
     return y;

@@ -30,14 +30,14 @@ struct LocalSdpaOptions {
 /// at columns [i * d, (i + 1) * d), as a projection produces them), window_start int64
 /// [B * h, Tq] -> output [B, Tq, h * dv], weights [B * h, Tq, W] (0 in slots outside the keys;
 /// a row with every slot masked is all 0 and its output 0, with finite gradients). Only the
-/// band is computed: time and memory linear in Tq * W. Same results as local_dot_score, a masked
-/// softmax and local_weighted_sum per head, without splitting heads or storing scores.
-/// Backward: dw = dO . v (+ dweights), dp = dw * factor, dfactor = dw * p,
-/// ds = p * (dp - sum(p * dp)), dq = scale ds k, dk += scale ds q, dv += w dO.
-/// Throws ShapeError (ranks, widths, batch sizes, window_start / mask / factor shapes, with the
-/// shapes), DTypeError (not float, dtypes differ, window_start not int64), ValueError (num_heads
-/// not dividing the widths, width < 1, scale not finite, a mask that requires grad, a band_mask
-/// holding NaN or +inf).
+/// band is computed: time and memory linear in Tq * W (the products run as GEMMs over blocks
+/// of 32 queries and the 32 + W - 1 keys they share, core/ops_local_sdpa.cpp). Same results as
+/// local_dot_score, a masked softmax and local_weighted_sum per head, without splitting heads or storing
+/// scores. Backward: dw = dO . v (+ dweights), dp = dw * factor, dfactor = dw * p, ds = p * (dp - sum(p *
+/// dp)), dq = scale ds k, dk += scale ds q, dv += w dO. Throws ShapeError (ranks, widths, batch sizes,
+/// window_start / mask / factor shapes, with the shapes), DTypeError (not float, dtypes differ, window_start
+/// not int64), ValueError (num_heads not dividing the widths, width < 1, scale not finite, a mask that
+/// requires grad, a band_mask holding NaN or +inf).
 SdpaResult local_scaled_dot_product_attention_heads(const Tensor& q, const Tensor& k, const Tensor& v,
                                                     std::int64_t num_heads, const Tensor& window_start,
                                                     std::int64_t width, const LocalSdpaOptions& options = {});

@@ -7,7 +7,12 @@
 #include "core/ops_shape.hpp"
 #include "core/parallel.hpp"
 
+#include <Eigen/Core>
+
 #include <algorithm>
+#include <functional>
+#include <utility>
+#include <vector>
 
 namespace attograd {
 namespace {
@@ -30,65 +35,124 @@ std::int64_t batch_offset(std::int64_t index, const Shape& out_batch, const Shap
 }  // namespace
 
 namespace detail {
+namespace {
+
+// Rows [first, first + count) of C [n, m] = op(A) op(B), or of C = 1 r + op(A) op(B) for a row
+// r: the GEMM adds onto the rows r (beta = 1), which costs no extra pass over C. op(A) has
+// `inner` columns (A's rows are a_cols apart); op(B) is read from pb with its rows ldb apart,
+// transposed when tb.
+template <class T>
+void product_rows(const T* pa, std::int64_t a_cols, bool ta, const T* pb, std::int64_t ldb, bool tb, T* po,
+                  std::int64_t m, std::int64_t inner, const T* row_init, std::int64_t first,
+                  std::int64_t count) {
+    T* c = po + first * m;
+    // one vectorised broadcast (a copy_n per row is a memmove call per row)
+    if (row_init != nullptr)
+        Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(c, count, m).rowwise() =
+            Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(row_init, m);
+    // rows of op(A): rows of A, or columns of A when transposed
+    const T* a_rows_from = ta ? pa + first : pa + first * a_cols;
+    gemm(count, m, inner, a_rows_from, a_cols, ta, pb, ldb, tb, c, m, row_init != nullptr);
+}
+
+}  // namespace
+
+MatmulBlocks::MatmulBlocks(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
+                           const Tensor& row_init)
+    : a_(a), b_(b), row_init_(row_init), transpose_a_(transpose_a), transpose_b_(transpose_b) {
+    AG_ASSERT(a.dim() == 2 && b.dim() == 2, "MatmulBlocks: 2-D operands only");
+    a_cols_ = a.size(1);
+    b_cols_ = b.size(1);
+    n_ = transpose_a ? a.size(1) : a.size(0);
+    m_ = transpose_b ? b.size(0) : b.size(1);
+    inner_ = transpose_a ? a.size(0) : a.size(1);
+    AG_ASSERT(!row_init.defined() || row_init.numel() == m_,
+              "MatmulBlocks: row_init needs one value per column");
+    // Large products are split into row blocks (Eigen's own threading is off, see
+    // core/parallel.hpp). The blocks are fixed by the shape alone, not by the thread count, and
+    // run the same on one thread: Eigen's GEMM (and LIBXSMM's edge kernels) may round a row
+    // differently in another block, so splitting by threads would make the result depend on the
+    // thread count (issue 12, point 7). Up to 8 blocks, handed out as threads come free: on a
+    // shared machine one core may run slower for a while, and equal static halves would leave
+    // the other waiting. Blocks of at least kMinChunkRows rows (or 16 when that leaves fewer than
+    // 4) keep the cost of packing op(B) again for every block to about 1 % of the block's GEMM.
+    constexpr std::int64_t kMinChunkRows = 96, kMaxChunks = 8;
+    out_ = empty({n_, m_}, {.dtype = a.dtype()});
+    const std::int64_t w = work();
+    chunks_ = w < 2 * kMinParallelGemmWork
+                  ? 1
+                  : std::clamp<std::int64_t>(std::max(n_ / kMinChunkRows, std::min<std::int64_t>(4, n_ / 16)),
+                                             1, std::min(kMaxChunks, w / kMinParallelGemmWork));
+    // When the GEMM layer would transpose op(B) in every block (LIBXSMM), it is transposed once
+    // here instead: the same copy, so the same bits (a [768, 256] weight takes ~0.1 ms).
+    if (transpose_b && chunks_ > 1 && gemm_copies_transposed_b()) {
+        bt_ = empty({inner_, m_}, {.dtype = b.dtype()});
+        dispatch_floating(b.dtype(), "matmul",
+                          [&]<class T>(T) { transpose(m_, inner_, b.data<T>(), b_cols_, bt_.data<T>()); });
+    }
+}
+
+void MatmulBlocks::run(std::int64_t block) const {
+    const std::int64_t first = n_ * block / chunks_, last = n_ * (block + 1) / chunks_;
+    dispatch_floating(a_.dtype(), "matmul", [&]<class T>(T) {
+        const T* init = row_init_.defined() ? row_init_.data<T>() : nullptr;
+        Tensor handle = out_;  // the blocks write into the product's storage
+        T* out = handle.data<T>();
+        if (bt_.defined())
+            product_rows(a_.data<T>(), a_cols_, transpose_a_, bt_.data<T>(), m_, false, out, m_, inner_, init,
+                         first, last - first);
+        else
+            product_rows(a_.data<T>(), a_cols_, transpose_a_, b_.data<T>(), b_cols_, transpose_b_, out, m_,
+                         inner_, init, first, last - first);
+    });
+}
+
+void run_blocks(const std::vector<const MatmulBlocks*>& products, const std::function<void()>& also) {
+    std::vector<std::pair<const MatmulBlocks*, std::int64_t>> tasks;
+    std::int64_t work = 0;
+    for (const MatmulBlocks* p : products) {
+        for (std::int64_t i = 0; i < p->blocks(); ++i) tasks.emplace_back(p, i);
+        work += p->work();
+    }
+    const auto task_count = static_cast<std::int64_t>(tasks.size()) + (also ? 1 : 0);
+    const auto run_task = [&](std::int64_t t) {
+        if (t < static_cast<std::int64_t>(tasks.size()))
+            tasks[static_cast<std::size_t>(t)].first->run(tasks[static_cast<std::size_t>(t)].second);
+        else
+            also();
+    };
+    const int threads = work < 2 * kMinParallelGemmWork
+                            ? 1
+                            : static_cast<int>(std::min<std::int64_t>(available_threads(), task_count));
+    if (threads <= 1) {
+        // Not an `omp parallel if (false)`: entering even a serial region costs more than a
+        // small product.
+        for (std::int64_t t = 0; t < task_count; ++t) run_task(t);
+        return;
+    }
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+    for (std::int64_t t = 0; t < task_count; ++t) run_task(t);
+}
 
 Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
                      const Tensor& row_init) {
     const Shape& sa = a.shape();
     const Shape& sb = b.shape();
+    AG_ASSERT(!row_init.defined() || (sa.size() == 2 && sb.size() == 2),
+              "matmul_kernel: row_init needs 2-D operands");
+    if (sa.size() == 2 && sb.size() == 2) {
+        MatmulBlocks product(a, b, transpose_a, transpose_b, row_init);
+        run_blocks({&product});
+        return product.take_output();
+    }
     const std::int64_t a_rows = sa[sa.size() - 2], a_cols = sa.back();
     const std::int64_t b_rows = sb[sb.size() - 2], b_cols = sb.back();
     const std::int64_t n = transpose_a ? a_cols : a_rows;
     const std::int64_t m = transpose_b ? b_rows : b_cols;
     const std::int64_t inner = transpose_a ? a_rows : a_cols;
-    AG_ASSERT(!row_init.defined() ||
-                  (sa.size() == 2 && sb.size() == 2 && row_init.numel() == (transpose_b ? b_rows : b_cols)),
-              "matmul_kernel: row_init needs 2-D operands and one value per column");
-    // Rows [first, first + count) of C = op(A) op(B), or of C = 1 r + op(A) op(B) for a row r:
-    // the GEMM adds onto the rows r (beta = 1), which costs no extra pass over C.
-    const auto product_rows = [&]<class T>(const T* pa, const T* pb, T* po, std::int64_t first,
-                                           std::int64_t count) {
-        T* c = po + first * m;
-        if (row_init.defined())
-            for (std::int64_t r = 0; r < count; ++r) std::copy_n(row_init.data<T>(), m, c + r * m);
-        // rows of op(A): rows of A, or columns of A when transposed
-        const T* a_rows_from = transpose_a ? pa + first : pa + first * a_cols;
-        gemm(count, m, inner, a_rows_from, a_cols, transpose_a, pb, b_cols, transpose_b, c, m,
-             row_init.defined());
+    const auto product = [&]<class T>(const T* pa, const T* pb, T* po) {
+        product_rows<T>(pa, a_cols, transpose_a, pb, b_cols, transpose_b, po, m, inner, nullptr, 0, n);
     };
-    const auto product = [&]<class T>(const T* pa, const T* pb, T* po) { product_rows(pa, pb, po, 0, n); };
-    if (sa.size() == 2 && sb.size() == 2) {
-        // One product: large ones are split into row blocks (Eigen's own threading is off, see
-        // core/parallel.hpp). The blocks are fixed by the shape alone, not by the thread count,
-        // and run the same on one thread: Eigen's GEMM (and LIBXSMM's edge kernels) may round a
-        // row differently in another block, so splitting by threads would make the result depend
-        // on the thread count (issue 12, point 7). Up to 8 blocks, handed out as threads come
-        // free: on a shared machine one core may run slower for a while, and equal static halves
-        // would leave the other waiting. Blocks of at least kMinChunkRows rows (or 16 when that
-        // leaves fewer than 4) keep the cost of packing op(B) again for every block to about 1 %
-        // of the block's GEMM.
-        constexpr std::int64_t kMinChunkRows = 96, kMaxChunks = 8;
-        Tensor out = empty({n, m}, {.dtype = a.dtype()});
-        const std::int64_t work = n * m * inner;
-        const std::int64_t chunks =
-            work < 2 * detail::kMinParallelGemmWork
-                ? 1
-                : std::clamp<std::int64_t>(std::max(n / kMinChunkRows, std::min<std::int64_t>(4, n / 16)), 1,
-                                           std::min(kMaxChunks, work / detail::kMinParallelGemmWork));
-        const int threads = static_cast<int>(std::min<std::int64_t>(detail::available_threads(), chunks));
-        dispatch_floating(a.dtype(), "matmul", [&]<class T>(T) {
-            const auto chunk = [&](std::int64_t c) {
-                const std::int64_t first = n * c / chunks, last = n * (c + 1) / chunks;
-                product_rows(a.data<T>(), b.data<T>(), out.data<T>(), first, last - first);
-            };
-            if (threads <= 1) {
-                for (std::int64_t c = 0; c < chunks; ++c) chunk(c);
-                return;
-            }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-            for (std::int64_t c = 0; c < chunks; ++c) chunk(c);
-        });
-        return out;
-    }
     const Shape out_batch = broadcast_shapes(batch_of(sa), batch_of(sb), "matmul");
     Shape out_shape = out_batch;
     out_shape.push_back(n);

@@ -101,6 +101,9 @@ std::size_t control_length(std::string_view text, std::size_t i) {
     if (i >= text.size()) return 0;
     const auto lead = static_cast<unsigned char>(text[i]);
     if (lead < 0x20 || lead == 0x7F) return 1;
+    // U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR (E2 80 A8 / A9) break lines too
+    if (lead == 0xE2 && text.substr(i + 1, 2) == "\x80\xA8") return 3;
+    if (lead == 0xE2 && text.substr(i + 1, 2) == "\x80\xA9") return 3;
     const bool c1 = lead == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
                     static_cast<unsigned char>(text[i + 1]) <= 0x9F;
     return c1 ? 2 : 0;
@@ -112,6 +115,7 @@ namespace {
 std::string escaped_control(std::string_view text, std::size_t i, std::size_t length) {
     const auto lead = static_cast<unsigned char>(text[i]);
     if (length == 2) return fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
+    if (length == 3) return static_cast<unsigned char>(text[i + 2]) == 0xA8 ? "\\u2028" : "\\u2029";
     if (lead == '\t') return "\\t";
     if (lead == '\n') return "\\n";
     if (lead == '\r') return "\\r";

@@ -14,6 +14,7 @@ bool Vocabulary::is_reserved(std::string_view token) {
 
 std::string Vocabulary::token_problem(std::string_view token) {
     if (token.empty()) return "is empty";
+    if (!is_valid_utf8(token)) return "is not well-formed UTF-8";
     const bool one_char = split_chars(token).size() == 1;
     // A lone space or tab is character-level whitespace.
     if (const std::string control = first_control(token, one_char ? "\t" : ""); !control.empty())

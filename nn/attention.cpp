@@ -11,6 +11,7 @@
 #include "nn/attention_recorder.hpp"
 #include "nn/head_silencing.hpp"
 #include "nn/linear.hpp"
+#include "nn/parameter_size.hpp"
 #include "nn/unbatched.hpp"
 
 #include <cmath>
@@ -66,6 +67,13 @@ Attention::Attention(AttentionOptions options, Generator& generator)
     o.value_dim = or_default(o.value_dim, o.key_dim);
     o.embed_dim = or_default(o.embed_dim, o.query_dim);
     auto projection = [&](const char* name, std::int64_t in) {
+        check_parameter_size(type_name(),
+                             fmt::format("{} {} and embed_dim {}",
+                                         name[0] == 'q'   ? "query_dim"
+                                         : name[0] == 'k' ? "key_dim"
+                                                          : "value_dim",
+                                         in, o.embed_dim),
+                             std::string(name) + ".weight", {o.embed_dim, in}, o.dtype);
         return register_module(
             name, std::make_shared<Linear>(
                       LinearOptions{

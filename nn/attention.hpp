@@ -109,7 +109,8 @@ public:
     /// Draws the initial parameters from `generator`, which must outlive the module: dropout and
     /// hard attention's sampling draw from it too. Throws ValueError (bad widths, window < 0,
     /// local-p with window 0, dropout outside [0, 1], temperature <= 0, decay outside [0, 1)) and
-    /// ShapeError (dot / scaled-dot score with different query and key widths).
+    /// ShapeError (dot / scaled-dot score with different query and key widths), ResourceError
+    /// naming the widths when a projection or score parameter would be too large.
     explicit Attention(AttentionOptions options, Generator& generator = default_generator());
     ~Attention() override;
 

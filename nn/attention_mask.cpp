@@ -56,27 +56,35 @@ void check_float_mask(const Tensor& mask, std::string_view name, DType dtype, st
     check_additive_mask(mask, name, op);
 }
 
+void check_attn_mask(const Tensor& m, const MaskNames& names, std::int64_t batch, std::int64_t heads,
+                     std::int64_t tq, std::int64_t tk, DType dtype, std::string_view op) {
+    if (!m.defined()) return;
+    AG_CHECK(m.dtype() == DType::Bool || is_floating(m.dtype()), DTypeError,
+             "{}: {} must be bool (true = not allowed) or float (added), got {} {}", op, names.mask,
+             m.dtype(), m.shape());
+    const bool two_d = m.shape() == Shape{tq, tk};
+    const bool three_d = m.shape() == Shape{batch * heads, tq, tk};
+    AG_CHECK(two_d || three_d, ShapeError, "{}: {} must be [{}, {}] = {} or [B * {}, {}, {}] = {}, got {}",
+             op, names.mask, names.tq, names.tk, Shape{tq, tk}, names.heads, names.tq, names.tk,
+             Shape{batch * heads, tq, tk}, m.shape());
+    check_float_mask(m, names.mask, dtype, op);
+}
+
+void check_key_padding_mask(const Tensor& m, const MaskNames& names, std::int64_t batch, std::int64_t tk,
+                            DType dtype, std::string_view op) {
+    if (!m.defined()) return;
+    AG_CHECK(m.dtype() == DType::Bool || is_floating(m.dtype()), DTypeError,
+             "{}: {} must be bool (true = padded) or float (added), got {} {}", op, names.mask, m.dtype(),
+             m.shape());
+    AG_CHECK(m.shape() == (Shape{batch, tk}), ShapeError, "{}: {} must be [B, {}] = {}, got {}", op,
+             names.mask, names.tk, Shape{batch, tk}, m.shape());
+    check_float_mask(m, names.mask, dtype, op);
+}
+
 void check_attention_masks(const AttentionMasks& masks, std::int64_t batch, std::int64_t heads,
                            std::int64_t tq, std::int64_t tk, DType dtype, std::string_view op) {
-    if (masks.attn_mask.defined()) {
-        const Tensor& m = masks.attn_mask;
-        AG_CHECK(m.dtype() == DType::Bool || is_floating(m.dtype()), DTypeError,
-                 "{}: attn_mask must be bool (true = not allowed) or float (added), got {}", op, m.dtype());
-        const bool two_d = m.shape() == Shape{tq, tk};
-        const bool three_d = m.shape() == Shape{batch * heads, tq, tk};
-        AG_CHECK(two_d || three_d, ShapeError,
-                 "{}: attn_mask must be [Tq, Tk] = {} or [B * h, Tq, Tk] = {}, got {}", op, Shape{tq, tk},
-                 Shape{batch * heads, tq, tk}, m.shape());
-        check_float_mask(m, "attn_mask", dtype, op);
-    }
-    if (masks.key_padding_mask.defined()) {
-        const Tensor& m = masks.key_padding_mask;
-        AG_CHECK(m.dtype() == DType::Bool || is_floating(m.dtype()), DTypeError,
-                 "{}: key_padding_mask must be bool (true = padded) or float (added), got {}", op, m.dtype());
-        AG_CHECK(m.shape() == (Shape{batch, tk}), ShapeError,
-                 "{}: key_padding_mask must be [B, Tk] = {}, got {}", op, Shape{batch, tk}, m.shape());
-        check_float_mask(m, "key_padding_mask", dtype, op);
-    }
+    check_attn_mask(masks.attn_mask, {.mask = "attn_mask"}, batch, heads, tq, tk, dtype, op);
+    check_key_padding_mask(masks.key_padding_mask, {.mask = "key_padding_mask"}, batch, tk, dtype, op);
 }
 
 Tensor combine_attention_masks(const AttentionMasks& masks, std::int64_t batch, std::int64_t heads,

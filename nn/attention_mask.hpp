@@ -47,6 +47,26 @@ Tensor lengths_to_padding_mask(const Tensor& lengths, std::int64_t max_len = -1)
 /// dtype is checked by check_attention_masks).
 void check_float_mask(const Tensor& mask, std::string_view name, DType dtype, std::string_view op);
 
+/// How a mask check names things: the argument (attn_mask, tgt_mask, ...), the query and key
+/// lengths (Tq and Tk, or T and S) and the head count (h, nhead).
+struct MaskNames {
+    std::string_view mask;
+    std::string_view tq = "Tq";
+    std::string_view tk = "Tk";
+    std::string_view heads = "h";
+};
+
+/// Checks an attention mask `m` (undefined passes): bool or float, [Tq, Tk] or [B * h, Tq, Tk],
+/// and check_float_mask. Throws DTypeError, ShapeError naming `op`, the mask, the expected and the
+/// given shape ("Transformer: tgt_mask must be [T, T] = [4, 4] or [B * nhead, T, T] = [8, 4, 4],
+/// got [3, 3]"), ValueError.
+void check_attn_mask(const Tensor& m, const MaskNames& names, std::int64_t batch, std::int64_t heads,
+                     std::int64_t tq, std::int64_t tk, DType dtype, std::string_view op);
+/// Checks a key padding mask `m` (undefined passes): bool or float [B, Tk], and check_float_mask.
+/// Throws as check_attn_mask.
+void check_key_padding_mask(const Tensor& m, const MaskNames& names, std::int64_t batch, std::int64_t tk,
+                            DType dtype, std::string_view op);
+
 /// Checks the masks' shapes, dtypes and values for `batch` sequences, `heads` heads, `tq`
 /// queries and `tk` keys of a layer computing in `dtype`. Throws ShapeError / DTypeError whose
 /// message starts with `op` and names the argument, the expected and the given shape, and the

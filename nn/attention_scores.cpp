@@ -7,6 +7,7 @@
 #include "core/ops_local_attention.hpp"
 #include "core/ops_matmul.hpp"
 #include "core/ops_shape.hpp"
+#include "nn/parameter_size.hpp"
 
 #include <array>
 #include <cmath>
@@ -68,6 +69,11 @@ AdditiveScore::AdditiveScore(const AttentionScoreOptions& o, Generator& generato
     : AttentionScore(Score::Additive, o.query_dim, o.key_dim) {
     AG_CHECK(o.hidden >= 0, ValueError, "AdditiveScore: hidden must be >= 0, got {}", o.hidden);
     const std::int64_t h = o.hidden == 0 ? query_dim() : o.hidden;
+    const std::string dims = fmt::format("hidden {}, query_dim {} and key_dim {}", h, query_dim(), key_dim());
+    check_parameter_size("AdditiveScore", dims, "W", {h, key_dim()},
+                         DType::Float32);  // init_uniform is float32
+    check_parameter_size("AdditiveScore", dims, "U", {h, query_dim()},
+                         DType::Float32);  // init_uniform is float32
     W_ = register_parameter("W", init_uniform({h, key_dim()}, key_dim(), generator));
     U_ = register_parameter("U", init_uniform({h, query_dim()}, query_dim(), generator));
     v_ = register_parameter("v", init_uniform({h}, h, generator));
@@ -120,6 +126,8 @@ Tensor DotScore::forward_local(const Tensor& query, const Tensor& key, const Ten
 
 BilinearScore::BilinearScore(const AttentionScoreOptions& o, Generator& generator)
     : AttentionScore(Score::Bilinear, o.query_dim, o.key_dim) {
+    check_parameter_size("BilinearScore", fmt::format("query_dim {} and key_dim {}", query_dim(), key_dim()),
+                         "W", {key_dim(), query_dim()}, DType::Float32);  // init_uniform is float32
     W_ = register_parameter("W", init_uniform({key_dim(), query_dim()}, query_dim(), generator));
 }
 

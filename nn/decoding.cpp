@@ -50,6 +50,10 @@ std::int64_t check_arguments(const char* op, const Tensor& memory, const Tensor&
     AG_CHECK(memory.defined(), ShapeError, "{}: memory is undefined (expected [B, S, E])", op);
     AG_CHECK(memory.dim() == 3 && memory.size(0) >= 1, ShapeError,
              "{}: memory must be [B, S, E] with B >= 1, got shape {}", op, memory.shape());
+    AG_CHECK(
+        memory.size(1) >= 1, ShapeError,
+        "{}: memory must hold at least one source position (S >= 1: attention needs a key), got shape {}", op,
+        memory.shape());
     if (mask.defined()) {
         AG_CHECK(mask.dtype() == DType::Bool || is_floating(mask.dtype()), DTypeError,
                  "{}: memory_key_padding_mask must be bool or float, got {}", op, mask.dtype());
@@ -67,7 +71,27 @@ std::int64_t check_arguments(const char* op, const Tensor& memory, const Tensor&
              options.max_length);
     AG_CHECK(std::isfinite(options.length_penalty), ValueError, "{}: length_penalty must be finite, got {}",
              op, options.length_penalty);
+    // The penalty grows (alpha > 0) or shrinks (alpha < 0) with the length, so its extreme is at
+    // max_length; one that overflows to inf or underflows to 0 would make scores NaN or infinite
+    // and the ranking arbitrary.
+    const double extreme = length_penalty(options.max_length, options.length_penalty, options.normalization);
+    AG_CHECK(std::isfinite(extreme) && extreme > 0, ValueError,
+             "{}: length_penalty {} makes the penalty at max_length {} equal {}, which is not a finite "
+             "positive number: use a smaller |length_penalty|",
+             op, options.length_penalty, options.max_length, extreme);
     return memory.size(0);
+}
+
+// log_prob / penalty, which must be finite: a tiny penalty (alpha < 0 at a long length) can still
+// overflow it.
+double normalised_score(const char* op, double log_prob, std::int64_t length, const DecodeOptions& options) {
+    const double score = log_prob / length_penalty(length, options.length_penalty, options.normalization);
+    AG_CHECK(
+        std::isfinite(score), ValueError,
+        "{}: length_penalty {} makes the score of a hypothesis of length {} with log P(y) = {} equal {}: "
+        "use a smaller |length_penalty|",
+        op, options.length_penalty, length, log_prob, score);
+    return score;
 }
 
 /// Calls the step and returns its next-token log-probabilities [N, V] row-major as doubles
@@ -238,9 +262,7 @@ std::vector<Hypothesis> greedy_decode(const Tensor& memory, const Tensor& memory
     }
     std::vector<const Hypothesis*> outputs;
     for (Hypothesis& h : out) {
-        h.score = h.length() >= 1
-                      ? h.log_prob / length_penalty(h.length(), options.length_penalty, options.normalization)
-                      : h.log_prob;
+        h.score = h.length() >= 1 ? normalised_score(op, h.log_prob, h.length(), options) : h.log_prob;
         outputs.push_back(&h);
     }
     record_outputs(memory, memory_key_padding_mask, step, options, outputs);
@@ -259,7 +281,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Tensor& memory, const Ten
     const auto beam_size = static_cast<std::size_t>(options.beam_size);
     const double alpha = options.length_penalty;
     auto score_of = [&](double log_prob, std::int64_t length) {
-        return log_prob / length_penalty(length, alpha, options.normalization);
+        return normalised_score(op, log_prob, length, options);
     };
 
     std::vector<HypothesisPool> pools(static_cast<std::size_t>(batch), HypothesisPool(beam_size));

@@ -41,8 +41,8 @@ struct DecodeOptions {
     std::int64_t eos_id = -1;      ///< token that ends a hypothesis (in [0, V); required)
     std::int64_t max_length = 64;  ///< most decoding steps, i.e. generated tokens with eos (>= 1)
     std::int64_t beam_size = 4;    ///< beams kept per source (>= 1; greedy_decode ignores it)
-    /// alpha of the length normalisation (finite). 0 ranks by log P(y), which favours short
-    /// outputs; alpha > 0 favours longer ones; alpha < 0 shorter ones still.
+    /// alpha of the length normalisation (finite, with a finite non-zero penalty at max_length). 0 ranks by
+    /// log P(y), which favours short outputs; alpha > 0 favours longer ones; alpha < 0 shorter ones still.
     double length_penalty = 0.0;
     LengthNormalization normalization = LengthNormalization::Power;
     /// Hypotheses returned per source by beam_search, best first (in [1, beam_size]).
@@ -81,21 +81,22 @@ std::vector<std::vector<std::int64_t>> best_tokens(const std::vector<std::vector
 
 /// The length penalty that divides log P(y) for a hypothesis of `length` steps (see
 /// LengthNormalization): length^alpha or ((5 + length) / 6)^alpha. Throws ValueError when
-/// length < 1 or alpha is not finite.
+/// length < 1 or alpha is not finite; an extreme alpha may give inf or 0 (the decoders refuse it).
 double length_penalty(std::int64_t length, double alpha,
                       LengthNormalization normalization = LengthNormalization::Power);
 
 /// Greedy decoding: each source appends its most probable next token (the lowest id on ties)
 /// until eos or max_length steps. memory [B, S, E] (B >= 1), memory_key_padding_mask bool or
-/// float [B, S] or undefined. Returns one hypothesis per source, in order; its score uses
+/// float [B, S] or undefined (S >= 1). Returns one hypothesis per source, in order; its score uses
 /// options.length_penalty (it does not change the output). Runs under NoGradGuard; put the model
 /// in eval mode first (dropout would make the output random). The attention is recorded as in
 /// beam_search. Throws ValueError (bos_id < 0 up front; bos_id or eos_id outside the vocabulary V
-/// of the first step's output, max_length < 1, a non-finite length_penalty, a NaN or +inf logit,
+/// of the first step's output, max_length < 1, a non-finite length_penalty or one whose penalty at
+/// max_length is inf or 0, or that makes a hypothesis' score infinite, a NaN or +inf logit,
 /// a row of logits that are all -inf, "no finite logit in row r": every next token of that prefix
 /// would have probability 0), ShapeError (memory not [B, S, E], the
 /// mask not [B, S], step output not [N, V] / [N, t, V] for its N prefixes, V changing between
-/// steps), DTypeError (mask neither bool nor float, logits not float); each message starts with
+/// steps, S = 0), DTypeError (mask neither bool nor float, logits not float); each message starts with
 /// "greedy_decode" and names the argument.
 std::vector<Hypothesis> greedy_decode(const Tensor& memory, const Tensor& memory_key_padding_mask,
                                       const DecodeStep& step, const DecodeOptions& options);

@@ -5,6 +5,7 @@
 #include "core/ops_elementwise.hpp"
 #include "core/ops_index.hpp"
 #include "core/ops_shape.hpp"
+#include "nn/parameter_size.hpp"
 
 #include <algorithm>
 
@@ -23,6 +24,9 @@ Embedding::Embedding(EmbeddingOptions options, Generator& generator) : options_(
                  p, v);
         options_.padding_idx = p < 0 ? p + v : p;
     }
+    check_parameter_size("Embedding",
+                         fmt::format("num_embeddings {} and embedding_dim {}", v, options.embedding_dim),
+                         "weight", {v, options.embedding_dim}, options.dtype);
     Tensor weight = randn({v, options.embedding_dim}, generator, {.dtype = options.dtype});
     if (options_.padding_idx) {
         std::byte* row = static_cast<std::byte*>(weight.raw_data()) +

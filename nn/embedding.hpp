@@ -25,7 +25,8 @@ struct EmbeddingOptions {
 class Embedding : public Module {
 public:
     /// Throws ValueError on negative sizes or a padding_idx outside [-V, V), DTypeError on a
-    /// non-float dtype.
+    /// non-float dtype, ResourceError naming num_embeddings and embedding_dim when the weight would
+    /// be too large (check_parameter_size).
     explicit Embedding(EmbeddingOptions options, Generator& generator = default_generator());
 
     /// ids [...] (int64) -> [..., E]. Repeated ids add their gradients. Throws IndexError on

@@ -2,6 +2,7 @@
 #include "nn/layer_norm.hpp"
 
 #include "core/ops_norm.hpp"
+#include "nn/parameter_size.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +18,8 @@ LayerNorm::LayerNorm(LayerNormOptions options) : options_(std::move(options)) {
     AG_CHECK(is_floating(options_.dtype), DTypeError, "LayerNorm: dtype must be float32 or float64, got {}",
              options_.dtype);
     if (!options_.elementwise_affine) return;
+    check_parameter_size("LayerNorm", fmt::format("normalized_shape {}", shape), "weight", shape,
+                         options_.dtype);
     weight_ = register_parameter("weight", ones(shape, {.dtype = options_.dtype}));
     if (options_.bias) bias_ = register_parameter("bias", zeros(shape, {.dtype = options_.dtype}));
 }

@@ -21,7 +21,8 @@ struct LayerNormOptions {
 class LayerNorm : public Module {
 public:
     /// Throws ValueError on an empty normalized_shape, a negative size or a negative eps,
-    /// DTypeError on a non-float dtype.
+    /// DTypeError on a non-float dtype, ResourceError naming normalized_shape when the weight
+    /// would be too large (check_parameter_size).
     explicit LayerNorm(LayerNormOptions options);
 
     /// x [..., d...] -> same shape (see attograd::layer_norm). Throws ShapeError when the

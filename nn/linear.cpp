@@ -2,6 +2,7 @@
 #include "nn/linear.hpp"
 
 #include "core/ops_linear.hpp"
+#include "nn/parameter_size.hpp"
 
 #include <cmath>
 
@@ -13,6 +14,10 @@ Linear::Linear(LinearOptions options, Generator& generator) : options_(options) 
              options.out_features);
     AG_CHECK(is_floating(options.dtype), DTypeError, "Linear: dtype must be float32 or float64, got {}",
              options.dtype);
+    check_parameter_size(
+        "Linear",
+        fmt::format("in_features {} and out_features {}", options.in_features, options.out_features),
+        "weight", {options.out_features, options.in_features}, options.dtype);
     // kaiming_uniform(a = sqrt 5): gain sqrt(2 / (1 + 5)), bound gain * sqrt(3 / fan_in) = 1 / sqrt(fan_in)
     const double bound =
         options.in_features > 0 ? 1.0 / std::sqrt(static_cast<double>(options.in_features)) : 0.0;

@@ -22,7 +22,8 @@ struct LinearOptions {
 class Linear : public Module {
 public:
     /// Draws the initial parameters from `generator`. Throws ValueError on negative sizes,
-    /// DTypeError on a non-float dtype.
+    /// DTypeError on a non-float dtype, ResourceError naming in_features and out_features when
+    /// the weight would be too large (check_parameter_size).
     explicit Linear(LinearOptions options, Generator& generator = default_generator());
 
     /// x [..., in_features] -> [..., out_features], one GEMM (see attograd::linear). Throws

@@ -8,10 +8,12 @@
 #include "nn/attention_recorder.hpp"
 #include "nn/head_silencing.hpp"
 #include "nn/linear.hpp"
+#include "nn/parameter_size.hpp"
 #include "nn/unbatched.hpp"
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 namespace attograd::nn {
 namespace {
@@ -80,6 +82,18 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions options, Genera
     if (o.kdim == 0) o.kdim = o.embed_dim;
     if (o.vdim == 0) o.vdim = o.embed_dim;
     const std::int64_t e = o.embed_dim;
+    // before any allocation, so the message names the option rather than uniform's shape
+    AG_CHECK(e <= std::numeric_limits<std::int64_t>::max() / 3, ResourceError,
+             "{}: embed_dim {} makes in_proj_weight [3 * {}, {}], which has too many elements", kOp, e, e, e);
+    if (o.kdim == e && o.vdim == e) {
+        check_parameter_size(kOp, fmt::format("embed_dim {}", e), "in_proj_weight", {3 * e, e}, o.dtype);
+    } else {
+        check_parameter_size(kOp, fmt::format("embed_dim {}", e), "q_proj_weight", {e, e}, o.dtype);
+        check_parameter_size(kOp, fmt::format("embed_dim {} and kdim {}", e, o.kdim), "k_proj_weight",
+                             {e, o.kdim}, o.dtype);
+        check_parameter_size(kOp, fmt::format("embed_dim {} and vdim {}", e, o.vdim), "v_proj_weight",
+                             {e, o.vdim}, o.dtype);
+    }
     if (o.kdim == e && o.vdim == e) {
         in_proj_weight_ = register_parameter("in_proj_weight", xavier_uniform(3 * e, e, o.dtype, generator));
     } else {

@@ -102,7 +102,8 @@ public:
     /// draws from it). Throws ValueError (embed_dim < 1, num_heads < 1 or not dividing
     /// embed_dim, kdim / vdim < 0, dropout outside [0, 1], batch_first = false, window < 0,
     /// local-p with window 0, local with add_bias_kv / add_zero_attn, Rotary with an odd head
-    /// width, rope_base not finite and > 0), DTypeError.
+    /// width, rope_base not finite and > 0), DTypeError, ResourceError naming embed_dim (kdim,
+    /// vdim) when in_proj_weight or a projection would be too large (check_parameter_size).
     explicit MultiHeadAttention(MultiHeadAttentionOptions options,
                                 Generator& generator = default_generator());
     ~MultiHeadAttention() override;

@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/ops_elementwise.hpp"
 #include "core/ops_index.hpp"
+#include "nn/parameter_size.hpp"
 
 #include <cmath>
 
@@ -80,6 +81,9 @@ SinusoidalPositionalEncoding::SinusoidalPositionalEncoding(PositionalEncodingOpt
     : options_(options) {
     check_options(options_, type_name());
     const std::int64_t len = options_.max_len, e = options_.embedding_dim;
+    // built in float64, then converted
+    check_parameter_size(type_name(), fmt::format("max_len {} and embedding_dim {}", len, e), "pe", {len, e},
+                         DType::Float64);
     Tensor pe = empty({len, e}, {.dtype = DType::Float64});
     double* p = pe.data<double>();
     for (std::int64_t pos = 0; pos < len; ++pos)
@@ -108,6 +112,9 @@ LearnedPositionalEmbedding::LearnedPositionalEmbedding(PositionalEncodingOptions
                                                        Generator& generator)
     : options_(options) {
     check_options(options_, type_name());
+    check_parameter_size(
+        type_name(), fmt::format("max_len {} and embedding_dim {}", options_.max_len, options_.embedding_dim),
+        "weight", {options_.max_len, options_.embedding_dim}, options_.dtype);
     weight_ = register_parameter(
         "weight", randn({options_.max_len, options_.embedding_dim}, generator, {.dtype = options_.dtype}));
 }

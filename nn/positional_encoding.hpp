@@ -22,7 +22,8 @@ struct PositionalEncodingOptions {
 /// `SinusoidalPositionalEncoding(embedding_dim=8, max_len=5000)`.
 class SinusoidalPositionalEncoding : public Module {
 public:
-    /// Throws ValueError (embedding_dim or max_len < 1), DTypeError (not float).
+    /// Throws ValueError (embedding_dim or max_len < 1), DTypeError (not float), ResourceError
+    /// naming max_len and embedding_dim when the float64 table would be too large.
     explicit SinusoidalPositionalEncoding(PositionalEncodingOptions options);
 
     /// x [..., T, E] -> x + PE[offset : offset + T] (positions offset.. for a sequence that
@@ -57,7 +58,8 @@ private:
 class LearnedPositionalEmbedding : public Module {
 public:
     /// Draws the table from `generator`. Throws ValueError (embedding_dim or max_len < 1),
-    /// DTypeError (not float).
+    /// DTypeError (not float), ResourceError naming max_len and embedding_dim when the table would
+    /// be too large.
     explicit LearnedPositionalEmbedding(PositionalEncodingOptions options,
                                         Generator& generator = default_generator());
 

@@ -4,12 +4,15 @@
 #include "core/autograd.hpp"
 #include "core/error.hpp"
 #include "core/ops.hpp"
+#include "nn/parameter_size.hpp"
 
 #include <cmath>
 #include <optional>
 
 namespace attograd::nn {
 namespace {
+
+constexpr const char* kOp = "Seq2SeqTransformer";
 
 void check_options(const Seq2SeqTransformerOptions& o) {
     AG_CHECK(o.vocab_size >= 1, ValueError, "Seq2SeqTransformer: vocab_size must be >= 1, got {}",
@@ -22,6 +25,18 @@ void check_options(const Seq2SeqTransformerOptions& o) {
              "Seq2SeqTransformer: pad_id {} must be -1 or an id of both vocabularies ({} and {})", o.pad_id,
              o.vocab_size, tgt);
     AG_CHECK(o.max_len >= 1, ValueError, "Seq2SeqTransformer: max_len must be >= 1, got {}", o.max_len);
+    // the sizes it allocates itself, named by its own options; the transformer names its own
+    const std::int64_t e = o.transformer.d_model;
+    if (e < 1) return;  // the transformer reports it
+    check_parameter_size(kOp, fmt::format("vocab_size {}", o.vocab_size),
+                         o.tgt_vocab_size == 0 ? "embedding.weight" : "src_embedding.weight",
+                         {o.vocab_size, e}, o.transformer.dtype);
+    check_parameter_size(kOp, fmt::format("tgt_vocab_size {}", tgt), "generator.weight", {tgt, e},
+                         o.transformer.dtype);
+    // the sinusoidal table is computed in float64
+    check_parameter_size(kOp, fmt::format("max_len {}", o.max_len), "positional_encoding.pe", {o.max_len, e},
+                         DType::Float64);
+    check_transformer_sizes(kOp, e, o.transformer.dim_feedforward, o.transformer.dtype);
 }
 
 }  // namespace
@@ -74,6 +89,9 @@ Tensor Seq2SeqTransformer::embed(const Embedding& embedding, const Tensor& ids, 
              ids.defined() ? fmt::format("{}", ids.shape()) : "an undefined tensor");
     AG_CHECK(ids.dtype() == DType::Int64, DTypeError, "Seq2SeqTransformer::{}: {} must be int64, got {}", fn,
              what, ids.dtype());
+    AG_CHECK(ids.size(1) >= 1, ShapeError,
+             "Seq2SeqTransformer::{}: {} must hold at least one position (attention needs a key), got {}", fn,
+             what, ids.shape());
     AG_CHECK(ids.size(1) <= options_.max_len, ShapeError,
              "Seq2SeqTransformer::{}: {} {} is longer than max_len {}", fn, what, ids.shape(),
              options_.max_len);
@@ -120,14 +138,30 @@ DecodeStep Seq2SeqTransformer::decode_step() const {
     };
 }
 
+void Seq2SeqTransformer::check_decode_options(const DecodeOptions& options, const char* fn) const {
+    const std::int64_t vocab = tgt_embedding_->options().num_embeddings;
+    AG_CHECK(options.bos_id >= 0 && options.bos_id < vocab, ValueError,
+             "Seq2SeqTransformer::{}: bos_id {} must be an id of the target vocabulary [0, {})", fn,
+             options.bos_id, vocab);
+    AG_CHECK(options.eos_id >= 0 && options.eos_id < vocab, ValueError,
+             "Seq2SeqTransformer::{}: eos_id {} must be an id of the target vocabulary [0, {})", fn,
+             options.eos_id, vocab);
+    // a bos equal to pad_id would be masked as a key: the first step would attend to nothing
+    AG_CHECK(options.bos_id != options_.pad_id, ValueError,
+             "Seq2SeqTransformer::{}: bos_id {} must differ from pad_id {} (padding is masked as a key)", fn,
+             options.bos_id, options_.pad_id);
+}
+
 std::vector<std::vector<Hypothesis>> Seq2SeqTransformer::beam_search(const Tensor& src,
                                                                      const DecodeOptions& options) const {
+    check_decode_options(options, "beam_search");
     const NoGradGuard no_grad;
     return nn::beam_search(encode(src), key_padding_mask(src), decode_step(), options);
 }
 
 std::vector<Hypothesis> Seq2SeqTransformer::greedy_decode(const Tensor& src,
                                                           const DecodeOptions& options) const {
+    check_decode_options(options, "greedy_decode");
     const NoGradGuard no_grad;
     return nn::greedy_decode(encode(src), key_padding_mask(src), decode_step(), options);
 }

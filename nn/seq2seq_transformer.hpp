@@ -48,19 +48,21 @@ public:
     /// Draws the parameters from `generator` (embeddings, transformer, generator head, in that
     /// order), which must outlive the model (dropout draws from it). Throws ValueError
     /// (vocab_size < 1, tgt_vocab_size < 0, pad_id outside [-1, V) or the target vocabulary,
-    /// max_len < 1, and as Transformer for options.transformer), DTypeError.
+    /// max_len < 1, and as Transformer for options.transformer), DTypeError, ResourceError naming
+    /// the option (vocab_size, tgt_vocab_size, max_len, d_model, dim_feedforward) that makes a
+    /// parameter or buffer too large (see check_parameter_size).
     explicit Seq2SeqTransformer(Seq2SeqTransformerOptions options,
                                 Generator& generator = default_generator());
     ~Seq2SeqTransformer() override;
 
     /// src int64 [B, S] -> memory [B, S, E], with the key padding mask src_key_padding_mask(src).
-    /// Throws ShapeError (src not [B, S], S above max_len), DTypeError (src not int64),
+    /// Throws ShapeError (src not [B, S], S = 0 or above max_len), DTypeError (src not int64),
     /// IndexError (an id outside [0, V)); messages start with "Seq2SeqTransformer".
     Tensor encode(const Tensor& src) const;
     /// tgt int64 [B, T] (decoder input, <bos> first), memory [B, S, E],
     /// memory_key_padding_mask bool [B, S] or undefined -> logits [B, T, V_tgt]. Causal: position
     /// t sees targets <= t; targets equal to pad_id are masked as keys. Throws ShapeError (tgt
-    /// not [B, T], T above max_len, memory or mask that do not fit), DTypeError, IndexError (an
+    /// not [B, T], T = 0 or above max_len, memory or mask that do not fit), DTypeError, IndexError (an
     /// id outside the target vocabulary).
     Tensor decode(const Tensor& tgt, const Tensor& memory, const Tensor& memory_key_padding_mask = {}) const;
     /// Teacher forcing: src int64 [B, S], tgt int64 [B, T] -> logits [B, T, V_tgt], i.e.
@@ -77,10 +79,11 @@ public:
     /// nn::beam_search over encode(src), for src int64 [B, S] (padded with pad_id): per source,
     /// its best hypotheses, best first. Runs under NoGradGuard; call eval() first. With an
     /// AttentionRecorder alive, it holds each source's best output's attention afterwards (see
-    /// nn::beam_search). Throws as encode and nn::beam_search.
+    /// nn::beam_search). Throws ValueError up front when bos_id or eos_id is outside the target
+    /// vocabulary or bos_id equals pad_id, then as encode and nn::beam_search.
     std::vector<std::vector<Hypothesis>> beam_search(const Tensor& src, const DecodeOptions& options) const;
-    /// nn::greedy_decode over encode(src): one hypothesis per source. Throws as encode and
-    /// nn::greedy_decode.
+    /// nn::greedy_decode over encode(src): one hypothesis per source. Throws as beam_search (its
+    /// messages name greedy_decode).
     std::vector<Hypothesis> greedy_decode(const Tensor& src, const DecodeOptions& options) const;
 
     std::string type_name() const override { return "Seq2SeqTransformer"; }
@@ -94,6 +97,7 @@ protected:
     void dtype_changed(DType dtype) override { options_.transformer.dtype = dtype; }
 
 private:
+    void check_decode_options(const DecodeOptions& options, const char* fn) const;
     Tensor embed(const Embedding& embedding, const Tensor& ids, const char* what, const char* fn) const;
 
     Seq2SeqTransformerOptions options_;

@@ -10,10 +10,11 @@
 #include "nn/layer_norm.hpp"
 #include "nn/linear.hpp"
 #include "nn/multihead_attention.hpp"
+#include "nn/parameter_size.hpp"
+#include "nn/transformer_inputs.hpp"
 #include "nn/unbatched.hpp"
 
 #include <cmath>
-#include <initializer_list>
 #include <utility>
 
 namespace attograd::nn {
@@ -32,6 +33,7 @@ void check_options(const TransformerLayerOptions& o, std::string_view op) {
     AG_CHECK(o.batch_first, ValueError,
              "{}: inputs are always batch first [B, T, E]; batch_first = false is not supported", op);
     AG_CHECK(is_floating(o.dtype), DTypeError, "{}: dtype must be float32 or float64, got {}", op, o.dtype);
+    check_transformer_sizes(op, o.d_model, o.dim_feedforward, o.dtype);
     if (o.attention == LayerAttention::Single) {
         AG_CHECK(o.nhead == 1, ValueError, "{}: attention Single is one head, but nhead is {}", op, o.nhead);
         AG_CHECK(o.positional == Positional::None, ValueError,
@@ -118,25 +120,6 @@ std::shared_ptr<LayerNorm> make_norm(const TransformerLayerOptions& o) {
         .normalized_shape = {o.d_model}, .eps = o.layer_norm_eps, .bias = o.bias, .dtype = o.dtype});
 }
 
-// A sequence input [B, T, d_model] or [T, d_model] of the parameters' dtype, checked before the
-// attention does.
-void check_sequence(const Tensor& x, const char* name, const TransformerLayerOptions& o,
-                    std::string_view op) {
-    AG_CHECK(x.defined(), ValueError, "{}: {} is undefined", op, name);
-    AG_CHECK((x.dim() == 3 || x.dim() == 2) && x.size(-1) == o.d_model, ShapeError,
-             "{}: {} must be [B, T, d_model] or unbatched [T, d_model] with d_model = {}, got {}", op, name,
-             o.d_model, x.shape());
-    AG_CHECK(x.dtype() == o.dtype, DTypeError, "{}: {} must have the parameters' dtype {}, got {} {}", op,
-             name, o.dtype, x.dtype(), x.shape());
-}
-
-// Float masks must have the layer's dtype and hold finite values or -inf; checked here to name
-// the layer's own argument (src_mask, ...) rather than the attention's.
-void check_layer_masks(std::initializer_list<std::pair<const Tensor*, const char*>> masks,
-                       const TransformerLayerOptions& o, std::string_view op) {
-    for (const auto& [mask, name] : masks) check_float_mask(*mask, name, o.dtype, op);
-}
-
 // The position-wise feed-forward block (Vaswani et al. 2017, eq. 2, with PyTorch's inner dropout):
 // linear2(dropout(activation(linear1(x)))), x [B, T, E] -> [B, T, F] -> [B, T, E].
 Tensor feed_forward(const Tensor& x, const Linear& linear1, const Dropout& dropout, const Linear& linear2,
@@ -208,14 +191,12 @@ const MultiHeadAttention& TransformerEncoderLayer::self_attn() const {
 }
 
 Tensor TransformerEncoderLayer::forward(const Tensor& src, const TransformerEncoderArgs& args) const {
-    check_sequence(src, "src", options_, type_name());
+    check_encoder_inputs(src, args, options_, type_name());
     if (src.dim() == 2) {  // unbatched [T, E], as PyTorch: a batch of one
         TransformerEncoderArgs batched = args;
         batched.src_key_padding_mask = unbatched_padding(args.src_key_padding_mask);
         return drop_batch(forward(Unbatched(src, src, src, Tensor()).query, batched));
     }
-    check_layer_masks({{&args.src_mask, "src_mask"}, {&args.src_key_padding_mask, "src_key_padding_mask"}},
-                      options_, type_name());
     const MultiHeadAttentionArgs attention{.key_padding_mask = args.src_key_padding_mask,
                                            .attn_mask = args.src_mask,
                                            .is_causal = args.is_causal,
@@ -285,11 +266,7 @@ const MultiHeadAttention& TransformerDecoderLayer::multihead_attn() const {
 
 Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory,
                                         const TransformerDecoderArgs& args) const {
-    check_sequence(tgt, "tgt", options_, type_name());
-    check_sequence(memory, "memory", options_, type_name());
-    AG_CHECK(tgt.dim() == memory.dim(), ShapeError,
-             "{}: tgt {} and memory {} must both be batched [B, T, d_model] or both unbatched [T, d_model]",
-             type_name(), tgt.shape(), memory.shape());
+    check_decoder_inputs(tgt, memory, args, options_, type_name());
     if (tgt.dim() == 2) {  // unbatched, as PyTorch: a batch of one
         TransformerDecoderArgs batched = args;
         batched.tgt_key_padding_mask = unbatched_padding(args.tgt_key_padding_mask);
@@ -297,13 +274,6 @@ Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory,
         const Unbatched in(tgt, memory, memory, Tensor());
         return drop_batch(forward(in.query, in.key, batched));
     }
-    AG_CHECK(tgt.size(0) == memory.size(0), ShapeError, "{}: batch sizes differ: tgt {}, memory {}",
-             type_name(), tgt.shape(), memory.shape());
-    check_layer_masks({{&args.tgt_mask, "tgt_mask"},
-                       {&args.memory_mask, "memory_mask"},
-                       {&args.tgt_key_padding_mask, "tgt_key_padding_mask"},
-                       {&args.memory_key_padding_mask, "memory_key_padding_mask"}},
-                      options_, type_name());
     const MultiHeadAttentionArgs self_args{.key_padding_mask = args.tgt_key_padding_mask,
                                            .attn_mask = args.tgt_mask,
                                            .is_causal = args.tgt_is_causal,

@@ -136,7 +136,8 @@ public:
     /// dividing d_model, dim_feedforward < 0, dropout outside [0, 1], layer_norm_eps < 0,
     /// batch_first = false, self_attention = false, LayerAttention::Single with nhead != 1 or a
     /// positional option, a normalizer other than Soft with MultiHead, the attention options
-    /// MultiHeadAttention or Attention refuses), DTypeError.
+    /// MultiHeadAttention or Attention refuses), DTypeError, ResourceError naming d_model or
+    /// dim_feedforward when a parameter would be too large (check_transformer_sizes).
     explicit TransformerEncoderLayer(TransformerLayerOptions options,
                                      Generator& generator = default_generator());
     ~TransformerEncoderLayer() override;
@@ -144,7 +145,8 @@ public:
     /// src [B, T, E] -> [B, T, E], or unbatched src [T, E] -> [T, E] (as PyTorch; masks src_mask
     /// [T, T] or [nhead, T, T], src_key_padding_mask [T]), run as a batch of one. Float masks must
     /// have the parameters' dtype and hold finite values or -inf (masked). Throws ShapeError (src
-    /// not [B, T, d_model] / [T, d_model], masks that do not fit, with the shapes), DTypeError (src
+    /// not [B, T, d_model] / [T, d_model], T = 0, masks that do not fit, naming the layer, the mask
+    /// by its PyTorch name and both shapes; see check_encoder_inputs), DTypeError (src
     /// not of the parameters' dtype, mask dtypes: a float mask of another float dtype, naming the
     /// mask, the layer and both dtypes), ValueError (a float mask holding NaN or +inf).
     Tensor forward(const Tensor& src, const TransformerEncoderArgs& args = {}) const;
@@ -189,8 +191,10 @@ public:
     /// tgt [B, Tt, E], memory [B, Tm, E] -> [B, Tt, E], or unbatched tgt [Tt, E], memory [Tm, E]
     /// -> [Tt, E] (as PyTorch; masks [Tt, Tt] / [Tt, Tm] or with nhead in front, padding masks
     /// [Tt] / [Tm]), run as a batch of one. Throws ShapeError (tgt or memory not [B, T, d_model]
-    /// / [T, d_model], one batched and the other not, batch sizes that differ, masks that do not
-    /// fit), DTypeError and ValueError for float masks as TransformerEncoderLayer::forward.
+    /// / [T, d_model], one batched and the other not, batch sizes that differ, memory with no
+    /// position or, with self-attention, tgt with none, masks that do not fit, named as
+    /// check_decoder_inputs does), DTypeError and ValueError for float masks as
+    /// TransformerEncoderLayer::forward.
     Tensor forward(const Tensor& tgt, const Tensor& memory, const TransformerDecoderArgs& args = {}) const;
 
     std::string type_name() const override { return "TransformerDecoderLayer"; }

@@ -3,6 +3,8 @@
 
 #include "core/error.hpp"
 #include "nn/attention_mask.hpp"
+#include "nn/parameter_size.hpp"
+#include "nn/transformer_inputs.hpp"
 
 #include <cmath>
 
@@ -42,6 +44,7 @@ void check_options(const TransformerOptions& o) {
              "Transformer: dropout must be in [0, 1], got {}", o.dropout);
     AG_CHECK(std::isfinite(o.layer_norm_eps) && o.layer_norm_eps >= 0.0, ValueError,
              "Transformer: layer_norm_eps must be finite and >= 0, got {}", o.layer_norm_eps);
+    check_transformer_sizes("Transformer", o.d_model, o.dim_feedforward, o.dtype);
 }
 
 // PyTorch's Transformer._reset_parameters: xavier_uniform_ on every parameter of dim > 1, with
@@ -89,11 +92,13 @@ Tensor Transformer::generate_square_subsequent_mask(std::int64_t size, DType dty
 }
 
 Tensor Transformer::encode(const Tensor& src, const TransformerEncoderArgs& args) const {
+    check_encoder_inputs(src, args, layer_options(options_), "Transformer::encode");
     return encoder_->forward(src, args);
 }
 
 Tensor Transformer::decode(const Tensor& tgt, const Tensor& memory,
                            const TransformerDecoderArgs& args) const {
+    check_decoder_inputs(tgt, memory, args, layer_options(options_), "Transformer::decode");
     return decoder_->forward(tgt, memory, args);
 }
 
@@ -108,16 +113,20 @@ Tensor Transformer::forward(const Tensor& src, const Tensor& tgt, const Transfor
     AG_CHECK(src.shape()[2] == options_.d_model && tgt.shape()[2] == options_.d_model, ShapeError,
              "Transformer::forward: src {} and tgt {} must end in d_model {}", src.shape(), tgt.shape(),
              options_.d_model);
-    const Tensor memory = encode(src, {.src_mask = args.src_mask,
-                                       .src_key_padding_mask = args.src_key_padding_mask,
-                                       .is_causal = args.src_is_causal});
-    return decode(tgt, memory,
-                  {.tgt_mask = args.tgt_mask,
-                   .memory_mask = args.memory_mask,
-                   .tgt_key_padding_mask = args.tgt_key_padding_mask,
-                   .memory_key_padding_mask = args.memory_key_padding_mask,
-                   .tgt_is_causal = args.tgt_is_causal,
-                   .memory_is_causal = args.memory_is_causal});
+    const TransformerEncoderArgs encoder_args{.src_mask = args.src_mask,
+                                              .src_key_padding_mask = args.src_key_padding_mask,
+                                              .is_causal = args.src_is_causal};
+    const TransformerDecoderArgs decoder_args{.tgt_mask = args.tgt_mask,
+                                              .memory_mask = args.memory_mask,
+                                              .tgt_key_padding_mask = args.tgt_key_padding_mask,
+                                              .memory_key_padding_mask = args.memory_key_padding_mask,
+                                              .tgt_is_causal = args.tgt_is_causal,
+                                              .memory_is_causal = args.memory_is_causal};
+    // every argument checked before either half runs, the memory having src's shape
+    const TransformerLayerOptions layer = layer_options(options_);
+    check_encoder_inputs(src, encoder_args, layer, "Transformer");
+    check_decoder_inputs(tgt, src, decoder_args, layer, "Transformer");
+    return decode(tgt, encode(src, encoder_args), decoder_args);
 }
 
 }  // namespace attograd::nn

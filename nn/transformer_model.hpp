@@ -61,19 +61,24 @@ public:
     /// Draws the initial parameters from `generator`, which must outlive the model (dropout
     /// draws from it). Throws ValueError naming the option (d_model < 1, nhead not dividing
     /// d_model, num_encoder_layers or num_decoder_layers < 0, dim_feedforward < 0, dropout
-    /// outside [0, 1], layer_norm_eps < 0, the attention options a layer refuses), DTypeError.
+    /// outside [0, 1], layer_norm_eps < 0, the attention options a layer refuses), DTypeError,
+    /// ResourceError naming d_model or dim_feedforward when a layer's parameters would be too
+    /// large (check_transformer_sizes).
     explicit Transformer(TransformerOptions options = {}, Generator& generator = default_generator());
     ~Transformer() override;
 
     /// src [B, S, E], tgt [B, T, E] -> [B, T, E]: decode(tgt, encode(src)). Throws ShapeError
-    /// (batch sizes of src and tgt that differ, a last dimension other than d_model, masks that
-    /// do not fit), DTypeError (inputs or masks of the wrong dtype).
+    /// (batch sizes of src and tgt that differ, a last dimension other than d_model, S or T = 0,
+    /// masks that do not fit: "Transformer: tgt_mask must be [T, T] = [4, 4] or [B * nhead, T, T]
+    /// = [4, 4, 4], got [3, 3]"), DTypeError (inputs or masks of the wrong dtype), ValueError (a
+    /// float mask holding NaN or +inf); every argument is checked before either half runs.
     Tensor forward(const Tensor& src, const Tensor& tgt, const TransformerArgs& args = {}) const;
     /// The encoder half: src [B, S, E] -> memory [B, S, E], after `encoder.norm`. Throws as
-    /// TransformerEncoder::forward.
+    /// TransformerEncoder::forward, the messages starting "Transformer::encode".
     Tensor encode(const Tensor& src, const TransformerEncoderArgs& args = {}) const;
     /// The decoder half: tgt [B, T, E], memory [B, S, E] -> [B, T, E], after `decoder.norm`;
-    /// called once per step by beam or greedy search. Throws as TransformerDecoder::forward.
+    /// called once per step by beam or greedy search. Throws as TransformerDecoder::forward, the
+    /// messages starting "Transformer::decode".
     Tensor decode(const Tensor& tgt, const Tensor& memory, const TransformerDecoderArgs& args = {}) const;
 
     /// PyTorch's static `generate_square_subsequent_mask`: float [size, size], -inf above the

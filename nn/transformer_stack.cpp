@@ -4,6 +4,7 @@
 #include "nn/layer_norm.hpp"
 #include "nn/module_list.hpp"
 #include "nn/transformer.hpp"
+#include "nn/transformer_inputs.hpp"
 
 namespace attograd::nn {
 namespace {
@@ -58,6 +59,7 @@ const TransformerEncoderLayer& TransformerEncoder::layer(std::size_t index) cons
 }
 
 Tensor TransformerEncoder::forward(const Tensor& src, const TransformerEncoderArgs& args) const {
+    check_encoder_inputs(src, args, options_.layer, type_name());
     Tensor x = src;
     for (const auto& layer : layers_) x = layer->forward(x, args);
     return norm_ ? norm_->forward(x) : x;
@@ -80,6 +82,7 @@ const TransformerDecoderLayer& TransformerDecoder::layer(std::size_t index) cons
 
 Tensor TransformerDecoder::forward(const Tensor& tgt, const Tensor& memory,
                                    const TransformerDecoderArgs& args) const {
+    check_decoder_inputs(tgt, memory, args, options_.layer, type_name());
     Tensor x = tgt;
     for (const auto& layer : layers_) x = layer->forward(x, memory, args);
     return norm_ ? norm_->forward(x) : x;

@@ -50,3 +50,15 @@ TEST_CASE("text: control characters are C0, DEL and C1, found and escaped by one
     CHECK(first_control("a\tb\x01", "\t") == "\\x01");
     CHECK(first_control("ab\xc2\x85") == "\\u0085");
 }
+
+TEST_CASE("text: U+2028 and U+2029 break lines, so they count and are escaped as control characters") {
+    const std::string ls = "\xe2\x80\xa8", ps = "\xe2\x80\xa9";
+    CHECK(control_length(ls, 0) == 3);
+    CHECK(control_length("a" + ps, 1) == 3);
+    CHECK(control_length("\xe2\x80\xa7", 0) == 0);  // U+2027 HYPHENATION POINT: printable
+    CHECK(control_length("\xe2\x80", 0) == 0);      // truncated
+    CHECK(escape_control("a" + ls + "b" + ps) == "a\\u2028b\\u2029");
+    CHECK(escape_control("\u2026\u2030") == "\u2026\u2030");  // neighbours unchanged
+    CHECK(first_control("x" + ps + "\x01") == "\\u2029");
+    CHECK(first_control("x" + ls, "\t") == "\\u2028");
+}

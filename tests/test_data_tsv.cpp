@@ -38,11 +38,18 @@ TEST_CASE("tsv: pairs, whitespace or character tokens, blank lines and CRLF") {
     CHECK(chars.chars());
     CHECK(chars[0].source == Tokens{"h", "\u00e9", " ", "x"});
     CHECK(chars[0].target == Tokens{"a", "b"});
-    for (const auto* dataset : {&words, &chars}) {  // to_tsv writes what parse reads back
+    // A first token that begins with U+FEFF (found by fuzz_tsv: " \uFEFF\U0001F600 \t2"): not
+    // a byte order mark where parse read it, one at the start of to_tsv's text.
+    const auto feff = TsvDataset::parse(" \uFEFF\U0001F600 \t2", false, "f.tsv");
+    CHECK(feff[0].source == Tokens{"\uFEFF\U0001F600"});
+    const auto feff_chars = TsvDataset::parse("x\tb\n\uFEFFa\tb", true, "f.tsv");
+    for (const auto* dataset : {&words, &chars, &feff, &feff_chars}) {  // to_tsv writes what parse reads back
         const auto again =
             TsvDataset::parse(to_tsv(dataset->examples(), dataset->chars()), dataset->chars(), "again");
         CHECK(again.examples() == dataset->examples());
     }
+    const std::vector<Example> starts_with_feff{{{"\uFEFF", "a"}, {"b"}}};
+    CHECK(TsvDataset::parse(to_tsv(starts_with_feff, true), true, "again").examples() == starts_with_feff);
 }
 
 TEST_CASE("tsv: malformed lines name the file and line, an empty file is an error") {
@@ -163,4 +170,17 @@ TEST_CASE("tsv: a token holding a control character is refused with its line num
         ValueError);
     // A space is an ordinary token at character level.
     CHECK(TsvDataset::parse("a b\tb a\n", true, "c.tsv")[0].source == Tokens{"a", " ", "b"});
+}
+
+TEST_CASE("tsv: a token holding U+2028 or U+2029 is refused with its line number") {
+    CHECK_THROWS_WITH_AS(
+        TsvDataset::parse("a b\tb a\nc\xe2\x80\xa8"
+                          "d\te\n",
+                          false, "f.tsv"),
+        doctest::Contains("f.tsv:2: the source token 'c\\u2028d' holds the control character "
+                          "\\u2028"),
+        ValueError);
+    CHECK_THROWS_WITH_AS(TsvDataset::parse("ab\tb\xe2\x80\xa9\n", true, "c.tsv"),
+                         doctest::Contains("c.tsv:1: the target token '\\u2029' holds the control character"),
+                         ValueError);
 }

@@ -112,3 +112,24 @@ TEST_CASE("vocabulary: duplicate, empty, control-character and spaced tokens are
     CHECK_THROWS_WITH_AS(Vocabulary::from_tokens({"<pad>", "<bos>", "<eos>", "<unk>", "a", "a"}),
                          doctest::Contains("entry 5 'a' appears twice"), ValueError);
 }
+
+TEST_CASE("vocabulary: a token that is not well-formed UTF-8 or holds U+2028 / U+2029 is refused") {
+    CHECK_THROWS_WITH_AS(Vocabulary({"\x9b"}),  // a lone C1 byte, not UTF-8
+                         doctest::Contains("Vocabulary: token 0 '\\x9b' is not well-formed UTF-8"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({"ok", "\xff"}),
+                         doctest::Contains("token 1 '\\xff' is not well-formed UTF-8"), ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({"a\xc3"}), doctest::Contains("'a\\xc3' is not well-formed UTF-8"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary::from_tokens({"<pad>", "<bos>", "<eos>", "<unk>", "\xed\xa0\x80"}),
+                         doctest::Contains("vocabulary: entry 4 '\\xed\\xa0\\x80' is not well-formed UTF-8"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({"\xe2\x80\xa8"}),
+                         doctest::Contains("token 0 '\\u2028' holds the control character \\u2028"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({"a\xe2\x80\xa9"
+                                     "b"}),
+                         doctest::Contains("token 0 'a\\u2029b' holds the control character \\u2029"),
+                         ValueError);
+    CHECK(Vocabulary::token_problem("\xe2\x80\xa6").empty());  // U+2026 HORIZONTAL ELLIPSIS
+}

@@ -615,3 +615,56 @@ TEST_CASE("greedy equals beam size 1 on a Transformer decoder") {
         CHECK(greedy[b].log_prob == doctest::Approx(beam[b][0].log_prob).epsilon(1e-9));
     }
 }
+
+TEST_CASE("an extreme length_penalty is refused, naming it, instead of ranking by inf or NaN scores") {
+    TableModel model{.table = hashed_table(3)};
+    const Tensor memory = source_memory({0, 1});
+    const DecodeStep step = model.step();
+    for (const double alpha : {1e308, -1e308}) {
+        CAPTURE(alpha);
+        for (const LengthNormalization norm : {LengthNormalization::Power, LengthNormalization::GNMT}) {
+            DecodeOptions o = options_for(2, 4, alpha);
+            o.normalization = norm;
+            CHECK_THROWS_WITH_AS(
+                beam_search(memory, {}, step, o),
+                doctest::Contains(doctest::String(
+                    fmt::format("beam_search: length_penalty {} makes the penalty at max_length 4 equal",
+                                alpha)
+                        .c_str())),
+                ValueError);
+            CHECK_THROWS_WITH_AS(greedy_decode(memory, {}, step, o),
+                                 doctest::Contains("greedy_decode: length_penalty"), ValueError);
+        }
+    }
+    // A penalty that is finite at max_length yet so small that log P(y) / penalty overflows: tokens 1
+    // and 2 at probability 1/2 each, eos never, so every output runs 8 steps with log P = 8 log(1/2)
+    // and the penalty 8^alpha = 2^-1022.
+    const DecodeStep halves = [](const Tensor& p, const Tensor&, const Tensor&) {
+        const double ninf = -std::numeric_limits<double>::infinity();
+        std::vector<double> logits;
+        for (std::int64_t r = 0; r < p.size(0); ++r) logits.insert(logits.end(), {ninf, 0.0, 0.0});
+        return tensor(logits, {p.size(0), 3}, {.dtype = DType::Float64});
+    };
+    const DecodeOptions tiny_penalty = options_for(2, 8, -1022.0 / 3.0);
+    CHECK(std::isfinite(nn::length_penalty(8, tiny_penalty.length_penalty)));
+    CHECK_THROWS_WITH_AS(
+        beam_search(memory, {}, halves, tiny_penalty),
+        doctest::Contains("beam_search: length_penalty -340.6666666666667 makes the score of a "
+                          "hypothesis of length 8"),
+        ValueError);
+    CHECK_THROWS_WITH_AS(greedy_decode(memory, {}, halves, tiny_penalty),
+                         doctest::Contains("greedy_decode: length_penalty"), ValueError);
+    // a large but harmless alpha still decodes, every score finite
+    for (const auto& hypotheses : beam_search(memory, {}, halves, options_for(2, 8, 300.0)))
+        for (const Hypothesis& h : hypotheses) CHECK(std::isfinite(h.score));
+}
+
+TEST_CASE("a memory without source positions is refused up front") {
+    TableModel model{.table = hashed_table(3)};
+    CHECK_THROWS_WITH_AS(beam_search(zeros({2, 0, 1}), {}, model.step(), options_for(2, 4)),
+                         doctest::Contains("beam_search: memory must hold at least one source position"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(greedy_decode(zeros({2, 0, 1}), {}, model.step(), options_for(2, 4)),
+                         doctest::Contains("greedy_decode: memory must hold at least one source position"),
+                         ShapeError);
+}

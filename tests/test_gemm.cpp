@@ -74,8 +74,9 @@ void check_shape(std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool t
 }  // namespace
 
 TEST_CASE("gemm matches the definition for every transpose, with strides and accumulation") {
-    const std::int64_t shapes[][3] = {{1, 1, 1},   {3, 5, 7},     {32, 32, 16},
-                                      {17, 9, 64}, {300, 270, 5}, {64, 513, 33}};
+    const std::int64_t shapes[][3] = {
+        {1, 1, 1},     {3, 5, 7},     {32, 32, 16}, {17, 9, 64},
+        {300, 270, 5}, {64, 513, 33}, {40, 24, 600}};  // k beyond one LIBXSMM depth block
     for (const auto& s : shapes)
         for (int flags = 0; flags < 8; ++flags) {
             const bool ta = flags & 1, tb = flags & 2, acc = flags & 4;
@@ -95,19 +96,37 @@ TEST_CASE("gemm with k = 0 writes zeros or leaves C unchanged when accumulating"
 TEST_CASE("gemm on LIBXSMM gives each row the same bits whether called on all rows or on a row block") {
     // Eigen's GEMM sizes its cache blocks from all three sizes, so only LIBXSMM promises this.
     if (std::string(attograd::detail::gemm_backend()) != "libxsmm") return;
-    const std::int64_t m = 300, n = 40, k = 96;
-    for (int flags = 0; flags < 4; ++flags) {
-        const bool ta = flags & 1, tb = flags & 2;
-        const auto a = random_values<float>(static_cast<std::size_t>(m * k), 4);
-        const auto b = random_values<float>(static_cast<std::size_t>(k * n), 5);
-        const std::int64_t lda = ta ? m : k, ldb = tb ? k : n;
-        std::vector<float> whole(static_cast<std::size_t>(m * n)), split(whole.size());
-        gemm<float>(m, n, k, a.data(), lda, ta, b.data(), ldb, tb, whole.data(), n, false);
-        for (std::int64_t first : {std::int64_t{0}, std::int64_t{37}, std::int64_t{150}}) {
-            const std::int64_t last = first == 0 ? 37 : first == 37 ? 150 : m;
-            gemm<float>(last - first, n, k, ta ? a.data() + first : a.data() + first * lda, lda, ta, b.data(),
-                        ldb, tb, split.data() + first * n, n, false);
+    const std::int64_t m = 300, n = 40;
+    for (const std::int64_t k : {96, 700})  // 700: several depth blocks, the last one partial
+        for (int flags = 0; flags < 4; ++flags) {
+            const bool ta = flags & 1, tb = flags & 2;
+            const auto a = random_values<float>(static_cast<std::size_t>(m * k), 4);
+            const auto b = random_values<float>(static_cast<std::size_t>(k * n), 5);
+            const std::int64_t lda = ta ? m : k, ldb = tb ? k : n;
+            std::vector<float> whole(static_cast<std::size_t>(m * n)), split(whole.size());
+            gemm<float>(m, n, k, a.data(), lda, ta, b.data(), ldb, tb, whole.data(), n, false);
+            for (std::int64_t first : {std::int64_t{0}, std::int64_t{37}, std::int64_t{150}}) {
+                const std::int64_t last = first == 0 ? 37 : first == 37 ? 150 : m;
+                gemm<float>(last - first, n, k, ta ? a.data() + first : a.data() + first * lda, lda, ta,
+                            b.data(), ldb, tb, split.data() + first * n, n, false);
+            }
+            CHECK(whole == split);
         }
-        CHECK(whole == split);
+}
+
+TEST_CASE("transpose writes the transpose of a strided matrix densely") {
+    for (const auto& [rows, cols] :
+         {std::pair<std::int64_t, std::int64_t>{1, 1}, {3, 5}, {32, 16}, {70, 300}}) {
+        const std::int64_t ld = cols + 3;
+        const auto src = random_values<double>(static_cast<std::size_t>(rows * ld), 6);
+        std::vector<double> dst(static_cast<std::size_t>(rows * cols), -7.0);
+        attograd::detail::transpose<double>(rows, cols, src.data(), ld, dst.data());
+        bool same = true;
+        for (std::int64_t i = 0; i < rows; ++i)
+            for (std::int64_t j = 0; j < cols; ++j)
+                same = same && dst[static_cast<std::size_t>(j * rows + i)] ==
+                                   src[static_cast<std::size_t>(i * ld + j)];
+        INFO("rows ", rows, " cols ", cols);
+        CHECK(same);
     }
 }

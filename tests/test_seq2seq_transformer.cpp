@@ -242,3 +242,72 @@ TEST_CASE("Seq2SeqTransformer rejects bad options and inputs, naming the argumen
     CHECK_THROWS_WITH_AS(model.decode(tgt, model.encode(src), ones({2, 5}, {.dtype = DType::Bool})),
                          doctest::Contains("mask"), ShapeError);
 }
+
+TEST_CASE("Seq2SeqTransformer refuses length-0 sequences, naming itself and the argument") {
+    Generator gen(7);
+    nn::Seq2SeqTransformer model(tiny(), gen);
+    model.eval();
+    const Tensor src = index_tensor({3, 4, 5, 2}, {2, 2}), empty_ids = zeros({2, 0}, {.dtype = DType::Int64});
+    CHECK_THROWS_WITH_AS(model.encode(empty_ids),
+                         doctest::Contains("Seq2SeqTransformer::encode: src must hold at least one position"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(model.forward(src, empty_ids),
+                         doctest::Contains("Seq2SeqTransformer::decode: tgt must hold at least one position"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(model.beam_search(empty_ids, {.bos_id = 1, .eos_id = 2}),
+                         doctest::Contains("Seq2SeqTransformer::encode: src must hold at least one position"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(model.greedy_decode(empty_ids, {.bos_id = 1, .eos_id = 2}),
+                         doctest::Contains("Seq2SeqTransformer::encode: src must hold at least one position"),
+                         ShapeError);
+}
+
+TEST_CASE("Seq2SeqTransformer's decoders check bos_id and eos_id against the target vocabulary up front") {
+    Generator gen(8);
+    nn::Seq2SeqTransformer model(tiny(), gen);  // V = 6, pad_id 0
+    model.eval();
+    const Tensor src = index_tensor({3, 4, 5, 2}, {2, 2});
+    CHECK_THROWS_WITH_AS(model.greedy_decode(src, {.bos_id = 6, .eos_id = 2}),
+                         doctest::Contains("Seq2SeqTransformer::greedy_decode: bos_id 6 must be an id of the "
+                                           "target vocabulary [0, 6)"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(model.beam_search(src, {.bos_id = 1, .eos_id = 10}),
+                         doctest::Contains("Seq2SeqTransformer::beam_search: eos_id 10 must be an id of the "
+                                           "target vocabulary [0, 6)"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(model.beam_search(src, {.bos_id = -1, .eos_id = 2}),
+                         doctest::Contains("Seq2SeqTransformer::beam_search: bos_id -1"), ValueError);
+    CHECK_THROWS_WITH_AS(
+        model.greedy_decode(src, {.bos_id = 0, .eos_id = 2}),
+        doctest::Contains("Seq2SeqTransformer::greedy_decode: bos_id 0 must differ from pad_id 0"),
+        ValueError);
+    // a separate target vocabulary is the one checked
+    nn::Seq2SeqTransformer two(tiny(3), gen);
+    two.eval();
+    CHECK_THROWS_WITH_AS(two.greedy_decode(src, {.bos_id = 1, .eos_id = 4}),
+                         doctest::Contains("eos_id 4 must be an id of the target vocabulary [0, 3)"),
+                         ValueError);
+    CHECK(two.greedy_decode(src, {.bos_id = 1, .eos_id = 2, .max_length = 3}).size() == 2);
+}
+
+TEST_CASE("Seq2SeqTransformer names the option that would make a parameter or buffer too large") {
+    using O = nn::Seq2SeqTransformerOptions;
+    const nn::TransformerOptions arch = tiny().transformer;  // d_model 4, float64
+    CHECK_THROWS_WITH_AS(
+        nn::Seq2SeqTransformer(O{.vocab_size = 10, .max_len = std::int64_t{1} << 40, .transformer = arch}),
+        doctest::Contains("Seq2SeqTransformer: max_len 1099511627776 makes positional_encoding.pe "
+                          "[1099511627776, 4] (float64), which needs"),
+        ResourceError);
+    CHECK_THROWS_WITH_AS(
+        nn::Seq2SeqTransformer(O{.vocab_size = std::int64_t{1} << 61, .transformer = arch}),
+        doctest::Contains("Seq2SeqTransformer: vocab_size 2305843009213693952 makes "
+                          "embedding.weight [2305843009213693952, 4], which has too many elements"),
+        ResourceError);
+    CHECK_THROWS_WITH_AS(
+        nn::Seq2SeqTransformer(
+            O{.vocab_size = 10, .tgt_vocab_size = std::int64_t{1} << 50, .transformer = arch}),
+        doctest::Contains("Seq2SeqTransformer: tgt_vocab_size 1125899906842624 makes generator.weight"),
+        ResourceError);
+    // the default max_len of PyTorch's tutorial with a PyTorch-sized model still builds
+    CHECK_NOTHROW(nn::Seq2SeqTransformer(O{.vocab_size = 10, .transformer = arch}));
+}

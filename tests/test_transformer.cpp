@@ -361,7 +361,7 @@ TEST_CASE("Transformer layers reject bad options and inputs, naming the layer an
     const Tensor x = randn({2, 3, 4}, gen), memory = randn({2, 5, 4}, gen);
     CHECK_THROWS_WITH_AS(
         enc.forward(randn({2, 3, 5}, gen)),
-        doctest::Contains("TransformerEncoderLayer: src must be [B, T, d_model] or unbatched [T, d_model] "
+        doctest::Contains("TransformerEncoder: src must be [B, S, d_model] or unbatched [S, d_model] "
                           "with d_model = 4, got [2, 3, 5]"),
         ShapeError);
     CHECK_THROWS_WITH_AS(enc.forward(randn({3, 5}, gen)), doctest::Contains("got [3, 5]"), ShapeError);
@@ -372,21 +372,26 @@ TEST_CASE("Transformer layers reject bad options and inputs, naming the layer an
     CHECK_THROWS_WITH_AS(
         enc.forward(to_dtype(x, DType::Float64)),
         doctest::Contains("src must have the parameters' dtype float32, got float64 [2, 3, 4]"), DTypeError);
-    CHECK_THROWS_WITH_AS(enc.forward(x, {.src_key_padding_mask = zeros({2, 4}, {.dtype = DType::Bool})}),
-                         doctest::Contains("key_padding_mask must be [B, Tk] = [2, 3], got [2, 4]"),
-                         ShapeError);
+    CHECK_THROWS_WITH_AS(
+        enc.forward(x, {.src_key_padding_mask = zeros({2, 4}, {.dtype = DType::Bool})}),
+        doctest::Contains("TransformerEncoder: src_key_padding_mask must be [B, S] = [2, 3], got [2, 4]"),
+        ShapeError);
     CHECK_THROWS_WITH_AS(enc.forward(x, {.src_mask = zeros({3, 4}, {.dtype = DType::Bool})}),
-                         doctest::Contains("attn_mask must be [Tq, Tk] = [3, 3]"), ShapeError);
+                         doctest::Contains("TransformerEncoder: src_mask must be [S, S] = [3, 3] or "
+                                           "[B * nhead, S, S] = [4, 3, 3], got [3, 4]"),
+                         ShapeError);
     CHECK_THROWS_WITH_AS(
         dec.forward(x, randn({3, 5, 4}, gen)),
         doctest::Contains("TransformerDecoderLayer: batch sizes differ: tgt [2, 3, 4], memory [3, 5, 4]"),
         ShapeError);
     CHECK_THROWS_WITH_AS(dec.forward(x, randn({2, 5, 3}, gen)),
-                         doctest::Contains("memory must be [B, T, d_model] or unbatched [T, d_model] with "
+                         doctest::Contains("memory must be [B, S, d_model] or unbatched [S, d_model] with "
                                            "d_model = 4, got [2, 5, 3]"),
                          ShapeError);
     CHECK_THROWS_WITH_AS(dec.forward(x, memory, {.memory_mask = zeros({3, 3}, {.dtype = DType::Bool})}),
-                         doctest::Contains("attn_mask must be [Tq, Tk] = [3, 5]"), ShapeError);
+                         doctest::Contains("TransformerDecoderLayer: memory_mask must be [T, S] = [3, 5] or "
+                                           "[B * nhead, T, S] = [4, 3, 5], got [3, 3]"),
+                         ShapeError);
     CHECK_THROWS_WITH_AS(enc.layer(2), doctest::Contains("index 2 out of range for 2 layers"), IndexError);
     CHECK_THROWS_WITH_AS(dec.forward(Tensor(), memory), doctest::Contains("tgt is undefined"), ValueError);
 }
@@ -433,7 +438,8 @@ TEST_CASE("Transformer layers and stacks take unbatched [T, E] input and equal t
     CHECK_GRADCHECK([&](const std::vector<Tensor>& in) { return dec.forward(in[0], in[1]); },
                     (std::vector<Tensor>{tgt, src}));
     CHECK_THROWS_WITH_AS(enc.forward(src, {.src_key_padding_mask = zeros({4}, {.dtype = DType::Bool})}),
-                         doctest::Contains("key_padding_mask must be [B, Tk] = [1, 3], got [1, 4]"),
+                         doctest::Contains("TransformerEncoder: src_key_padding_mask of an unbatched input "
+                                           "must be [S] = [3], got [4]"),
                          ShapeError);
 }
 
@@ -450,9 +456,8 @@ TEST_CASE("Transformer layers refuse float masks with NaN, +inf or another dtype
                          doctest::Contains("TransformerEncoderLayer: src_mask holds inf"), ValueError);
     CHECK_THROWS_WITH_AS(
         dec.forward(x, memory, {.memory_key_padding_mask = zeros({2, 5}, {.dtype = DType::Float64})}),
-        doctest::Contains(
-            "TransformerDecoderLayer: memory_key_padding_mask is float64 but the layer computes in "
-            "float32"),
+        doctest::Contains("TransformerDecoder: memory_key_padding_mask is float64 but the layer computes in "
+                          "float32"),
         DTypeError);
     CHECK_THROWS_WITH_AS(
         dec.forward(x, memory, {.tgt_mask = nn::generate_square_subsequent_mask(3, DType::Float64)}),
@@ -463,4 +468,48 @@ TEST_CASE("Transformer layers refuse float masks with NaN, +inf or another dtype
     CHECK(max_abs_diff(enc.forward(x, {.src_key_padding_mask = masked_fill(
                                            zeros({2, 3}), pad, -std::numeric_limits<double>::infinity())}),
                        enc.forward(x, {.src_key_padding_mask = pad})) == 0.0);
+}
+
+TEST_CASE("Transformer layers and stacks refuse length-0 sequences and misshapen masks, naming themselves") {
+    Generator gen(16);
+    const nn::TransformerLayerOptions o{.d_model = 4, .nhead = 2, .dim_feedforward = 8};
+    nn::TransformerEncoderLayer enc_layer(o, gen);
+    nn::TransformerDecoderLayer dec_layer(o, gen);
+    nn::TransformerEncoder enc({.layer = o, .num_layers = 1}, gen);
+    nn::TransformerDecoder dec({.layer = o, .num_layers = 1}, gen);
+    const Tensor x = randn({2, 3, 4}, gen), memory = randn({2, 5, 4}, gen);
+    CHECK_THROWS_WITH_AS(enc_layer.forward(zeros({2, 0, 4})),
+                         doctest::Contains("TransformerEncoderLayer: src must hold at least one position"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(enc.forward(zeros({0, 4})),
+                         doctest::Contains("TransformerEncoder: src must hold at least one position"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(dec_layer.forward(zeros({2, 0, 4}), memory),
+                         doctest::Contains("TransformerDecoderLayer: tgt must hold at least one position"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(dec.forward(x, zeros({2, 0, 4})),
+                         doctest::Contains("TransformerDecoder: memory must hold at least one position"),
+                         ShapeError);
+    const auto bools = [](const Shape& s) { return zeros(s, {.dtype = DType::Bool}); };
+    CHECK_THROWS_WITH_AS(dec.forward(x, memory, {.tgt_mask = bools({5, 5})}),
+                         doctest::Contains("TransformerDecoder: tgt_mask must be [T, T] = [3, 3] or "
+                                           "[B * nhead, T, T] = [4, 3, 3], got [5, 5]"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(
+        dec_layer.forward(x, memory, {.tgt_key_padding_mask = bools({2, 5})}),
+        doctest::Contains("TransformerDecoderLayer: tgt_key_padding_mask must be [B, T] = [2, 3], "
+                          "got [2, 5]"),
+        ShapeError);
+    CHECK_THROWS_WITH_AS(
+        enc_layer.forward(x, {.src_key_padding_mask = bools({3, 3})}),
+        doctest::Contains("TransformerEncoderLayer: src_key_padding_mask must be [B, S] = [2, 3]"),
+        ShapeError);
+    // a decoder layer without self-attention has no key among the targets to need
+    nn::TransformerDecoderLayer cross_only(
+        {.d_model = 4, .nhead = 2, .dim_feedforward = 8, .self_attention = false}, gen);
+    CHECK(cross_only.forward(zeros({2, 0, 4}), memory).shape() == Shape{2, 0, 4});
+    CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer({.d_model = std::int64_t{1} << 40, .nhead = 1}),
+                         doctest::Contains("TransformerEncoderLayer: d_model 1099511627776 makes "
+                                           "self_attn.in_proj_weight"),
+                         ResourceError);
 }

@@ -224,3 +224,77 @@ TEST_CASE("Transformer matches torch.nn.Transformer: keys, output and every grad
         }
     }
 }
+
+TEST_CASE(
+    "Transformer names every mask argument, its expected and its given shape, before either half runs") {
+    Generator gen(3);
+    nn::Transformer t({.d_model = 8, .nhead = 2, .dim_feedforward = 16}, gen);
+    const Tensor src = zeros({2, 3, 8}), tgt = zeros({2, 4, 8});
+    const auto bools = [](const Shape& s) { return zeros(s, {.dtype = DType::Bool}); };
+    CHECK_THROWS_WITH_AS(
+        t.forward(src, tgt, {.tgt_mask = bools({3, 3})}),
+        doctest::Contains(
+            "Transformer: tgt_mask must be [T, T] = [4, 4] or [B * nhead, T, T] = [4, 4, 4], got [3, 3]"),
+        ShapeError);
+    CHECK_THROWS_WITH_AS(
+        t.forward(src, tgt, {.src_mask = bools({4, 4})}),
+        doctest::Contains(
+            "Transformer: src_mask must be [S, S] = [3, 3] or [B * nhead, S, S] = [4, 3, 3], got [4, 4]"),
+        ShapeError);
+    CHECK_THROWS_WITH_AS(
+        t.forward(src, tgt, {.memory_mask = bools({3, 4})}),
+        doctest::Contains(
+            "Transformer: memory_mask must be [T, S] = [4, 3] or [B * nhead, T, S] = [4, 4, 3], got [3, 4]"),
+        ShapeError);
+    CHECK_THROWS_WITH_AS(
+        t.forward(src, tgt, {.src_key_padding_mask = bools({2, 4})}),
+        doctest::Contains("Transformer: src_key_padding_mask must be [B, S] = [2, 3], got [2, 4]"),
+        ShapeError);
+    CHECK_THROWS_WITH_AS(
+        t.forward(src, tgt, {.tgt_key_padding_mask = bools({2, 3})}),
+        doctest::Contains("Transformer: tgt_key_padding_mask must be [B, T] = [2, 4], got [2, 3]"),
+        ShapeError);
+    CHECK_THROWS_WITH_AS(
+        t.forward(src, tgt, {.memory_key_padding_mask = bools({1, 3})}),
+        doctest::Contains("Transformer: memory_key_padding_mask must be [B, S] = [2, 3], got [1, 3]"),
+        ShapeError);
+    CHECK_THROWS_WITH_AS(t.forward(src, tgt, {.tgt_mask = zeros({4, 4}, {.dtype = DType::Int64})}),
+                         doctest::Contains("Transformer: tgt_mask must be bool"), DTypeError);
+    // the halves called alone name themselves
+    CHECK_THROWS_WITH_AS(t.encode(src, {.src_mask = bools({2, 2})}),
+                         doctest::Contains("Transformer::encode: src_mask must be [S, S] = [3, 3]"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(
+        t.decode(tgt, src, {.memory_key_padding_mask = bools({2, 4})}),
+        doctest::Contains("Transformer::decode: memory_key_padding_mask must be [B, S] = [2, 3]"),
+        ShapeError);
+    // correct masks still run
+    CHECK(t.forward(src, tgt, {.tgt_mask = bools({4, 4}), .memory_mask = bools({2 * 2, 4, 3})}).shape() ==
+          Shape{2, 4, 8});
+}
+
+TEST_CASE("Transformer refuses length-0 sequences and oversized options, naming itself and the argument") {
+    Generator gen(4);
+    nn::Transformer t({.d_model = 8, .nhead = 2, .dim_feedforward = 16}, gen);
+    CHECK_THROWS_WITH_AS(t.forward(zeros({2, 0, 8}), zeros({2, 4, 8})),
+                         doctest::Contains("Transformer: src must hold at least one position"), ShapeError);
+    CHECK_THROWS_WITH_AS(t.forward(zeros({2, 3, 8}), zeros({2, 0, 8})),
+                         doctest::Contains("Transformer: tgt must hold at least one position"), ShapeError);
+    CHECK_THROWS_WITH_AS(t.encode(zeros({2, 0, 8})),
+                         doctest::Contains("Transformer::encode: src must hold at least one position"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(t.decode(zeros({2, 1, 8}), zeros({2, 0, 8})),
+                         doctest::Contains("Transformer::decode: memory must hold at least one position"),
+                         ShapeError);
+    using O = nn::TransformerOptions;
+    CHECK_THROWS_WITH_AS(
+        nn::Transformer(O{.d_model = std::int64_t{1} << 40, .nhead = 1}),
+        doctest::Contains("Transformer: d_model 1099511627776 makes self_attn.in_proj_weight "
+                          "[3298534883328, 1099511627776], which has too many elements"),
+        ResourceError);
+    CHECK_THROWS_WITH_AS(
+        nn::Transformer(O{.d_model = 8, .nhead = 2, .dim_feedforward = std::int64_t{1} << 60}),
+        doctest::Contains("Transformer: d_model 8 and dim_feedforward 1152921504606846976 makes "
+                          "linear1.weight"),
+        ResourceError);
+}
