@@ -154,9 +154,14 @@ TEST_CASE("eval and inspect refuse a bad --beam or --length-penalty in one line 
     for (const char* command : {"eval", "inspect"}) {
         for (const char* beam : {"0", "-2", "65", "1.5", "four"})
             check_refused(run({command, "--run", run_dir, "--beam", beam}), {"--beam"});
-        for (const char* alpha : {"inf", "nan", "x"})
+        // Beyond [-10, 10] |y|^A swamps log P(y): -1e308 gave an empty output, 1e308 nonsense.
+        for (const char* alpha : {"inf", "nan", "x", "1e308", "-1e308", "10.5", "-11"})
             check_refused(run({command, "--run", run_dir, "--beam", "2", "--length-penalty", alpha}),
                           {"--length-penalty"});
+        check_refused(run({command, "--run", run_dir, "--beam", "2", "--length-penalty", "-1e308"}),
+                      {"--length-penalty must be in [-10, 10], got -1e+308"});
+        for (const char* alpha : {"10", "-10", "0.6"})
+            require_ok(run({command, "--run", run_dir, "--beam", "2", "--length-penalty", alpha}));
     }
 }
 

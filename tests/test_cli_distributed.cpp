@@ -108,7 +108,8 @@ TEST_CASE("mpirun: an error every rank meets (the same command line, a diverged 
     const std::string out = " --out " + (tmp.path() / "run").string();
     for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
              {"train --task nope" + out, "unknown task 'nope'"},
-             {"train --task reverse --lr -1" + out, "--lr must be finite and > 0, got -1"},
+             {"train --task reverse --lr -1" + out,
+              "--lr must be finite, > 0 and representable in float32 (at most 3.4e+38), got -1"},
              {"train --task reverse --stepz 3" + out, "--stepz"},
              {"trian --task reverse", "unknown subcommand 'trian'"},
              // Found while training, from the figures every rank shares: every rank stops alike.
@@ -129,6 +130,29 @@ TEST_CASE("mpirun train refuses a batch smaller than the number of ranks") {
     INFO(o.command, "\n", o.out);
     CHECK(o.code == 2);
     CHECK(count(o.out, "--batch 2 is smaller than the number of ranks (3)") == 1);
+}
+
+TEST_CASE("mpirun: tasks, eval and inspect run on rank 0 alone, the other ranks exit 0 silently") {
+    TempDir tmp;
+    const std::string dir = (tmp.path() / "rev").string();
+    train(dir, {"--task", "reverse", "--steps", "2"});
+    // Only train is data-parallel: eval's lines used to appear once per rank.
+    const Outcome eval = mpirun(2, "eval --run " + dir + " --input 'a b c d' --show 1");
+    INFO(eval.command, "\n", eval.out);
+    CHECK(eval.code == 0);
+    CHECK(count(eval.out, "input: a b c d -> ") == 1);
+    CHECK(count(eval.out, "held-out examples): token accuracy") == 1);
+    const Outcome tasks = mpirun(3, "tasks");
+    INFO(tasks.out);
+    CHECK(tasks.code == 0);
+    CHECK(count(tasks.out, "reverse") == count(run({"tasks"}).out, "reverse"));
+    // inspect --to: one writer, one "wrote" line.
+    const std::string to = (tmp.path() / "maps.json").string();
+    const Outcome inspect = mpirun(2, "inspect --run " + dir + " --format json --to " + to);
+    INFO(inspect.out);
+    CHECK(inspect.code == 0);
+    CHECK(count(inspect.out, "wrote ") == 1);
+    CHECK(fs::exists(to));
 }
 
 #else

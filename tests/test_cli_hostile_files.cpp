@@ -3,9 +3,13 @@
 #include "cli_helpers.hpp"
 #include "core/ops.hpp"
 #include "core/serialization.hpp"
+#include "memory_check.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+
+#include <functional>
+#include <limits>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -209,4 +213,105 @@ TEST_CASE("a changed byte in config.json or a deleted files entry is refused, na
     CHECK(resealed["train"]["seed"] == 99);
     CHECK(resealed[attograd::cli::config_checksum_field] == attograd::cli::config_checksum(resealed));
     require_ok(run({"eval", "--run", tmp / "run"}));
+}
+
+TEST_CASE("config.json values outside the range train writes are refused naming the field") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    const std::string saved = read_text(fs::path(tmp / "run") / "config.json");
+    // Edited by hand as the README says: "config_fnv1a64": "unchecked".
+    const auto check = [&](const std::function<void(json&)>& edit, const std::vector<std::string>& names) {
+        json config = json::parse(saved);
+        edit(config);
+        config["config_fnv1a64"] = "unchecked";
+        write_text(fs::path(tmp / "run") / "config.json", config.dump());
+        check_refused(run({"eval", "--run", tmp / "run"}), names);
+        check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}), names);
+    };
+    // -1 used to wrap to 2^64 - 1 (json's get<uint64_t>) and -2 alike: refused as --seed refuses it.
+    for (const std::int64_t seed : {-1, -2})
+        check([&](json& c) { c["train"]["seed"] = seed; },
+              {"config.json: train.seed must be an integer in [0, 18446744073709551615]",
+               fmt::format("got {}", seed)});
+    check([](json& c) { c["train"]["seed"] = 1.5; }, {"config.json: field 'train.seed' has the wrong type"});
+    check([](json& c) { c["task"]["data_bytes"] = -1; }, {"config.json: task.data_bytes"});
+    check([](json& c) { c["task"]["data_fnv1a64"] = "zz\x1b"; },
+          {"config.json: task.data_fnv1a64 must be \"\" or 16 hex digits", "got 'zz\\x1b'"});
+    check([](json& c) { c["progress"]["initial_loss"] = -1; },
+          {"config.json: progress.initial_loss must be finite and >= 0", "got -1"});
+    check([](json& c) { c["progress"]["seconds"] = 1e308; }, {"config.json: progress.seconds", "got 1e+308"});
+    check([](json& c) { c["progress"]["seconds"] = -5; }, {"config.json: progress.seconds", "got -5"});
+    check([](json& c) { c["progress"]["window_steps"] = 99; },
+          {"config.json: progress.window_steps must be in [0, progress.steps_done = 2], got 99"});
+    check([](json& c) { c["progress"]["steps_done"] = 5000; },
+          {"config.json: progress.steps_done", "got 5000"});
+    check([](json& c) { c["progress"]["high_loss_steps"] = 7; }, {"config.json: progress.high_loss_steps"});
+    check([](json& c) { c["progress"]["heldout_token_accuracy"] = 1.5; },
+          {"config.json: progress.heldout_token_accuracy must be in [0, 1]"});
+    check([](json& c) { c["progress"]["heldout_sequence_accuracy"] = -0.1; },
+          {"config.json: progress.heldout_sequence_accuracy"});
+    check([](json& c) { c["progress"]["window_loss_sum"] = -3; }, {"config.json: progress.window_loss_sum"});
+    check([](json& c) { c["progress"]["window_accuracy_sum"] = 50; },
+          {"config.json: progress.window_accuracy_sum"});
+    // The largest seed --seed takes is kept, not refused.
+    json config = json::parse(saved);
+    config["train"]["seed"] = std::numeric_limits<std::uint64_t>::max();
+    config["config_fnv1a64"] = "unchecked";
+    write_text(fs::path(tmp / "run") / "config.json", config.dump());
+    require_ok(run({"eval", "--run", tmp / "run"}));
+}
+
+TEST_CASE("config.json naming another task than the model's is refused naming task.name") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    const std::string saved = read_text(fs::path(tmp / "run") / "config.json");
+    for (const char* name : {"dates", "recall", "nosuch"}) {
+        INFO(name);
+        json config = json::parse(saved);
+        config["task"]["name"] = name;
+        config["config_fnv1a64"] = "unchecked";
+        write_text(fs::path(tmp / "run") / "config.json", config.dump());
+        // dates used to load and then say "the input has 19 tokens; this model takes at most 10".
+        for (const auto& command :
+             std::vector<std::vector<std::string>>{{"eval", "--run", tmp / "run"},
+                                                   {"inspect", "--run", tmp / "run"},
+                                                   {"train", "--resume", tmp / "run", "--steps", "4"}})
+            check_refused(run(command), {"config.json: task.name", fmt::format("'{}'", name)});
+    }
+    // The task it was trained on loads; so do copy and sort, whose tokens and lengths are
+    // reverse's (the model runs on them; only its accuracy tells the tasks apart).
+    for (const char* name : {"reverse", "copy", "sort"}) {
+        json config = json::parse(saved);
+        config["task"]["name"] = name;
+        config["config_fnv1a64"] = "unchecked";
+        write_text(fs::path(tmp / "run") / "config.json", config.dump());
+        require_ok(run({"eval", "--run", tmp / "run"}));
+    }
+}
+
+TEST_CASE("a config.json edited to a model too large for memory is refused before it is built") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    json config = read_config(tmp / "run");
+    config["model"]["embed_dim"] = 4096;
+    config["model"]["ffn_dim"] = 16384;
+    config["model"]["layers"] = 16;
+    config["model"]["decoder_layers"] = 16;
+    config["config_fnv1a64"] = "unchecked";
+    write_text(fs::path(tmp / "run") / "config.json", config.dump());
+    // 7.5e9 parameters: 28 GiB of float32 weights alone. Run only where that cannot fit (as on
+    // the machines the suite runs on); elsewhere the load would go on to build the model.
+    auto big = attograd::cli::run_config_from_json(config);
+    const auto available = attograd::cli::available_bytes();
+    REQUIRE(available.has_value());
+    CHECK(attograd::cli::training_bytes(big, false) > 28ull << 30);
+    CHECK(attograd::cli::training_bytes(big, true) >
+          attograd::cli::training_bytes(big, false));  // + grad, Adam
+    if (*available < attograd::cli::training_bytes(big, false)) {
+        check_refused(
+            run({"eval", "--run", tmp / "run"}),
+            {"config.json: ", "model.embed_dim 4096", "model.ffn_dim 16384", "GiB", "running this model"});
+        check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}),
+                      {"config.json: ", "model.layers 16", "training would need"});
+    }
 }

@@ -190,3 +190,67 @@ TEST_CASE("the default --warmup is cut to a shorter --steps silently, as --help 
     INFO(help.out);
     CHECK(line.find("the default silently") != std::string::npos);
 }
+
+namespace {
+
+/// What bash makes of `word` (a shell_quote result): the bytes `printf %s WORD` writes.
+std::string through_bash(const std::string& word) {
+    TempDir tmp;
+    const fs::path script = tmp / "word.sh";
+    write_text(script, "printf %s " + word);
+    std::FILE* pipe = ::popen(("bash " + script.string()).c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string text;
+    for (int c; (c = std::fgetc(pipe)) != EOF;) text += static_cast<char>(c);
+    ::pclose(pipe);
+    return text;
+}
+
+/// Whether `text` holds a control character (C0, DEL, C1) or bytes that are not UTF-8.
+bool raw_control(const std::string& text, std::string_view allowed = "\n") {
+    return !attograd::data::is_valid_utf8(text) || !attograd::data::first_control(text, allowed).empty();
+}
+
+}  // namespace
+
+TEST_CASE("paths with control characters are escaped in every message and quoted for copy-paste") {
+    TempDir tmp;
+    for (const std::string name :
+         {std::string("esc\x1b[31mred"), std::string("nl\nname"), std::string("c1\xc2\x9bname"),
+          std::string("bad\xffutf8"), std::string("it's \\ here\t")}) {
+        const std::string out = tmp / name;
+        INFO(attograd::data::escape_control(out));
+        const Outcome first = run({"train", "--task", "reverse", "--steps", "1", "--out", out, "--quiet"});
+        require_ok(first);
+        const std::string wrote = line_with(first.out, "wrote ");
+        CHECK(count_lines(first.out) == 2);  // the summary and "wrote ...", each one line
+        CHECK_FALSE(raw_control(first.out));
+        CHECK(wrote.find(attograd::data::escape_control(out)) != std::string::npos);
+        // The suggested command names the same path once the shell has read it.
+        const std::string quoted = attograd::cli::shell_quote(out);
+        CHECK(wrote.ends_with("--run " + quoted));
+        CHECK(through_bash(quoted) == out);
+        // "holds a run already; ... --resume DIR": one escaped line.
+        const Outcome again = run({"train", "--task", "reverse", "--steps", "1", "--out", out});
+        check_refused(again, {"holds a run already", "--resume " + quoted});
+        CHECK_FALSE(raw_control(again.err));
+        // eval --run of a directory that is not there.
+        const Outcome missing = run({"eval", "--run", out + "-nosuch\x1b[31m"});
+        check_refused(missing, {"no such run directory"});
+        CHECK_FALSE(raw_control(missing.err));
+        // inspect --to under the odd name, and its "wrote" line.
+        const Outcome inspect =
+            run({"inspect", "--run", out, "--format", "json", "--to", out + "/maps\x1b.json"});
+        require_ok(inspect);
+        CHECK_FALSE(raw_control(inspect.out));
+        CHECK(line_with(inspect.out, "wrote ") ==
+              "wrote " + attograd::data::escape_control(out + "/maps\x1b.json"));
+    }
+    // A value CLI11 refuses is quoted escaped too.
+    const Outcome steps = run({"train", "--task", "reverse", "--steps", "1\x1b[2J"});
+    check_refused(steps, {"--steps"});
+    CHECK_FALSE(raw_control(steps.err));
+    CHECK(attograd::cli::shell_quote("plain-run_1") == "plain-run_1");
+    CHECK(attograd::cli::shell_quote("a\x1b") == "$'a\\x1b'");
+    CHECK(attograd::cli::shell_quote("it's\n") == "$'it\\'s\\x0a'");
+}

@@ -4,6 +4,8 @@
 #include "cli_helpers.hpp"
 #include "config.hpp"
 #include "data/task.hpp"
+#include "memory_check.hpp"
+#include "models.hpp"
 
 #include "core/ops.hpp"
 #include "core/serialization.hpp"
@@ -11,6 +13,8 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <chrono>
+#include <optional>
 #include <regex>
 
 #include <sys/stat.h>
@@ -251,7 +255,8 @@ TEST_CASE("a bad value in config.json is named by its field, a bad flag by the f
     check([](json& c) { c["model"]["heads"] = 3; }, {"model.heads 3 does not divide model.embed_dim 64"},
           "--heads");
     check([](json& c) { c["model"]["kind"] = "lstm"; }, {"model.kind must be one of", "'lstm'"}, "--model");
-    check([](json& c) { c["train"]["lr"] = -1.0; }, {"train.lr must be finite and > 0"}, "--lr");
+    check([](json& c) { c["train"]["lr"] = -1.0; },
+          {"train.lr must be finite, > 0 and representable in float32"}, "--lr");
     check([](json& c) { c["train"]["warmup"] = -2; }, {"train.warmup must be >= 0"}, "--warmup");
     check([](json& c) { c["train"]["momentum"] = 0.5; }, {"train.momentum applies to train.optim sgd only"},
           "--momentum");
@@ -367,4 +372,104 @@ TEST_CASE("a directory that cannot be written is one line naming it, before any 
         check_refused(o, {"/proc/attograd-run"});
         CHECK(o.err.find("filesystem error") == std::string::npos);
     }
+}
+
+namespace {
+
+/// The configuration `train --task reverse --embed-dim 4096 --ffn-dim 4096 --layers 16
+/// --decoder-layers 16` asks for.
+attograd::cli::RunConfig huge_reverse() {
+    auto config = attograd::cli::default_config(*attograd::data::make_task("reverse"));
+    config.model.embed_dim = 4096;
+    config.model.ffn_dim = 4096;
+    config.model.layers = 16;
+    config.model.decoder_layers = 16;
+    return config;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "train refuses a model that cannot fit in memory in one line naming the flags, before building it") {
+    using attograd::cli::training_bytes;
+    const auto config = huge_reverse();
+    // 4.3e9 parameters x 16 bytes (weight, gradient, Adam's two moments) alone are 64 GiB.
+    CHECK(training_bytes(config) > 64ull << 30);
+    const std::uint64_t eight_gib = 8ull << 30;
+    CHECK_THROWS_WITH_AS(attograd::cli::check_memory(config, attograd::cli::SettingNames::flags(), eight_gib),
+                         doctest::Contains("GiB of memory is available"), attograd::cli::UsageError);
+    try {
+        attograd::cli::check_memory(config, attograd::cli::SettingNames::flags(), eight_gib);
+    } catch (const attograd::cli::UsageError& e) {
+        const std::string message = e.what();
+        for (const char* part : {"--embed-dim 4096", "--ffn-dim 4096", "--layers 16", "--decoder-layers 16",
+                                 "--batch 32", "8.0 GiB"})
+            CHECK_MESSAGE(message.find(part) != std::string::npos, message, " names ", part);
+    }
+    CHECK_NOTHROW(attograd::cli::check_memory(config, attograd::cli::SettingNames::flags(), std::nullopt));
+
+    // The user's command, end to end (where this machine has less memory than it needs).
+    const auto available = attograd::cli::available_bytes();
+    REQUIRE(available.has_value());
+    if (*available < training_bytes(config)) {
+        TempDir tmp;
+        const auto start = std::chrono::steady_clock::now();
+        const Outcome o =
+            run({"train", "--task", "reverse", "--out", tmp / "r2", "--embed-dim", "4096", "--ffn-dim",
+                 "4096", "--layers", "16", "--decoder-layers", "16", "--steps", "1"});
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        check_refused(o, {"--embed-dim 4096", "--layers 16", "GiB", "available"});
+        CHECK(seconds < 10.0);  // refused before the model is built (which took minutes, then OOM)
+        CHECK_FALSE(fs::exists(fs::path(tmp / "r2") / "config.json"));
+    }
+}
+
+TEST_CASE("the memory estimate is at least the parameters' real footprint, and every task's defaults pass") {
+    using namespace attograd::cli;
+    const auto available = available_bytes();
+    for (const auto& name : attograd::data::task_names()) {
+        INFO(name);
+        const auto task = attograd::data::make_task(name);
+        const RunConfig config = default_config(*task);
+        attograd::Generator generator(0);
+        const auto model = make_model(config.model, config.vocab, generator);
+        std::int64_t parameters = 0;
+        for (const auto& p : model->parameters()) parameters += p.numel();
+        // Adam: float32 weight, gradient and two moments per parameter, activations on top.
+        CHECK(training_bytes(config) >= static_cast<std::uint64_t>(parameters) * 16);
+        CHECK(training_bytes(config) < (1ull << 30));  // toy tasks: well under 1 GiB
+        CHECK_NOTHROW(check_memory(config, SettingNames::flags(), available));
+    }
+}
+
+TEST_CASE("every real-valued flag of train is checked where it is used, naming the flag and the value") {
+    TempDir tmp;
+    const std::string out = tmp / "run";
+    const auto refused = [&](std::vector<std::string> flag, const std::vector<std::string>& names) {
+        std::vector<std::string> args = {"train", "--task", "reverse", "--steps",
+                                         "1",     "--out",  out,       "--quiet"};
+        if (flag[0] == "--momentum") args.insert(args.end(), {"--optim", "sgd"});
+        args.insert(args.end(), flag.begin(), flag.end());
+        check_refused(run(args), names);
+        CHECK_FALSE(fs::exists(fs::path(out) / "config.json"));
+    };
+    // Beyond float32 the optimizer saw inf ("Adam: lr must be a finite number >= 0, got inf").
+    refused({"--lr", "1e308"}, {"--lr must be finite, > 0 and representable in float32", "got 1e+308"});
+    refused({"--lr", "4e38"}, {"--lr", "got 4e+38"});
+    refused({"--weight-decay", "1e300"}, {"--weight-decay", "float32", "got 1e+300"});
+    refused({"--clip", "1e39"}, {"--clip", "float32", "got 1e+39"});
+    refused({"--momentum", "1"}, {"--momentum must be in [0, 1)", "got 1"});
+    refused({"--lr", "0"}, {"--lr", "got 0"});
+    // Integer flags checked by the program say what they got too.
+    TempDir runs;
+    train(runs / "run", {"--task", "reverse", "--steps", "1"});
+    check_refused(run({"inspect", "--run", runs / "run", "--samples", "-1"}),
+                  {"--samples must be >= 1, got -1"});
+    check_refused(run({"eval", "--run", runs / "run", "--show", "-3"}), {"--show must be >= 0, got -3"});
+    // The largest float32 itself is accepted.
+    const Outcome ok =
+        run({"train", "--task", "reverse", "--steps", "0", "--out", out, "--quiet", "--clip", "3e38"});
+    INFO(ok.err);
+    CHECK(ok.code == 0);
 }

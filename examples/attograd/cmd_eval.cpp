@@ -29,7 +29,7 @@ nlohmann::json example_json(const Task& task, const std::vector<std::string>& so
 }  // namespace
 
 int cmd_eval(const EvalArgs& args) {
-    if (args.show < 0) throw UsageError("--show must be >= 0");
+    if (args.show < 0) throw UsageError(fmt::format("--show must be >= 0, got {}", args.show));
     const LoadedRun run = load_run(args.run);
     const Task& task = *run.task;
     const auto& held_out = task.held_out();

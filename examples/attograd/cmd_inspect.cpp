@@ -8,6 +8,8 @@
 #include "run_lock.hpp"
 #include "snapshot_probes.hpp"
 
+#include "data/text.hpp"
+
 #include "inspect/export.hpp"
 #include "inspect/knockout.hpp"
 #include "inspect/render_html.hpp"
@@ -42,7 +44,7 @@ std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& d
         throw IoError(
             fmt::format("{}; inspect writes into a run only while no train writes it: pass --to a "
                         "path outside {}",
-                        e.what(), run_dir.string()));
+                        e.what(), shown_path(run_dir)));
     }
 }
 
@@ -67,7 +69,8 @@ std::map<std::string, std::vector<std::int64_t>> parse_knockout(const std::vecto
             head = std::stoll(text.substr(dot + 1), &used_head);
             if (used_layer != dot || used_head != text.size() - dot - 1) throw std::invalid_argument(text);
         } catch (const std::exception&) {
-            throw UsageError(fmt::format("--knockout takes LAYER.HEAD, e.g. 0.0, got '{}'", text));
+            throw UsageError(
+                fmt::format("--knockout takes LAYER.HEAD, e.g. 0.0, got '{}'", shown_text(text)));
         }
         if (layer < 0 || layer >= std::ssize(layers) || head < 0 ||
             head >= layers[static_cast<std::size_t>(layer)].heads) {
@@ -92,7 +95,8 @@ std::string summary_line(const inspect::AttentionMap& map) {
 int cmd_inspect(const InspectArgs& args) {
     constexpr std::array formats = {"term", "svg", "html", "csv", "json"};
     if (std::find(formats.begin(), formats.end(), args.format) == formats.end()) {
-        throw UsageError(fmt::format("--format must be term, svg, html, csv or json, got '{}'", args.format));
+        throw UsageError(
+            fmt::format("--format must be term, svg, html, csv or json, got '{}'", shown_text(args.format)));
     }
     if (!args.inputs.empty() && args.samples_given) {
         throw UsageError(
@@ -111,15 +115,15 @@ int cmd_inspect(const InspectArgs& args) {
             if (fs::exists(status) && !fs::is_directory(status))
                 throw UsageError(fmt::format(
                     "--to {}: not a directory (--format svg writes one file per map into a directory)",
-                    args.to));
+                    shown_path(args.to)));
         } else if (fs::path(args.to).filename().empty() || fs::is_directory(status)) {
-            throw UsageError(fmt::format("--to {}: give a file name, not a directory", args.to));
+            throw UsageError(fmt::format("--to {}: give a file name, not a directory", shown_path(args.to)));
         }
     }
     if (args.format == "term" && !args.to.empty()) {
         throw UsageError("--to does not apply to --format term (it prints to the terminal)");
     }
-    if (args.samples < 1) throw UsageError("--samples must be >= 1");
+    if (args.samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", args.samples));
 
     const LoadedRun run = load_run(args.run);
     const Task& task = *run.task;
@@ -227,7 +231,7 @@ int cmd_inspect(const InspectArgs& args) {
             if (examples[e].flow) write(*examples[e].flow, fmt::format("example{}_flow.svg", e + 1));
         }
         print_summary();
-        fmt::print("wrote {} SVG file(s) to {}/\n", written, dir.string());
+        fmt::print("wrote {} SVG file(s) to {}/\n", written, shown_path(dir));
         return code;
     }
 
@@ -240,7 +244,8 @@ int cmd_inspect(const InspectArgs& args) {
             try {
                 report.snapshots = inspect::load_snapshots(snapshots);
             } catch (const Error& e) {  // the report is still worth having without them
-                fmt::print(stderr, "attograd: warning: {}; the report has no training replay\n", e.what());
+                fmt::print(stderr, "attograd: warning: {}; the report has no training replay\n",
+                           data::escape_control(e.what()));
                 report.notes.push_back(fmt::format("attention snapshots could not be read: {}", e.what()));
             }
         }
@@ -263,7 +268,7 @@ int cmd_inspect(const InspectArgs& args) {
     if (!path.parent_path().empty()) fs::create_directories(path.parent_path());
     write_file_atomic(path, contents);
     print_summary();
-    fmt::print("wrote {}\n", path.string());
+    fmt::print("wrote {}\n", shown_path(path));
     return code;
 }
 

@@ -6,6 +6,7 @@
 #include "evaluation.hpp"
 #include "file_io.hpp"
 #include "interrupt.hpp"
+#include "memory_check.hpp"
 #include "models.hpp"
 #include "progress.hpp"
 #include "run_dir.hpp"
@@ -54,17 +55,17 @@ void check_out_is_free(const fs::path& out, bool force) {
     std::error_code ec;
     if (!fs::exists(fs::symlink_status(out, ec))) return;
     if (!fs::is_directory(out, ec))
-        throw UsageError(fmt::format("--out {}: exists and is not a directory", out.string()));
+        throw UsageError(fmt::format("--out {}: exists and is not a directory", shown_path(out)));
     if (fs::is_empty(out, ec)) return;
     if (!fs::exists(out / "config.json")) {
         throw UsageError(fmt::format(
-            "--out {}: holds files that are not an attograd run; choose another --out", out.string()));
+            "--out {}: holds files that are not an attograd run; choose another --out", shown_path(out)));
     }
     if (!force) {
         throw UsageError(
             fmt::format("--out {}: holds a run already; pass --force to replace it, --resume {} to "
                         "continue it, or choose another --out",
-                        out.string(), shell_quote(out.string())));
+                        shown_path(out), shell_quote(out.string())));
     }
 }
 
@@ -82,7 +83,7 @@ void check_not_cwd(const fs::path& dir, const char* option) {
     throw UsageError(fmt::format(
         "{} {}: is the current directory or holds it; each save replaces the run directory, which "
         "would leave your shell in a deleted directory: run attograd from outside it",
-        option, dir.string()));
+        option, shown_path(dir)));
 }
 
 /// Held-out examples whose attention `train` snapshots, and the most snapshots a run keeps
@@ -207,17 +208,17 @@ std::map<std::string, Tensor> unprefixed(const std::map<std::string, Tensor>& st
 void check_schedule_state(const std::map<std::string, Tensor>& state, const fs::path& file,
                           std::int64_t steps_done, const TrainConfig& t) {
     const auto it = state.find("schedule.last_epoch");
-    AG_CHECK(it != state.end(), IoError, "{}: 'schedule.last_epoch' is missing", file.string());
+    AG_CHECK(it != state.end(), IoError, "{}: 'schedule.last_epoch' is missing", shown_path(file));
     AG_CHECK(
         it->second.shape().empty() && it->second.dtype() == DType::Int64 &&
             it->second.data<std::int64_t>()[0] == steps_done,
         IoError,
         "{}: 'schedule.last_epoch' is {}, but the run has done {} steps (config.json: progress.steps_done)",
-        file.string(), it->second.numel() == 1 ? it->second.item() : -1.0, steps_done);
+        shown_path(file), it->second.numel() == 1 ? it->second.item() : -1.0, steps_done);
     if (const auto lr = state.find("optimizer.initial_lr"); lr != state.end()) {
         AG_CHECK(lr->second.numel() == 1 && lr->second.item() == t.lr, IoError,
                  "{}: 'optimizer.initial_lr' is {}, but the run's lr is {} (config.json: train.lr)",
-                 file.string(), lr->second.numel() == 1 ? lr->second.item() : -1.0, t.lr);
+                 shown_path(file), lr->second.numel() == 1 ? lr->second.item() : -1.0, t.lr);
     }
 }
 
@@ -280,7 +281,7 @@ int cmd_train(const TrainArgs& args) {
         if (args.no_early_stop) config.train.early_stop = false;
         for (const char* file : {"optimizer.safetensors", "metrics.csv"}) {
             AG_CHECK(fs::exists(out / file), IoError, "{}: missing; this run cannot be resumed",
-                     (out / file).string());
+                     shown_path(out / file));
         }
     } else {
         std::optional<TrainingData> training_data;
@@ -318,6 +319,7 @@ int cmd_train(const TrainArgs& args) {
         }
         apply_overrides(args, config);
         validate(config, task->info());
+        check_memory(config, SettingNames::flags(), available_bytes());  // before the model is built
         out = args.out.empty() ? fs::path("runs") / config.task.name : fs::path(args.out);
         if (ranks.is_main()) {
             check_not_cwd(out, "--out");
@@ -355,7 +357,7 @@ int cmd_train(const TrainArgs& args) {
             if (schedule) schedule->load_state_dict(unprefixed(state, "schedule."));
         } catch (const Error& e) {
             throw IoError(fmt::format("{}: does not fit this run: {}",
-                                      (out / "optimizer.safetensors").string(), e.what()));
+                                      shown_path(out / "optimizer.safetensors"), e.what()));
         }
         step = counters.steps_done;
         // A parameter's update count cannot exceed the run's steps (config.json's progress).
@@ -365,20 +367,20 @@ int cmd_train(const TrainArgs& args) {
             AG_CHECK(tensor.item() <= static_cast<double>(step), IoError,
                      "{}: '{}' counts {} updates, but the run has done {} steps (config.json: "
                      "progress.steps_done)",
-                     (out / "optimizer.safetensors").string(), name, tensor.item(), step);
+                     shown_path(out / "optimizer.safetensors"), name, tensor.item(), step);
         }
         prior_seconds = counters.seconds;
         metrics = read_file(out / "metrics.csv");
         if (step >= t.steps) {
             throw UsageError(
                 fmt::format("the run in {} has done {} steps already; pass --steps N with N > {}",
-                            out.string(), step, step));
+                            shown_path(out), step, step));
         }
         if (counters.reached_target && t.early_stop) {
             throw UsageError(
                 fmt::format("the run in {} reached its target at step {} and stopped early; pass "
                             "--no-early-stop to train it further",
-                            out.string(), step));
+                            shown_path(out), step));
         }
     }
 
@@ -595,7 +597,7 @@ int cmd_train(const TrainArgs& args) {
     fmt::print(
         "wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}); next: attograd "
         "inspect --run {}\n",
-        out.string(), snapshotter ? ", " + std::string(snapshot_file) : "", shell_quote(out.string()));
+        shown_path(out), snapshotter ? ", " + std::string(snapshot_file) : "", shell_quote(out.string()));
     return 0;
 }
 

@@ -199,11 +199,12 @@ void add_decoding(CLI::App& app, std::int64_t& beam, double& length_penalty) {
     const std::string beam_help = fmt::format(
         "seq2seq: beam search keeping N hypotheses (1 = greedy; at most {})", DecodeSettings::max_beam);
     with_default_value(checked<std::int64_t>(app.add_option("--beam", beam, beam_help), "N"), beam);
-    with_default_value(checked<double>(app.add_option("--length-penalty", length_penalty,
-                                                      "beam search ranks outputs by log P(y) / |y|^A, |y| "
-                                                      "counting <eos> (0: by log P(y); 1: per token)"),
-                                       "A"),
-                       length_penalty);
+    with_default_value(
+        checked<double>(app.add_option("--length-penalty", length_penalty,
+                                       "beam search ranks outputs by log P(y) / |y|^A, |y| "
+                                       "counting <eos> (0: by log P(y); 1: per token; A in [-10, 10])"),
+                        "A"),
+        length_penalty);
 }
 
 }  // namespace
@@ -215,7 +216,8 @@ int run_cli(int argc, char** argv) {
                          "print the version and the build's GEMM backend, and exit");
     app.get_formatter()->column_width(32);
     app.failure_message([](const CLI::App*, const CLI::Error& e) {
-        return fmt::format("attograd: {} (see --help)\n", e.what());
+        // CLI11 quotes the values it refuses: escaped, as every message is.
+        return fmt::format("attograd: {} (see --help)\n", data::escape_control(e.what()));
     });
 
     app.add_subcommand("tasks",
@@ -292,6 +294,10 @@ int run_cli(int argc, char** argv) {
         return app.exit(e) == 0 ? 0 : 2;
     }
     const auto run_subcommand = [&] {
+        // Only train is data-parallel: under a launcher of several processes tasks, eval and
+        // inspect run on rank 0 alone (one output, one file written); the others exit 0 at once.
+        if (!app.got_subcommand("train") && optim::launcher_world_size() > 1 && optim::launcher_rank() != 0)
+            return 0;
         if (app.got_subcommand("tasks")) return cmd_tasks();
         if (app.got_subcommand("train")) {
             for (const auto& [name, option] : train_options) {
@@ -326,24 +332,14 @@ int run_cli(int argc, char** argv) {
     } catch (const std::filesystem::filesystem_error& e) {
         // An unusable path given by the user (e.g. --out under a regular file, a read-only
         // directory): the path and the reason, not what() ("filesystem error: cannot ...").
-        report_error(fmt::format("{}: {}", e.path1().empty() ? std::string("filesystem") : e.path1().string(),
+        report_error(fmt::format("{}: {}",
+                                 e.path1().empty() ? std::string("filesystem") : shown_path(e.path1()),
                                  e.code().message()));
         return 2;
     } catch (const std::exception& e) {
         report_error(fmt::format("internal error: {}", e.what()));
         return 1;
     }
-}
-
-std::string shell_quote(const std::string& text) {
-    const bool plain = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
-               std::string_view("_./:@%+=,-").find(c) != std::string_view::npos;
-    });
-    if (plain) return text;
-    std::string quoted = "'";
-    for (const char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    return quoted + "'";
 }
 
 }  // namespace attograd::cli

@@ -1,6 +1,8 @@
 // The subcommands of the `attograd` program and the command-line entry point.
 #pragma once
 
+#include "quoting.hpp"
+
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -13,11 +15,6 @@ class UsageError : public std::runtime_error {
 public:
     using std::runtime_error::runtime_error;
 };
-
-/// `text` as one word of a POSIX shell command line, for the commands the program suggests
-/// (`attograd train --resume DIR`): unchanged when it holds only letters, digits and `_./:@%+=,-`,
-/// otherwise in single quotes (a `'` inside as `'\''`).
-std::string shell_quote(const std::string& text);
 
 /// `attograd train` arguments. Options not given keep the task's defaults: `given` lists the
 /// long names of those that were given (e.g. "lr").

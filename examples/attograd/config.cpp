@@ -3,10 +3,13 @@
 #include "config.hpp"
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
+#include "data/text.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 namespace attograd::cli {
 
@@ -24,11 +27,18 @@ T field(const nlohmann::json& json, const char* section, const char* key) {
             return value.is_boolean();
         else if constexpr (std::is_same_v<T, std::string>)
             return value.is_string();
+        else if constexpr (std::is_unsigned_v<T>)  // -1 would wrap to 2^64 - 1
+            return value.is_number_unsigned();
         else if constexpr (std::is_integral_v<T>)
             return value.is_number_integer();
         else
             return value.is_number();
     }();
+    if constexpr (std::is_unsigned_v<T>) {  // what the flag (e.g. --seed) refuses
+        AG_CHECK(!value.is_number_integer() || value.is_number_unsigned(), ValueError,
+                 "config.json: {} must be an integer in [0, {}], got {}", name, std::numeric_limits<T>::max(),
+                 value.dump());
+    }
     AG_CHECK(ok, ValueError, "config.json: field '{}' has the wrong type ({})", name, value.type_name());
     return value.get<T>();
 }
@@ -158,13 +168,20 @@ void validate(const RunConfig& config, const TaskInfo& task, const SettingNames&
              names.prefix("model.min_source_len"), m.max_source_len, m.min_source_len);
     check(m.window >= -1, "model.window",
           fmt::format("must be >= 0 (or -1: global attention), got {}", m.window));
-    check(std::isfinite(t.lr) && t.lr > 0.0, "train.lr", fmt::format("must be finite and > 0, got {}", t.lr));
+    // The optimizers and the gradient clip compute in float32: a value beyond FLT_MAX would
+    // become inf inside them (an error naming the optimizer, not the flag).
+    const double f32 = std::numeric_limits<float>::max();
+    const auto float32 = [&](double v) {
+        return fmt::format("representable in float32 (at most {:.2g}), got {:g}", f32, v);
+    };
+    check(std::isfinite(t.lr) && t.lr > 0.0 && t.lr <= f32, "train.lr",
+          "must be finite, > 0 and " + float32(t.lr));
     check(t.momentum >= 0.0 && t.momentum < 1.0, "train.momentum",
           fmt::format("must be in [0, 1), got {}", t.momentum));
-    check(std::isfinite(t.weight_decay) && t.weight_decay >= 0.0, "train.weight_decay",
-          fmt::format("must be finite and >= 0, got {}", t.weight_decay));
-    check(std::isfinite(t.clip) && t.clip >= 0.0, "train.clip",
-          fmt::format("must be finite and >= 0 (0 = off), got {}", t.clip));
+    check(std::isfinite(t.weight_decay) && t.weight_decay >= 0.0 && t.weight_decay <= f32,
+          "train.weight_decay", "must be finite, >= 0 and " + float32(t.weight_decay));
+    check(std::isfinite(t.clip) && t.clip >= 0.0 && t.clip <= f32, "train.clip",
+          "must be finite, >= 0 (0 = off) and " + float32(t.clip));
     check(t.batch >= 1 && t.batch <= 4096, "train.batch",
           fmt::format("must be in [1, 4096], got {}", t.batch));
     check(t.steps >= 0, "train.steps", fmt::format("must be >= 0, got {}", t.steps));
@@ -265,6 +282,14 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     if (json["task"].contains("data_fnv1a64")) {  // absent in runs written before it was recorded
         c.task.data_bytes = field<std::uint64_t>(json, "task", "data_bytes");
         c.task.data_fnv1a64 = field<std::string>(json, "task", "data_fnv1a64");
+        // As train writes it: "" (a bundled task) or 16 lowercase hex digits.
+        const std::string& sum = c.task.data_fnv1a64;
+        AG_CHECK(sum.empty() ||
+                     (sum.size() == 16 &&
+                      std::all_of(sum.begin(), sum.end(),
+                                  [](char h) { return (h >= '0' && h <= '9') || (h >= 'a' && h <= 'f'); })),
+                 ValueError, "config.json: task.data_fnv1a64 must be \"\" or 16 hex digits, got '{}'",
+                 data::escape_control(excerpt(sum, 40)));
     }
     c.model.kind = field<std::string>(json, "model", "kind");
     c.model.embed_dim = field<std::int64_t>(json, "model", "embed_dim");

@@ -1,6 +1,7 @@
 // Shares of batches and held-out examples per rank, and the sums across the ranks.
 #include "data_parallel.hpp"
 
+#include "data/text.hpp"
 #include "optim/distributed.hpp"
 
 #include <fmt/format.h>
@@ -63,7 +64,11 @@ bool holding() {
     return optim::launcher_world_size() > 1 && (g_phase == Phase::NoWorld || g_phase == Phase::SetUp);
 }
 
-void print_error(const std::string& message) { fmt::print(stderr, "attograd: {}\n", message); }
+// Every message is one line that cannot drive the terminal, whatever text it quotes (a library
+// error naming a user's path, e.g.): control characters are escaped (data::escape_control).
+void print_error(const std::string& message) {
+    fmt::print(stderr, "attograd: {}\n", data::escape_control(message));
+}
 
 // One value per rank, 1 for a rank whose set-up failed: the collective of setup_agreed.
 std::vector<double> failed_ranks(bool failed) {
@@ -125,7 +130,7 @@ int finish_rank(int code) {
         if (group.size() > 1)
             group.abort(code, fmt::format("failed with exit code {}; ending every rank", code));
     } catch (const Error& e) {
-        fmt::print(stderr, "attograd: {}\n", e.what());
+        print_error(e.what());
         return code != 0 ? code : 2;
     }
     return code;

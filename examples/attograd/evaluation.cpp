@@ -138,7 +138,7 @@ std::string input_error(const std::function<void()>& body) {
     } catch (const ResourceError& e) {  // e.g. a size that does not fit in memory
         error = e.what();
     }
-    if (!error.empty()) fmt::print(stderr, "attograd: {}\n", error);
+    if (!error.empty()) fmt::print(stderr, "attograd: {}\n", data::escape_control(error));
     return error;
 }
 

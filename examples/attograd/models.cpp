@@ -340,8 +340,9 @@ public:
 void check_decoding(const DecodeSettings& decoding, const ModelConfig& config) {
     AG_CHECK(decoding.beam >= 1 && decoding.beam <= DecodeSettings::max_beam, ValueError,
              "--beam must be in [1, {}], got {}", DecodeSettings::max_beam, decoding.beam);
-    AG_CHECK(std::isfinite(decoding.length_penalty), ValueError,
-             "--length-penalty must be a finite number, got {}", decoding.length_penalty);
+    AG_CHECK(std::abs(decoding.length_penalty) <= DecodeSettings::max_length_penalty, ValueError,
+             "--length-penalty must be in [-{}, {}], got {:g}", DecodeSettings::max_length_penalty,
+             DecodeSettings::max_length_penalty, decoding.length_penalty);
     AG_CHECK(
         decoding.beam == 1 || config.kind != "encoder", ValueError,
         "--beam {}: beam search applies to seq2seq runs only (--model encoder writes one token per input "

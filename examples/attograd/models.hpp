@@ -76,6 +76,9 @@ struct DecodeSettings {
     /// favours short outputs; 1 is the mean log-probability per token. No effect with beam = 1.
     double length_penalty = 0.0;
     static constexpr std::int64_t max_beam = 64;
+    /// |length_penalty| at most: Hugging Face's typical values are 0.6-2; beyond 10, |y|^A
+    /// swamps log P(y) (a score of 1e308 ranks by length alone, or overflows).
+    static constexpr double max_length_penalty = 10.0;
 };
 
 /// Common interface of the two models.
@@ -107,8 +110,8 @@ protected:
 };
 
 /// ValueError, naming the flag (--beam, --length-penalty), unless `decoding` is one a model of
-/// `config` can run: beam in [1, DecodeSettings::max_beam], 1 for the encoder model; a finite
-/// length penalty.
+/// `config` can run: beam in [1, DecodeSettings::max_beam], 1 for the encoder model; a
+/// length penalty in [-max_length_penalty, max_length_penalty].
 void check_decoding(const DecodeSettings& decoding, const ModelConfig& config);
 
 /// The model `config` describes, its parameters drawn from `generator` (which must outlive it:

@@ -1,6 +1,7 @@
 // What `inspect --format html` puts in the report: the run's configuration rows that apply to
 // it, its training charts from metrics.csv, and the examples.
 #include "report_builder.hpp"
+#include "quoting.hpp"
 
 #include "file_io.hpp"
 
@@ -155,7 +156,7 @@ std::vector<inspect::Chart> training_charts(const std::string& metrics_csv) {
 inspect::Report build_report(const LoadedRun& run, std::vector<inspect::InspectedExample> examples,
                              std::vector<std::string> notes) {
     inspect::Report report;
-    report.title = fmt::format("attograd run: {} ({})", run.config.task.name, run.dir.string());
+    report.title = fmt::format("attograd run: {} ({})", run.config.task.name, shown_path(run.dir));
     report.config = config_rows(run.config, run.progress);
     const std::filesystem::path metrics = run.dir / "metrics.csv";
     try {

@@ -1,11 +1,14 @@
 // A run directory: what `train` writes and `eval` / `inspect` / `train --resume` read.
 #include "run_dir.hpp"
+#include "quoting.hpp"
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/serialization.hpp"
+#include "data/text.hpp"
 #include "data/tsv.hpp"
 #include "file_io.hpp"
+#include "memory_check.hpp"
 #include "run_writer.hpp"
 
 #include <fcntl.h>
@@ -19,7 +22,16 @@ namespace attograd::cli {
 
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir,
                                    bool for_training) {
-    if (config.task.name != "data") return data::make_task(config.task.name);
+    if (config.task.name != "data") {
+        const auto names = data::task_names();
+        if (std::find(names.begin(), names.end(), config.task.name) == names.end()) {
+            throw ValueError(
+                fmt::format("config.json: task.name '{}' is not a task of this attograd (see "
+                            "`attograd tasks`, or 'data')",
+                            data::escape_control(config.task.name)));
+        }
+        return data::make_task(config.task.name);
+    }
     if (for_training) {
         TrainingData data = read_training_data(config.task.data, config.task.chars);
         AG_CHECK(
@@ -28,7 +40,8 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
             IoError,
             "{}: is not the training data of this run ({} bytes, checksum {}; the run started on {} bytes, "
             "checksum {}): restore that file to resume, or train a new run on this one with --data",
-            config.task.data, data.bytes, data.fnv1a64, config.task.data_bytes, config.task.data_fnv1a64);
+            shown_path(config.task.data), data.bytes, data.fnv1a64, config.task.data_bytes,
+            data::escape_control(config.task.data_fnv1a64));
         return data::make_data_task(std::move(data.dataset));
     }
     auto held_out = data::TsvDataset::read(dir / "heldout.tsv", config.task.chars).examples();
@@ -39,7 +52,7 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
 
 TrainingData read_training_data(const std::filesystem::path& path, bool chars) {
     const std::string text = read_file(path, std::size_t{256} << 20);
-    return {data::TsvDataset::parse(text, chars, path.string()), text.size(),
+    return {data::TsvDataset::parse(text, chars, shown_path(path)), text.size(),
             fmt::format("{:016x}", fnv1a64(text))};
 }
 
@@ -48,18 +61,18 @@ void check_all_finite(const std::map<std::string, Tensor>& state, const std::fil
         if (!is_floating(tensor.dtype())) continue;
         const auto values = tensor.to_vector<double>();
         AG_CHECK(std::all_of(values.begin(), values.end(), [](double x) { return std::isfinite(x); }),
-                 IoError, "{}: tensor '{}' holds NaN or Inf values (a corrupt checkpoint)", file.string(),
+                 IoError, "{}: tensor '{}' holds NaN or Inf values (a corrupt checkpoint)", shown_path(file),
                  name);
     }
 }
 
 nlohmann::json read_run_json(const std::filesystem::path& path) {
     const std::string text = read_file(path, std::size_t{64} << 20);
-    check_json_depth(text, 64, path.string());  // deeper JSON would overflow the stack when copied
+    check_json_depth(text, 64, shown_path(path));  // deeper JSON would overflow the stack when copied
     try {
         return nlohmann::json::parse(text);
     } catch (const nlohmann::json::exception& e) {
-        throw IoError(fmt::format("{}: not valid JSON: {}", path.string(), excerpt(e.what(), 200)));
+        throw IoError(fmt::format("{}: not valid JSON: {}", shown_path(path), excerpt(e.what(), 200)));
     }
 }
 
@@ -93,11 +106,56 @@ RunProgress read_progress(const nlohmann::json& json) {
                  j["reached_target"].type_name());
         p.reached_target = j["reached_target"].get<bool>();
     }
-    AG_CHECK(p.steps_done >= 0 && p.window_steps >= 0 && p.high_loss_steps >= 0 && std::isfinite(p.seconds) &&
-                 std::isfinite(p.window_loss_sum) && std::isfinite(p.window_accuracy_sum) &&
-                 std::isfinite(p.initial_loss) && p.snapshot_period >= 0,
-             ValueError, "config.json: field 'progress' holds a negative count or a non-finite number");
     return p;
+}
+
+void check_progress(const RunProgress& p, const RunConfig& config) {
+    // Each field in the range train writes it, named when it is not (a hand-edited file).
+    const auto check = [](bool ok, const char* field, const std::string& range, double value) {
+        AG_CHECK(ok, ValueError, "config.json: progress.{} must be {}, got {:g}", field, range, value);
+    };
+    const auto count = [](std::int64_t v) { return static_cast<double>(v); };
+    check(p.steps_done >= 0 && p.steps_done <= config.train.steps, "steps_done",
+          fmt::format("in [0, train.steps = {}]", config.train.steps), count(p.steps_done));
+    // Wall-clock seconds: at most 10^9 (31 years) rules out a typo, never a real run.
+    check(std::isfinite(p.seconds) && p.seconds >= 0.0 && p.seconds <= 1e9, "seconds",
+          "finite and in [0, 1e9] (seconds of training)", p.seconds);
+    check(p.heldout_token_accuracy >= 0.0 && p.heldout_token_accuracy <= 1.0, "heldout_token_accuracy",
+          "in [0, 1]", p.heldout_token_accuracy);
+    check(p.heldout_sequence_accuracy >= 0.0 && p.heldout_sequence_accuracy <= 1.0,
+          "heldout_sequence_accuracy", "in [0, 1]", p.heldout_sequence_accuracy);
+    check(p.window_steps >= 0 && p.window_steps <= p.steps_done, "window_steps",
+          fmt::format("in [0, progress.steps_done = {}]", p.steps_done), count(p.window_steps));
+    // Sums over window_steps steps of a loss (cross-entropy, >= 0) and of an accuracy in [0, 1].
+    check(std::isfinite(p.window_loss_sum) && p.window_loss_sum >= 0.0, "window_loss_sum", "finite and >= 0",
+          p.window_loss_sum);
+    check(p.window_accuracy_sum >= 0.0 && p.window_accuracy_sum <= count(p.window_steps) * (1.0 + 1e-9),
+          "window_accuracy_sum", fmt::format("in [0, progress.window_steps = {}]", p.window_steps),
+          p.window_accuracy_sum);
+    // The first step's loss, divergence's yardstick; 0 means "no step yet" (set at the next).
+    check(std::isfinite(p.initial_loss) && p.initial_loss >= 0.0, "initial_loss",
+          "finite and >= 0 (0: not measured yet)", p.initial_loss);
+    check(p.high_loss_steps >= 0 && p.high_loss_steps <= p.steps_done, "high_loss_steps",
+          fmt::format("in [0, progress.steps_done = {}]", p.steps_done), count(p.high_loss_steps));
+    // Whether it fits the saved snapshots is the snapshotter's check on --resume.
+    check(p.snapshot_period >= 0, "snapshot_period", ">= 0", count(p.snapshot_period));
+}
+
+void check_task_fits(const RunConfig& config, const Task& task) {
+    const TaskInfo& info = task.info();
+    const ModelConfig& m = config.model;
+    const std::string name = data::escape_control(config.task.name);
+    for (const std::string& symbol : task.symbols()) {
+        AG_CHECK(config.vocab.contains(symbol), ValueError,
+                 "config.json: task.name '{}' does not fit this run: its token '{}' is not in config.json's "
+                 "vocab (the model was trained on another task)",
+                 name, data::escape_control(symbol));
+    }
+    AG_CHECK(
+        info.max_source_len <= m.max_source_len && info.max_target_len <= m.max_target_len, ValueError,
+        "config.json: task.name '{}' does not fit this run: its sources and targets take up to {} and {} "
+        "tokens, but model.max_source_len and model.max_target_len are {} and {}",
+        name, info.max_source_len, info.max_target_len, m.max_source_len, m.max_target_len);
 }
 
 nlohmann::json to_json(const RunProgress& p) {
@@ -134,15 +192,17 @@ namespace {
 LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     std::error_code ec;
     const auto status = std::filesystem::status(dir, ec);
-    AG_CHECK(std::filesystem::exists(status), IoError, "{}: no such run directory", dir.string());
-    AG_CHECK(std::filesystem::is_directory(status), IoError, "{}: is {}, not a run directory", dir.string(),
+    AG_CHECK(std::filesystem::exists(status), IoError, "{}: no such run directory", shown_path(dir));
+    AG_CHECK(std::filesystem::is_directory(status), IoError, "{}: is {}, not a run directory",
+             shown_path(dir),
              std::filesystem::is_fifo(status)           ? "a FIFO"
              : std::filesystem::is_regular_file(status) ? "a regular file"
              : std::filesystem::is_socket(status)       ? "a socket"
                                                         : "a device");
     const auto config_path = dir / "config.json";
     AG_CHECK(std::filesystem::exists(config_path), IoError,
-             "{}: not a run directory (no config.json; `attograd train --out DIR` writes one)", dir.string());
+             "{}: not a run directory (no config.json; `attograd train --out DIR` writes one)",
+             shown_path(dir));
     const nlohmann::json json = read_run_json(config_path);
     verify_config_checksum(json, config_path);  // a changed setting or a deleted "files" entry
     verify_run_files(json, dir);                // a flipped byte in any file of the run is refused here
@@ -153,12 +213,16 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
         run.counters = read_progress(json);
         run.progress = json.value("progress", nlohmann::json::object());
     } catch (const nlohmann::json::exception& e) {  // a type run_config_from_json did not check
-        throw IoError(fmt::format("{}: {}", config_path.string(), excerpt(e.what(), 200)));
+        throw IoError(fmt::format("{}: {}", shown_path(config_path), excerpt(e.what(), 200)));
     }
+    check_progress(run.counters, run.config);
     run.task = task_for_run(run.config, dir, for_training);
+    check_task_fits(run.config, *run.task);
     if (!json["model"].contains("min_source_len"))
         run.config.model.min_source_len = run.task->info().min_source_len;
     validate(run.config, run.task->info(), SettingNames::config_file());
+    // Before the model is built: a hand-edited size (or a smaller machine) is refused, not OOM-killed.
+    check_memory(run.config, SettingNames::config_file(), available_bytes(), for_training);
     run.generator = std::make_unique<Generator>(run.config.train.seed);
     run.model = make_model(run.config.model, run.config.vocab, *run.generator);
     const auto weights = dir / "model.safetensors";
@@ -167,7 +231,7 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     try {
         run.model->load_state_dict(state);
     } catch (const Error& e) {
-        throw IoError(fmt::format("{}: does not fit config.json: {}", weights.string(), e.what()));
+        throw IoError(fmt::format("{}: does not fit config.json: {}", shown_path(weights), e.what()));
     }
     run.model->eval();
     return run;

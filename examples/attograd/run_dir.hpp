@@ -48,6 +48,14 @@ struct RunProgress {
 /// Reads config.json's "progress" (all fields optional). Throws ValueError naming the field
 /// ("progress.steps_done") when one has the wrong type or an impossible value.
 RunProgress read_progress(const nlohmann::json& json);
+/// Refuses (ValueError, "config.json: progress.FIELD must be ..., got X") a field outside the
+/// range train writes: counts in [0, steps done] (steps done in [0, train.steps]), accuracies
+/// in [0, 1], seconds finite in [0, 1e9], loss sums and initial_loss finite and >= 0.
+void check_progress(const RunProgress& progress, const RunConfig& config);
+/// Refuses (ValueError naming config.json: task.name) a task whose tokens are not all in the
+/// run's vocabulary or whose sources or targets are longer than the model takes: config.json
+/// edited to name another task than the model was trained on.
+void check_task_fits(const RunConfig& config, const Task& task);
 /// The "progress" object of config.json.
 nlohmann::json to_json(const RunProgress& progress);
 

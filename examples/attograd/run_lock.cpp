@@ -1,5 +1,6 @@
 // The lock that lets one `train` at a time write a run directory: flock on `.NAME.lock`.
 #include "run_lock.hpp"
+#include "quoting.hpp"
 
 #include "core/error.hpp"
 
@@ -27,13 +28,13 @@ fs::path RunLock::lock_path(const fs::path& dir) {
 RunLock::RunLock(const fs::path& dir) : path_(lock_path(dir)) {
     std::error_code ec;
     fs::create_directories(path_.parent_path(), ec);
-    AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", dir.string(), ec.message());
+    AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", shown_path(dir), ec.message());
     // The holder removes the file when done: a lock taken on a file removed meanwhile is no
     // lock, so it is taken again on the file the path now names.
     for (;;) {
         fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-        AG_CHECK(fd_ >= 0, IoError, "{}: cannot create the lock file {}: {}", dir.string(), path_.string(),
-                 std::strerror(errno));
+        AG_CHECK(fd_ >= 0, IoError, "{}: cannot create the lock file {}: {}", shown_path(dir),
+                 shown_path(path_), std::strerror(errno));
         if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
             const int error = errno;
             char text[32] = {};
@@ -41,9 +42,9 @@ RunLock::RunLock(const fs::path& dir) : path_(lock_path(dir)) {
             ::close(fd_);
             fd_ = -1;
             AG_CHECK(error != EWOULDBLOCK, IoError, "{} is being trained by another process (pid {})",
-                     dir.string(), n > 0 ? std::string(text, static_cast<std::size_t>(n)) : "unknown");
-            throw IoError(
-                fmt::format("{}: cannot lock {}: {}", dir.string(), path_.string(), std::strerror(error)));
+                     shown_path(dir), n > 0 ? std::string(text, static_cast<std::size_t>(n)) : "unknown");
+            throw IoError(fmt::format("{}: cannot lock {}: {}", shown_path(dir), shown_path(path_),
+                                      std::strerror(error)));
         }
         struct stat held {
         }, named{};

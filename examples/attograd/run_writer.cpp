@@ -1,5 +1,6 @@
 // Writing a run directory: staging directory, checksummed files, config.json last, one swap.
 #include "run_writer.hpp"
+#include "quoting.hpp"
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -90,14 +91,14 @@ void fault_point() {
 RunWriter::RunWriter(fs::path dir) : dir_(fs::absolute(dir).lexically_normal()) {
     if (dir_.filename().empty()) dir_ = dir_.parent_path();  // "runs/x/" names runs/x
     AG_CHECK(!dir_.filename().empty() && dir_.has_parent_path() && dir_ != dir_.root_path(), IoError,
-             "{}: not a directory name a run can be written to", dir.string());
+             "{}: not a directory name a run can be written to", shown_path(dir));
     std::error_code ec;
     const auto status = fs::symlink_status(dir_, ec);
     AG_CHECK(!fs::exists(status) || fs::is_directory(fs::status(dir_, ec)), IoError,
-             "{}: exists and is not a directory", dir.string());
+             "{}: exists and is not a directory", shown_path(dir));
     const fs::path parent = dir_.parent_path();
     fs::create_directories(parent, ec);  // a bad --out
-    AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", dir.string(), ec.message());
+    AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", shown_path(dir), ec.message());
     const std::string prefix = staging_prefix(dir_);
     for (const auto& entry : fs::directory_iterator(parent)) {
         const pid_t pid = staging_pid(entry.path().filename().string(), prefix);
@@ -140,10 +141,10 @@ fs::path RunWriter::file(const std::string& name) {
 }
 
 void RunWriter::commit(nlohmann::json config) {
-    AG_CHECK(!committed_, IoError, "{}: RunWriter committed twice", dir_.string());
+    AG_CHECK(!committed_, IoError, "{}: RunWriter committed twice", shown_path(dir_));
     for (const auto& name : pending_) {
         const fs::path path = staging_ / name;
-        AG_CHECK(fs::is_regular_file(path), IoError, "{}: was not written", path.string());
+        AG_CHECK(fs::is_regular_file(path), IoError, "{}: was not written", shown_path(path));
         files_[name] = {{"bytes", fs::file_size(path)}, {"fnv1a64", file_checksum(path)}};
         fault_point();
     }
@@ -151,7 +152,7 @@ void RunWriter::commit(nlohmann::json config) {
     config[config_checksum_field] = config_checksum(config);
     write_file_atomic(staging_ / "config.json", config.dump(2) + "\n");
     fault_point();
-    const fs::path old = replace_directory(staging_, dir_, dir_.string());
+    const fs::path old = replace_directory(staging_, dir_, shown_path(dir_));
     committed_ = true;
     fault_point();
     if (!old.empty()) retire(old, dir_);
@@ -167,7 +168,7 @@ void verify_config_checksum(const nlohmann::json& config, const fs::path& path) 
     AG_CHECK(present, IoError,
              "{}: missing field '{}' (config.json's own checksum; to load a config.json edited by hand, "
              "set \"{}\": \"{}\")",
-             path.string(), config_checksum_field, config_checksum_field, config_unchecked);
+             shown_path(path), config_checksum_field, config_checksum_field, config_unchecked);
     const auto& recorded = config[config_checksum_field];
     if (recorded == config_unchecked) return;
     const std::string sum = config_checksum(config);
@@ -175,12 +176,12 @@ void verify_config_checksum(const nlohmann::json& config, const fs::path& path) 
         recorded.is_string() && recorded.get<std::string>() == sum, IoError,
         "{}: checksum {} differs from the {} it records in '{}': the file was corrupted or changed after "
         "it was written (to load a config.json edited by hand, set \"{}\": \"{}\")",
-        path.string(), sum, excerpt(recorded.dump()), config_checksum_field, config_checksum_field,
+        shown_path(path), sum, excerpt(recorded.dump()), config_checksum_field, config_checksum_field,
         config_unchecked);
 }
 
 void verify_run_files(const nlohmann::json& config, const fs::path& dir) {
-    const std::string where = (dir / "config.json").string();
+    const std::string where = shown_path(dir / "config.json");
     AG_CHECK(config.contains("files") && config["files"].is_object(), IoError,
              "{}: missing field 'files' (the run's file checksums)", where);
     for (const auto& [name, info] : config["files"].items()) {
@@ -191,17 +192,17 @@ void verify_run_files(const nlohmann::json& config, const fs::path& dir) {
         AG_CHECK(ok, IoError, "{}: field 'files.{}' must be {{\"bytes\": N, \"fnv1a64\": \"HEX\"}}", where,
                  excerpt(name));
         const fs::path path = dir / name;
-        const InputFile file(path, path.string());
+        const InputFile file(path, shown_path(path));
         const std::string bytes = file.read_all(static_cast<std::size_t>(1) << 32);
         const auto expected = info["bytes"].get<std::uint64_t>();
         AG_CHECK(bytes.size() == expected, IoError,
                  "{}: holds {} bytes but config.json records {} (truncated or replaced after it was written)",
-                 path.string(), bytes.size(), expected);
+                 shown_path(path), bytes.size(), expected);
         const std::string sum = fmt::format("{:016x}", fnv1a64(bytes));
         AG_CHECK(sum == info["fnv1a64"].get<std::string>(), IoError,
                  "{}: checksum {} differs from the {} config.json records: the file was corrupted or changed "
                  "after it was written",
-                 path.string(), sum, excerpt(info["fnv1a64"].get<std::string>()));
+                 shown_path(path), sum, excerpt(info["fnv1a64"].get<std::string>()));
     }
 }
 

@@ -1,0 +1,23 @@
+// User-given text (paths, run names) as the program's messages and suggested commands show it.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+namespace attograd::cli {
+
+/// `text` as one word of a shell command line, for the commands the program suggests
+/// (`attograd train --resume DIR`), so that copying it runs on the same path: unchanged when it
+/// holds only letters, digits and `_./:@%+=,-`; in ANSI-C quotes `$'...'` (bash, zsh, ksh and
+/// POSIX.1-2024 sh) when it holds a control character (C0, DEL, C1) or a byte that is not
+/// well-formed UTF-8, each such byte as `\xhh` and `'` `\` as `\'` `\\`, so that the line is
+/// printable; otherwise in single quotes (a `'` inside as `'\''`).
+std::string shell_quote(const std::string& text);
+
+/// A path as every message and "wrote" line shows it: data::escape_control of its bytes (C0
+/// and DEL as `\xhh`, `\t` `\n` `\r` by name, C1 as `\u00hh`, bytes that are not UTF-8 as
+/// `\xhh`), so that a message is one line of valid UTF-8 that cannot drive the terminal.
+std::string shown_path(const std::filesystem::path& path);
+
+}  // namespace attograd::cli
