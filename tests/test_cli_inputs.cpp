@@ -215,7 +215,7 @@ bool raw_control(const std::string& text, std::string_view allowed = "\n") {
 
 TEST_CASE("paths with control characters are escaped in every message and quoted for copy-paste") {
     TempDir tmp;
-    for (const std::string name :
+    for (const std::string& name :
          {std::string("esc\x1b[31mred"), std::string("nl\nname"), std::string("c1\xc2\x9bname"),
           std::string("bad\xffutf8"), std::string("it's \\ here\t")}) {
         const std::string out = tmp / name;
