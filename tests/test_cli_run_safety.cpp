@@ -220,6 +220,17 @@ TEST_CASE("a run whose loss blows up is refused as diverged (exit 2, one line), 
         run({"train", "--task", "reverse", "--lr", "1e6", "--steps", "200", "--out", tmp / "run", "--quiet"}),
         {"diverged", "4x its first value", "--lr"});
     CHECK_FALSE(fs::exists(tmp / "run"));  // nothing from the diverged steps is kept
+    // An update that overflows the parameters, or finite parameters whose outputs overflow at the
+    // first held-out evaluation or snapshot, is the same divergence, not an inner op's message.
+    for (const std::vector<std::string>& extra :
+         {std::vector<std::string>{"--steps", "50", "--eval-every", "1", "--lr", "1e30"},
+          std::vector<std::string>{"--steps", "1", "--lr", "3.4e38"},
+          std::vector<std::string>{"--model", "encoder", "--steps", "1", "--lr", "3e38"}}) {
+        std::vector<std::string> args = {"train", "--task", "reverse", "--out", tmp / "run2", "--quiet"};
+        args.insert(args.end(), extra.begin(), extra.end());
+        check_refused(run(args), {"training diverged at step 1", "--lr"});
+        CHECK_FALSE(fs::exists(tmp / "run2"));
+    }
 }
 
 TEST_CASE("a reader loading a run while a writer swaps generations in never reports false corruption") {

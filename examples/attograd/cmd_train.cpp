@@ -27,6 +27,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -48,6 +49,20 @@ constexpr std::array resume_options = {"resume",         "steps",         "eval-
 /// kDivergedFactor times the run's first loss for kDivergedSteps steps in a row.
 constexpr double kDivergedFactor = 4.0;
 constexpr std::int64_t kDivergedSteps = 20;
+
+// The name of the first parameter holding a NaN or an infinity, or "" when all are finite: an
+// update that overflows shows here before the next loss, an evaluation or a snapshot reads it.
+std::string first_non_finite(const nn::Module& model) {
+    for (const auto& [name, p] : model.named_parameters()) {
+        const bool finite = p.dtype() == DType::Float64
+                                ? std::all_of(p.data<double>(), p.data<double>() + p.numel(),
+                                              [](double x) { return std::isfinite(x); })
+                                : std::all_of(p.data<float>(), p.data<float>() + p.numel(),
+                                              [](float x) { return std::isfinite(x); });
+        if (!finite) return name;
+    }
+    return {};
+}
 
 /// Refuses an --out that holds anything but nothing or, with --force, a run: re-running a
 /// command must not silently replace the result of the last one.
@@ -390,6 +405,16 @@ int cmd_train(const TrainArgs& args) {
     if (!setup_agreed()) return 2;                            // another rank's set-up failed and said why
     optim::DistributedDataParallel ddp(model->parameters());  // rank 0's parameters everywhere
 
+    // With finite parameters the outputs can still overflow (a huge --lr): an evaluation or a
+    // snapshot then meets NaN, which is the run diverging, not a bad input.
+    const auto diverged_if_it_fails = [&](auto&& body) {
+        try {
+            return body();
+        } catch (const ValueError& e) {
+            throw ValueError(
+                fmt::format("training diverged at step {}: {}; try a lower --lr or --clip", step, e.what()));
+        }
+    };
     std::int64_t parameters = 0;
     for (const auto& p : model->parameters()) parameters += p.numel();
     Progress progress(step, t.steps, args.quiet || !ranks.is_main());
@@ -473,7 +498,7 @@ int cmd_train(const TrainArgs& args) {
         // The model's own samples (hard attention, dropout) are seeded per step too, so that a
         // resumed run draws what the uninterrupted one would have.
         model_generator->manual_seed(batch_seed(~t.seed + static_cast<std::uint64_t>(ranks.rank()), step));
-        if (snapshotter) snapshotter->maybe_snapshot(step);
+        if (snapshotter) diverged_if_it_fails([&] { snapshotter->maybe_snapshot(step); });
         Generator batch_generator(batch_seed(t.seed, step));
         std::vector<std::vector<std::int64_t>> sources, targets;
         const Share share = share_of(t.batch, ranks.rank(), ranks.size());  // all of it in one process
@@ -529,6 +554,13 @@ int cmd_train(const TrainArgs& args) {
         optimizer->step();
         if (schedule) schedule->step();
         ++step;
+        // The same parameters on every rank (DistributedDataParallel), so the same decision.
+        if (const std::string name = first_non_finite(*model); !name.empty()) {
+            throw_on_every_rank(ValueError(fmt::format(
+                "training diverged at step {}: the update made parameter '{}' NaN or infinite; try a lower "
+                "--lr or --clip",
+                step, name)));
+        }
 
         loss_sum += loss_value;
         accuracy_sum += figures.accuracy;
@@ -543,7 +575,8 @@ int cmd_train(const TrainArgs& args) {
             std::string heldout = ",";
             if (eval_due) {
                 model->eval();
-                last = evaluate_split(*model, config.vocab, task->held_out());
+                last = diverged_if_it_fails(
+                    [&] { return evaluate_split(*model, config.vocab, task->held_out()); });
                 model->train();
                 evaluated = true;
                 heldout = fmt::format("{:.6f},{:.6f}", last.token_accuracy, last.sequence_accuracy);
@@ -577,12 +610,12 @@ int cmd_train(const TrainArgs& args) {
         if ((t.checkpoint_every > 0 && step % t.checkpoint_every == 0) || eval_due) save_run();
     }
     if (snapshotter && (snapshotter->snapshots().empty() || snapshotter->snapshots().back().step < step)) {
-        snapshotter->snapshot(step);  // the trained model
+        diverged_if_it_fails([&] { snapshotter->snapshot(step); });  // the trained model
     }
     progress.finish();
     if (!evaluated) {
         model->eval();
-        last = evaluate_split(*model, config.vocab, task->held_out());
+        last = diverged_if_it_fails([&] { return evaluate_split(*model, config.vocab, task->held_out()); });
         const double metric = info.metric == Metric::Sequence ? last.sequence_accuracy : last.token_accuracy;
         reached = metric >= target_accuracy(info.name);
     }

@@ -296,8 +296,7 @@ int run_cli(int argc, char** argv) {
     const auto run_subcommand = [&] {
         // Only train is data-parallel: under a launcher of several processes tasks, eval and
         // inspect run on rank 0 alone (one output, one file written); the others exit 0 at once.
-        if (!app.got_subcommand("train") && optim::launcher_world_size() > 1 && optim::launcher_rank() != 0)
-            return 0;
+        if (!app.got_subcommand("train") && skip_on_this_rank()) return 0;
         if (app.got_subcommand("tasks")) return cmd_tasks();
         if (app.got_subcommand("train")) {
             for (const auto& [name, option] : train_options) {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <csignal>
+#include <cstdio>
 
 namespace attograd::cli {
 
@@ -56,7 +57,8 @@ namespace {
 // Where this process is: before train's world (tasks, eval, inspect, a bad command line), in
 // train's set-up, told in setup_agreed that another rank's set-up failed, or training.
 // Agreed: every rank threw the same error at the same point (throw_on_every_rank).
-enum class Phase { NoWorld, SetUp, PeerFailed, Training, Agreed };
+// RankZeroOnly: rank 0 running tasks, eval or inspect alone (the other ranks have exited).
+enum class Phase { NoWorld, SetUp, PeerFailed, Training, Agreed, RankZeroOnly };
 Phase g_phase = Phase::NoWorld;
 std::string g_held;  // the message report_error held back, if any
 
@@ -78,7 +80,26 @@ std::vector<double> failed_ranks(bool failed) {
     return group.sum(std::move(flags));
 }
 
+// Ranks that end together wait for each other after the one message is out: a rank that exits
+// first with a non-zero code makes mpirun kill the rest, which could cut that message off.
+void exit_together() {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    try {
+        optim::world().barrier();
+    } catch (const Error& e) {
+        print_error(e.what());
+    }
+}
+
 }  // namespace
+
+bool skip_on_this_rank() {
+    if (optim::launcher_world_size() <= 1) return false;
+    if (optim::launcher_rank() != 0) return true;
+    g_phase = Phase::RankZeroOnly;
+    return false;
+}
 
 void report_error(const std::string& message) {
     if (g_phase == Phase::Agreed) {
@@ -103,27 +124,36 @@ bool setup_agreed() {
     const auto failed = failed_ranks(false);
     const bool all_ok = std::all_of(failed.begin(), failed.end(), [](double f) { return f == 0.0; });
     g_phase = all_ok ? Phase::Training : Phase::PeerFailed;
+    if (!all_ok) exit_together();  // with the rank that failed, once it has said why
     return all_ok;
 }
 
 int finish_rank(int code) {
     if (code == 0 || code == 128 + SIGINT || code == 128 + SIGTERM) return code;
-    // The rank that failed has said why, or every rank failed alike and rank 0 said it.
-    if (g_phase == Phase::PeerFailed || g_phase == Phase::Agreed) return code;
-    if (g_phase == Phase::NoWorld) {  // the same command line on every rank: rank 0 speaks
-        if (!g_held.empty() && optim::launcher_rank() == 0) print_error(g_held);
+    // The rank that failed has said why (setup_agreed waited for it), or rank 0 alone runs this
+    // command, or a single process.
+    if (g_phase == Phase::PeerFailed || g_phase == Phase::RankZeroOnly) return code;
+    if (optim::launcher_world_size() <= 1 && g_phase != Phase::Training) return code;
+    if (g_phase == Phase::Agreed) {  // every rank failed alike and rank 0 said it
+        exit_together();
         return code;
     }
-    if (g_phase == Phase::SetUp && optim::launcher_world_size() > 1) {
+    if (g_phase == Phase::NoWorld) {  // the same command line on every rank: rank 0 speaks
+        if (!g_held.empty() && optim::launcher_rank() == 0) print_error(g_held);
+        exit_together();
+        return code;
+    }
+    if (g_phase == Phase::SetUp) {
         try {
             const auto failed = failed_ranks(true);
             const auto first = std::find_if(failed.begin(), failed.end(), [](double f) { return f != 0.0; });
             if (first - failed.begin() == optim::world().rank() && !g_held.empty()) print_error(g_held);
-            return code;
         } catch (const Error& e) {
             print_error(e.what());
             return code;
         }
+        exit_together();
+        return code;
     }
     try {
         const optim::ProcessGroup& group = optim::world();

@@ -42,6 +42,11 @@ int agreed_signal(int signal);
 /// the same files, so they would all print the same line.
 void report_error(const std::string& message);
 
+/// For tasks, eval and inspect, which are not data-parallel: under an MPI launcher of several
+/// processes, false on rank 0, which runs the command alone, and true on the others, which
+/// should exit 0 at once; false without a launcher.
+bool skip_on_this_rank();
+
 /// The world for `train`: optim::world(), with the set-up phase begun (see setup_agreed).
 const optim::ProcessGroup& train_world();
 
