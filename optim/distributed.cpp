@@ -26,6 +26,13 @@ int launcher_world_size() {
     return std::getenv("PMIX_RANK") != nullptr ? 2 : 1;  // PMIx without a size: assume several
 }
 
+bool under_launcher() {
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "PMIX_RANK"}) {
+        if (std::getenv(name) != nullptr) return true;
+    }
+    return false;
+}
+
 int launcher_rank() {
     for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
         if (const char* value = std::getenv(name)) return std::max(0, std::atoi(value));

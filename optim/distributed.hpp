@@ -30,6 +30,10 @@ int launcher_world_size();
 /// PMIX_RANK), without initialising MPI: for a program to know, before world(), whether it is
 /// rank 0; 0 for a process no launcher started.
 int launcher_rank();
+/// True when an MPI launcher started this process, even as the only one (`mpirun -np 1`):
+/// its standard streams are then the launcher's forwarding, often a terminal of its own
+/// whatever the launcher's output is redirected to.
+bool under_launcher();
 
 /// The processes of this run: MPI_COMM_WORLD, duplicated so that attograd's error handler
 /// (MPI_ERRORS_RETURN: every failure becomes a DistributedError) does not change the user's.

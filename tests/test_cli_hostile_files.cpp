@@ -289,6 +289,24 @@ TEST_CASE("config.json naming another task than the model's is refused naming ta
     }
 }
 
+TEST_CASE(
+    "config.json: task 'data' without its file, and a progress count of the wrong kind, name the field") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    const std::string saved = read_text(fs::path(tmp / "run") / "config.json");
+    json config = json::parse(saved);
+    config["task"]["name"] = "data";  // with task.data "": the resume used to say ": cannot open"
+    config["task"]["data"] = "";
+    config["config_fnv1a64"] = "unchecked";
+    write_text(fs::path(tmp / "run") / "config.json", config.dump());
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}), {"config.json: task.data"});
+    config = json::parse(saved);
+    config["progress"]["steps_done"] = 1.5;  // used to say "must be a number, got number"
+    config["config_fnv1a64"] = "unchecked";
+    write_text(fs::path(tmp / "run") / "config.json", config.dump());
+    check_refused(run({"eval", "--run", tmp / "run"}), {"'progress.steps_done' must be an integer, got 1.5"});
+}
+
 TEST_CASE("a config.json edited to a model too large for memory is refused before it is built") {
     TempDir tmp;
     small_run(tmp / "run");

@@ -16,6 +16,7 @@
 #include "inspect/render_svg.hpp"
 #include "inspect/render_term.hpp"
 #include "inspect/snapshot.hpp"
+#include "optim/distributed.hpp"
 
 #include <fmt/format.h>
 
@@ -186,7 +187,11 @@ int cmd_inspect(const InspectArgs& args) {
     };
 
     if (args.format == "term") {
-        const inspect::TermOptions term{.colour = inspect::detect_term_colour(stdout),
+        // Under mpirun stdout is the launcher's forwarding: a terminal even when mpirun's own
+        // output goes to a file, so colour codes would end up there.
+        const inspect::TermOptions term{.colour = optim::under_launcher()
+                                                      ? inspect::TermColour::Plain
+                                                      : inspect::detect_term_colour(stdout),
                                         .width = std::max<std::int64_t>(20, inspect::terminal_width(stdout))};
         for (const auto& note : notes) fmt::print("{}\n\n", note);
         for (std::size_t e = 0; e < examples.size(); ++e) {

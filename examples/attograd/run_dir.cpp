@@ -32,6 +32,8 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
         }
         return data::make_task(config.task.name);
     }
+    AG_CHECK(!config.task.data.empty(), ValueError,
+             "config.json: task.data is empty, but task.name 'data' needs the path of the training TSV file");
     if (for_training) {
         TrainingData data = read_training_data(config.task.data, config.task.chars);
         AG_CHECK(
@@ -86,8 +88,8 @@ RunProgress read_progress(const nlohmann::json& json) {
         if (!j.contains(key)) return;
         using T = std::decay_t<decltype(value)>;
         const bool ok = std::is_integral_v<T> ? j[key].is_number_integer() : j[key].is_number();
-        AG_CHECK(ok, ValueError, "config.json: field 'progress.{}' must be a number, got {}", key,
-                 j[key].type_name());
+        AG_CHECK(ok, ValueError, "config.json: field 'progress.{}' must be {}, got {}", key,
+                 std::is_integral_v<T> ? "an integer" : "a number", j[key].dump());
         value = j[key].get<T>();
     };
     number("steps_done", p.steps_done);
