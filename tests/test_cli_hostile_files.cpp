@@ -307,6 +307,22 @@ TEST_CASE(
     check_refused(run({"eval", "--run", tmp / "run"}), {"'progress.steps_done' must be an integer, got 1.5"});
 }
 
+TEST_CASE("a hand-edited config.json cannot drop a file's checksum entry") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    const std::string saved = read_text(fs::path(tmp / "run") / "config.json");
+    for (const char* name :
+         {"model.safetensors", "optimizer.safetensors", "metrics.csv", "attention_snapshots.safetensors"}) {
+        INFO(name);
+        json config = json::parse(saved);
+        REQUIRE(config["files"].contains(name));
+        config["files"].erase(name);  // the file could then be swapped for anything
+        config["config_fnv1a64"] = "unchecked";
+        write_text(fs::path(tmp / "run") / "config.json", config.dump());
+        check_refused(run({"eval", "--run", tmp / "run"}), {"field 'files' has no entry for", name});
+    }
+}
+
 TEST_CASE("a config.json edited to a model too large for memory is refused before it is built") {
     TempDir tmp;
     small_run(tmp / "run");

@@ -204,6 +204,15 @@ void verify_run_files(const nlohmann::json& config, const fs::path& dir) {
                  "after it was written",
                  shown_path(path), sum, excerpt(info["fnv1a64"].get<std::string>()));
     }
+    // Every file train writes is recorded: an entry deleted from a hand-edited ("unchecked")
+    // config.json would let its file be read unchecked.
+    for (const char* name : {"model.safetensors", "optimizer.safetensors", "metrics.csv",
+                             "attention_snapshots.safetensors", "heldout.tsv"}) {
+        AG_CHECK(config["files"].contains(name) || !fs::exists(dir / name), IoError,
+                 "{}: field 'files' has no entry for {}, which the run holds (every file train writes is "
+                 "recorded with its size and checksum)",
+                 where, name);
+    }
 }
 
 }  // namespace attograd::cli
