@@ -29,7 +29,6 @@ using ConstMatrixMap = Eigen::Map<const RowMatrix<T>>;
 using detail::heads_major;
 
 using detail::apply_dropout;
-using detail::kBlocksPerGrab;
 using Geometry = detail::SdpaGeometry;
 
 // Keys from which a call without need_weights takes the flash path. Below, the kernel that keeps
@@ -110,10 +109,11 @@ void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const
                            ? empty({g.blocks() * g.d * g.tk}, {.dtype = dtype_of<T>()})
                            : Tensor();
     T* kt = detail::data_or_null<T>(kt_buffer);
+    const int grab = g.blocks_per_grab();
 #pragma omp parallel if (g.parallel())
     {
         if (kt != nullptr) transpose_blocks(g, k, g.k, g.d, kt);
-#pragma omp for schedule(dynamic, kBlocksPerGrab)
+#pragma omp for schedule(dynamic, grab)
         for (std::int64_t bh = 0; bh < g.blocks(); ++bh)
             forward_block(g, bh, q, k, kt, v, mask, out, weights);
     }
@@ -137,10 +137,11 @@ void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
                            ? empty({g.blocks() * g.dv * g.tk}, {.dtype = dtype_of<T>()})
                            : Tensor();
     T* vt = detail::data_or_null<T>(vt_buffer);
+    const int grab = g.blocks_per_grab();
 #pragma omp parallel if (g.parallel())
     {
         if (vt != nullptr) transpose_blocks(g, a.v, g.v, g.dv, vt);
-#pragma omp for schedule(dynamic, kBlocksPerGrab)
+#pragma omp for schedule(dynamic, grab)
         for (std::int64_t bh = 0; bh < g.blocks(); ++bh) {
             const std::int64_t b = bh / g.heads, h = bh % g.heads;
             const std::int64_t plane = g.tq * g.tk;

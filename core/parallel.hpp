@@ -40,8 +40,8 @@ inline constexpr std::int64_t kMinParallelGemmWork = std::int64_t{1} << 18;
 
 /// Threads to use now: omp_get_max_threads(), or 1 while the cores are contended. Every call
 /// that looks (at most every 5 ms) reads how long the calling thread has waited on a run queue
-/// (/proc/thread-self/schedstat); above 10 % of the wall time since the last look, the cores are
-/// taken by other processes and the framework runs on one thread for 200 ms, doubling up to
+/// (/proc/thread-self/schedstat); above 10 % of the wall time in two looks in a row, the cores
+/// are taken by other processes and the framework runs on one thread for 200 ms, doubling up to
 /// 6.4 s while each probe with all threads still finds them contended (core/parallel.cpp).
 int available_threads();
 

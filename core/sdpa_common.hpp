@@ -8,6 +8,7 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -26,16 +27,21 @@ struct SdpaGeometry : HeadGeometry {
     bool parallel() const {
         return blocks() > 1 && worth_parallel(blocks() * tq * tk * (d + dv), kMinParallelGemmWork);
     }
+    /// (batch, head) blocks a thread takes at a time: threads that come free take more, so a
+    /// core that runs slower for a while (a shared machine) does not hold the others up. Up to 4
+    /// small blocks a grab (the small step's 32 x 32 blocks: fewer hand-outs), one when a block
+    /// alone is worth a parallel region: in the large step (256 x 256 blocks, ~90 µs of
+    /// backward each) grabs of 4 left one thread idle for up to 0.35 ms at each region's end.
+    int blocks_per_grab() const {
+        const std::int64_t block_work = std::max<std::int64_t>(1, tq * tk * (d + dv));
+        return static_cast<int>(std::clamp<std::int64_t>(kMinParallelGemmWork / block_work, 1, 4));
+    }
     /// The mask row of query t in block (b, h), indexed by key with stride mask_s.
     template <class T>
     const T* mask_row(const T* mask, std::int64_t b, std::int64_t h, std::int64_t t) const {
         return mask + b * mask_b + h * mask_h + t * mask_t;
     }
 };
-
-/// (batch, head) blocks a thread takes at a time: threads that come free take more, so a core
-/// that runs slower for a while (a shared machine) does not hold the others up.
-inline constexpr int kBlocksPerGrab = 4;
 
 /// Uniform [0, 1) number `index` of the stream of a block's seed: the (index + 1)-th output of
 /// SplitMix64 (Steele et al. 2014) started at `seed`, computed directly, so that any tile of a
