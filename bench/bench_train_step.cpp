@@ -2,7 +2,7 @@
 // Linear E -> 16, cross-entropy, Adam) in attograd, next to the same step in LibTorch
 // (libtorch_train_step, run from this program's directory when it was built) with the ratio.
 //
-//   bench_train_step [--threads N] [small|large|local]
+//   bench_train_step [--threads N] [--rounds R] [small|large|local]
 //
 // --threads N sets the OpenMP threads of both programs (default: every core). On a machine that
 // other processes load, each parallel region waits for a descheduled worker; --threads 1
@@ -11,7 +11,7 @@
 // Configurations (issue 3 point 10): small B 32, T 32, E 64, h 4; large B 8, T 256, E 256, h 8;
 // local B 4, T 512, E 64, h 4 with local-m attention of window D = 8 (LibTorch: a band mask
 // over the full T x T scores). Each measurement is the median ms/step over 7 runs after warm-up.
-// A configuration takes three rounds, each timing attograd and then LibTorch, so that a slow
+// A configuration takes R rounds (default 3), each timing attograd and then LibTorch, so that a slow
 // spell of the machine (this VM's host takes its CPUs away at times) lands on both alike; the
 // table shows each framework's median over the rounds and the ratio of the two medians.
 // Printed last: the share of CPU time the host took during the run, and a check of the cores'
@@ -24,6 +24,7 @@
 #include "train_step_model.hpp"
 
 #include <omp.h>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -121,11 +122,11 @@ int main(int argc, char** argv) {
                 "attograd ms", "libtorch ms", "speed-up", "ours/floor", "torch/floor");
     std::string blas = "not run";
     const bench::CpuTicks start = bench::cpu_ticks();
-    constexpr int kRounds = 3;
+    const int rounds = std::max(1, bench::int_flag(argc, argv, "--rounds", 3));
     for (const auto& c : configs) {
         if (!only.empty() && only != c.name) continue;
         std::vector<double> ours, torch;
-        for (int round = 0; round < kRounds; ++round) {
+        for (int round = 0; round < rounds; ++round) {
             ours.push_back(time_config(c));
             torch.push_back(libtorch_ms(self, c.name, threads, blas));
         }

@@ -2,6 +2,7 @@
 #include "core/autograd.hpp"
 
 #include "core/error.hpp"
+#include "core/ops_reduce.hpp"
 
 #include <algorithm>
 #include <array>
@@ -79,20 +80,6 @@ Tape& tape() {
     return instance;
 }
 
-template <class T>
-bool all_finite(const Tensor& t) {
-    const T* p = t.data<T>();
-    const std::int64_t n = t.numel();  // hoisted: numel() walks the shape
-    for (std::int64_t i = 0; i < n; ++i)
-        if (!std::isfinite(p[i])) return false;
-    return true;
-}
-
-bool is_finite(const Tensor& t) {
-    if (!is_floating(t.dtype())) return true;
-    return t.dtype() == DType::Float32 ? all_finite<float>(t) : all_finite<double>(t);
-}
-
 // dst += src elementwise (same shape and dtype, both contiguous).
 void add_into(Tensor& dst, const Tensor& src) {
     dispatch_floating(dst.dtype(), "backward", [&]<class T>(T) {
@@ -141,7 +128,7 @@ void BackwardFn::operator()(const Tensor& grad_output, Gradients& grads) const {
 void Gradients::add(std::size_t i, const Tensor& grad) {
     if (!needs(i)) return;
     if (anomaly_mode)
-        AG_CHECK(is_finite(grad), AutogradError,
+        AG_CHECK(all_finite(grad), AutogradError,
                  "anomaly: backward of '{}' produced NaN or Inf in the gradient of input {} {}", op_, i,
                  grad.shape());
     accumulate(*inputs_[i], grad, op_);
@@ -166,7 +153,7 @@ namespace {
 void record_entry(const char* op, const Tensor* inputs, std::size_t n, Tensor& output,
                   autograd::BackwardFn&& backward) {
     if (anomaly_mode)
-        AG_CHECK(is_finite(output), AutogradError, "anomaly: '{}' produced NaN or Inf in its output {}", op,
+        AG_CHECK(all_finite(output), AutogradError, "anomaly: '{}' produced NaN or Inf in its output {}", op,
                  output.shape());
     Tape& t = tape();
     if (t.entries.size() >= t.sweep_at) t.sweep();

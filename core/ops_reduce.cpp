@@ -322,4 +322,13 @@ Tensor sum_to(const Tensor& grad, const Shape& shape) {
     return reshape(sum(grad, axes, true), shape);
 }
 
+bool all_finite(const Tensor& x) {
+    AG_CHECK(x.defined(), ValueError, "all_finite: undefined tensor argument");
+    if (!is_floating(x.dtype())) return true;
+    return dispatch_floating(x.dtype(), "all_finite", [&]<class T>(T) {
+        const T* p = x.data<T>();
+        return std::all_of(p, p + x.numel(), [](T v) { return std::isfinite(v); });
+    });
+}
+
 }  // namespace attograd

@@ -51,6 +51,11 @@ Tensor argmin(const Tensor& x, std::int64_t axis, bool keepdim = false);
 Tensor norm(const Tensor& x, double p = 2.0, const std::vector<std::int64_t>& dims = {},
             bool keepdim = false);
 
+/// True when no element of `x` is NaN or infinite (PyTorch's `torch.isfinite(x).all()`, as a
+/// bool); integer tensors and empty ones are finite. Not differentiable. Throws ValueError on an
+/// undefined tensor.
+bool all_finite(const Tensor& x);
+
 /// Sums `grad` down to `shape`, the inverse of broadcasting `shape` up to grad's shape (one
 /// helper for every broadcast backward). Differentiable. Throws ShapeError when `shape` does
 /// not broadcast to grad's shape.

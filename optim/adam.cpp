@@ -35,9 +35,7 @@ void adam_kernel(T* p, const T* g, T* m, T* v, T* v_max, std::int64_t n, const A
     using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
     constexpr std::int64_t block = 512;
     // ~10 flops and a square root per element
-    const int threads = detail::threads_for(n * 4, detail::kMinParallelWork);
-#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
-    for (std::int64_t start = 0; start < n; start += block) {
+    const auto update_block = [&](std::int64_t start) {
         alignas(64) T buffer[block];
         const std::int64_t len = std::min(block, n - start);
         Eigen::Map<Array> theta(p + start, len), exp_avg(m + start, len), exp_avg_sq(v + start, len);
@@ -54,7 +52,17 @@ void adam_kernel(T* p, const T* g, T* m, T* v, T* v_max, std::int64_t n, const A
         // theta = theta (1 - gamma lambda) - gamma / (1 - beta1^t) m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
         theta =
             theta * c.decay + c.neg_step_size * (exp_avg / (second.sqrt() / c.bias_correction2_sqrt + c.eps));
+    };
+    // ~10 flops and a square root per element
+    const int threads = detail::threads_for(n * 4, detail::kMinParallelWork);
+    if (threads <= 1) {
+        // Not an `omp parallel if (false)`: entering even a serial region costs more than a
+        // small parameter's update (the small training step has seven parameters).
+        for (std::int64_t start = 0; start < n; start += block) update_block(start);
+        return;
     }
+#pragma omp parallel for schedule(static) num_threads(threads)
+    for (std::int64_t start = 0; start < n; start += block) update_block(start);
 }
 
 }  // namespace

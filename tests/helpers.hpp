@@ -18,13 +18,6 @@ inline Tensor rand64(const Shape& shape, std::uint64_t seed) {
     return randn(shape, gen, {.dtype = DType::Float64, .requires_grad = true});
 }
 
-/// True when no element is NaN or infinite.
-inline bool all_finite(const Tensor& t) {
-    for (double v : t.to_vector<double>())
-        if (!std::isfinite(v)) return false;
-    return true;
-}
-
 /// Leaves freed float64 blocks of `shape` full of NaN for the next allocations of that size:
 /// the allocator hands a freed block of the same size class out again (last in, first out), so
 /// an op that leaves part of an uninitialised output unwritten shows NaN there.

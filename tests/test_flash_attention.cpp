@@ -149,7 +149,7 @@ TEST_CASE(
     CHECK_FALSE(res.weights.defined());
     for (std::int64_t c = 0; c < 3; ++c) CHECK(res.output.at({0, 0, 1, c}) == 0.0);
     sum(res.output).backward();
-    for (const Tensor& x : {q, k, v}) CHECK(testing::all_finite(x.grad()));
+    for (const Tensor& x : {q, k, v}) CHECK(all_finite(x.grad()));
 }
 
 TEST_CASE("multi-head attention without weights equals it with weights for every mask kind") {

@@ -8,7 +8,6 @@
 #include <set>
 
 using namespace attograd;
-using testing::all_finite;
 using testing::fixture_tensor;
 using testing::max_abs_diff;
 using testing::rand64;

@@ -5,7 +5,6 @@
 #include <cmath>
 
 using namespace attograd;
-using testing::all_finite;
 using testing::rand64;
 
 TEST_CASE("cross_entropy passes gradcheck for every reduction, smoothing and ignore_index") {

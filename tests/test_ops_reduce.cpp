@@ -48,7 +48,7 @@ TEST_CASE("norm of the zero vector has gradient 0, not NaN") {
     // The route norm replaces: sqrt(sum(x * x)) gives NaN there.
     const Tensor x = zeros({3}, {.dtype = DType::Float64, .requires_grad = true});
     sqrt(sum(x * x)).backward();
-    CHECK_FALSE(testing::all_finite(x.grad()));
+    CHECK_FALSE(all_finite(x.grad()));
 }
 
 TEST_CASE("norm with p = inf shares the gradient among tied maxima") {
@@ -119,4 +119,18 @@ TEST_CASE("max and min of every element share the gradient among ties as PyTorch
     CHECK_THROWS_WITH_AS(max(zeros({0, 3})), doctest::Contains("max: cannot reduce an empty tensor"),
                          ShapeError);
     CHECK_THROWS_WITH_AS(min(index_tensor({1, 2}, {2})), doctest::Contains("min"), DTypeError);
+}
+
+TEST_CASE("all_finite finds a NaN or an infinity anywhere, in either float dtype") {
+    for (const DType dtype : {DType::Float32, DType::Float64}) {
+        CHECK(all_finite(tensor({1, -2, 3e30}, {3}, {.dtype = dtype})));
+        CHECK(all_finite(zeros({0, 4}, {.dtype = dtype})));
+        for (const double bad : {std::nan(""), kInf, -kInf}) {
+            Tensor x = zeros({2, 5}, {.dtype = dtype});
+            dispatch_floating(dtype, "test", [&]<class T>(T) { x.data<T>()[7] = static_cast<T>(bad); });
+            CHECK_FALSE(all_finite(x));
+        }
+    }
+    CHECK(all_finite(index_tensor({1, 2}, {2})));
+    CHECK_THROWS_AS(all_finite(Tensor()), ValueError);
 }

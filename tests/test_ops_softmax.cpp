@@ -5,7 +5,6 @@
 #include <limits>
 
 using namespace attograd;
-using testing::all_finite;
 using testing::rand64;
 
 namespace {

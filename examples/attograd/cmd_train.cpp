@@ -53,14 +53,8 @@ constexpr std::int64_t kDivergedSteps = 20;
 // The name of the first parameter holding a NaN or an infinity, or "" when all are finite: an
 // update that overflows shows here before the next loss, an evaluation or a snapshot reads it.
 std::string first_non_finite(const nn::Module& model) {
-    for (const auto& [name, p] : model.named_parameters()) {
-        const bool finite = p.dtype() == DType::Float64
-                                ? std::all_of(p.data<double>(), p.data<double>() + p.numel(),
-                                              [](double x) { return std::isfinite(x); })
-                                : std::all_of(p.data<float>(), p.data<float>() + p.numel(),
-                                              [](float x) { return std::isfinite(x); });
-        if (!finite) return name;
-    }
+    for (const auto& [name, p] : model.named_parameters())
+        if (!all_finite(p)) return name;
     return {};
 }
 

@@ -4,6 +4,7 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/ops_reduce.hpp"
 #include "core/serialization.hpp"
 #include "data/text.hpp"
 #include "data/tsv.hpp"
@@ -59,13 +60,9 @@ TrainingData read_training_data(const std::filesystem::path& path, bool chars) {
 }
 
 void check_all_finite(const std::map<std::string, Tensor>& state, const std::filesystem::path& file) {
-    for (const auto& [name, tensor] : state) {
-        if (!is_floating(tensor.dtype())) continue;
-        const auto values = tensor.to_vector<double>();
-        AG_CHECK(std::all_of(values.begin(), values.end(), [](double x) { return std::isfinite(x); }),
-                 IoError, "{}: tensor '{}' holds NaN or Inf values (a corrupt checkpoint)", shown_path(file),
-                 name);
-    }
+    for (const auto& [name, tensor] : state)
+        AG_CHECK(all_finite(tensor), IoError, "{}: tensor '{}' holds NaN or Inf values (a corrupt checkpoint)",
+                 shown_path(file), name);
 }
 
 nlohmann::json read_run_json(const std::filesystem::path& path) {
