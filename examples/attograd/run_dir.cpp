@@ -61,8 +61,8 @@ TrainingData read_training_data(const std::filesystem::path& path, bool chars) {
 
 void check_all_finite(const std::map<std::string, Tensor>& state, const std::filesystem::path& file) {
     for (const auto& [name, tensor] : state)
-        AG_CHECK(all_finite(tensor), IoError, "{}: tensor '{}' holds NaN or Inf values (a corrupt checkpoint)",
-                 shown_path(file), name);
+        AG_CHECK(all_finite(tensor), IoError,
+                 "{}: tensor '{}' holds NaN or Inf values (a corrupt checkpoint)", shown_path(file), name);
 }
 
 nlohmann::json read_run_json(const std::filesystem::path& path) {
