@@ -139,8 +139,8 @@ int calibrate(Fn&& fn, double target_seconds, Clock clock) {
 }
 
 /// The configuration named on the command line of a program taking `[--flag N ...] [name]`
-/// (every `--flag` takes one value): "" when none is named. An unknown name ends the program with a one-line
-/// message and exit code 2.
+/// (every `--flag` takes one value): "" when none is named. An unknown name ends the program
+/// with a one-line message and exit code 2.
 inline std::string chosen_config(int argc, char** argv, std::initializer_list<std::string_view> names) {
     std::string chosen;
     for (int i = 1; i < argc; ++i) {
