@@ -82,7 +82,16 @@ void forward_tile(const SdpaGeometry& g, const T* q, const T* k, const T* v, con
         for (std::int64_t r = 0; r < rows; ++r) {
             T* row = S + r * cols;
             scale_and_mask(g, mask, b, h, i0 + r, s0, row, cols);
-            const T m_new = std::max(top[r], RowArray<T>(row, cols).maxCoeff());
+            // A NaN score makes its row NaN, as the kernel that keeps the weights does; unchecked,
+            // std::max and Eigen's exp (which clamps its argument) drop it, so a NaN query gave
+            // a zero row and a NaN key finite outputs.
+            const T tile_max = RowArray<T>(row, cols).template maxCoeff<Eigen::PropagateNaN>();
+            if (std::isnan(tile_max) || std::isnan(top[r])) {
+                top[r] = std::numeric_limits<T>::quiet_NaN();
+                std::fill_n(row, cols, T(0));
+                continue;
+            }
+            const T m_new = std::max(top[r], tile_max);
             if (m_new == kNegInf<T>) {  // every key so far masked: nothing to add yet
                 std::fill_n(row, cols, T(0));
                 continue;
@@ -108,6 +117,11 @@ void forward_tile(const SdpaGeometry& g, const T* q, const T* k, const T* v, con
     }
     T* oi = out + g.out.at(b, h) + i0 * g.out.row;
     for (std::int64_t r = 0; r < rows; ++r) {
+        if (std::isnan(top[r])) {
+            std::fill_n(oi + r * g.out.row, g.dv, std::numeric_limits<T>::quiet_NaN());
+            lse[bh * g.tq + i0 + r] = top[r];
+            continue;
+        }
         const bool empty = total[r] == T(0);  // every key masked (or no keys): zero output
         const T inv = empty ? T(0) : T(1) / total[r];
         RowArray<T>(oi + r * g.out.row, g.dv) = ConstRowArray<T>(acc + r * g.dv, g.dv) * inv;

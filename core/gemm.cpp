@@ -170,6 +170,11 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64
 template <class T>
 void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst) {
     if (rows == 0 || cols == 0) return;
+    if (rows == 1) {  // a copy; ld_src may then be below cols, which LIBXSMM would refuse unwritten
+        std::copy_n(src, cols, dst);
+        return;
+    }
+    AG_ASSERT(ld_src >= cols, "transpose: rows {} elements apart hold {} columns", ld_src, cols);
 #ifdef ATTOGRAD_LIBXSMM
     // In 32 x 32 tiles: whole, LIBXSMM's transpose of a [768, 256] weight took 105 us, in tiles
     // 26 us (64 x 64: 68 us); a [256, 2048] one 298 against 95 us. Each tile: column-major

@@ -58,7 +58,8 @@ void masked_softmax_rows(const Geometry& g, std::int64_t b, std::int64_t h, cons
 // threads share the work (the copies are exact, so the bits do not depend on who copies).
 template <class T>
 void transpose_blocks(const Geometry& g, const T* y, const detail::HeadLayout& l, std::int64_t width, T* yt) {
-    if (l.head == width) {
+    if (l.head == width &&
+        l.row >= g.heads * width) {  // (with one key, [B, h, 1, d] has l.head == width too)
 #pragma omp for schedule(static)
         for (std::int64_t b = 0; b < g.batch; ++b)
             detail::transpose(g.tk, g.heads * width, y + l.at(b, 0), l.row, yt + b * g.heads * width * g.tk);

@@ -83,6 +83,10 @@ void Optimizer::step() {
                 "{}.step: parameter {} is {} but its state '{}' is {}; convert the model before creating "
                 "the optimizer",
                 name_, i, p.dtype(), key, t.dtype());
+        // lr is a double; cast to a float32 parameter's dtype it may overflow and turn every
+        // element into inf or NaN
+        AG_CHECK(p.dtype() != DType::Float32 || std::isfinite(static_cast<float>(lr_)), ValueError,
+                 "{}.step: lr {} is beyond the float32 range of parameter {} {}", name_, lr_, i, p.shape());
         update(i, p, grad);
     }
 }

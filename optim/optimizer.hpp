@@ -34,7 +34,8 @@ public:
     /// Updates every parameter that has a gradient, with recording off (PyTorch's `step()`
     /// under `torch.no_grad()`). Parameters without a gradient are skipped and keep their
     /// state, as in PyTorch. Throws DTypeError when a parameter's dtype was changed after its
-    /// state was made (convert the model before creating the optimizer).
+    /// state was made (convert the model before creating the optimizer), and ValueError when lr
+    /// is beyond the float32 range of a float32 parameter (PyTorch would write inf there).
     void step();
     /// Drops every parameter's gradient. This is PyTorch's `zero_grad(set_to_none=True)`, the
     /// default since PyTorch 2.0 (1.13 zeroed in place): a parameter that gets no gradient in

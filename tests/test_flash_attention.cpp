@@ -152,6 +152,30 @@ TEST_CASE(
     for (const Tensor& x : {q, k, v}) CHECK(all_finite(x.grad()));
 }
 
+TEST_CASE("a NaN in a query or a key shows in the flash output exactly where the kept kernel's does") {
+    for (const bool in_key : {false, true}) {
+        Tensor q = rand64({1, 2, 3, 4}, 14), k = rand64({1, 2, kLong, 4}, 15),
+               v = rand64({1, 2, kLong, 3}, 16);
+        (in_key ? k : q).data<double>()[in_key ? 1900 * 4 + 2 : 4 + 1] = std::nan("");  // head 0
+        const auto flash = scaled_dot_product_attention(q, k, v, {.need_weights = false});
+        const auto kept = scaled_dot_product_attention(q, k, v, {.need_weights = true});
+        const auto f = flash.output.to_vector<double>(), w = kept.output.to_vector<double>();
+        REQUIRE(f.size() == w.size());
+        std::size_t nan_count = 0;
+        for (std::size_t i = 0; i < f.size(); ++i) {
+            CHECK(std::isnan(f[i]) == std::isnan(w[i]));
+            if (std::isnan(f[i]))
+                ++nan_count;
+            else
+                CHECK(std::abs(f[i] - w[i]) < 1e-12);
+        }
+        // a NaN query: its row of head 0; a NaN key: every row of head 0 (head 1 stays finite)
+        CHECK(nan_count == (in_key ? 3u * 3u : 3u));
+        sum(flash.output).backward();
+        CHECK_FALSE(all_finite(in_key ? k.grad() : q.grad()));
+    }
+}
+
 TEST_CASE("multi-head attention without weights equals it with weights for every mask kind") {
     // Tq 3, Tk kLong, h 2: bool and float attn_mask [Tq, Tk] and [B * h, Tq, Tk], bool and float
     // key_padding_mask [B, Tk], is_causal; none masks a whole row.

@@ -497,3 +497,35 @@ TEST_CASE("a parameter whose dtype changed after its state was made is refused")
         opt.step(), doctest::Contains("parameter 0 is float64 but its state 'momentum_buffer' is float32"),
         DTypeError);
 }
+
+TEST_CASE("Adam and AdamW leave a parameter unchanged where g^2 overflows, in every element, as PyTorch") {
+    // m / (sqrt(v) + eps) with v = inf is 0 (PyTorch's addcdiv gives the same); Eigen's fast-math
+    // packet sqrt once made it NaN in the vectorised body and left the scalar tail finite.
+    for (const DType dtype : {DType::Float32, DType::Float64}) {
+        const double huge = dtype == DType::Float32 ? 1e25 : 1e160;
+        for (const bool decoupled : {false, true}) {
+            Tensor p = ones({37}, {.dtype = dtype, .requires_grad = true});
+            std::unique_ptr<Optimizer> opt;
+            if (decoupled)
+                opt = std::make_unique<AdamW>(std::vector<Tensor>{p},
+                                              AdamWOptions{.lr = 1e-3, .weight_decay = 0});
+            else
+                opt = std::make_unique<Adam>(std::vector<Tensor>{p}, AdamOptions{.lr = 1e-3});
+            p.set_grad(full({37}, huge, {.dtype = dtype}));
+            opt->step();
+            for (const double x : p.to_vector<double>()) CHECK(x == 1.0);
+        }
+    }
+}
+
+TEST_CASE("a learning rate beyond float32 is refused for float32 parameters, not written as inf") {
+    Tensor p = ones({4}, {.requires_grad = true});
+    SGD opt({p}, {.lr = 1e300});
+    p.set_grad(ones({4}));
+    CHECK_THROWS_WITH_AS(opt.step(), doctest::Contains("lr 1e+300 is beyond the float32 range"), ValueError);
+    for (const double x : p.to_vector<double>()) CHECK(x == 1.0);
+    Tensor d = ones({4}, {.dtype = DType::Float64, .requires_grad = true});
+    Adam adam({d}, {.lr = 1e300});
+    d.set_grad(ones({4}, {.dtype = DType::Float64}));
+    CHECK_NOTHROW(adam.step());  // representable in float64
+}
