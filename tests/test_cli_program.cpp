@@ -334,6 +334,14 @@ TEST_CASE("train refuses --local p without --window") {
     CHECK(entries(tmp.path()).empty());
 }
 
+TEST_CASE("train refuses --local p with --window 0, naming the flags") {
+    TempDir tmp;
+    check_refused(
+        run({"train", "--task", "reverse", "--local", "p", "--window", "0", "--out", tmp / "run"}),
+        {"--window must be >= 1 with --local p"});
+    CHECK(entries(tmp.path()).empty());
+}
+
 TEST_CASE("train refuses a negative --window (global attention is the default without one)") {
     TempDir tmp;
     for (const char* window : {"-1", "-2"}) {

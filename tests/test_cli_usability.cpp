@@ -45,6 +45,8 @@ TEST_CASE("--help of every subcommand shows plain type names and the default of 
             if (name == "task" || name == "data" || name == "resume" || name == "run" || name == "input")
                 continue;
             CHECK_MESSAGE(line.find("[default: ") != std::string::npos, line);
+            // once: the task defaults and a flag's own default were both shown for one
+            CHECK_MESSAGE(line.find("[default: ") == line.rfind("[default: "), line);
         }
         CHECK(with_value >= 3);
     }

@@ -182,10 +182,8 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
         "record the attention of the first held-out examples every N steps (0 = off)");
     options.emplace_back("no-early-stop", app.add_flag("--no-early-stop", a.no_early_stop,
                                                        "train all --steps even after reaching the target"));
-    with_default_value(add("checkpoint-every", a.checkpoint_every,
-                           "also save the run every N steps (it is saved at every evaluation too; 0 = at "
-                           "evaluations only)"),
-                       a.checkpoint_every);
+    add("checkpoint-every", a.checkpoint_every,
+        "also save the run every N steps (it is saved at every evaluation too; 0 = at evaluations only)");
     with_default(add("out", a.out, "run directory to write; must be new or empty, or --force", "DIR"),
                  "runs/TASK");
     options.emplace_back("force", app.add_flag("--force", a.force, "let --out replace the run it holds"));

@@ -168,6 +168,8 @@ void validate(const RunConfig& config, const TaskInfo& task, const SettingNames&
              names.prefix("model.min_source_len"), m.max_source_len, m.min_source_len);
     check(m.window >= -1, "model.window",
           fmt::format("must be >= 0 (or -1: global attention), got {}", m.window));
+    check(m.window != 0 || m.local != "p", "model.window",
+          fmt::format("must be >= 1 with {} p (its Gaussian has sigma = D / 2), got 0", n("model.local")));
     // The optimizers and the gradient clip compute in float32: a value beyond FLT_MAX would
     // become inf inside them (an error naming the optimizer, not the flag).
     const double f32 = std::numeric_limits<float>::max();
