@@ -336,9 +336,8 @@ TEST_CASE("train refuses --local p without --window") {
 
 TEST_CASE("train refuses --local p with --window 0, naming the flags") {
     TempDir tmp;
-    check_refused(
-        run({"train", "--task", "reverse", "--local", "p", "--window", "0", "--out", tmp / "run"}),
-        {"--window must be >= 1 with --local p"});
+    check_refused(run({"train", "--task", "reverse", "--local", "p", "--window", "0", "--out", tmp / "run"}),
+                  {"--window must be >= 1 with --local p"});
     CHECK(entries(tmp.path()).empty());
 }
 
