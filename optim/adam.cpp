@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace attograd::optim {
 namespace {
@@ -49,9 +50,14 @@ void adam_kernel(T* p, const T* g, T* m, T* v, T* v_max, std::int64_t n, const A
             max_sq = max_sq.max(exp_avg_sq);  // v_max = max(v_max, v)
         }
         const Eigen::Map<const Array> second((AMSGrad ? v_max : v) + start, len);  // v, or v_max
+        // Eigen's fast-math packet sqrt (rsqrt and a Newton step, the default EIGEN_FAST_MATH)
+        // turns +inf into NaN: where g^2 overflowed, the vectorised body of a parameter went NaN
+        // and its scalar tail stayed put. sqrt(inf) = inf, so m / inf = 0 leaves theta as in
+        // PyTorch. (EIGEN_FAST_MATH=0 would also take away the vectorised tanh.)
+        constexpr T kInf = std::numeric_limits<T>::infinity();
+        const auto root = (second == kInf).select(kInf, second.sqrt());
         // theta = theta (1 - gamma lambda) - gamma / (1 - beta1^t) m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-        theta =
-            theta * c.decay + c.neg_step_size * (exp_avg / (second.sqrt() / c.bias_correction2_sqrt + c.eps));
+        theta = theta * c.decay + c.neg_step_size * (exp_avg / (root / c.bias_correction2_sqrt + c.eps));
     };
     // ~10 flops and a square root per element
     const int threads = detail::threads_for(n * 4, detail::kMinParallelWork);
