@@ -130,7 +130,7 @@ void forward_tile(const SdpaGeometry& g, const T* q, const T* k, const T* v, con
 }
 
 // Probabilities P = exp(scale q k^T + mask - lse) of tile S [rows, cols] in place; rows of
-// lse -inf (fully masked) become 0.
+// lse -inf (fully masked) become 0, rows of lse NaN (a NaN score) NaN.
 template <class T>
 void recompute_probabilities(const SdpaGeometry& g, const T* mask, const T* lse, std::int64_t b,
                              std::int64_t h, std::int64_t i0, std::int64_t s0, T* S, std::int64_t rows,
@@ -140,6 +140,10 @@ void recompute_probabilities(const SdpaGeometry& g, const T* mask, const T* lse,
         const T shift = lse[i0 + r];
         if (shift == kNegInf<T>) {
             std::fill_n(row, cols, T(0));
+            continue;
+        }
+        if (std::isnan(shift)) {  // a row made NaN in forward stays NaN here (exp would clamp it)
+            std::fill_n(row, cols, std::numeric_limits<T>::quiet_NaN());
             continue;
         }
         scale_and_mask(g, mask, b, h, i0 + r, s0, row, cols);

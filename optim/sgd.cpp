@@ -47,15 +47,18 @@ void SGD::update(std::size_t index, Tensor& param, const Tensor& grad) {
         const T lambda = static_cast<T>(options_.weight_decay), mu = static_cast<T>(options_.momentum);
         const T keep = static_cast<T>(1.0 - options_.dampening), gamma = static_cast<T>(lr());
         const bool nesterov = options_.nesterov;
+        // Every multiply-add spelled as std::fma: left to the compiler, the vectorised body and the
+        // scalar tail of the loop were contracted differently, so equal gradients gave a
+        // parameter's elements values 1 ulp apart by position (nesterov, float32).
         for (std::int64_t k = 0, n = param.numel(); k < n; ++k) {
             T d = g[k];
-            if (lambda != 0) d += lambda * p[k];  // g = g + lambda theta
+            if (lambda != 0) d = std::fma(lambda, p[k], d);  // g = g + lambda theta
             if (buf) {
-                const T b = first ? d : mu * buf[k] + keep * d;  // b = mu b + (1 - tau) g
+                const T b = first ? d : std::fma(mu, buf[k], keep * d);  // b = mu b + (1 - tau) g
                 buf[k] = b;
-                d = nesterov ? d + mu * b : b;
+                d = nesterov ? std::fma(mu, b, d) : b;
             }
-            p[k] -= gamma * d;
+            p[k] = std::fma(-gamma, d, p[k]);
         }
     });
 }

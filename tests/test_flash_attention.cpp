@@ -4,6 +4,7 @@
 #include "attention_helpers.hpp"
 #include "fixtures.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -173,6 +174,33 @@ TEST_CASE("a NaN in a query or a key shows in the flash output exactly where the
         CHECK(nan_count == (in_key ? 3u * 3u : 3u));
         sum(flash.output).backward();
         CHECK_FALSE(all_finite(in_key ? k.grad() : q.grad()));
+    }
+}
+
+TEST_CASE("non-finite inputs give the same non-finite outputs and gradients on both paths") {
+    // A +inf query makes a row's scores +inf, -inf and NaN at once; the row is NaN, and so is
+    // dV = P^T dO everywhere (backward once rebuilt P from a NaN log-sum-exp as finite values).
+    const auto nonfinite = [](const Tensor& t) {
+        std::vector<bool> out;
+        for (const double x : t.to_vector<double>()) out.push_back(!std::isfinite(x));
+        return out;
+    };
+    for (const int where : {0, 1, 2}) {  // +inf in a query, NaN in a query, +inf in a key
+        std::vector<std::vector<bool>> masks[2];
+        for (const bool kept : {false, true}) {
+            Tensor q = rand64({1, 2, 3, 4}, 17), k = rand64({1, 2, kLong, 4}, 18),
+                   v = rand64({1, 2, kLong, 3}, 19);
+            if (where == 0) q.data<double>()[4 + 2] = kInf;
+            if (where == 1) q.data<double>()[12 + 4 + 1] = std::nan("");  // head 1
+            if (where == 2) k.data<double>()[700 * 4 + 3] = kInf;
+            const auto r = scaled_dot_product_attention(q, k, v, {.need_weights = kept});
+            sum(r.output).backward();
+            for (const Tensor& t : {r.output, q.grad(), k.grad(), v.grad()})
+                masks[kept].push_back(nonfinite(t));
+        }
+        INFO("case ", where);
+        for (std::size_t i = 0; i < 4; ++i) CHECK(masks[0][i] == masks[1][i]);
+        CHECK(std::count(masks[0][0].begin(), masks[0][0].end(), true) > 0);
     }
 }
 

@@ -529,3 +529,18 @@ TEST_CASE("a learning rate beyond float32 is refused for float32 parameters, not
     d.set_grad(ones({4}, {.dtype = DType::Float64}));
     CHECK_NOTHROW(adam.step());  // representable in float64
 }
+
+TEST_CASE("SGD gives every element of a parameter the same update for the same gradient") {
+    // The loop's vectorised body and scalar tail once rounded nesterov's multiply-adds apart.
+    for (const DType dtype : {DType::Float32, DType::Float64})
+        for (const bool nesterov : {false, true}) {
+            Tensor p = ones({37}, {.dtype = dtype, .requires_grad = true});
+            SGD opt({p}, {.lr = 0.1, .momentum = 0.9, .weight_decay = 0.01, .nesterov = nesterov});
+            for (const double g : {1.7, -0.3, 2.9}) {
+                p.set_grad(full({37}, g, {.dtype = dtype}));
+                opt.step();
+            }
+            const auto v = p.to_vector<double>();
+            for (const double x : v) CHECK(x == v[0]);
+        }
+}
