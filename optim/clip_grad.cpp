@@ -2,6 +2,7 @@
 #include "optim/clip_grad.hpp"
 
 #include "core/error.hpp"
+#include "core/ops_reduce.hpp"
 
 #include <Eigen/Core>
 
@@ -24,8 +25,7 @@ double accumulate_norm(const Tensor& grad, double p, double acc) {
         if (p == 1.0) return acc + g.template cast<double>().abs().sum();
         // Other orders are rare: a scalar loop (Eigen's vectorised pow trips GCC 12 bug 105593).
         const std::int64_t n = grad.numel();  // hoisted: numel() walks the shape
-        for (std::int64_t k = 0; k < n; ++k)
-            acc += std::pow(std::abs(static_cast<double>(g(k))), p);
+        for (std::int64_t k = 0; k < n; ++k) acc += std::pow(std::abs(static_cast<double>(g(k))), p);
         return acc;
     });
 }
@@ -64,11 +64,17 @@ double clip_grad_norm(const std::vector<Tensor>& params, double max_norm, double
     const double total = std::isinf(norm_type) || norm_type == 1.0 ? acc
                          : norm_type == 2.0                        ? std::sqrt(acc)
                                                                    : std::pow(acc, 1.0 / norm_type);
-    AG_CHECK(
-        std::isfinite(total), ValueError,
-        "clip_grad_norm: the total norm of order {} of the gradients is {}, so they cannot be clipped (a "
-        "gradient holds NaN or Inf)",
-        norm_type, total);
+    if (!std::isfinite(total)) {
+        const bool all_grads_finite = std::all_of(params.begin(), params.end(), [](const Tensor& p) {
+            return !p.grad().defined() || all_finite(p.grad());
+        });
+        throw ValueError(fmt::format(
+            "clip_grad_norm: the total norm of order {} of the gradients is {}, so they cannot be clipped "
+            "({})",
+            norm_type, total,
+            all_grads_finite ? "every gradient is finite, but the sum of their powers overflows a double"
+                             : "a gradient holds NaN or Inf"));
+    }
     const double coef = max_norm / (total + 1e-6);
     if (coef < 1.0)
         for (const Tensor& p : params)

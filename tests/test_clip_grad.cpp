@@ -73,6 +73,13 @@ TEST_CASE("clip_grad_norm rejects a non-finite norm and bad arguments, changing 
     CHECK_THROWS_WITH_AS(optim::clip_grad_norm({a, b}, 1.0, 1.0), doctest::Contains("is inf"), ValueError);
     CHECK(b.grad().to_vector<double>() == std::vector<double>{3.0, 4.0});
 
+    // finite gradients whose sum of squares overflows a double: the message says so, not "NaN or Inf"
+    a.set_grad(tensor({1e160, 2e160}, {2}, {.dtype = DType::Float64}));
+    CHECK_THROWS_WITH_AS(optim::clip_grad_norm({a, b}, 1.0),
+                         doctest::Contains("every gradient is finite, but the sum of their powers overflows"),
+                         ValueError);
+    CHECK(a.grad().to_vector<double>() == std::vector<double>{1e160, 2e160});
+
     CHECK_THROWS_WITH_AS(optim::clip_grad_norm({b}, -1.0),
                          doctest::Contains("max_norm must be a finite number >= 0"), ValueError);
     CHECK_THROWS_WITH_AS(optim::clip_grad_norm({b}, 1.0, 0.0), doctest::Contains("norm_type must be > 0"),
