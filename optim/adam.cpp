@@ -4,11 +4,8 @@
 #include "core/error.hpp"
 #include "core/parallel.hpp"
 
-#include <Eigen/Core>
-
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 namespace attograd::optim {
 namespace {
@@ -26,38 +23,37 @@ struct AdamStep {
     T neg_step_size;  // -gamma / (1 - beta1^t)
 };
 
-// One Adam / AdamW step over n elements. The data is walked once, in blocks that stay in L1
-// while Eigen's vectorised expressions (sqrt included) make their passes over each block.
-// Elementwise, so a large parameter's blocks are split over the threads (core/parallel.hpp)
-// with the same bits on any thread count: a [768, 256] weight was ~0.1 ms of serial work in the
-// large training step.
+// One Adam / AdamW step over n elements: a plain loop the compiler vectorises, exact square root
+// and division included (this file is built with -fno-math-errno, so std::sqrt needs no libm
+// call). Eigen was not used here: its fast-math packet sqrt is rsqrt and a Newton step (inexact,
+// and NaN for +inf), and its select() that worked around that is not vectorised in Eigen 3.4
+// (that made the small training step's Adam 50 us instead of 5). Every multiply-add is spelled
+// as std::fma so that the vectorised body and the scalar tail round alike. Elementwise, so a
+// large parameter's blocks are split over the threads (core/parallel.hpp) with the same bits on
+// any thread count: a [768, 256] weight was ~0.1 ms of serial work in the large training step.
 template <class T, bool AMSGrad>
 void adam_kernel(T* p, const T* g, T* m, T* v, T* v_max, std::int64_t n, const AdamStep<T>& c) {
-    using Array = Eigen::Array<T, Eigen::Dynamic, 1>;
     constexpr std::int64_t block = 512;
-    // ~10 flops and a square root per element
     const auto update_block = [&](std::int64_t start) {
-        alignas(64) T buffer[block];
-        const std::int64_t len = std::min(block, n - start);
-        Eigen::Map<Array> theta(p + start, len), exp_avg(m + start, len), exp_avg_sq(v + start, len);
-        Eigen::Map<Array> grad(buffer, len);
-        grad = Eigen::Map<const Array>(g + start, len);
-        if (c.l2 != T(0)) grad += c.l2 * theta;                               // Adam: g = g + lambda theta
-        exp_avg = exp_avg * c.beta1 + c.one_minus_beta1 * grad;               // m = beta1 m + (1 - beta1) g
-        exp_avg_sq = exp_avg_sq * c.beta2 + c.one_minus_beta2 * grad * grad;  // v = beta2 v + (1 - beta2) g^2
-        if constexpr (AMSGrad) {
-            Eigen::Map<Array> max_sq(v_max + start, len);
-            max_sq = max_sq.max(exp_avg_sq);  // v_max = max(v_max, v)
+        const std::int64_t stop = std::min(start + block, n);
+        for (std::int64_t k = start; k < stop; ++k) {
+            const T theta = p[k];
+            const T grad = c.l2 != T(0) ? std::fma(c.l2, theta, g[k]) : g[k];     // Adam: g + lambda theta
+            const T exp_avg = std::fma(c.beta1, m[k], c.one_minus_beta1 * grad);  // beta1 m + (1 - beta1) g
+            const T exp_avg_sq =
+                std::fma(c.beta2, v[k], c.one_minus_beta2 * grad * grad);  // beta2 v + (1 - beta2) g^2
+            m[k] = exp_avg;
+            v[k] = exp_avg_sq;
+            T second = exp_avg_sq;
+            if constexpr (AMSGrad) {
+                second = std::max(v_max[k], exp_avg_sq);  // v_max = max(v_max, v)
+                v_max[k] = second;
+            }
+            // sqrt(inf) = inf, so where g^2 overflowed m / inf = 0 leaves theta as in PyTorch
+            const T denom = std::sqrt(second) / c.bias_correction2_sqrt + c.eps;
+            // theta (1 - gamma lambda) - gamma / (1 - beta1^t) m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
+            p[k] = std::fma(theta, c.decay, c.neg_step_size * (exp_avg / denom));
         }
-        const Eigen::Map<const Array> second((AMSGrad ? v_max : v) + start, len);  // v, or v_max
-        // Eigen's fast-math packet sqrt (rsqrt and a Newton step, the default EIGEN_FAST_MATH)
-        // turns +inf into NaN: where g^2 overflowed, the vectorised body of a parameter went NaN
-        // and its scalar tail stayed put. sqrt(inf) = inf, so m / inf = 0 leaves theta as in
-        // PyTorch. (EIGEN_FAST_MATH=0 would also take away the vectorised tanh.)
-        constexpr T kInf = std::numeric_limits<T>::infinity();
-        const auto root = (second == kInf).select(kInf, second.sqrt());
-        // theta = theta (1 - gamma lambda) - gamma / (1 - beta1^t) m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
-        theta = theta * c.decay + c.neg_step_size * (exp_avg / (root / c.bias_correction2_sqrt + c.eps));
     };
     // ~10 flops and a square root per element
     const int threads = detail::threads_for(n * 4, detail::kMinParallelWork);

@@ -544,3 +544,29 @@ TEST_CASE("SGD gives every element of a parameter the same update for the same g
             for (const double x : v) CHECK(x == v[0]);
         }
 }
+
+TEST_CASE("Adam and AdamW give every element of a parameter the same update for the same gradient") {
+    // 37 elements: a vectorised body and a scalar tail, which must round alike (std::fma, exact
+    // sqrt); a fast-math packet sqrt would differ from the tail's std::sqrt in the last bits.
+    for (const DType dtype : {DType::Float32, DType::Float64})
+        for (const bool decoupled : {false, true})
+            for (const bool amsgrad : {false, true}) {
+                Tensor p = full({37}, 0.7, {.dtype = dtype, .requires_grad = true});
+                std::unique_ptr<Optimizer> opt;
+                if (decoupled)
+                    opt = std::make_unique<AdamW>(
+                        std::vector<Tensor>{p},
+                        AdamWOptions{.lr = 0.1, .weight_decay = 0.03, .amsgrad = amsgrad});
+                else
+                    opt = std::make_unique<Adam>(
+                        std::vector<Tensor>{p},
+                        AdamOptions{.lr = 0.1, .weight_decay = 0.03, .amsgrad = amsgrad});
+                for (const double g : {1.7, -0.3, 2.9, 0.011}) {
+                    p.set_grad(full({37}, g, {.dtype = dtype}));
+                    opt->step();
+                }
+                const auto v = p.to_vector<double>();
+                CHECK(v[0] != 0.7);
+                for (const double x : v) CHECK(x == v[0]);
+            }
+}
