@@ -8,6 +8,14 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
+
+// GCC 12 reports its own AVX-512 intrinsics' `_mm_undefined_ps` self-initialisation as
+// uninitialised once they are inlined into the register rows below (GCC bug 105593, as
+// -Wmaybe-uninitialized in CMakeLists.txt); the warning points into <avx512fintrin.h>.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 namespace attograd::detail {
 namespace {
@@ -90,6 +98,79 @@ void row_softmax(T* row, std::int64_t n, T scale, const T* mask, std::int64_t ma
     }
 }
 
+// R rows of at most P packets each (n > (P - 1) N), held in registers from one load to one
+// store: the same arithmetic, in the same order, as row_softmax (so the same bits), without its
+// three passes of loads and stores. A short row is one chain of dependent steps (max, its
+// horizontal reduction, exp, the sum's reduction, a division); R rows at a time overlap R
+// chains. The small training step's 32-key rows are two AVX-512 packets.
+template <class T, int P, int R>
+void register_rows_softmax(T* rows, std::int64_t n, T scale, const T* mask, std::int64_t mask_row_stride,
+                           std::int64_t mask_stride) {
+    using namespace Eigen::internal;
+    using Packet = typename packet_traits<T>::type;
+    constexpr T kNegInf = -std::numeric_limits<T>::infinity();
+    constexpr std::int64_t N = packet_traits<T>::size;
+    const std::int64_t rest = n - (P - 1) * N;  // elements in the last packet, 1 ... N
+    const Packet vscale = pset1<Packet>(scale), vneginf = pset1<Packet>(kNegInf);
+    const Packet in_row =
+        pcmp_lt(plset<Packet>(T(0)), pset1<Packet>(static_cast<T>(rest)));  // last packet's lanes
+    const auto load = [&](const T* from, std::int64_t j, T fill) {
+        if (j + 1 < P || rest == N) return ploadu<Packet>(from + j * N);
+        T pad[N];  // the last packet when partial, padded with `fill`
+        std::fill_n(pad, N, fill);
+        std::copy_n(from + j * N, rest, pad);
+        return ploadu<Packet>(pad);
+    };
+    Packet x[R][P], vmax[R], vsum[R];
+    for (int r = 0; r < R; ++r) {
+        T* row = rows + r * n;
+        const T* m = mask == nullptr ? nullptr : mask + r * mask_row_stride;
+        vmax[r] = vneginf;
+        for (int j = 0; j < P; ++j) {
+            x[r][j] = pmul(load(row, j, T(0)), vscale);
+            if (m != nullptr)
+                x[r][j] = padd(x[r][j], mask_stride == 0 ? pset1<Packet>(m[0]) : load(m, j, T(0)));
+            if (j + 1 == P && rest < N) x[r][j] = pselect(in_row, x[r][j], vneginf);  // exp gives 0 there
+            vmax[r] = pmax(vmax[r], x[r][j]);
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        const Packet vtop = pset1<Packet>(predux_max(vmax[r]));
+        vsum[r] = pset1<Packet>(T(0));
+        for (int j = 0; j < P; ++j) {
+            x[r][j] = pandnot(pexp(psub(x[r][j], vtop)), pcmp_eq(x[r][j], vneginf));
+            vsum[r] = padd(vsum[r], x[r][j]);
+        }
+    }
+    for (int r = 0; r < R; ++r) {
+        T* row = rows + r * n;
+        const T sum = predux(vsum[r]);
+        const Packet vinv = pset1<Packet>(sum == T(0) ? T(0) : T(1) / sum);
+        for (int j = 0; j + 1 < P; ++j) pstoreu(row + j * N, pmul(x[r][j], vinv));
+        if (rest == N) {
+            pstoreu(row + (P - 1) * N, pmul(x[r][P - 1], vinv));
+        } else {
+            T pad[N];
+            pstoreu(pad, pmul(x[r][P - 1], vinv));
+            std::copy_n(pad, rest, row + (P - 1) * N);
+        }
+    }
+}
+
+// Short rows per group: enough independent chains to hide a row's latencies.
+constexpr int kRowGroup = 4;
+
+// softmax_rows for rows of at most P packets: groups of kRowGroup rows, then one at a time.
+template <class T, int P>
+void register_softmax(T* rows, std::int64_t count, std::int64_t n, T scale, const T* mask,
+                      std::int64_t mask_row_stride, std::int64_t mask_stride) {
+    const auto at = [&](std::int64_t r) { return mask == nullptr ? nullptr : mask + r * mask_row_stride; };
+    std::int64_t r = 0;
+    for (; r + kRowGroup <= count; r += kRowGroup)
+        register_rows_softmax<T, P, kRowGroup>(rows + r * n, n, scale, at(r), mask_row_stride, mask_stride);
+    for (; r < count; ++r) register_rows_softmax<T, P, 1>(rows + r * n, n, scale, at(r), 0, mask_stride);
+}
+
 // One row of softmax_rows_backward.
 template <class T>
 void row_backward(const T* p, T* dp, std::int64_t n, T scale) {
@@ -113,12 +194,72 @@ void row_backward(const T* p, T* dp, std::int64_t n, T scale) {
     for (std::int64_t k = body; k < n; ++k) dp[k] = scale * p[k] * (dp[k] - dot);
 }
 
+// R rows of softmax_rows_backward of at most P packets each, held in registers: the same
+// arithmetic, in the same order, as row_backward, with one load of p and dp.
+template <class T, int P, int R>
+void register_rows_backward(const T* p, T* dp, std::int64_t n, T scale) {
+    using namespace Eigen::internal;
+    using Packet = typename packet_traits<T>::type;
+    constexpr std::int64_t N = packet_traits<T>::size;
+    const std::int64_t body = n / N * N;
+    Packet vp[R][P], vdp[R][P];
+    T dot[R];
+    for (int r = 0; r < R; ++r) {
+        Packet acc = pset1<Packet>(T(0));
+        for (int j = 0; j < P; ++j) {
+            if ((j + 1) * N > n) break;  // the partial last packet goes element by element
+            vp[r][j] = ploadu<Packet>(p + r * n + j * N);
+            vdp[r][j] = ploadu<Packet>(dp + r * n + j * N);
+            acc = pmadd(vdp[r][j], vp[r][j], acc);
+        }
+        dot[r] = predux(acc);
+        for (std::int64_t k = body; k < n; ++k) dot[r] += dp[r * n + k] * p[r * n + k];
+    }
+    const Packet vscale = pset1<Packet>(scale);
+    for (int r = 0; r < R; ++r) {
+        const Packet vdot = pset1<Packet>(dot[r]);
+        for (int j = 0; j < P; ++j) {
+            if ((j + 1) * N > n) break;
+            pstoreu(dp + r * n + j * N, pmul(pmul(vscale, vp[r][j]), psub(vdp[r][j], vdot)));
+        }
+        for (std::int64_t k = body; k < n; ++k)
+            dp[r * n + k] = scale * p[r * n + k] * (dp[r * n + k] - dot[r]);
+    }
+}
+
+// softmax_rows_backward for rows of at most P packets: groups of kRowGroup rows, then one at a
+// time.
+template <class T, int P>
+void register_backward(const T* p, T* dp, std::int64_t count, std::int64_t n, T scale) {
+    std::int64_t r = 0;
+    for (; r + kRowGroup <= count; r += kRowGroup)
+        register_rows_backward<T, P, kRowGroup>(p + r * n, dp + r * n, n, scale);
+    for (; r < count; ++r) register_rows_backward<T, P, 1>(p + r * n, dp + r * n, n, scale);
+}
+
 }  // namespace
 
 template <class T>
 void softmax_rows(T* rows, std::int64_t count, std::int64_t n, T scale, const T* mask,
                   std::int64_t mask_row_stride, std::int64_t mask_stride) {
     AG_ASSERT(mask_stride == 0 || mask_stride == 1, "softmax_rows: mask stride must be 0 or 1");
+    using namespace Eigen::internal;
+    if constexpr (packet_traits<T>::Vectorizable && packet_traits<T>::HasExp) {
+        constexpr std::int64_t N = packet_traits<T>::size;
+        const auto args = std::make_tuple(rows, count, n, scale, mask, mask_row_stride, mask_stride);
+        switch ((n + N - 1) / N) {  // packets per row
+            case 1:
+                return std::apply(register_softmax<T, 1>, args);
+            case 2:
+                return std::apply(register_softmax<T, 2>, args);
+            case 3:
+                return std::apply(register_softmax<T, 3>, args);
+            case 4:
+                return std::apply(register_softmax<T, 4>, args);
+            default:
+                break;
+        }
+    }
     for (std::int64_t r = 0; r < count; ++r)
         row_softmax(rows + r * n, n, scale, mask != nullptr ? mask + r * mask_row_stride : nullptr,
                     mask_stride);
@@ -126,6 +267,22 @@ void softmax_rows(T* rows, std::int64_t count, std::int64_t n, T scale, const T*
 
 template <class T>
 void softmax_rows_backward(const T* p, T* dp, std::int64_t count, std::int64_t n, T scale) {
+    using namespace Eigen::internal;
+    if constexpr (packet_traits<T>::Vectorizable) {
+        constexpr std::int64_t N = packet_traits<T>::size;
+        switch ((n + N - 1) / N) {  // packets per row
+            case 1:
+                return register_backward<T, 1>(p, dp, count, n, scale);
+            case 2:
+                return register_backward<T, 2>(p, dp, count, n, scale);
+            case 3:
+                return register_backward<T, 3>(p, dp, count, n, scale);
+            case 4:
+                return register_backward<T, 4>(p, dp, count, n, scale);
+            default:
+                break;
+        }
+    }
     for (std::int64_t r = 0; r < count; ++r) row_backward(p + r * n, dp + r * n, n, scale);
 }
 

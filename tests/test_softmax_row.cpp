@@ -119,27 +119,50 @@ TEST_CASE("softmax_rows_backward matches scale p (dp - dp . p)") {
     check_backward<double>(1e-15);
 }
 
-TEST_CASE("softmax_rows takes each row's mask mask_row_stride apart") {
-    const std::int64_t rows = 3, n = 20, mask_row_stride = 23;
-    std::vector<double> block(static_cast<std::size_t>(rows * n)),
-        mask(static_cast<std::size_t>(rows * mask_row_stride));
-    for (std::size_t i = 0; i < block.size(); ++i) block[i] = std::sin(static_cast<double>(i));
-    for (std::size_t i = 0; i < mask.size(); ++i) mask[i] = std::cos(static_cast<double>(i));
-    std::vector<double> one_by_one = block;
-    softmax_rows<double>(block.data(), rows, n, 0.7, mask.data(), mask_row_stride, 1);
-    for (std::int64_t r = 0; r < rows; ++r)
-        softmax_rows<double>(one_by_one.data() + r * n, 1, n, 0.7, mask.data() + r * mask_row_stride, 0, 1);
-    CHECK(block == one_by_one);
-    // and row 2 is the softmax of its scores with its own mask row
-    std::vector<double> scores(static_cast<std::size_t>(n)), mask2(static_cast<std::size_t>(n));
-    for (std::int64_t k = 0; k < n; ++k) {
-        scores[static_cast<std::size_t>(k)] = std::sin(static_cast<double>(2 * n + k));
-        mask2[static_cast<std::size_t>(k)] = std::cos(static_cast<double>(2 * mask_row_stride + k));
+TEST_CASE("softmax_rows_backward gives rows in a group the bits of rows done one by one") {
+    const std::int64_t rows = 7;
+    for (const std::int64_t n : {5, 16, 32, 33, 70}) {
+        std::vector<float> p(static_cast<std::size_t>(rows * n)), dp(p.size());
+        for (std::size_t i = 0; i < p.size(); ++i) {
+            p[i] = static_cast<float>(std::sin(static_cast<double>(i)));
+            dp[i] = static_cast<float>(std::cos(static_cast<double>(3 * i)));
+        }
+        std::vector<float> block = dp, one_by_one = dp;
+        softmax_rows_backward<float>(p.data(), block.data(), rows, n, 0.3f);
+        for (std::int64_t r = 0; r < rows; ++r)
+            softmax_rows_backward<float>(p.data() + r * n, one_by_one.data() + r * n, 1, n, 0.3f);
+        INFO("n ", n);
+        CHECK(block == one_by_one);
     }
-    const auto want = reference(scores, 0.7, mask2);
-    double worst = 0;
-    for (std::int64_t k = 0; k < n; ++k)
-        worst = std::max(
-            worst, std::abs(block[static_cast<std::size_t>(2 * n + k)] - want[static_cast<std::size_t>(k)]));
-    CHECK(worst < 1e-14);
+}
+
+TEST_CASE("softmax_rows takes each row's mask mask_row_stride apart, in groups of rows or one by one") {
+    // 7 rows: short rows go through in groups of 4 and then singly; each must equal its own call.
+    const std::int64_t rows = 7;
+    for (const std::int64_t n : {5, 20, 32, 70}) {
+        const std::int64_t mask_row_stride = n + 3;
+        std::vector<double> block(static_cast<std::size_t>(rows * n)),
+            mask(static_cast<std::size_t>(rows * mask_row_stride));
+        for (std::size_t i = 0; i < block.size(); ++i) block[i] = std::sin(static_cast<double>(i));
+        for (std::size_t i = 0; i < mask.size(); ++i) mask[i] = std::cos(static_cast<double>(i));
+        std::vector<double> one_by_one = block;
+        softmax_rows<double>(block.data(), rows, n, 0.7, mask.data(), mask_row_stride, 1);
+        for (std::int64_t r = 0; r < rows; ++r)
+            softmax_rows<double>(one_by_one.data() + r * n, 1, n, 0.7, mask.data() + r * mask_row_stride, 0,
+                                 1);
+        INFO("n ", n);
+        CHECK(block == one_by_one);
+        // and row 5 is the softmax of its scores with its own mask row
+        std::vector<double> scores(static_cast<std::size_t>(n)), mask5(static_cast<std::size_t>(n));
+        for (std::int64_t k = 0; k < n; ++k) {
+            scores[static_cast<std::size_t>(k)] = std::sin(static_cast<double>(5 * n + k));
+            mask5[static_cast<std::size_t>(k)] = std::cos(static_cast<double>(5 * mask_row_stride + k));
+        }
+        const auto want = reference(scores, 0.7, mask5);
+        double worst = 0;
+        for (std::int64_t k = 0; k < n; ++k)
+            worst = std::max(worst, std::abs(block[static_cast<std::size_t>(5 * n + k)] -
+                                             want[static_cast<std::size_t>(k)]));
+        CHECK(worst < 1e-14);
+    }
 }
