@@ -10,8 +10,6 @@
 #include <limits>
 #include <vector>
 
-#include <omp.h>
-
 namespace attograd::detail {
 namespace {
 
@@ -250,21 +248,21 @@ void flash_forward(const SdpaGeometry& g, const T* q, const T* k, const T* v, co
     // single long sequence also spreads over the threads.
     const std::int64_t tiles = (g.tq + kQueryTile - 1) / kQueryTile;
     const std::int64_t items = g.blocks() * tiles;
-    const bool parallel =
-        items > 1 && worth_parallel(g.blocks() * g.tq * g.tk * (g.d + g.dv), kMinParallelGemmWork);
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
-    for (std::int64_t item = 0; item < items; ++item) {
-        const std::int64_t bh = item / tiles, i0 = (item % tiles) * kQueryTile;
-        forward_tile(g, q, k, v, mask, out, lse, bh, i0, std::min(kQueryTile, g.tq - i0));
-    }
+    const int threads = threads_for(g.blocks() * g.tq * g.tk * (g.d + g.dv), kMinParallelGemmWork);
+    parallel_for(
+        items, threads,
+        [&](std::int64_t item) {
+            const std::int64_t bh = item / tiles, i0 = (item % tiles) * kQueryTile;
+            forward_tile(g, q, k, v, mask, out, lse, bh, i0, std::min(kQueryTile, g.tq - i0));
+        },
+        Schedule::Dynamic);
 }
 
 template <class T>
 void flash_backward(const SdpaGeometry& g, const FlashBackwardArgs<T>& a) {
     const std::int64_t query_tiles = (g.tq + kQueryTile - 1) / kQueryTile;
     const std::int64_t key_tiles = (g.tk + kKeyTile - 1) / kKeyTile;
-    const bool parallel = g.blocks() * std::max(query_tiles, key_tiles) > 1 &&
-                          worth_parallel(g.blocks() * g.tq * g.tk * (g.d + g.dv), kMinParallelGemmWork);
+    const int threads = threads_for(g.blocks() * g.tq * g.tk * (g.d + g.dv), kMinParallelGemmWork);
     // D_t = rowsum(dP * P) = dO_t . O_t for every query (the dropout mask cancels: O = Pd V)
     std::vector<T> d_all(static_cast<std::size_t>(g.blocks() * g.tq));
     for (std::int64_t bh = 0; bh < g.blocks(); ++bh) {
@@ -275,34 +273,39 @@ void flash_backward(const SdpaGeometry& g, const FlashBackwardArgs<T>& a) {
                 (ConstRowArray<T>(dO + t * g.out.row, g.dv) * ConstRowArray<T>(o + t * g.out.row, g.dv))
                     .sum();
     }
-    const int threads = parallel ? omp_get_max_threads() : 1;
     if (g.blocks() >= threads) {
         // One pass per block: key tiles outer, dQ summed over them in order.
-#pragma omp parallel for schedule(dynamic, 1) if (parallel)
-        for (std::int64_t bh = 0; bh < g.blocks(); ++bh) {
-            const BlockView<T> w(g, a, d_all.data(), bh);
-            if (w.dq != nullptr) zero_block(w.dq, g.tq, g.d, g.q.row);
-            for (std::int64_t s0 = 0; s0 < g.tk; s0 += kKeyTile)
-                key_tile_grads(g, a.mask, w, s0, std::min(kKeyTile, g.tk - s0), true);
-        }
+        parallel_for(
+            g.blocks(), threads,
+            [&](std::int64_t bh) {
+                const BlockView<T> w(g, a, d_all.data(), bh);
+                if (w.dq != nullptr) zero_block(w.dq, g.tq, g.d, g.q.row);
+                for (std::int64_t s0 = 0; s0 < g.tk; s0 += kKeyTile)
+                    key_tile_grads(g, a.mask, w, s0, std::min(kKeyTile, g.tk - s0), true);
+            },
+            Schedule::Dynamic);
         return;
     }
     // Fewer blocks than threads (one long sequence): key tiles in parallel for dK and dV, then
     // query tiles in parallel for dQ. Each sum still runs over the same tiles in the same order,
     // so the result is the one-pass result, bit for bit; the scores are recomputed once more.
-#pragma omp parallel for schedule(dynamic, 1)
-    for (std::int64_t item = 0; item < g.blocks() * key_tiles; ++item) {
-        const BlockView<T> w(g, a, d_all.data(), item / key_tiles);
-        const std::int64_t s0 = (item % key_tiles) * kKeyTile;
-        key_tile_grads(g, a.mask, w, s0, std::min(kKeyTile, g.tk - s0), false);
-    }
+    parallel_for(
+        g.blocks() * key_tiles, threads,
+        [&](std::int64_t item) {
+            const BlockView<T> w(g, a, d_all.data(), item / key_tiles);
+            const std::int64_t s0 = (item % key_tiles) * kKeyTile;
+            key_tile_grads(g, a.mask, w, s0, std::min(kKeyTile, g.tk - s0), false);
+        },
+        Schedule::Dynamic);
     if (a.dq == nullptr) return;
-#pragma omp parallel for schedule(dynamic, 1)
-    for (std::int64_t item = 0; item < g.blocks() * query_tiles; ++item) {
-        const BlockView<T> w(g, a, d_all.data(), item / query_tiles);
-        const std::int64_t i0 = (item % query_tiles) * kQueryTile;
-        query_tile_grads(g, a.mask, w, i0, std::min(kQueryTile, g.tq - i0));
-    }
+    parallel_for(
+        g.blocks() * query_tiles, threads,
+        [&](std::int64_t item) {
+            const BlockView<T> w(g, a, d_all.data(), item / query_tiles);
+            const std::int64_t i0 = (item % query_tiles) * kQueryTile;
+            query_tile_grads(g, a.mask, w, i0, std::min(kQueryTile, g.tq - i0));
+        },
+        Schedule::Dynamic);
 }
 
 template void flash_forward<float>(const SdpaGeometry&, const float*, const float*, const float*,

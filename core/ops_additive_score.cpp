@@ -44,16 +44,15 @@ void additive_forward(const T* uq, const T* wx, const T* v, T* out, const Dims& 
                       const detail::KeyWindow& keys) {
     const std::int64_t rows = d.n * d.tq;
     const Eigen::Map<const Vector<T>> vv(v, d.h);
-#pragma omp parallel for schedule( \
-    static) if (detail::worth_parallel(rows * keys.width * d.h, detail::kMinParallelTranscendentalWork))
-    for (std::int64_t row = 0; row < rows; ++row) {
+    const int threads = detail::threads_for(rows * keys.width * d.h, detail::kMinParallelTranscendentalWork);
+    detail::parallel_for(rows, threads, [&](std::int64_t row) {
         T* o = out + row * keys.width;
         std::fill(o, o + keys.width, T(0));
         const std::int64_t lo = keys.lo(row), hi = keys.hi(row);
-        if (hi <= lo) continue;
+        if (hi <= lo) return;
         const auto z = tanh_block(uq, wx, d, row, lo, hi);
         Eigen::Map<Vector<T>>(o + (lo - keys.first(row)), hi - lo).noalias() = z * vv;
-    }
+    });
 }
 
 // With z = tanh(uq[t] + wx[s]) and g = dscores[t, s]: d pre = g v (1 - z^2);

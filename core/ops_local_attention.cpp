@@ -93,15 +93,14 @@ Tensor local_dot_score(const Tensor& q, const Tensor& k, const Tensor& window_st
         T* po = out.data<T>();
         std::fill(po, po + out.numel(), T(0));
         // scores[t, j] = scale * k[s_j] . q[t]
-#pragma omp parallel for schedule( \
-    static) if (detail::worth_parallel(band.rows() * width * d, detail::kMinParallelWork))
-        for (std::int64_t row = 0; row < band.rows(); ++row) {
+        const int threads = detail::threads_for(band.rows() * width * d, detail::kMinParallelWork);
+        detail::parallel_for(band.rows(), threads, [&](std::int64_t row) {
             const std::int64_t len = band.window.hi(row) - band.window.lo(row);
-            if (len <= 0) continue;
+            if (len <= 0) return;
             const ConstMatrixMap<T> keys(pk + band.key_row(row) * d, len, d);
             VectorMap<T>(po + band.slot(row), len).noalias() =
                 static_cast<T>(scale) * (keys * ConstVectorMap<T>(pq + row * d, d));
-        }
+        });
     });
     if (autograd::needs_record({&q, &k})) {
         autograd::record(
@@ -148,15 +147,14 @@ Tensor local_weighted_sum(const Tensor& weights, const Tensor& v, const Tensor& 
         const T* pv = v.data<T>();
         T* po = out.data<T>();
         // out[t] = sum_j w[t, j] v[s_j]
-#pragma omp parallel for schedule( \
-    static) if (detail::worth_parallel(band.rows() * width * dv, detail::kMinParallelWork))
-        for (std::int64_t row = 0; row < band.rows(); ++row) {
+        const int threads = detail::threads_for(band.rows() * width * dv, detail::kMinParallelWork);
+        detail::parallel_for(band.rows(), threads, [&](std::int64_t row) {
             const std::int64_t len = band.window.hi(row) - band.window.lo(row);
-            if (len <= 0) continue;
+            if (len <= 0) return;
             const ConstMatrixMap<T> values(pv + band.key_row(row) * dv, len, dv);
             VectorMap<T>(po + row * dv, dv).noalias() =
                 values.transpose() * ConstVectorMap<T>(pw + band.slot(row), len);
-        }
+        });
     });
     if (autograd::needs_record({&weights, &v})) {
         autograd::record(

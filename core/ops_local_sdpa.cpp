@@ -25,9 +25,11 @@ struct LocalGeometry : detail::HeadGeometry {
     detail::KeyWindow window{};  // row n * Tq + t, n = b * heads + i
     double scale = 1.0;
     std::int64_t width() const { return window.width; }
-    bool parallel() const {
-        return blocks() > 1 &&
-               detail::worth_parallel(blocks() * tq * width() * (d + dv), detail::kMinParallelWork);
+    /// Threads worth starting for one call (1: the calling thread alone).
+    int threads() const {
+        return blocks() > 1
+                   ? detail::threads_for(blocks() * tq * width() * (d + dv), detail::kMinParallelWork)
+                   : 1;
     }
 };
 
@@ -244,8 +246,7 @@ void for_query_blocks(const LocalGeometry& g, std::int64_t n, bool finite, Gemms
 template <int kD, class T>
 void forward_kernel(const LocalGeometry& g, const ForwardArgs<T>& a) {
     const std::int64_t w = g.width();
-#pragma omp parallel for schedule(static) if (g.parallel())
-    for (std::int64_t n = 0; n < g.blocks(); ++n) {
+    detail::parallel_for(g.blocks(), g.threads(), [&](std::int64_t n) {
         const std::int64_t b = n / g.heads, h = n % g.heads;
         std::fill(a.probs + n * g.tq * w, a.probs + (n + 1) * g.tq * w, T(0));
         if (a.weights != a.probs) std::fill(a.weights + n * g.tq * w, a.weights + (n + 1) * g.tq * w, T(0));
@@ -258,7 +259,7 @@ void forward_kernel(const LocalGeometry& g, const ForwardArgs<T>& a) {
                 forward_block(g, a, n, t0, t1, keys);
             },
             [&](std::int64_t t0, std::int64_t t1) { forward_rows<kD>(g, a, n, t0, t1); });
-    }
+    });
 }
 
 // Gradients of one call; any of dout, dweights, dq, dk, dv, dfactor may be null. Each block
@@ -375,8 +376,7 @@ void backward_block(const LocalGeometry& g, const BackwardArgs<T>& a, std::int64
 // of consecutive blocks add into dK and dV in one fixed order, on any thread count.
 template <int kD, class T>
 void backward_kernel(const LocalGeometry& g, const BackwardArgs<T>& a) {
-#pragma omp parallel for schedule(static) if (g.parallel())
-    for (std::int64_t n = 0; n < g.blocks(); ++n) {
+    detail::parallel_for(g.blocks(), g.threads(), [&](std::int64_t n) {
         const std::int64_t b = n / g.heads, h = n % g.heads;
         if (a.dq != nullptr) detail::zero_block(a.dq + g.q.at(b, h), g.tq, g.d, g.q.row);
         if (a.dk != nullptr) detail::zero_block(a.dk + g.k.at(b, h), g.tk, g.d, g.k.row);
@@ -392,7 +392,7 @@ void backward_kernel(const LocalGeometry& g, const BackwardArgs<T>& a) {
                 backward_block(g, a, n, t0, t1, keys);
             },
             [&](std::int64_t t0, std::int64_t t1) { backward_rows<kD>(g, a, n, t0, t1); });
-    }
+    });
 }
 
 // Calls kernel.template operator()<kD>() with kD the head width when it is one of

@@ -121,17 +121,8 @@ void run_blocks(const std::vector<const MatmulBlocks*>& products, const std::fun
         else
             also();
     };
-    const int threads = work < 2 * kMinParallelGemmWork
-                            ? 1
-                            : static_cast<int>(std::min<std::int64_t>(available_threads(), task_count));
-    if (threads <= 1) {
-        // Not an `omp parallel if (false)`: entering even a serial region costs more than a
-        // small product.
-        for (std::int64_t t = 0; t < task_count; ++t) run_task(t);
-        return;
-    }
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (std::int64_t t = 0; t < task_count; ++t) run_task(t);
+    parallel_for(task_count, work < 2 * kMinParallelGemmWork ? 1 : available_threads(), run_task,
+                 Schedule::Dynamic);
 }
 
 Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
@@ -170,16 +161,8 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
                     pb + batch_offset(i, out_batch, stride_b) * b_rows * b_cols, po + i * n * m);
         };
         // Products split over threads, whole products per thread.
-        const bool parallel_batches =
-            batches > 1 && detail::worth_parallel(n * m * inner * batches, detail::kMinParallelGemmWork);
-        if (parallel_batches) {
-#pragma omp parallel for schedule(static)
-            for (std::int64_t i = 0; i < batches; ++i) one(i);
-        } else {
-            // Not an `omp parallel if (false)`: entering even a serial region costs more than a
-            // small product.
-            for (std::int64_t i = 0; i < batches; ++i) one(i);
-        }
+        detail::parallel_for(batches,
+                             detail::threads_for(n * m * inner * batches, detail::kMinParallelGemmWork), one);
     });
     return out;
 }

@@ -55,8 +55,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
         const T* pw = weight.defined() ? weight.data<T>() : nullptr;
         const T* pb = bias.defined() ? bias.data<T>() : nullptr;
         T* py = y.data<T>();
-#pragma omp parallel for schedule(static) if (detail::worth_parallel(m * n, detail::kMinParallelWork))
-        for (std::int64_t r = 0; r < m; ++r) {
+        const int threads = detail::threads_for(m * n, detail::kMinParallelWork);
+        detail::parallel_for(m, threads, [&](std::int64_t r) {
             const T* row = px + r * n;
             double sum = 0.0;
             for (std::int64_t i = 0; i < n; ++i) sum += row[i];
@@ -72,7 +72,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                 const double xhat = (row[i] - mean) * rstd;
                 out[i] = static_cast<T>(xhat * (pw ? pw[i] : T(1)) + (pb ? pb[i] : T(0)));
             }
-        }
+        });
     });
     if (autograd::needs_record({&x, &weight, &bias})) {
         autograd::record("layer_norm", {x, weight, bias}, y,
@@ -86,8 +86,8 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                                      // g = dy * w; dx = rstd * (g - mean(g) - x^ * mean(g * x^))
                                      Tensor dx = empty(x.shape(), {.dtype = x.dtype()});
                                      T* pdx = dx.data<T>();
-#pragma omp parallel for schedule(static) if (detail::worth_parallel(m * n, detail::kMinParallelWork))
-                                     for (std::int64_t r = 0; r < m; ++r) {
+                                     const int threads = detail::threads_for(m * n, detail::kMinParallelWork);
+                                     detail::parallel_for(m, threads, [&](std::int64_t r) {
                                          const double mean = stats.mean[static_cast<std::size_t>(r)];
                                          const double rstd = stats.rstd[static_cast<std::size_t>(r)];
                                          const T* row = px + r * n;
@@ -106,7 +106,7 @@ Tensor layer_norm(const Tensor& x, const Shape& normalized_shape, const Tensor& 
                                              pdx[r * n + i] =
                                                  static_cast<T>(rstd * (gi - mean_g - xhat * mean_gx));
                                          }
-                                     }
+                                     });
                                      g.add(0, dx);
                                  }
                                  if (!g.needs(1) && !g.needs(2)) return;

@@ -77,16 +77,12 @@ Tensor sparsemax(const Tensor& x, std::int64_t axis) {
             AG_CHECK(!std::isnan(px[i]) && px[i] != std::numeric_limits<T>::infinity(), ValueError,
                      "sparsemax: input {} holds NaN or +inf", x.shape());
         T* po = out.data<T>();
-#pragma omp parallel if (detail::worth_parallel(rows.count() * rows.n, detail::kMinParallelWork))
-        {
-            std::vector<T> sorted;
-            sorted.reserve(static_cast<std::size_t>(rows.n));
-#pragma omp for schedule(static)
-            for (std::int64_t row = 0; row < rows.count(); ++row) {
-                const std::int64_t base = rows.base(row);
-                sparsemax_row(px + base, po + base, rows.n, rows.inner, sorted);
-            }
-        }
+        const int threads = detail::threads_for(rows.count() * rows.n, detail::kMinParallelWork);
+        detail::parallel_for(rows.count(), threads, [&](std::int64_t row) {
+            thread_local std::vector<T> sorted;  // each thread's scratch, kept between rows
+            const std::int64_t base = rows.base(row);
+            sparsemax_row(px + base, po + base, rows.n, rows.inner, sorted);
+        });
     });
     if (autograd::needs_record({&x})) {
         autograd::record("sparsemax", {x}, out, [p = out, rows](const Tensor& dy, autograd::Gradients& g) {
@@ -96,9 +92,8 @@ Tensor sparsemax(const Tensor& x, std::int64_t axis) {
                 const T* pp = p.data<T>();
                 const T* pd = dy.data<T>();
                 T* pdx = dx.data<T>();
-#pragma omp parallel for schedule( \
-    static) if (detail::worth_parallel(rows.count() * rows.n, detail::kMinParallelWork))
-                for (std::int64_t row = 0; row < rows.count(); ++row) {
+                const int threads = detail::threads_for(rows.count() * rows.n, detail::kMinParallelWork);
+                detail::parallel_for(rows.count(), threads, [&](std::int64_t row) {
                     const std::int64_t base = rows.base(row);
                     T total = 0;
                     std::int64_t support = 0;
@@ -114,7 +109,7 @@ Tensor sparsemax(const Tensor& x, std::int64_t axis) {
                         const std::int64_t k = base + i * rows.inner;
                         pdx[k] = pp[k] > T(0) ? pd[k] - mean : T(0);
                     }
-                }
+                });
             });
             g.add(0, dx);
         });

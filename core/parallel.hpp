@@ -57,6 +57,33 @@ inline bool worth_parallel(std::int64_t work, std::int64_t min_work) {
     return threads_for(work, min_work) > 1;
 }
 
+/// How parallel_for hands out indices.
+enum class Schedule {
+    Static,   ///< one contiguous share per thread: items of equal cost
+    Dynamic,  ///< one index at a time to whichever thread is free: items of uneven cost
+};
+
+/// Calls fn(i) for every i in [0, count) over min(threads, count) OpenMP threads, or on the
+/// calling thread alone when that is 1 or less. Not an `omp parallel if (false)`: even entering
+/// a serial region costs more than many of the small training step's ops. Callers pass
+/// threads_for(work, min_work), and make fn(i)'s result independent of the thread that runs it
+/// (blocks_for). fn must not throw: an exception cannot leave an OpenMP region.
+template <class Fn>
+void parallel_for(std::int64_t count, int threads, Fn&& fn, Schedule schedule = Schedule::Static) {
+    threads = static_cast<int>(std::min<std::int64_t>(threads, count));
+    if (threads <= 1) {
+        for (std::int64_t i = 0; i < count; ++i) fn(i);
+        return;
+    }
+    if (schedule == Schedule::Dynamic) {
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+        for (std::int64_t i = 0; i < count; ++i) fn(i);
+    } else {
+#pragma omp parallel for schedule(static) num_threads(threads)
+        for (std::int64_t i = 0; i < count; ++i) fn(i);
+    }
+}
+
 /// Most blocks a reduction is cut into (see blocks_for).
 inline constexpr std::int64_t kMaxReductionBlocks = 4;
 

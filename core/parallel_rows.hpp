@@ -3,8 +3,6 @@
 
 #include "core/parallel.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <vector>
@@ -35,13 +33,7 @@ void for_rows_scattering(std::int64_t rows, std::int64_t blocks, T* acc, std::in
         for (std::int64_t row = rows * block / blocks; row < rows * (block + 1) / blocks; ++row)
             fn(row, mine);
     };
-    const int threads = static_cast<int>(std::min<std::int64_t>(available_threads(), blocks));
-    if (threads > 1) {
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-        for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
-    } else {
-        for (std::int64_t block = 0; block < blocks; ++block) run_block(block);
-    }
+    parallel_for(blocks, available_threads(), run_block, Schedule::Dynamic);
     for (const auto& copy : copies)
         for (std::int64_t i = 0; i < size; ++i) acc[i] += copy[static_cast<std::size_t>(i)];
 }

@@ -23,16 +23,14 @@ using UnitStride = std::integral_constant<std::int64_t, 1>;
 /// are independent, so large tensors split them over the OpenMP threads (same result).
 template <class Fn>
 void for_each_row(const AxisSplit& s, Fn&& fn) {
-    const bool parallel =
-        s.outer > 1 && worth_parallel(s.outer * s.size * s.inner, kMinParallelTranscendentalWork);
+    const int threads = threads_for(s.outer * s.size * s.inner, kMinParallelTranscendentalWork);
     if (s.inner == 1) {
-#pragma omp parallel for schedule(static) if (parallel)
-        for (std::int64_t o = 0; o < s.outer; ++o) fn(o * s.size, UnitStride{});
+        parallel_for(s.outer, threads, [&](std::int64_t o) { fn(o * s.size, UnitStride{}); });
         return;
     }
-#pragma omp parallel for schedule(static) if (parallel)
-    for (std::int64_t o = 0; o < s.outer; ++o)
+    parallel_for(s.outer, threads, [&](std::int64_t o) {
         for (std::int64_t i = 0; i < s.inner; ++i) fn(o * s.size * s.inner + i, s.inner);
+    });
 }
 
 /// The shift of a softmax row (n elements `stride` apart): its max, or 0 for an all -inf row

@@ -56,15 +56,8 @@ void adam_kernel(T* p, const T* g, T* m, T* v, T* v_max, std::int64_t n, const A
         }
     };
     // ~10 flops and a square root per element
-    const int threads = detail::threads_for(n * 4, detail::kMinParallelWork);
-    if (threads <= 1) {
-        // Not an `omp parallel if (false)`: entering even a serial region costs more than a
-        // small parameter's update (the small training step has seven parameters).
-        for (std::int64_t start = 0; start < n; start += block) update_block(start);
-        return;
-    }
-#pragma omp parallel for schedule(static) num_threads(threads)
-    for (std::int64_t start = 0; start < n; start += block) update_block(start);
+    detail::parallel_for((n + block - 1) / block, detail::threads_for(n * 4, detail::kMinParallelWork),
+                         [&](std::int64_t i) { update_block(i * block); });
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -61,6 +62,30 @@ bool ever_one_thread(double seconds) {
 }
 
 }  // namespace
+
+TEST_CASE("parallel_for visits every index once, on the calling thread alone when given one thread") {
+    for (const Schedule schedule : {Schedule::Static, Schedule::Dynamic})
+        for (const int threads : {0, 1, 2, 4})
+            for (const std::int64_t count : {0, 1, 3, 1000}) {
+                std::vector<std::atomic<int>> visits(static_cast<std::size_t>(count));
+                std::atomic<int> in_region{0}, team{0};
+                parallel_for(
+                    count, threads,
+                    [&](std::int64_t i) {
+                        visits[static_cast<std::size_t>(i)]++;
+                        if (omp_in_parallel()) in_region++;
+                        int size = omp_get_num_threads(), seen = team.load();
+                        while (size > seen && !team.compare_exchange_weak(seen, size)) {
+                        }
+                    },
+                    schedule);
+                INFO("threads ", threads, " count ", count);
+                for (const auto& v : visits) CHECK(v.load() == 1);
+                const bool alone = threads <= 1 || count <= 1;
+                CHECK((in_region.load() == 0) == (alone || count == 0));
+                if (!alone) CHECK(team.load() == std::min<std::int64_t>(threads, count));
+            }
+}
 
 TEST_CASE("the load governor drops to one thread while the cores are oversubscribed") {
     if (!std::ifstream("/proc/thread-self/schedstat")) {
