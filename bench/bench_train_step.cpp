@@ -114,10 +114,17 @@ int main(int argc, char** argv) {
         return 100.0 * all / (one * omp_get_max_threads());
     };
     const double cores_before = core_check();
-    // The floor: the step's product FLOPs at the threads' measured multiply-add peak.
-    const double peak_before = bench::fma_gflops(omp_get_max_threads());
-    std::printf("multiply-add peak of %d threads: %.0f GFLOP/s (gemm backend: %s)\n", omp_get_max_threads(),
-                peak_before, detail::gemm_backend());
+    // The floor: the step's product FLOPs at the threads' multiply-add peak, the best of several
+    // samples (three now, one before each configuration): a single sample taken while the host
+    // slowed a core once put the floor at half the machine's speed.
+    std::vector<double> peaks;
+    const auto sample_peak = [&] {
+        peaks.push_back(bench::fma_gflops(omp_get_max_threads()));
+        return *std::max_element(peaks.begin(), peaks.end());
+    };
+    for (int i = 0; i < 2; ++i) sample_peak();
+    std::printf("multiply-add peak of %d threads: %.0f GFLOP/s, best of 3 samples (gemm backend: %s)\n",
+                omp_get_max_threads(), sample_peak(), detail::gemm_backend());
     std::printf("%-7s %-28s %8s %9s %12s %12s %9s %10s %10s\n", "config", "shape", "MFLOP", "floor ms",
                 "attograd ms", "libtorch ms", "speed-up", "ours/floor", "torch/floor");
     std::string blas = "not run";
@@ -125,6 +132,7 @@ int main(int argc, char** argv) {
     const int rounds = std::max(1, bench::int_flag(argc, argv, "--rounds", 3));
     for (const auto& c : configs) {
         if (!only.empty() && only != c.name) continue;
+        const double peak = sample_peak();
         std::vector<double> ours, torch;
         for (int round = 0; round < rounds; ++round) {
             ours.push_back(time_config(c));
@@ -132,7 +140,7 @@ int main(int argc, char** argv) {
         }
         const std::string shape = fmt::format("B={} T={} E={} h={}{}", c.batch, c.time, c.embed, c.heads,
                                               c.window >= 0 ? fmt::format(" D={}", c.window) : "");
-        const double flops = step_flops(c), floor_ms = flops / (peak_before * 1e9) * 1e3;
+        const double flops = step_flops(c), floor_ms = flops / (peak * 1e9) * 1e3;
         const double our_ms = bench::median(ours), torch_ms = bench::median(torch);
         if (torch.back() > 0)
             std::printf("%-7s %-28s %8.1f %9.3f %12.3f %12.3f %8.2fx %9.2fx %9.2fx\n", c.name.c_str(),
@@ -144,8 +152,10 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
     }
     std::printf("LibTorch's BLAS: %s\n", blas.c_str());
-    std::printf("multiply-add peak of %d threads after the run: %.0f GFLOP/s\n", omp_get_max_threads(),
-                bench::fma_gflops(omp_get_max_threads()));
+    const double after = bench::fma_gflops(omp_get_max_threads());
+    std::printf("multiply-add peak of %d threads after the run: %.0f GFLOP/s; samples %.0f-%.0f\n",
+                omp_get_max_threads(), after, *std::min_element(peaks.begin(), peaks.end()),
+                *std::max_element(peaks.begin(), peaks.end()));
     const double steal = bench::steal_percent_since(start);
     std::printf(
         "CPU time stolen by the host during the run: %.1f %%; %d threads ran at %.0f %% (before) and "

@@ -55,10 +55,50 @@ struct Entry {
     bool reached = false;
 };
 
+// Set while this thread's tape exists: outputs destroyed during thread teardown, after it, are
+// ignored.
+thread_local bool tape_alive = false;
+
 struct Tape {
+    Tape() { tape_alive = true; }
+    ~Tape() {
+        tape_alive = false;
+        while (!entries.empty()) entries.pop_back();  // from the back, as clear_tape
+    }
+    Tape(const Tape&) = delete;
+    Tape& operator=(const Tape&) = delete;
+
     std::vector<Entry> entries;  // ordered by seq
     std::int64_t next_seq = 0;
     std::size_t sweep_at = 1024;
+    std::vector<std::int64_t> dead;  // entries whose output was destroyed since release_dead
+    std::size_t released = 0;        // entries released in place, not yet erased
+
+    // Releases the entries whose outputs were destroyed: their backward functions (and what
+    // they hold: a kept [B, h, T, T] attention weight, say) go now, not at the next sweep,
+    // which comes only every 1024 entries. A forward run again and again with gradients on and
+    // no backward (an evaluation loop without NoGradGuard) otherwise kept up to 1024 steps of
+    // saved tensors: 16 GB for the large step's attention. Releasing an entry may destroy more
+    // outputs; they join `dead` and are released in the same loop. Nothing here erases from
+    // `entries` while destructors run, so the iterator stays valid.
+    void release_dead() {
+        while (!dead.empty()) {
+            const std::int64_t seq = dead.back();
+            dead.pop_back();
+            auto it = std::lower_bound(entries.begin(), entries.end(), seq,
+                                       [](const Entry& e, std::int64_t s) { return e.seq < s; });
+            // another thread's tape may have made the output (its seq means nothing here)
+            if (it == entries.end() || it->seq != seq || it->op == nullptr || !it->output.expired()) continue;
+            it->op = nullptr;
+            ++released;
+            it->inputs.clear();
+            it->backward = nullptr;
+        }
+        if (released > 64 && released > entries.size() / 2) {
+            std::erase_if(entries, [](const Entry& e) { return e.op == nullptr; });
+            released = 0;
+        }
+    }
 
     // Drops entries whose output no tensor holds any more. Walking from the back lets one
     // pass cascade: dropping an entry releases its inputs, which may be earlier outputs.
@@ -71,6 +111,7 @@ struct Tape {
             }
         }
         std::erase_if(entries, [](const Entry& e) { return e.op == nullptr; });
+        released = 0;
         sweep_at = std::max<std::size_t>(1024, entries.size() * 2);
     }
 };
@@ -98,6 +139,10 @@ Tensor copy_of(const Tensor& t) {
 
 }  // namespace
 
+void detail::note_output_destroyed(std::int64_t seq) noexcept {
+    if (tape_alive) tape().dead.push_back(seq);
+}
+
 bool grad_enabled() { return grad_mode; }
 
 NoGradGuard::NoGradGuard() : previous_(grad_mode) { grad_mode = false; }
@@ -110,12 +155,18 @@ AnomalyModeGuard::~AnomalyModeGuard() { anomaly_mode = previous_; }
 
 namespace autograd {
 
-std::size_t tape_size() { return tape().entries.size(); }
+std::size_t tape_size() {
+    Tape& t = tape();
+    t.release_dead();
+    return t.entries.size() - t.released;
+}
 
 void clear_tape() {
     Tape& t = tape();
     // Destroy from the back so releasing inputs never outlives what points at them.
     while (!t.entries.empty()) t.entries.pop_back();
+    t.dead.clear();
+    t.released = 0;
 }
 
 bool Gradients::needs(std::size_t i) const { return i < inputs_.size() && inputs_[i] != nullptr; }
@@ -156,6 +207,7 @@ void record_entry(const char* op, const Tensor* inputs, std::size_t n, Tensor& o
         AG_CHECK(all_finite(output), AutogradError, "anomaly: '{}' produced NaN or Inf in its output {}", op,
                  output.shape());
     Tape& t = tape();
+    t.release_dead();
     if (t.entries.size() >= t.sweep_at) t.sweep();
     Entry& entry = t.entries.emplace_back();
     entry.seq = t.next_seq++;

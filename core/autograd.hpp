@@ -49,7 +49,10 @@ private:
 namespace autograd {
 
 /// Number of live entries on this thread's tape. After `loss.backward()` of a training step
-/// it is 0: consumed entries are released, and entries no live tensor can reach are swept.
+/// it is 0: consumed entries are released. An entry whose output tensor is destroyed without a
+/// backward is released at the next recorded op (with the tensors its backward saved), as a
+/// PyTorch graph dies with its outputs; entries kept alive only through such an entry's inputs
+/// go in the same pass.
 std::size_t tape_size();
 
 /// Drops every entry of this thread's tape (tensors made by them can no longer backward).

@@ -20,7 +20,18 @@ namespace detail {
 
 /// What a Tensor handle points to. Every tensor is contiguous and starts at byte 0 of its
 /// storage, so views (reshape, detach) share the storage and nothing else.
+/// Tells this thread's tape that the output of entry `seq` is gone (core/autograd.cpp): the
+/// entry's backward, and whatever it holds, is released at the next record instead of waiting
+/// for a sweep of the whole tape.
+void note_output_destroyed(std::int64_t seq) noexcept;
+
 struct TensorImpl {
+    TensorImpl() = default;
+    TensorImpl(const TensorImpl&) = default;
+    TensorImpl& operator=(const TensorImpl&) = default;
+    ~TensorImpl() {
+        if (grad_fn_seq >= 0 && !graph_released) note_output_destroyed(grad_fn_seq);
+    }
     Shape shape;
     DType dtype = DType::Float32;
     std::shared_ptr<Storage> storage;

@@ -46,6 +46,31 @@ TEST_CASE("entries no live tensor can reach are swept, so eval loops do not grow
     CHECK(autograd::tape_size() < 2100);
 }
 
+TEST_CASE("an output destroyed without backward releases what its entry saved at once, not at a sweep") {
+    // The eval-loop case with gradients on: each forward's saved tensors used to live until the
+    // tape reached 1024 entries (gigabytes for kept attention weights).
+    autograd::clear_tape();
+    Tensor x = rand64({4}, 5);
+    std::weak_ptr<detail::TensorImpl> saved_seen;
+    for (int i = 0; i < 3000; ++i) {
+        Tensor saved = exp(x.detach());  // what a backward keeps, e.g. attention weights
+        saved_seen = saved.impl();
+        Tensor out = x.detach() * 2.0;  // no entry of its own until the record below
+        autograd::record("keeps_saved", {x}, out,
+                         [saved](const Tensor& dy, autograd::Gradients& g) { g.add(0, dy * saved); });
+        CHECK_FALSE(saved_seen.expired());  // held by the entry while `out` lives
+        // `out` dies here
+    }
+    CHECK(autograd::tape_size() == 0);
+    CHECK(saved_seen.expired());
+    // an output still alive keeps its entry, and its backward still works
+    Tensor kept = sum(x * 3.0);
+    for (int i = 0; i < 100; ++i) Tensor dropped = exp(x);
+    CHECK(autograd::tape_size() == 2);
+    kept.backward();
+    CHECK(x.grad().at({1}) == doctest::Approx(3.0));
+}
+
 TEST_CASE("NoGradGuard records nothing and detach cuts the graph") {
     Tensor x = rand64({3}, 3);
     {
