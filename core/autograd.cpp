@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
+#include <mutex>
+#include <unordered_map>
 
 namespace attograd {
 namespace {
@@ -59,16 +62,47 @@ struct Entry {
 // ignored.
 thread_local bool tape_alive = false;
 
+// Outputs destroyed on another thread than the one whose tape recorded them (a pipeline that
+// hands tensors on): their seqs wait here for the owning tape, under one lock, since that is
+// rare. `pending` lets the owner check without the lock at each record.
+struct RemoteInbox {
+    std::vector<std::int64_t> seqs;
+    std::atomic<bool> pending{false};
+};
+
+struct RemoteDead {
+    std::mutex mutex;
+    std::unordered_map<std::uint32_t, RemoteInbox> inboxes;  // the live tapes' (nodes stay put)
+    std::atomic<std::uint32_t> next_tape_id{1};
+};
+
+RemoteDead& remote_dead() {
+    static auto* instance = new RemoteDead;  // never destroyed: outputs may die after statics
+    return *instance;
+}
+
 struct Tape {
-    Tape() { tape_alive = true; }
+    Tape() : id(remote_dead().next_tape_id++) {
+        RemoteDead& r = remote_dead();
+        const std::lock_guard lock(r.mutex);
+        inbox = &r.inboxes[id];
+        tape_alive = true;
+    }
     ~Tape() {
         tape_alive = false;
+        {
+            RemoteDead& r = remote_dead();
+            const std::lock_guard lock(r.mutex);
+            r.inboxes.erase(id);
+        }
         while (!entries.empty()) entries.pop_back();  // from the back, as clear_tape
     }
     Tape(const Tape&) = delete;
     Tape& operator=(const Tape&) = delete;
 
-    std::vector<Entry> entries;  // ordered by seq
+    const std::uint32_t id;        // in each recorded output (TensorImpl::tape_id)
+    RemoteInbox* inbox = nullptr;  // this tape's node in remote_dead()
+    std::vector<Entry> entries;    // ordered by seq
     std::int64_t next_seq = 0;
     std::size_t sweep_at = 1024;
     std::vector<std::int64_t> dead;  // entries whose output was destroyed since release_dead
@@ -82,12 +116,18 @@ struct Tape {
     // outputs; they join `dead` and are released in the same loop. Nothing here erases from
     // `entries` while destructors run, so the iterator stays valid.
     void release_dead() {
+        if (inbox->pending.load(std::memory_order_acquire)) {
+            RemoteDead& r = remote_dead();
+            const std::lock_guard lock(r.mutex);
+            dead.insert(dead.end(), inbox->seqs.begin(), inbox->seqs.end());
+            inbox->seqs.clear();
+            inbox->pending.store(false, std::memory_order_relaxed);
+        }
         while (!dead.empty()) {
             const std::int64_t seq = dead.back();
             dead.pop_back();
             auto it = std::lower_bound(entries.begin(), entries.end(), seq,
                                        [](const Entry& e, std::int64_t s) { return e.seq < s; });
-            // another thread's tape may have made the output (its seq means nothing here)
             if (it == entries.end() || it->seq != seq || it->op == nullptr || !it->output.expired()) continue;
             it->op = nullptr;
             ++released;
@@ -139,8 +179,17 @@ Tensor copy_of(const Tensor& t) {
 
 }  // namespace
 
-void detail::note_output_destroyed(std::int64_t seq) noexcept {
-    if (tape_alive) tape().dead.push_back(seq);
+void detail::note_output_destroyed(std::uint32_t tape_id, std::int64_t seq) noexcept {
+    if (tape_alive && tape().id == tape_id) {
+        tape().dead.push_back(seq);
+        return;
+    }
+    RemoteDead& r = remote_dead();
+    const std::lock_guard lock(r.mutex);
+    const auto it = r.inboxes.find(tape_id);
+    if (it == r.inboxes.end()) return;  // that thread and its tape are gone
+    it->second.seqs.push_back(seq);
+    it->second.pending.store(true, std::memory_order_release);
 }
 
 bool grad_enabled() { return grad_mode; }
@@ -218,6 +267,7 @@ void record_entry(const char* op, const Tensor* inputs, std::size_t n, Tensor& o
     auto& impl = *output.impl();
     impl.requires_grad = true;
     impl.grad_fn_seq = entry.seq;
+    impl.tape_id = t.id;
 }
 
 }  // namespace
@@ -271,6 +321,10 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
              "backward: the tape entries of this tensor were already released by an earlier "
              "backward; pass retain_graph = true to the first backward to go through them twice");
     Tape& t = tape();
+    AG_CHECK(impl.tape_id == t.id, AutogradError,
+             "backward: tensor {} was recorded on another thread; each thread records on its own tape, so "
+             "call backward on the thread that ran the forward",
+             impl.shape);
     auto it = std::lower_bound(t.entries.begin(), t.entries.end(), impl.grad_fn_seq,
                                [](const Entry& e, std::int64_t seq) { return e.seq < seq; });
     AG_CHECK(it != t.entries.end() && it->seq == impl.grad_fn_seq, AutogradError,

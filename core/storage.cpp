@@ -88,7 +88,7 @@ std::size_t small_class(std::size_t bytes) { return (bytes + kSmallGranule - 1) 
 
 }  // namespace
 
-Storage::Storage(std::size_t bytes) : bytes_(bytes) {
+Storage::Storage(std::size_t bytes) : bytes_(bytes), owner_(&cache()) {
     const std::size_t rounded = size_class(bytes == 0 ? 1 : bytes);
     Cache& c = cache();
     auto it = c.free_lists.find(rounded);
@@ -111,7 +111,7 @@ Storage::~Storage() {
         return;
     }
     Cache& c = cache();
-    if (c.stats.cached_bytes + rounded > kMaxCachedBytes) {
+    if (&c != owner_ || c.stats.cached_bytes + rounded > kMaxCachedBytes) {
         std::free(data_);
         return;
     }

@@ -10,7 +10,9 @@ namespace attograd {
 /// A 64-byte aligned buffer shared by every tensor that views it (reshape shares storage).
 /// Buffers come from a per-thread cache of freed blocks, so a training loop that allocates the
 /// same sizes every step stops calling the system allocator (and stops page-faulting) after
-/// the first step.
+/// the first step. A buffer freed on another thread than the one that allocated it goes back
+/// to the system: in a pipeline that hands tensors to a consumer thread, the consumer's cache
+/// would otherwise fill (up to 512 MB) with blocks it never asks for.
 class Storage {
 public:
     /// Allocates `bytes` bytes (uninitialised).
@@ -26,6 +28,7 @@ public:
 private:
     void* data_;
     std::size_t bytes_;
+    const void* owner_;  // the allocating thread's cache
 };
 
 /// Statistics of the calling thread's buffer cache (for benchmarks and tests).

@@ -20,17 +20,17 @@ namespace detail {
 
 /// What a Tensor handle points to. Every tensor is contiguous and starts at byte 0 of its
 /// storage, so views (reshape, detach) share the storage and nothing else.
-/// Tells this thread's tape that the output of entry `seq` is gone (core/autograd.cpp): the
-/// entry's backward, and whatever it holds, is released at the next record instead of waiting
-/// for a sweep of the whole tape.
-void note_output_destroyed(std::int64_t seq) noexcept;
+/// Tells the tape `tape_id` that the output of its entry `seq` is gone (core/autograd.cpp): the
+/// entry's backward, and whatever it holds, is released at that tape's next record instead of
+/// waiting for a sweep of the whole tape, whichever thread the output dies on.
+void note_output_destroyed(std::uint32_t tape_id, std::int64_t seq) noexcept;
 
 struct TensorImpl {
     TensorImpl() = default;
     TensorImpl(const TensorImpl&) = default;
     TensorImpl& operator=(const TensorImpl&) = default;
     ~TensorImpl() {
-        if (grad_fn_seq >= 0 && !graph_released) note_output_destroyed(grad_fn_seq);
+        if (grad_fn_seq >= 0 && !graph_released) note_output_destroyed(tape_id, grad_fn_seq);
     }
     Shape shape;
     DType dtype = DType::Float32;
@@ -39,6 +39,7 @@ struct TensorImpl {
     bool retains_grad = false;      // non-leaf keeps its gradient after backward
     bool graph_released = false;    // the tape entry that made it was consumed by backward
     std::int64_t grad_fn_seq = -1;  // tape entry that produced it; -1 for a leaf
+    std::uint32_t tape_id = 0;      // the (thread's) tape holding that entry
     std::shared_ptr<TensorImpl> grad;
 };
 

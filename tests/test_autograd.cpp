@@ -1,6 +1,9 @@
 // The tape: accumulation, release after backward, retain_graph, NoGradGuard, anomaly mode.
 #include "helpers.hpp"
 
+#include <latch>
+#include <thread>
+
 using namespace attograd;
 using testing::rand64;
 
@@ -69,6 +72,46 @@ TEST_CASE("an output destroyed without backward releases what its entry saved at
     CHECK(autograd::tape_size() == 2);
     kept.backward();
     CHECK(x.grad().at({1}) == doctest::Approx(3.0));
+}
+
+TEST_CASE("an output destroyed on another thread is released by the tape that recorded it") {
+    // A pipeline handing outputs to a consumer thread: the producer's tape used to keep every
+    // entry (and what it saved) until its next sweep, 1024 entries later.
+    autograd::clear_tape();
+    Tensor x = rand64({4}, 6);
+    std::weak_ptr<detail::TensorImpl> saved_seen;
+    for (int i = 0; i < 50; ++i) {
+        Tensor out = x.detach() * 2.0;
+        {
+            Tensor saved = exp(x.detach());
+            saved_seen = saved.impl();
+            autograd::record("keeps_saved", {x}, out,
+                             [saved](const Tensor& dy, autograd::Gradients& g) { g.add(0, dy * saved); });
+        }
+        std::thread([handed = std::move(out)]() mutable { handed = Tensor(); }).join();
+    }
+    CHECK(autograd::tape_size() == 0);
+    CHECK(saved_seen.expired());
+}
+
+TEST_CASE("backward on another thread than the forward throws instead of doing nothing") {
+    Tensor x = rand64({2}, 7);
+    Tensor loss;
+    std::latch recorded(1), tried(1);
+    std::thread producer([&] {  // stays alive (its tape too) while the main thread tries
+        loss = sum(x * x);
+        recorded.count_down();
+        tried.wait();
+    });
+    recorded.wait();
+    Tensor mine = sum(x * 3.0);  // the main thread's own tape is not empty
+    CHECK_THROWS_WITH_AS(loss.backward(), doctest::Contains("recorded on another thread"), AutogradError);
+    CHECK_FALSE(x.grad().defined());
+    tried.count_down();
+    producer.join();
+    CHECK_THROWS_WITH_AS(loss.backward(), doctest::Contains("recorded on another thread"), AutogradError);
+    mine.backward();  // unaffected
+    CHECK(x.grad().at({0}) == doctest::Approx(3.0));
 }
 
 TEST_CASE("NoGradGuard records nothing and detach cuts the graph") {
