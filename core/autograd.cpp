@@ -56,6 +56,14 @@ struct Entry {
     std::weak_ptr<detail::TensorImpl> output;  // weak: a dead output makes the entry unreachable
     autograd::BackwardFn backward;
     bool reached = false;
+
+    // Drops what the entry holds (its inputs and its backward's captures) and marks it for
+    // erasure (op null).
+    void release() {
+        op = nullptr;
+        inputs.clear();
+        backward = nullptr;
+    }
 };
 
 // Set while this thread's tape exists: outputs destroyed during thread teardown, after it, are
@@ -129,10 +137,8 @@ struct Tape {
             auto it = std::lower_bound(entries.begin(), entries.end(), seq,
                                        [](const Entry& e, std::int64_t s) { return e.seq < s; });
             if (it == entries.end() || it->seq != seq || it->op == nullptr || !it->output.expired()) continue;
-            it->op = nullptr;
+            it->release();
             ++released;
-            it->inputs.clear();
-            it->backward = nullptr;
         }
         if (released > 64 && released > entries.size() / 2) {
             std::erase_if(entries, [](const Entry& e) { return e.op == nullptr; });
@@ -144,11 +150,7 @@ struct Tape {
     // pass cascade: dropping an entry releases its inputs, which may be earlier outputs.
     void sweep() {
         for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
-            if (it->output.expired()) {
-                it->inputs.clear();
-                it->backward = nullptr;
-                it->op = nullptr;
-            }
+            if (it->output.expired()) it->release();
         }
         std::erase_if(entries, [](const Entry& e) { return e.op == nullptr; });
         released = 0;
@@ -180,9 +182,12 @@ Tensor copy_of(const Tensor& t) {
 }  // namespace
 
 void detail::note_output_destroyed(std::uint32_t tape_id, std::int64_t seq) noexcept {
-    if (tape_alive && tape().id == tape_id) {
-        tape().dead.push_back(seq);
-        return;
+    if (tape_alive) {
+        Tape& own = tape();
+        if (own.id == tape_id) {
+            own.dead.push_back(seq);
+            return;
+        }
     }
     RemoteDead& r = remote_dead();
     const std::lock_guard lock(r.mutex);

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <tuple>
+#include <type_traits>
 
 // GCC 12 reports its own AVX-512 intrinsics' `_mm_undefined_ps` self-initialisation as
 // uninitialised once they are inlined into the register rows below (GCC bug 105593, as
@@ -160,15 +160,40 @@ void register_rows_softmax(T* rows, std::int64_t n, T scale, const T* mask, std:
 // Short rows per group: enough independent chains to hide a row's latencies.
 constexpr int kRowGroup = 4;
 
-// softmax_rows for rows of at most P packets: groups of kRowGroup rows, then one at a time.
-template <class T, int P>
-void register_softmax(T* rows, std::int64_t count, std::int64_t n, T scale, const T* mask,
-                      std::int64_t mask_row_stride, std::int64_t mask_stride) {
-    const auto at = [&](std::int64_t r) { return mask == nullptr ? nullptr : mask + r * mask_row_stride; };
+// Calls rows(r, group) for r = 0, kRowGroup, ... with group a std::integral_constant of
+// kRowGroup, then for the remaining rows one at a time (group 1).
+template <class Rows>
+void in_row_groups(std::int64_t count, Rows&& rows) {
     std::int64_t r = 0;
-    for (; r + kRowGroup <= count; r += kRowGroup)
-        register_rows_softmax<T, P, kRowGroup>(rows + r * n, n, scale, at(r), mask_row_stride, mask_stride);
-    for (; r < count; ++r) register_rows_softmax<T, P, 1>(rows + r * n, n, scale, at(r), 0, mask_stride);
+    for (; r + kRowGroup <= count; r += kRowGroup) rows(r, std::integral_constant<int, kRowGroup>{});
+    for (; r < count; ++r) rows(r, std::integral_constant<int, 1>{});
+}
+
+// Calls fn(std::integral_constant<int, P>) for rows of n elements that fit in P <= 4 packets of
+// T and returns true; false for longer rows or without SIMD (`exp`: also needs a packet exp).
+template <class T, bool exp, class Fn>
+bool with_packets_per_row(std::int64_t n, Fn&& fn) {
+    using namespace Eigen::internal;
+    if constexpr (packet_traits<T>::Vectorizable && (!exp || packet_traits<T>::HasExp)) {
+        constexpr std::int64_t N = packet_traits<T>::size;
+        switch ((n + N - 1) / N) {
+            case 1:
+                fn(std::integral_constant<int, 1>{});
+                return true;
+            case 2:
+                fn(std::integral_constant<int, 2>{});
+                return true;
+            case 3:
+                fn(std::integral_constant<int, 3>{});
+                return true;
+            case 4:
+                fn(std::integral_constant<int, 4>{});
+                return true;
+            default:
+                return false;
+        }
+    }
+    return false;
 }
 
 // One row of softmax_rows_backward.
@@ -227,62 +252,33 @@ void register_rows_backward(const T* p, T* dp, std::int64_t n, T scale) {
     }
 }
 
-// softmax_rows_backward for rows of at most P packets: groups of kRowGroup rows, then one at a
-// time.
-template <class T, int P>
-void register_backward(const T* p, T* dp, std::int64_t count, std::int64_t n, T scale) {
-    std::int64_t r = 0;
-    for (; r + kRowGroup <= count; r += kRowGroup)
-        register_rows_backward<T, P, kRowGroup>(p + r * n, dp + r * n, n, scale);
-    for (; r < count; ++r) register_rows_backward<T, P, 1>(p + r * n, dp + r * n, n, scale);
-}
-
 }  // namespace
 
 template <class T>
 void softmax_rows(T* rows, std::int64_t count, std::int64_t n, T scale, const T* mask,
                   std::int64_t mask_row_stride, std::int64_t mask_stride) {
     AG_ASSERT(mask_stride == 0 || mask_stride == 1, "softmax_rows: mask stride must be 0 or 1");
-    using namespace Eigen::internal;
-    if constexpr (packet_traits<T>::Vectorizable && packet_traits<T>::HasExp) {
-        constexpr std::int64_t N = packet_traits<T>::size;
-        const auto args = std::make_tuple(rows, count, n, scale, mask, mask_row_stride, mask_stride);
-        switch ((n + N - 1) / N) {  // packets per row
-            case 1:
-                return std::apply(register_softmax<T, 1>, args);
-            case 2:
-                return std::apply(register_softmax<T, 2>, args);
-            case 3:
-                return std::apply(register_softmax<T, 3>, args);
-            case 4:
-                return std::apply(register_softmax<T, 4>, args);
-            default:
-                break;
-        }
-    }
-    for (std::int64_t r = 0; r < count; ++r)
-        row_softmax(rows + r * n, n, scale, mask != nullptr ? mask + r * mask_row_stride : nullptr,
-                    mask_stride);
+    const auto mask_at = [&](std::int64_t r) {
+        return mask == nullptr ? nullptr : mask + r * mask_row_stride;
+    };
+    const bool done = with_packets_per_row<T, true>(n, [&](auto packets) {
+        in_row_groups(count, [&](std::int64_t r, auto group) {
+            register_rows_softmax<T, packets(), group()>(rows + r * n, n, scale, mask_at(r), mask_row_stride,
+                                                         mask_stride);
+        });
+    });
+    if (done) return;
+    for (std::int64_t r = 0; r < count; ++r) row_softmax(rows + r * n, n, scale, mask_at(r), mask_stride);
 }
 
 template <class T>
 void softmax_rows_backward(const T* p, T* dp, std::int64_t count, std::int64_t n, T scale) {
-    using namespace Eigen::internal;
-    if constexpr (packet_traits<T>::Vectorizable) {
-        constexpr std::int64_t N = packet_traits<T>::size;
-        switch ((n + N - 1) / N) {  // packets per row
-            case 1:
-                return register_backward<T, 1>(p, dp, count, n, scale);
-            case 2:
-                return register_backward<T, 2>(p, dp, count, n, scale);
-            case 3:
-                return register_backward<T, 3>(p, dp, count, n, scale);
-            case 4:
-                return register_backward<T, 4>(p, dp, count, n, scale);
-            default:
-                break;
-        }
-    }
+    const bool done = with_packets_per_row<T, false>(n, [&](auto packets) {
+        in_row_groups(count, [&](std::int64_t r, auto group) {
+            register_rows_backward<T, packets(), group()>(p + r * n, dp + r * n, n, scale);
+        });
+    });
+    if (done) return;
     for (std::int64_t r = 0; r < count; ++r) row_backward(p + r * n, dp + r * n, n, scale);
 }
 

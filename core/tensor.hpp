@@ -18,13 +18,13 @@ class Tensor;
 
 namespace detail {
 
-/// What a Tensor handle points to. Every tensor is contiguous and starts at byte 0 of its
-/// storage, so views (reshape, detach) share the storage and nothing else.
 /// Tells the tape `tape_id` that the output of its entry `seq` is gone (core/autograd.cpp): the
 /// entry's backward, and whatever it holds, is released at that tape's next record instead of
 /// waiting for a sweep of the whole tape, whichever thread the output dies on.
 void note_output_destroyed(std::uint32_t tape_id, std::int64_t seq) noexcept;
 
+/// What a Tensor handle points to. Every tensor is contiguous and starts at byte 0 of its
+/// storage, so views (reshape, detach) share the storage and nothing else.
 struct TensorImpl {
     TensorImpl() = default;
     TensorImpl(const TensorImpl&) = default;
