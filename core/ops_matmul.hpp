@@ -22,7 +22,7 @@ namespace detail {
 /// op(a) x op(b) for every batch, op = transpose when the flag is set; no tape entry.
 /// a [..., n, k] (or [..., k, n] when transpose_a), b likewise -> [broadcast(...), n, m].
 /// A defined `row_init` [m] (2-D operands only, same dtype) is added to every row of the
-/// result, inside the GEMM's own pass: linear's bias.
+/// result once the product is written, block by block while it is in cache: linear's bias.
 Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b,
                      const Tensor& row_init = Tensor());
 
