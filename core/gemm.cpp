@@ -198,6 +198,14 @@ bool gemm_copies_transposed_b() {
 #endif
 }
 
+bool gemm_packs_operands() {
+#ifdef ATTOGRAD_LIBXSMM
+    return false;
+#else
+    return true;
+#endif
+}
+
 const char* gemm_backend() {
 #ifdef ATTOGRAD_LIBXSMM
     return "libxsmm";

@@ -33,6 +33,11 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64
 /// transposes B once itself (transpose()) and passes it plain, for the same bits.
 bool gemm_copies_transposed_b();
 
+/// True when gemm() copies its operands into packed panels on every call (Eigen's GEMM), so
+/// that a product cut into more row blocks packs op(B) more often; LIBXSMM's kernels read the
+/// operands in place.
+bool gemm_packs_operands();
+
 /// dst [cols, rows] = src^T, for a row-major src [rows, cols] with its rows `ld_src` elements
 /// apart; dst is dense. LIBXSMM's transpose when present, else Eigen's.
 template <class T>
