@@ -52,8 +52,8 @@ void product_rows(const T* pa, std::int64_t a_cols, bool ta, const T* pb, std::i
     const T* a_rows_from = ta ? pa + first : pa + first * a_cols;
     gemm(count, m, inner, a_rows_from, a_cols, ta, pb, ldb, tb, c, m, false);
     if (row_init != nullptr)
-        Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(c, count, m).rowwise() +=
-            Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(row_init, m);
+        Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(c, count, m)
+            .rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(row_init, m);
 }
 
 }  // namespace
@@ -84,10 +84,11 @@ MatmulBlocks::MatmulBlocks(const Tensor& a, const Tensor& b, bool transpose_a, b
     constexpr std::int64_t kMaxChunks = 32;
     out_ = empty({n_, m_}, {.dtype = a.dtype()});
     const std::int64_t w = work();
-    chunks_ = w < 2 * kMinParallelGemmWork
-                  ? 1
-                  : std::clamp<std::int64_t>(std::max(n_ / min_chunk_rows, std::min<std::int64_t>(4, n_ / 16)),
-                                             1, std::min(kMaxChunks, w / kMinParallelGemmWork));
+    chunks_ =
+        w < 2 * kMinParallelGemmWork
+            ? 1
+            : std::clamp<std::int64_t>(std::max(n_ / min_chunk_rows, std::min<std::int64_t>(4, n_ / 16)), 1,
+                                       std::min(kMaxChunks, w / kMinParallelGemmWork));
     // When the GEMM layer would transpose op(B) in every block (LIBXSMM), it is transposed once
     // here instead: the same copy, so the same bits (a [768, 256] weight takes ~0.1 ms).
     if (transpose_b && chunks_ > 1 && gemm_copies_transposed_b()) {

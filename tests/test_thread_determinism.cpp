@@ -107,6 +107,40 @@ TEST_CASE("additive_score: backward's scattered sums are the same on any thread 
     });
 }
 
+TEST_CASE(
+    "embedding: rows copied and gradients scattered over threads give the same bits on any thread count") {
+    // 4000 lookups of 300 columns from 7 rows: each row repeats ~570 times, so backward's adds
+    // into one weight row come from many lookups; it splits the columns over threads.
+    const std::int64_t rows = 7, columns = 300, lookups = 4000;
+    CHECK(lookups * columns >= 2 * detail::kMinParallelWork);
+    std::vector<std::int64_t> ids;
+    for (std::int64_t i = 0; i < lookups; ++i) ids.push_back((i * 5 + i / 3) % rows);
+    const Tensor index = index_tensor(ids, {lookups});
+    check_same_on_every_thread_count([&] {
+        Generator gen(8);
+        Tensor weight = randn({rows, columns}, gen, {.dtype = DType::Float64, .requires_grad = true});
+        const Tensor up = randn({lookups, columns}, gen, {.dtype = DType::Float64});
+        const Tensor out = embedding(weight, index);
+        sum(out * up).backward();
+        // and the values: row i of out is weight[ids[i]]; the gradient of row r sums up's rows
+        // that looked it up, in lookup order
+        const auto w = weight.to_vector<double>(), o = out.to_vector<double>(),
+                   g = weight.grad().to_vector<double>();
+        const auto u = up.to_vector<double>();
+        std::vector<double> expected(static_cast<std::size_t>(rows * columns), 0.0);
+        bool copies = true;
+        for (std::int64_t i = 0; i < lookups; ++i)
+            for (std::int64_t c = 0; c < columns; ++c) {
+                const auto at = static_cast<std::size_t>(ids[static_cast<std::size_t>(i)] * columns + c);
+                copies = copies && o[static_cast<std::size_t>(i * columns + c)] == w[at];
+                expected[at] += u[static_cast<std::size_t>(i * columns + c)];
+            }
+        CHECK(copies);
+        CHECK(g == expected);
+        return bytes_of({out, weight.grad()});
+    });
+}
+
 namespace {
 
 /// embedding -> MultiHeadAttention -> LayerNorm -> Linear, cross-entropy, clipped Adam: the
