@@ -76,8 +76,6 @@ Tensor join(const std::vector<Tensor>& parts, const Shape& out_shape, std::int64
     return out;
 }
 
-// out[o, j, :] = x[o, index[j], :] over the [outer, size, inner] view of x, shaped `out_shape`
-// (index_select and embedding). Backward scatter-adds: dx[o, index[j], :] += dy[o, j, :].
 // out[o, j, :] = x[o, index[j], :]: rows over threads (the embedding of the large training step
 // copies 2 MB here, which alone took ~0.1-0.3 ms while the other core waited).
 template <class T>
@@ -110,6 +108,8 @@ void scatter_add_rows(const T* dy, const std::int64_t* idx, std::int64_t k, cons
                          add_columns);
 }
 
+// out[o, j, :] = x[o, index[j], :] over the [outer, size, inner] view of x, shaped `out_shape`
+// (index_select and embedding). Backward scatter-adds: dx[o, index[j], :] += dy[o, j, :].
 Tensor select_rows(const Tensor& x, const AxisSplit& s, const Tensor& index, const Shape& out_shape,
                    const char* op) {
     Tensor out = empty(out_shape, {.dtype = x.dtype()});

@@ -46,8 +46,8 @@ void column_sums(const Tensor& m, Tensor& out) {
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     check_linear(x, weight, bias);
-    // Y [rows, out] = 1 b^T + X [rows, in] W^T: one GEMM reading W transposed in place, its
-    // rows starting from the bias.
+    // Y [rows, out] = X [rows, in] W^T + 1 b^T: one product (W transposed once when the GEMM
+    // layer wants it plain), the bias added to each row block once it is written.
     const std::int64_t rows = numel(Shape(x.shape().begin(), x.shape().end() - 1));
     const Tensor x2 = reshape(x.detach(), {rows, x.shape().back()});
     const Tensor y2 = detail::matmul_kernel(x2, weight.detach(), false, true, bias);

@@ -40,8 +40,10 @@ namespace {
 // Rows [first, first + count) of C [n, m] = op(A) op(B), or of C = op(A) op(B) + 1 r for a row
 // r, added once the block's product is written, while the block is still in cache: filling C
 // with r first for the GEMM to add onto was a separate pass of stores to cold memory (7 % of
-// the main thread's time in the small training step; ~2 % of the step). It also rounds as
-// matmul(x, w^T) + b does. op(A) has `inner` columns (A's rows are a_cols apart); op(B) is read
+// the main thread's time in the small training step; ~2 % of the step, on LIBXSMM; Eigen's GEMM
+// zeroes its output first either way). It also rounds as matmul(x, w^T) + b does, on LIBXSMM
+// and on Eigen's blocked GEMM path (Eigen's one-row GEMV and tiny coefficient-wise products may
+// sum in another order). op(A) has `inner` columns (A's rows are a_cols apart); op(B) is read
 // from pb with its rows ldb apart, transposed when tb.
 template <class T>
 void product_rows(const T* pa, std::int64_t a_cols, bool ta, const T* pb, std::int64_t ldb, bool tb, T* po,
@@ -78,17 +80,17 @@ MatmulBlocks::MatmulBlocks(const Tensor& a, const Tensor& b, bool transpose_a, b
     // the other waiting; and the last block's wait is shorter the smaller the blocks (8 blocks
     // of 128 rows against 21 of 48 made the small training step ~2.4 % slower, a quiet A/B;
     // the large step was unchanged). Blocks of at least 48 rows (or 16 when that leaves fewer
-    // than 4) on LIBXSMM, which packs nothing; 96 on Eigen, whose cost of packing op(B) again
-    // for every block stays about 1 % of the block's GEMM.
-    const std::int64_t min_chunk_rows = gemm_packs_operands() ? 96 : 48;
-    constexpr std::int64_t kMaxChunks = 32;
+    // than 4) on LIBXSMM, which packs nothing; on Eigen up to 8 blocks of at least 96 rows, as
+    // before, so that packing op(B) again for every block stays about 1 % of the block's GEMM.
+    const bool packs = gemm_packs_operands();
+    const std::int64_t min_chunk_rows = packs ? 96 : 48, max_chunks = packs ? 8 : 32;
     out_ = empty({n_, m_}, {.dtype = a.dtype()});
     const std::int64_t w = work();
     chunks_ =
         w < 2 * kMinParallelGemmWork
             ? 1
             : std::clamp<std::int64_t>(std::max(n_ / min_chunk_rows, std::min<std::int64_t>(4, n_ / 16)), 1,
-                                       std::min(kMaxChunks, w / kMinParallelGemmWork));
+                                       std::min(max_chunks, w / kMinParallelGemmWork));
     // When the GEMM layer would transpose op(B) in every block (LIBXSMM), it is transposed once
     // here instead: the same copy, so the same bits (a [768, 256] weight takes ~0.1 ms).
     if (transpose_b && chunks_ > 1 && gemm_copies_transposed_b()) {

@@ -12,7 +12,8 @@ namespace attograd {
 
 /// Matrix product as PyTorch's `matmul` for operands of rank >= 2:
 /// a [..., n, k] x b [..., k, m] -> [broadcast(...), n, m]. Batch dimensions broadcast
-/// (NumPy rules); each product is one Eigen GEMM, batches run in parallel.
+/// (NumPy rules); each product goes through the GEMM layer (core/gemm.hpp: LIBXSMM or Eigen),
+/// large ones in row blocks over threads, batches in parallel.
 /// Backward: da = dy b^T, db = a^T dy, each summed over its broadcast batch dimensions.
 /// Throws ShapeError (`matmul: inner dimensions differ: [2, 3] x [4, 5]`, rank < 2, batch
 /// dimensions that do not broadcast) and DTypeError (dtypes differ or not float).
