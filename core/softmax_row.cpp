@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <utility>
 
 // GCC 12 reports its own AVX-512 intrinsics' `_mm_undefined_ps` self-initialisation as
 // uninitialised once they are inlined into the register rows below (GCC bug 105593, as
@@ -169,6 +170,13 @@ void in_row_groups(std::int64_t count, Rows&& rows) {
     for (; r < count; ++r) rows(r, std::integral_constant<int, 1>{});
 }
 
+// fn(std::integral_constant<int, P>) for the P in 1 ... sizeof...(Ps) that equals `packets`;
+// false when none does.
+template <class Fn, int... Ps>
+bool call_with_packets(std::int64_t packets, Fn& fn, std::integer_sequence<int, Ps...>) {
+    return ((packets == Ps + 1 ? (fn(std::integral_constant<int, Ps + 1>{}), true) : false) || ...);
+}
+
 // Calls fn(std::integral_constant<int, P>) for rows of n elements that fit in P <= 4 packets of
 // T and returns true; false for longer rows or without SIMD (`exp`: also needs a packet exp).
 template <class T, bool exp, class Fn>
@@ -176,22 +184,7 @@ bool with_packets_per_row(std::int64_t n, Fn&& fn) {
     using namespace Eigen::internal;
     if constexpr (packet_traits<T>::Vectorizable && (!exp || packet_traits<T>::HasExp)) {
         constexpr std::int64_t N = packet_traits<T>::size;
-        switch ((n + N - 1) / N) {
-            case 1:
-                fn(std::integral_constant<int, 1>{});
-                return true;
-            case 2:
-                fn(std::integral_constant<int, 2>{});
-                return true;
-            case 3:
-                fn(std::integral_constant<int, 3>{});
-                return true;
-            case 4:
-                fn(std::integral_constant<int, 4>{});
-                return true;
-            default:
-                return false;
-        }
+        return call_with_packets((n + N - 1) / N, fn, std::make_integer_sequence<int, 4>{});
     }
     return false;
 }
