@@ -93,25 +93,29 @@ TEST_CASE("gemm with k = 0 writes zeros or leaves C unchanged when accumulating"
     CHECK(c == std::vector<double>(6, 0.0));
 }
 
-TEST_CASE("gemm on LIBXSMM gives each row the same bits whether called on all rows or on a row block") {
-    // Eigen's GEMM sizes its cache blocks from all three sizes, so only LIBXSMM promises this.
+TEST_CASE("gemm on LIBXSMM gives the rows of 40- and 256-column products the same bits in a row block") {
+    // Only for some widths: with n = 40 or 256 a row block matches the whole product, with
+    // n = 200 it may not (core/gemm.hpp), which is why callers cut blocks by shape alone. Eigen's
+    // GEMM sizes its cache blocks from all three sizes, so it promises this for no width.
     if (std::string(attograd::detail::gemm_backend()) != "libxsmm") return;
-    const std::int64_t m = 300, n = 40;
-    for (const std::int64_t k : {96, 700})  // 700: several depth blocks, the last one partial
-        for (int flags = 0; flags < 4; ++flags) {
-            const bool ta = flags & 1, tb = flags & 2;
-            const auto a = random_values<float>(static_cast<std::size_t>(m * k), 4);
-            const auto b = random_values<float>(static_cast<std::size_t>(k * n), 5);
-            const std::int64_t lda = ta ? m : k, ldb = tb ? k : n;
-            std::vector<float> whole(static_cast<std::size_t>(m * n)), split(whole.size());
-            gemm<float>(m, n, k, a.data(), lda, ta, b.data(), ldb, tb, whole.data(), n, false);
-            for (std::int64_t first : {std::int64_t{0}, std::int64_t{37}, std::int64_t{150}}) {
-                const std::int64_t last = first == 0 ? 37 : first == 37 ? 150 : m;
-                gemm<float>(last - first, n, k, ta ? a.data() + first : a.data() + first * lda, lda, ta,
-                            b.data(), ldb, tb, split.data() + first * n, n, false);
+    const std::int64_t m = 300;
+    for (const std::int64_t n : {40, 256})
+        for (const std::int64_t k : {96, 700})  // 700: several depth blocks, the last one partial
+            for (int flags = 0; flags < 4; ++flags) {
+                const bool ta = flags & 1, tb = flags & 2;
+                const auto a = random_values<float>(static_cast<std::size_t>(m * k), 4);
+                const auto b = random_values<float>(static_cast<std::size_t>(k * n), 5);
+                const std::int64_t lda = ta ? m : k, ldb = tb ? k : n;
+                std::vector<float> whole(static_cast<std::size_t>(m * n)), split(whole.size());
+                gemm<float>(m, n, k, a.data(), lda, ta, b.data(), ldb, tb, whole.data(), n, false);
+                for (std::int64_t first : {std::int64_t{0}, std::int64_t{37}, std::int64_t{150}}) {
+                    const std::int64_t last = first == 0 ? 37 : first == 37 ? 150 : m;
+                    gemm<float>(last - first, n, k, ta ? a.data() + first : a.data() + first * lda, lda, ta,
+                                b.data(), ldb, tb, split.data() + first * n, n, false);
+                }
+                INFO("n ", n, " k ", k, " trans_a ", ta, " trans_b ", tb);
+                CHECK(whole == split);
             }
-            CHECK(whole == split);
-        }
 }
 
 TEST_CASE("transpose writes the transpose of a strided matrix densely") {
