@@ -116,18 +116,31 @@ void MatmulBlocks::run(std::int64_t block) const {
 }
 
 void run_blocks(const std::vector<const MatmulBlocks*>& products, const std::function<void()>& also) {
+    // Longest tasks first, `also` (a pass over memory, e.g. the bias gradient) before them all:
+    // taken in the given order, linear's backward left dW's few large blocks (and the bias sum)
+    // for last, and one thread waited for the other to finish them. Longest-first: the thread
+    // that gets the last task waits at most about one of dX's small blocks. Each block writes its
+    // own rows, so the order changes no bits. Measured (two threads, share of the region both
+    // threads spent in tasks): the small step's output-layer backward 0.67 -> 0.84, the large
+    // step's out_proj backward 0.95 -> 0.99.
+    std::vector<const MatmulBlocks*> by_block_work = products;
+    std::stable_sort(by_block_work.begin(), by_block_work.end(), [](const auto* x, const auto* y) {
+        return x->work() / x->blocks() > y->work() / y->blocks();
+    });
     std::vector<std::pair<const MatmulBlocks*, std::int64_t>> tasks;
     std::int64_t work = 0;
-    for (const MatmulBlocks* p : products) {
+    for (const MatmulBlocks* p : by_block_work) {
         for (std::int64_t i = 0; i < p->blocks(); ++i) tasks.emplace_back(p, i);
         work += p->work();
     }
-    const auto task_count = static_cast<std::int64_t>(tasks.size()) + (also ? 1 : 0);
+    const std::int64_t first_block = also ? 1 : 0;
+    const auto task_count = static_cast<std::int64_t>(tasks.size()) + first_block;
     const auto run_task = [&](std::int64_t t) {
-        if (t < static_cast<std::int64_t>(tasks.size()))
-            tasks[static_cast<std::size_t>(t)].first->run(tasks[static_cast<std::size_t>(t)].second);
-        else
+        if (t < first_block)
             also();
+        else
+            tasks[static_cast<std::size_t>(t - first_block)].first->run(
+                tasks[static_cast<std::size_t>(t - first_block)].second);
     };
     parallel_for(task_count, work < 2 * kMinParallelGemmWork ? 1 : available_threads(), run_task,
                  Schedule::Dynamic);

@@ -50,9 +50,9 @@ private:
 };
 
 /// Runs every block of each product, and `also` (when set) as one more task, in one parallel
-/// region when the products' work is worth it (core/parallel.hpp), in order on one thread
-/// otherwise. Each product's blocks write their own rows, so the results do not depend on which
-/// thread runs what.
+/// region when the products' work is worth it (core/parallel.hpp), on one thread otherwise:
+/// `also` first, then the blocks from the most work to the least. Each product's blocks write
+/// their own rows, so the results do not depend on which thread runs what, or in what order.
 void run_blocks(const std::vector<const MatmulBlocks*>& products, const std::function<void()>& also = {});
 }  // namespace detail
 
