@@ -133,14 +133,14 @@ void run_blocks(const std::vector<const MatmulBlocks*>& products, const std::fun
         for (std::int64_t i = 0; i < p->blocks(); ++i) tasks.emplace_back(p, i);
         work += p->work();
     }
-    const std::int64_t first_block = also ? 1 : 0;
-    const auto task_count = static_cast<std::int64_t>(tasks.size()) + first_block;
+    const std::int64_t also_tasks = also ? 1 : 0;
+    const auto task_count = static_cast<std::int64_t>(tasks.size()) + also_tasks;
     const auto run_task = [&](std::int64_t t) {
-        if (t < first_block)
+        if (t < also_tasks)
             also();
         else
-            tasks[static_cast<std::size_t>(t - first_block)].first->run(
-                tasks[static_cast<std::size_t>(t - first_block)].second);
+            tasks[static_cast<std::size_t>(t - also_tasks)].first->run(
+                tasks[static_cast<std::size_t>(t - also_tasks)].second);
     };
     parallel_for(task_count, work < 2 * kMinParallelGemmWork ? 1 : available_threads(), run_task,
                  Schedule::Dynamic);
