@@ -136,11 +136,12 @@ void run_blocks(const std::vector<const MatmulBlocks*>& products, const std::fun
     const std::int64_t also_tasks = also ? 1 : 0;
     const auto task_count = static_cast<std::int64_t>(tasks.size()) + also_tasks;
     const auto run_task = [&](std::int64_t t) {
-        if (t < also_tasks)
+        if (t < also_tasks) {
             also();
-        else
-            tasks[static_cast<std::size_t>(t - also_tasks)].first->run(
-                tasks[static_cast<std::size_t>(t - also_tasks)].second);
+            return;
+        }
+        const auto& [product, block] = tasks[static_cast<std::size_t>(t - also_tasks)];
+        product->run(block);
     };
     parallel_for(task_count, work < 2 * kMinParallelGemmWork ? 1 : available_threads(), run_task,
                  Schedule::Dynamic);
