@@ -100,17 +100,21 @@ T* transpose_buffer(std::size_t n) {
     return buffer.data();
 }
 
+void initialise_libxsmm() {
+    static const bool initialised = [] {
+        libxsmm_init();
+        return true;
+    }();
+    (void)initialised;
+}
+
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: LIBXSMM's "A" is our B
 // (read as [n, k] column-major with its rows ldb apart) and its "B" is our A, transposed by a
 // flag when trans_a. Returns false when LIBXSMM has no kernel for a block (nothing written).
 template <class T>
 bool xsmm_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool trans_a,
                const T* b, std::int64_t ldb, bool trans_b, T* c, std::int64_t ldc, bool accumulate) {
-    static const bool initialised = [] {
-        libxsmm_init();
-        return true;
-    }();
-    (void)initialised;
+    initialise_libxsmm();
     if (trans_b) {
         // op(B) = B^T [k, n] into a contiguous buffer: LIBXSMM 1.17 has no such kernel.
         T* bt = transpose_buffer<T>(static_cast<std::size_t>(k * n));
@@ -168,6 +172,28 @@ void gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64
 }
 
 template <class T>
+GemmKernel<T>::GemmKernel(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t lda, bool trans_a,
+                          std::int64_t ldb, bool trans_b, std::int64_t ldc, bool accumulate)
+    : m_(m),
+      n_(n),
+      k_(k),
+      lda_(lda),
+      ldb_(ldb),
+      ldc_(ldc),
+      trans_a_(trans_a),
+      trans_b_(trans_b),
+      accumulate_(accumulate) {
+#ifdef ATTOGRAD_LIBXSMM
+    // exactly the one call xsmm_gemm would make: a single block, B used in place
+    if (!trans_b && m > 0 && n > 0 && k > 0 && m <= kXsmmBlockRows && n <= kXsmmBlockCols &&
+        k <= kXsmmBlockDepth) {
+        initialise_libxsmm();
+        direct_ = xsmm_kernel<T>(n, m, k, ldb, lda, ldc, trans_a, accumulate);
+    }
+#endif
+}
+
+template <class T>
 void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst) {
     if (rows == 0 || cols == 0) return;
     if (rows == 1) {  // a copy; ld_src may then be below cols, which LIBXSMM would refuse unwritten
@@ -218,6 +244,8 @@ template void gemm<float>(std::int64_t, std::int64_t, std::int64_t, const float*
                           const float*, std::int64_t, bool, float*, std::int64_t, bool);
 template void transpose<float>(std::int64_t, std::int64_t, const float*, std::int64_t, float*);
 template void transpose<double>(std::int64_t, std::int64_t, const double*, std::int64_t, double*);
+template class GemmKernel<float>;
+template class GemmKernel<double>;
 template void gemm<double>(std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t, bool,
                            const double*, std::int64_t, bool, double*, std::int64_t, bool);
 

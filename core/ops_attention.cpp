@@ -71,12 +71,22 @@ void transpose_blocks(const Geometry& g, const T* y, const detail::HeadLayout& l
     }
 }
 
+// The products of forward_block, resolved once per call (core/gemm.hpp): S = Q K^T (from K^T
+// when transpose_blocks made it) and O = Pd V.
+template <class T>
+struct ForwardProducts {
+    detail::GemmKernel<T> scores, output;
+    ForwardProducts(const Geometry& g, bool from_kt)
+        : scores(g.tq, g.tk, g.d, g.q.row, false, from_kt ? g.tk : g.k.row, !from_kt, g.tk, false),
+          output(g.tq, g.dv, g.tk, g.tk, false, g.v.row, false, g.out.row, false) {}
+};
+
 // scores P = softmax(scale q k^T + mask) -> weights; output = dropout(P) v. Every product
 // writes its whole block (core/gemm.hpp), so no output needs zeroing first.
 // Block bh of forward_kernel; kt (may be null) holds every block's K^T (transpose_blocks).
 template <class T>
-void forward_block(const Geometry& g, std::int64_t bh, const T* q, const T* k, const T* kt, const T* v,
-                   const T* mask, T* out, T* weights) {
+void forward_block(const Geometry& g, const ForwardProducts<T>& products, std::int64_t bh, const T* q,
+                   const T* k, const T* kt, const T* v, const T* mask, T* out, T* weights) {
     const std::int64_t b = bh / g.heads, h = bh % g.heads;
     T* o = out + g.out.at(b, h);
     T* p = weights + bh * g.tq * g.tk;
@@ -85,12 +95,7 @@ void forward_block(const Geometry& g, std::int64_t bh, const T* q, const T* k, c
         return;
     }
     // S [Tq, Tk] = Q K^T, scaled inside the softmax
-    if (kt != nullptr)
-        detail::gemm(g.tq, g.tk, g.d, q + g.q.at(b, h), g.q.row, false, kt + bh * g.d * g.tk, g.tk, false, p,
-                     g.tk, false);
-    else
-        detail::gemm(g.tq, g.tk, g.d, q + g.q.at(b, h), g.q.row, false, k + g.k.at(b, h), g.k.row, true, p,
-                     g.tk, false);
+    products.scores(q + g.q.at(b, h), kt != nullptr ? kt + bh * g.d * g.tk : k + g.k.at(b, h), p);
     masked_softmax_rows(g, b, h, mask, p);
     const T* pv = p;
     if (g.dropout_active()) {
@@ -99,7 +104,7 @@ void forward_block(const Geometry& g, std::int64_t bh, const T* q, const T* k, c
         pv = dropped;
     }
     // O [Tq, dv] = Pd V
-    detail::gemm(g.tq, g.dv, g.tk, pv, g.tk, false, v + g.v.at(b, h), g.v.row, false, o, g.out.row, false);
+    products.output(pv, v + g.v.at(b, h), o);
 }
 
 template <class T>
@@ -110,13 +115,14 @@ void forward_kernel(const Geometry& g, const T* q, const T* k, const T* v, const
                            ? empty({g.blocks() * g.d * g.tk}, {.dtype = dtype_of<T>()})
                            : Tensor();
     T* kt = detail::data_or_null<T>(kt_buffer);
+    const ForwardProducts<T> products(g, kt != nullptr);
     const int grab = g.blocks_per_grab();
 #pragma omp parallel if (g.parallel())
     {
         if (kt != nullptr) transpose_blocks(g, k, g.k, g.d, kt);
 #pragma omp for schedule(dynamic, grab)
         for (std::int64_t bh = 0; bh < g.blocks(); ++bh)
-            forward_block(g, bh, q, k, kt, v, mask, out, weights);
+            forward_block(g, products, bh, q, k, kt, v, mask, out, weights);
     }
 }
 // Gradients of one call. dout (upstream gradient of the output) and dweights (of the weights)
@@ -126,6 +132,17 @@ template <class T>
 struct BackwardArgs {
     const T *q, *k, *v, *weights, *dout, *dweights;
     T *dq, *dk, *dv;
+};
+
+// The products of backward_kernel, resolved once per call (core/gemm.hpp).
+template <class T>
+struct BackwardProducts {
+    detail::GemmKernel<T> dv, dp, dq, dk;
+    BackwardProducts(const Geometry& g, bool from_vt)
+        : dv(g.tk, g.dv, g.tq, g.tk, true, g.out.row, false, g.v.row, false),
+          dp(g.tq, g.tk, g.dv, g.out.row, false, from_vt ? g.tk : g.v.row, !from_vt, g.tk, false),
+          dq(g.tq, g.d, g.tk, g.tk, false, g.k.row, false, g.q.row, false),
+          dk(g.tk, g.d, g.tq, g.tk, true, g.q.row, false, g.k.row, false) {}
 };
 
 // dV = Pd^T dO; dP = (dO V^T) * M / (1 - p) + dweights; dS = P * (dP - rowsum(dP * P));
@@ -138,6 +155,7 @@ void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
                            ? empty({g.blocks() * g.dv * g.tk}, {.dtype = dtype_of<T>()})
                            : Tensor();
     T* vt = detail::data_or_null<T>(vt_buffer);
+    const BackwardProducts<T> products(g, vt != nullptr);
     const int grab = g.blocks_per_grab();
 #pragma omp parallel if (g.parallel())
     {
@@ -162,15 +180,10 @@ void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
                         pd = dropped;
                     }
                     // dV [Tk, dv] = Pd^T dO
-                    detail::gemm(g.tk, g.dv, g.tq, pd, g.tk, true, dO, g.out.row, false, dv, g.v.row, false);
+                    products.dv(pd, dO, dv);
                 }
                 // dPd [Tq, Tk] = dO V^T
-                if (vt != nullptr)
-                    detail::gemm(g.tq, g.tk, g.dv, dO, g.out.row, false, vt + bh * g.dv * g.tk, g.tk, false,
-                                 dP, g.tk, false);
-                else
-                    detail::gemm(g.tq, g.tk, g.dv, dO, g.out.row, false, a.v + g.v.at(b, h), g.v.row, true,
-                                 dP, g.tk, false);
+                products.dp(dO, vt != nullptr ? vt + bh * g.dv * g.tk : a.v + g.v.at(b, h), dP);
                 if (g.dropout_active()) apply_dropout(dP, dP, plane, g.dropout_p, seed);
             } else {
                 if (dv != nullptr) detail::zero_block(dv, g.tk, g.dv, g.v.row);
@@ -181,12 +194,8 @@ void backward_kernel(const Geometry& g, const BackwardArgs<T>& a) {
             // dP becomes scale * dS, so that the two products below need no scaling
             detail::softmax_rows_backward(P, dP, g.tq, g.tk, scale);
             // dQ [Tq, d] = scale dS K; dK [Tk, d] = scale dS^T Q
-            if (a.dq != nullptr)
-                detail::gemm(g.tq, g.d, g.tk, dP, g.tk, false, k, g.k.row, false, a.dq + g.q.at(b, h),
-                             g.q.row, false);
-            if (a.dk != nullptr)
-                detail::gemm(g.tk, g.d, g.tq, dP, g.tk, true, q, g.q.row, false, a.dk + g.k.at(b, h), g.k.row,
-                             false);
+            if (a.dq != nullptr) products.dq(dP, k, a.dq + g.q.at(b, h));
+            if (a.dk != nullptr) products.dk(dP, q, a.dk + g.k.at(b, h));
         }
     }
 }

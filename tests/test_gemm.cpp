@@ -118,6 +118,31 @@ TEST_CASE("gemm on LIBXSMM gives the rows of 40- and 256-column products the sam
             }
 }
 
+TEST_CASE("GemmKernel gives gemm()'s bits for every transpose and accumulation, in one block and more") {
+    // {32, 32, 16} and {256, 32, 256}: one LIBXSMM block, called directly; {300, 20, 8}, {8, 20, 700}:
+    // several blocks, run by gemm() itself. The same kernel on the same operands: equal bits.
+    const std::int64_t shapes[][3] = {{32, 32, 16}, {256, 32, 256}, {3, 5, 7}, {300, 20, 8}, {8, 20, 700}};
+    for (const auto& s : shapes)
+        for (int flags = 0; flags < 8; ++flags) {
+            const std::int64_t m = s[0], n = s[1], k = s[2];
+            const bool ta = flags & 1, tb = flags & 2, acc = flags & 4;
+            const std::int64_t lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 2, ldc = n + 3;
+            const auto check = [&]<class T>(T) {
+                const auto a = random_values<T>(static_cast<std::size_t>((ta ? k : m) * lda), 6);
+                const auto b = random_values<T>(static_cast<std::size_t>((tb ? n : k) * ldb), 7);
+                auto by_gemm = random_values<T>(static_cast<std::size_t>(m * ldc), 8);
+                auto by_kernel = by_gemm;
+                gemm<T>(m, n, k, a.data(), lda, ta, b.data(), ldb, tb, by_gemm.data(), ldc, acc);
+                const attograd::detail::GemmKernel<T> kernel(m, n, k, lda, ta, ldb, tb, ldc, acc);
+                kernel(a.data(), b.data(), by_kernel.data());
+                INFO("m ", m, " n ", n, " k ", k, " trans_a ", ta, " trans_b ", tb, " accumulate ", acc);
+                CHECK(by_kernel == by_gemm);
+            };
+            check(float{});
+            check(double{});
+        }
+}
+
 TEST_CASE("transpose writes the transpose of a strided matrix densely") {
     for (const auto& [rows, cols] :
          {std::pair<std::int64_t, std::int64_t>{1, 1}, {3, 5}, {32, 16}, {70, 300}}) {
