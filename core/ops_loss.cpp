@@ -6,6 +6,7 @@
 #include "core/ops_loss.hpp"
 
 #include "core/autograd.hpp"
+#include "core/cross_entropy_rows.hpp"
 #include "core/ops_elementwise.hpp"
 #include "core/softmax_kernel.hpp"
 
@@ -71,10 +72,58 @@ struct Upstream {
     T operator()(std::int64_t j) const { return reduction == Reduction::None ? dy[j] : dy[0] * scale; }
 };
 
+// cross_entropy over contiguous classes (the last axis; s.inner == 1): losses and the
+// gradient's row factor in one parallel pass (core/cross_entropy_rows.hpp), so that backward
+// only scales the factor by the upstream gradient.
+Tensor cross_entropy_contiguous(const Tensor& logits, const Tensor& targets,
+                                const CrossEntropyOptions& options, const AxisSplit& s) {
+    Tensor losses = empty(targets.shape(), {.dtype = logits.dtype()});
+    const bool recording = autograd::needs_record({&logits});
+    Tensor factor = recording ? empty(logits.shape(), {.dtype = logits.dtype()}) : Tensor();
+    const auto* t = targets.data<std::int64_t>();
+    const detail::ClassRows rows{.rows = s.outer,
+                                 .classes = s.size,
+                                 .targets = t,
+                                 .ignore_index = options.ignore_index,
+                                 .label_smoothing = options.label_smoothing};
+    std::int64_t count = 0;
+    for (std::int64_t j = 0; j < s.outer; ++j) count += t[j] == options.ignore_index ? 0 : 1;
+    dispatch_floating(logits.dtype(), "cross_entropy", [&]<class T>(T) {
+        detail::cross_entropy_rows(logits.data<T>(), rows, losses.data<T>(),
+                                   factor.defined() ? factor.data<T>() : nullptr);
+    });
+    Tensor out = reduce_losses(losses, options.reduction, count);
+    if (recording) {
+        autograd::record(
+            "cross_entropy", {logits}, out,
+            [factor, s, reduction = options.reduction, count](const Tensor& dy, autograd::Gradients& g) {
+                // dlogits[j, c] = dloss_j * factor[j, c] (zero rows where t_j is ignored)
+                Tensor dx = empty(factor.shape(), {.dtype = dy.dtype()});
+                dispatch_floating(dy.dtype(), "cross_entropy", [&]<class T>(T) {
+                    const Upstream<T> upstream(dy, reduction, count);
+                    using Rows = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+                    using ConstRows =
+                        Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+                    Rows d(dx.data<T>(), s.outer, s.size);
+                    const ConstRows f(factor.data<T>(), s.outer, s.size);
+                    if (reduction != Reduction::None) {
+                        d = f * upstream(0);
+                        return;
+                    }
+                    for (std::int64_t j = 0; j < s.outer; ++j) d.row(j) = f.row(j) * upstream(j);
+                });
+                g.add(0, dx);
+            });
+    }
+    return out;
+}
+
 }  // namespace
 
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOptions options) {
     const AxisSplit s = check_class_inputs(logits, targets, options, "cross_entropy");
+    if (s.inner == 1) return cross_entropy_contiguous(logits, targets, options, s);
+    // classes `inner` apart ([N, C, d...]): log-softmax rows, then the losses
     Tensor log_probs = empty(logits.shape(), {.dtype = logits.dtype()});
     Tensor losses = empty(targets.shape(), {.dtype = logits.dtype()});
     const auto* t = targets.data<std::int64_t>();
@@ -106,48 +155,40 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
     });
     Tensor out = reduce_losses(losses, options.reduction, count);
     if (autograd::needs_record({&logits})) {
-        autograd::record(
-            "cross_entropy", {logits}, out,
-            [log_probs, targets, s, options, count](const Tensor& dy, autograd::Gradients& g) {
-                // dlogits[n, c, i] = dloss_j * (p[n, c, i] - (1 - eps) [c == t_j] - eps / C), j
-                // = (n, i); zero where t_j is ignored
-                Tensor dx = empty(log_probs.shape(), {.dtype = dy.dtype()});
-                const auto* t = targets.data<std::int64_t>();
-                dispatch_floating(dy.dtype(), "cross_entropy", [&]<class T>(T) {
-                    const Upstream<T> upstream(dy, options.reduction, count);
-                    const T eps = static_cast<T>(options.label_smoothing);
-                    const T per_class = eps / static_cast<T>(s.size);
-                    const T* lp = log_probs.data<T>();
-                    T* px = dx.data<T>();
-                    // Position by position, so that its target, ignore test and upstream
-                    // factor are read once, not once per class.
-                    for (std::int64_t n = 0; n < s.outer; ++n)
-                        for (std::int64_t i = 0; i < s.inner; ++i) {
-                            const std::int64_t j = n * s.inner + i, tj = t[j];
-                            const T* lpj = lp + n * s.size * s.inner + i;
-                            T* pxj = px + n * s.size * s.inner + i;
-                            if (tj == options.ignore_index) {
-                                for (std::int64_t c = 0; c < s.size; ++c) pxj[c * s.inner] = T(0);
-                                continue;
-                            }
-                            const T up = upstream(j);
-                            if (s.inner == 1) {  // contiguous: Eigen's vectorised exp
-                                Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> row(pxj, s.size);
-                                row =
-                                    up *
-                                    (Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(lpj, s.size).exp() -
-                                     per_class);
-                                pxj[tj] -= up * (T(1) - eps);
-                                continue;
-                            }
-                            for (std::int64_t c = 0; c < s.size; ++c) {
-                                const T hit = c == tj ? T(1) - eps : T(0);
-                                pxj[c * s.inner] = up * (std::exp(lpj[c * s.inner]) - hit - per_class);
-                            }
-                        }
-                });
-                g.add(0, dx);
-            });
+        autograd::record("cross_entropy", {logits}, out,
+                         [log_probs, targets, s, options, count](const Tensor& dy, autograd::Gradients& g) {
+                             // dlogits[n, c, i] = dloss_j * (p[n, c, i] - (1 - eps) [c == t_j] - eps / C), j
+                             // = (n, i); zero where t_j is ignored
+                             Tensor dx = empty(log_probs.shape(), {.dtype = dy.dtype()});
+                             const auto* t = targets.data<std::int64_t>();
+                             dispatch_floating(dy.dtype(), "cross_entropy", [&]<class T>(T) {
+                                 const Upstream<T> upstream(dy, options.reduction, count);
+                                 const T eps = static_cast<T>(options.label_smoothing);
+                                 const T per_class = eps / static_cast<T>(s.size);
+                                 const T* lp = log_probs.data<T>();
+                                 T* px = dx.data<T>();
+                                 // Position by position, so that its target, ignore test and upstream
+                                 // factor are read once, not once per class.
+                                 for (std::int64_t n = 0; n < s.outer; ++n)
+                                     for (std::int64_t i = 0; i < s.inner; ++i) {
+                                         const std::int64_t j = n * s.inner + i, tj = t[j];
+                                         const T* lpj = lp + n * s.size * s.inner + i;
+                                         T* pxj = px + n * s.size * s.inner + i;
+                                         if (tj == options.ignore_index) {
+                                             for (std::int64_t c = 0; c < s.size; ++c)
+                                                 pxj[c * s.inner] = T(0);
+                                             continue;
+                                         }
+                                         const T up = upstream(j);
+                                         for (std::int64_t c = 0; c < s.size; ++c) {
+                                             const T hit = c == tj ? T(1) - eps : T(0);
+                                             pxj[c * s.inner] =
+                                                 up * (std::exp(lpj[c * s.inner]) - hit - per_class);
+                                         }
+                                     }
+                             });
+                             g.add(0, dx);
+                         });
     }
     return out;
 }

@@ -3,6 +3,8 @@
 #include "helpers.hpp"
 
 #include <cmath>
+#include <limits>
+#include <vector>
 
 using namespace attograd;
 using testing::rand64;
@@ -86,6 +88,60 @@ TEST_CASE("cross_entropy is exact and finite for logits of magnitude 1e8 and ver
         CHECK(logits.grad().at({0, 0}) == doctest::Approx((1.0 - 0.1 / 3) / 3));
         CHECK(logits.grad().at({0, 1}) == doctest::Approx((-0.9 - 0.1 / 3) / 3));
     }
+}
+
+TEST_CASE("cross_entropy over contiguous classes matches the strided path, packet edges and odd rows too") {
+    // [N, C] takes the fused row pass (core/cross_entropy_rows.hpp); the same rows as column 0 of
+    // [N, C, 2] take the strided path (column 1's targets all ignored, so they add nothing).
+    // Class counts around the packet widths, row counts around the row groups; a row with -inf
+    // entries, an all -inf row (infinite loss) and a NaN row.
+    for (DType dtype : {DType::Float64, DType::Float32})
+        for (std::int64_t classes : {1, 3, 8, 16, 17, 50})
+            for (std::int64_t rows : {1, 5, 33})
+                for (double smoothing : {0.0, 0.2}) {
+                    CAPTURE(dtype);
+                    CAPTURE(classes);
+                    CAPTURE(rows);
+                    CAPTURE(smoothing);
+                    const double inf = std::numeric_limits<double>::infinity();
+                    std::vector<double> x = rand64({rows, classes}, 25).to_vector<double>();
+                    std::vector<double> t(static_cast<std::size_t>(rows));
+                    for (std::int64_t r = 0; r < rows; ++r)
+                        t[static_cast<std::size_t>(r)] = static_cast<double>((r * 7) % classes);
+                    if (rows > 3) {
+                        t[1] = -100;                                      // ignored
+                        x[static_cast<std::size_t>(2 * classes)] = -inf;  // one -inf entry
+                        t[2] = classes > 1 ? 1 : 0;
+                        for (std::int64_t c = 0; c < classes; ++c)
+                            x[static_cast<std::size_t>(3 * classes + c)] = -inf;
+                    }
+                    if (rows > 4) x[static_cast<std::size_t>(4 * classes)] = std::nan("");
+                    std::vector<double> wide(x.size() * 2, 0.5), wide_t(t.size() * 2, -100);
+                    for (std::size_t i = 0; i < x.size(); ++i) wide[2 * i] = x[i];
+                    for (std::size_t i = 0; i < t.size(); ++i) wide_t[2 * i] = t[i];
+                    Tensor contiguous = tensor(x, {rows, classes}, {.dtype = dtype, .requires_grad = true});
+                    Tensor strided =
+                        tensor(wide, {rows, classes, 2}, {.dtype = dtype, .requires_grad = true});
+                    const Tensor targets = tensor(t, {rows}, {.dtype = DType::Int64});
+                    const Tensor wide_targets = tensor(wide_t, {rows, 2}, {.dtype = DType::Int64});
+                    const double tol = dtype == DType::Float64 ? 1e-13 : 2e-6;
+                    const auto same = [&](double a, double b) {
+                        if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+                        if (std::isinf(a) || std::isinf(b)) return a == b;
+                        return std::abs(a - b) <= tol * std::max(1.0, std::abs(b));
+                    };
+                    const Tensor per_row = cross_entropy(
+                        contiguous, targets, {.reduction = Reduction::None, .label_smoothing = smoothing});
+                    const Tensor per_column = cross_entropy(
+                        strided, wide_targets, {.reduction = Reduction::None, .label_smoothing = smoothing});
+                    for (std::int64_t r = 0; r < rows; ++r)
+                        CHECK(same(per_row.at({r}), per_column.at({r, 0})));
+                    cross_entropy(contiguous, targets, {.label_smoothing = smoothing}).backward();
+                    cross_entropy(strided, wide_targets, {.label_smoothing = smoothing}).backward();
+                    for (std::int64_t r = 0; r < rows; ++r)
+                        for (std::int64_t c = 0; c < classes; ++c)
+                            CHECK(same(contiguous.grad().at({r, c}), strided.grad().at({r, c, 0})));
+                }
 }
 
 TEST_CASE("all-ignored targets give a zero loss with zero gradient (PyTorch gives NaN)") {
