@@ -11,6 +11,7 @@
 
 #ifdef ATTOGRAD_LIBXSMM
 #include <libxsmm.h>
+#include <libxsmm_generator.h>
 #endif
 
 namespace attograd::detail {
@@ -205,11 +206,33 @@ void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t 
     // In 32 x 32 tiles: whole, LIBXSMM's transpose of a [768, 256] weight took 105 us, in tiles
     // 26 us (64 x 64: 68 us); a [256, 2048] one 298 against 95 us. Each tile: column-major
     // [tile cols, tile rows] with ld ld_src in, [tile rows, tile cols] with ld rows out.
+    // The tile kernels are looked up once per call (at most four shapes: whole tiles and the
+    // edges), not per tile as libxsmm_otrans does (~35 ns a 32 x 32 tile, a fifth of its time).
     constexpr std::int64_t kTile = 32;
+    initialise_libxsmm();
+    const auto ld_in = static_cast<unsigned>(ld_src), ld_out = static_cast<unsigned>(rows);
+    const auto tile_kernel = [&](std::int64_t tile_cols, std::int64_t tile_rows) {
+        libxsmm_descriptor_blob blob;
+        const libxsmm_trans_descriptor* descriptor = libxsmm_trans_descriptor_init(
+            &blob, sizeof(T), static_cast<unsigned>(tile_cols), static_cast<unsigned>(tile_rows), ld_out);
+        return descriptor != nullptr ? libxsmm_dispatch_trans(descriptor) : nullptr;
+    };
+    libxsmm_xtransfunction kernels[2][2] = {};  // [last row tile][last column tile]
+    bool looked_up[2][2] = {};
     for (std::int64_t r = 0; r < rows; r += kTile)
-        for (std::int64_t c = 0; c < cols; c += kTile)
-            libxsmm_otrans(dst + c * rows + r, src + r * ld_src + c, sizeof(T), std::min(kTile, cols - c),
-                           std::min(kTile, rows - r), ld_src, rows);
+        for (std::int64_t c = 0; c < cols; c += kTile) {
+            const std::int64_t tile_rows = std::min(kTile, rows - r), tile_cols = std::min(kTile, cols - c);
+            const int edge_r = tile_rows < kTile ? 1 : 0, edge_c = tile_cols < kTile ? 1 : 0;
+            if (!looked_up[edge_r][edge_c]) {
+                kernels[edge_r][edge_c] = tile_kernel(tile_cols, tile_rows);
+                looked_up[edge_r][edge_c] = true;
+            }
+            if (const auto kernel = kernels[edge_r][edge_c])
+                kernel(src + r * ld_src + c, &ld_in, dst + c * rows + r, &ld_out);
+            else
+                libxsmm_otrans(dst + c * rows + r, src + r * ld_src + c, sizeof(T), tile_cols, tile_rows,
+                               ld_src, rows);
+        }
 #else
     Eigen::Map<RowMatrix<T>>(dst, cols, rows).noalias() =
         ConstStridedMap<T>(src, rows, cols, Eigen::OuterStride<>(ld_src)).transpose();
