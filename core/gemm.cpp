@@ -195,22 +195,24 @@ GemmKernel<T>::GemmKernel(std::int64_t m, std::int64_t n, std::int64_t k, std::i
 }
 
 template <class T>
-void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst) {
+void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst,
+               std::int64_t ld_dst) {
     if (rows == 0 || cols == 0) return;
-    if (rows == 1) {  // a copy; ld_src may then be below cols, which LIBXSMM would refuse unwritten
-        std::copy_n(src, cols, dst);
+    if (rows == 1) {  // one column of dst; ld_src may then be below cols, which LIBXSMM would refuse
+        for (std::int64_t c = 0; c < cols; ++c) dst[c * ld_dst] = src[c];
         return;
     }
-    AG_ASSERT(ld_src >= cols, "transpose: rows {} elements apart hold {} columns", ld_src, cols);
+    AG_ASSERT(ld_src >= cols && ld_dst >= rows, "transpose: rows {} / {} elements apart hold {} / {} columns",
+              ld_src, ld_dst, cols, rows);
 #ifdef ATTOGRAD_LIBXSMM
     // In 32 x 32 tiles: whole, LIBXSMM's transpose of a [768, 256] weight took 105 us, in tiles
     // 26 us (64 x 64: 68 us); a [256, 2048] one 298 against 95 us. Each tile: column-major
-    // [tile cols, tile rows] with ld ld_src in, [tile rows, tile cols] with ld rows out.
+    // [tile cols, tile rows] with ld ld_src in, [tile rows, tile cols] with ld ld_dst out.
     // The tile kernels are looked up once per call (at most four shapes: whole tiles and the
     // edges), not per tile as libxsmm_otrans does (~35 ns a 32 x 32 tile, a fifth of its time).
     constexpr std::int64_t kTile = 32;
     initialise_libxsmm();
-    const auto ld_in = static_cast<unsigned>(ld_src), ld_out = static_cast<unsigned>(rows);
+    const auto ld_in = static_cast<unsigned>(ld_src), ld_out = static_cast<unsigned>(ld_dst);
     const auto tile_kernel = [&](std::int64_t tile_cols, std::int64_t tile_rows) {
         libxsmm_descriptor_blob blob;
         const libxsmm_trans_descriptor* descriptor = libxsmm_trans_descriptor_init(
@@ -228,13 +230,13 @@ void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t 
                 looked_up[edge_r][edge_c] = true;
             }
             if (const auto kernel = kernels[edge_r][edge_c])
-                kernel(src + r * ld_src + c, &ld_in, dst + c * rows + r, &ld_out);
+                kernel(src + r * ld_src + c, &ld_in, dst + c * ld_dst + r, &ld_out);
             else
-                libxsmm_otrans(dst + c * rows + r, src + r * ld_src + c, sizeof(T), tile_cols, tile_rows,
-                               ld_src, rows);
+                libxsmm_otrans(dst + c * ld_dst + r, src + r * ld_src + c, sizeof(T), tile_cols, tile_rows,
+                               ld_src, ld_dst);
         }
 #else
-    Eigen::Map<RowMatrix<T>>(dst, cols, rows).noalias() =
+    StridedMap<T>(dst, cols, rows, Eigen::OuterStride<>(ld_dst)).noalias() =
         ConstStridedMap<T>(src, rows, cols, Eigen::OuterStride<>(ld_src)).transpose();
 #endif
 }
@@ -265,8 +267,9 @@ const char* gemm_backend() {
 
 template void gemm<float>(std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t, bool,
                           const float*, std::int64_t, bool, float*, std::int64_t, bool);
-template void transpose<float>(std::int64_t, std::int64_t, const float*, std::int64_t, float*);
-template void transpose<double>(std::int64_t, std::int64_t, const double*, std::int64_t, double*);
+template void transpose<float>(std::int64_t, std::int64_t, const float*, std::int64_t, float*, std::int64_t);
+template void transpose<double>(std::int64_t, std::int64_t, const double*, std::int64_t, double*,
+                                std::int64_t);
 template class GemmKernel<float>;
 template class GemmKernel<double>;
 template void gemm<double>(std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t, bool,

@@ -64,17 +64,27 @@ bool gemm_copies_transposed_b();
 bool gemm_packs_operands();
 
 /// dst [cols, rows] = src^T, for a row-major src [rows, cols] with its rows `ld_src` elements
-/// apart; dst is dense. LIBXSMM's transpose when present, else Eigen's.
+/// apart; dst's rows are `ld_dst` (>= rows) elements apart, so that row bands of src can be
+/// transposed side by side into one dst. LIBXSMM's transpose when present, else Eigen's.
 template <class T>
-void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst);
+void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst,
+               std::int64_t ld_dst);
+
+/// transpose() into a dense dst (ld_dst = rows).
+template <class T>
+void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst) {
+    transpose(rows, cols, src, ld_src, dst, rows);
+}
 
 /// The kernel library gemm() runs on: "libxsmm" or "eigen" (for benchmarks' headers).
 const char* gemm_backend();
 
 extern template void gemm<float>(std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t, bool,
                                  const float*, std::int64_t, bool, float*, std::int64_t, bool);
-extern template void transpose<float>(std::int64_t, std::int64_t, const float*, std::int64_t, float*);
-extern template void transpose<double>(std::int64_t, std::int64_t, const double*, std::int64_t, double*);
+extern template void transpose<float>(std::int64_t, std::int64_t, const float*, std::int64_t, float*,
+                                      std::int64_t);
+extern template void transpose<double>(std::int64_t, std::int64_t, const double*, std::int64_t, double*,
+                                       std::int64_t);
 extern template class GemmKernel<float>;
 extern template class GemmKernel<double>;
 extern template void gemm<double>(std::int64_t, std::int64_t, std::int64_t, const double*, std::int64_t, bool,

@@ -164,3 +164,15 @@ TEST_CASE("transpose writes the transpose of a strided matrix densely, edge tile
         check(float{}, rows, cols);
     }
 }
+
+TEST_CASE("transpose of row bands side by side (ld_dst) equals the whole transpose") {
+    // bands of 64, 64 and 42 rows of a [170, 300] matrix, as linear's weight transpose cuts them
+    const std::int64_t rows = 170, cols = 300, ld = cols + 5;
+    const auto src = random_values<float>(static_cast<std::size_t>(rows * ld), 7);
+    std::vector<float> whole(static_cast<std::size_t>(rows * cols)), bands(whole.size(), -7.0f);
+    attograd::detail::transpose<float>(rows, cols, src.data(), ld, whole.data());
+    for (std::int64_t first = 0; first < rows; first += 64)
+        attograd::detail::transpose<float>(std::min<std::int64_t>(64, rows - first), cols,
+                                           src.data() + first * ld, ld, bands.data() + first, rows);
+    CHECK(bands == whole);
+}
