@@ -1,6 +1,7 @@
 // Cross-entropy rows of contiguous classes on Eigen's SIMD packets.
 #include "core/cross_entropy_rows.hpp"
 
+#include "core/gcc12_avx512_warning.hpp"
 #include "core/parallel.hpp"
 
 #include <Eigen/Core>
@@ -8,12 +9,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-// GCC 12 reports its own AVX-512 intrinsics' `_mm_undefined_ps` self-initialisation as
-// uninitialised once Eigen's pexp is inlined here (GCC bug 105593, as in core/softmax_row.cpp).
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
 namespace attograd::detail {
 namespace {

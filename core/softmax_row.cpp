@@ -2,6 +2,7 @@
 #include "core/softmax_row.hpp"
 
 #include "core/error.hpp"
+#include "core/gcc12_avx512_warning.hpp"
 
 #include <Eigen/Core>
 
@@ -10,13 +11,6 @@
 #include <limits>
 #include <type_traits>
 #include <utility>
-
-// GCC 12 reports its own AVX-512 intrinsics' `_mm_undefined_ps` self-initialisation as
-// uninitialised once they are inlined into the register rows below (GCC bug 105593, as
-// -Wmaybe-uninitialized in CMakeLists.txt); the warning points into <avx512fintrin.h>.
-#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#endif
 
 namespace attograd::detail {
 namespace {
