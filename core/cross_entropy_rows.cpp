@@ -32,8 +32,10 @@ void class_row_group(const T* x, const ClassRows& c, std::int64_t first, std::in
     for (std::int64_t r = 0; r < count; ++r) {
         const T* row = x + (first + r) * n;
         T pad[N];  // the last partial packet, padded with -inf
-        std::fill_n(pad, N, kNegInf);
-        std::copy_n(row + body, rest, pad);
+        if (rest > 0) {
+            std::fill_n(pad, N, kNegInf);
+            std::copy_n(row + body, rest, pad);
+        }
         const auto packet = [&](std::int64_t k) {
             return k < body ? ploadu<Packet>(row + k) : ploadu<Packet>(pad);
         };
