@@ -151,6 +151,32 @@ TEST_CASE("the heads-last and packed layouts give the same results as heads-majo
     CHECK(max_abs_diff(packed.weights, last.weights) < 1e-14);
 }
 
+TEST_CASE(
+    "heads side by side with 64 or more rows (copied dense per head) match heads-major, gradients too") {
+    // heads-major blocks are read in place; heads-last ones of >= 64 rows are first copied dense
+    for (const std::int64_t t : {64, 70}) {
+        CAPTURE(t);
+        Tensor q = rand64({2, 3, t, 4}, 11), k = rand64({2, 3, t, 4}, 12), v = rand64({2, 3, t, 5}, 13);
+        const Tensor r = rand64({2, 3, t, 5}, 14);
+        const Tensor mask = make_mask({1, 1, t, t}, [](auto, auto, auto i, auto j) { return j > i; });
+        const Tensor ql = heads_last(q).requires_grad_(true), kl = heads_last(k).requires_grad_(true),
+                     vl = heads_last(v).requires_grad_(true);
+        q.requires_grad_(true);
+        k.requires_grad_(true);
+        v.requires_grad_(true);
+        const auto major = scaled_dot_product_attention(q, k, v, {.attn_mask = mask, .need_weights = false});
+        const auto last =
+            scaled_dot_product_attention_heads(ql, kl, vl, 3, {.attn_mask = mask, .need_weights = false});
+        CHECK(max_abs_diff(last.output, heads_last(major.output)) < 1e-13);
+        sum(major.output * r).backward();
+        sum(last.output * heads_last(r)).backward();
+        CHECK(max_abs_diff(ql.grad(), heads_last(q.grad())) < 1e-13);
+        CHECK(max_abs_diff(kl.grad(), heads_last(k.grad())) < 1e-13);
+        CHECK(max_abs_diff(vl.grad(), heads_last(v.grad())) < 1e-13);
+        CHECK(max_abs_diff(q.grad(), zeros_like(q.grad())) > 1e-3);  // the gradients are not trivially zero
+    }
+}
+
 TEST_CASE("scaled_dot_product_attention passes gradcheck for q, k, v through output and weights") {
     Tensor q = rand64({2, 2, 3, 4}, 10), k = rand64({2, 2, 5, 4}, 11), v = rand64({2, 2, 5, 3}, 12);
     const std::vector<Tensor> masks = {
