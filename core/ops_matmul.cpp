@@ -46,6 +46,13 @@ namespace {
 // sum in another order). op(A) has `inner` columns (A's rows are a_cols apart); op(B) is read
 // from pb with its rows ldb apart, transposed when tb.
 template <class T>
+void add_row_init(T* c, std::int64_t count, std::int64_t m, const T* row_init) {
+    if (row_init != nullptr)
+        Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(c, count, m)
+            .rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(row_init, m);
+}
+
+template <class T>
 void product_rows(const T* pa, std::int64_t a_cols, bool ta, const T* pb, std::int64_t ldb, bool tb, T* po,
                   std::int64_t m, std::int64_t inner, const T* row_init, std::int64_t first,
                   std::int64_t count) {
@@ -53,9 +60,7 @@ void product_rows(const T* pa, std::int64_t a_cols, bool ta, const T* pb, std::i
     // rows of op(A): rows of A, or columns of A when transposed
     const T* a_rows_from = ta ? pa + first : pa + first * a_cols;
     gemm(count, m, inner, a_rows_from, a_cols, ta, pb, ldb, tb, c, m, false);
-    if (row_init != nullptr)
-        Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>(c, count, m)
-            .rowwise() += Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>(row_init, m);
+    add_row_init(c, count, m, row_init);
 }
 
 }  // namespace
@@ -91,9 +96,22 @@ MatmulBlocks::MatmulBlocks(const Tensor& a, const Tensor& b, bool transpose_a, b
             ? 1
             : std::clamp<std::int64_t>(std::max(n_ / min_chunk_rows, std::min<std::int64_t>(4, n_ / 16)), 1,
                                        std::min(max_chunks, w / kMinParallelGemmWork));
-    // When the GEMM layer would transpose op(B) in every block (LIBXSMM), it is transposed once
-    // here instead: the same copy, so the same bits. In bands of rows over the threads: serial,
-    // the large training step's [768, 256] and [256, 256] weights took ~80 and ~40 µs.
+    // On LIBXSMM every block reads op(B) from panels packed here once (core/gemm.hpp: in place,
+    // a large B ran at 41-63 % of the peak on Zen 3), on the threads: the large training step's
+    // [768, 256] weight took ~80 µs to transpose on one.
+    if (chunks_ > 1 && gemm_reads_b_panels()) {
+        panels_ = empty({inner_ * m_}, {.dtype = b.dtype()});
+        dispatch_floating(b.dtype(), "matmul", [&]<class T>(T) {
+            const T* src = b.data<T>();
+            T* dst = panels_.data<T>();
+            parallel_for(
+                b_panel_count(inner_, m_), threads_for(m_ * inner_, kMinParallelWork),
+                [&](std::int64_t panel) { pack_b_panel(inner_, m_, src, b_cols_, transpose_b, dst, panel); });
+        });
+        return;
+    }
+    // When the GEMM layer would transpose op(B) in every block, it is transposed once here
+    // instead: the same copy, so the same bits. In bands of rows over the threads.
     if (transpose_b && chunks_ > 1 && gemm_copies_transposed_b()) {
         bt_ = empty({inner_, m_}, {.dtype = b.dtype()});
         dispatch_floating(b.dtype(), "matmul", [&]<class T>(T) {
@@ -116,7 +134,13 @@ void MatmulBlocks::run(std::int64_t block) const {
         const T* init = row_init_.defined() ? row_init_.data<T>() : nullptr;
         Tensor handle = out_;  // the blocks write into the product's storage
         T* out = handle.data<T>();
-        if (bt_.defined())
+        if (panels_.defined()) {
+            T* c = out + first * m_;
+            const T* a = transpose_a_ ? a_.data<T>() + first : a_.data<T>() + first * a_cols_;
+            gemm_b_panels(last - first, m_, inner_, a, a_cols_, transpose_a_, panels_.data<T>(), c, m_,
+                          false);
+            add_row_init(c, last - first, m_, init);
+        } else if (bt_.defined())
             product_rows(a_.data<T>(), a_cols_, transpose_a_, bt_.data<T>(), m_, false, out, m_, inner_, init,
                          first, last - first);
         else

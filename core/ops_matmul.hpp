@@ -44,7 +44,9 @@ public:
     Tensor take_output() { return std::move(out_); }
 
 private:
-    Tensor a_, b_, bt_, row_init_, out_;  // bt_: op(B) transposed once, when the GEMM layer wants it plain
+    // bt_: op(B) transposed once, when the GEMM layer wants it plain; panels_: op(B) packed for
+    // gemm_b_panels (LIBXSMM)
+    Tensor a_, b_, bt_, panels_, row_init_, out_;
     bool transpose_a_, transpose_b_;
     std::int64_t n_ = 0, m_ = 0, inner_ = 0, a_cols_ = 0, b_cols_ = 0, chunks_ = 1;
 };

@@ -118,6 +118,48 @@ TEST_CASE("gemm on LIBXSMM gives the rows of 40- and 256-column products the sam
             }
 }
 
+TEST_CASE("gemm_b_panels matches the definition with op(B) packed panel by panel, edges included") {
+    // n = 129, 270: a partial last 128-column panel; k = 257, 600: a partial last depth block
+    const std::int64_t shapes[][3] = {{3, 5, 7}, {300, 270, 600}, {5, 129, 257}, {64, 513, 33}};
+    for (const auto& s : shapes)
+        for (int flags = 0; flags < 8; ++flags) {
+            const std::int64_t m = s[0], n = s[1], k = s[2];
+            const bool ta = flags & 1, tb = flags & 2, acc = flags & 4;
+            const auto check = [&]<class T>(T, double tol) {
+                const std::int64_t lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 2, ldc = n + 3;
+                const auto a = random_values<T>(static_cast<std::size_t>((ta ? k : m) * lda), 9);
+                const auto b = random_values<T>(static_cast<std::size_t>((tb ? n : k) * ldb), 10);
+                const auto before = random_values<T>(static_cast<std::size_t>(m * ldc), 11);
+                std::vector<T> panels(static_cast<std::size_t>(k * n));
+                // the panels are independent: packed last to first
+                for (auto i = attograd::detail::b_panel_count(k, n) - 1; i >= 0; --i)
+                    attograd::detail::pack_b_panel(k, n, b.data(), ldb, tb, panels.data(), i);
+                auto c = before;
+                attograd::detail::gemm_b_panels(m, n, k, a.data(), lda, ta, panels.data(), c.data(), ldc,
+                                                acc);
+                const auto expected = reference(m, n, k, a, lda, ta, b, ldb, tb);
+                double worst = 0;
+                bool padding_kept = true;
+                for (std::int64_t i = 0; i < m; ++i) {
+                    for (std::int64_t j = 0; j < n; ++j) {
+                        const auto at = static_cast<std::size_t>(i * ldc + j);
+                        const double want =
+                            expected[static_cast<std::size_t>(i * n + j)] + (acc ? before[at] : T(0));
+                        worst = std::max(worst, std::abs(static_cast<double>(c[at]) - want));
+                    }
+                    for (std::int64_t j = n; j < ldc; ++j)
+                        padding_kept = padding_kept && c[static_cast<std::size_t>(i * ldc + j)] ==
+                                                           before[static_cast<std::size_t>(i * ldc + j)];
+                }
+                INFO("m ", m, " n ", n, " k ", k, " trans_a ", ta, " trans_b ", tb, " accumulate ", acc);
+                CHECK(worst < tol * static_cast<double>(k));
+                CHECK(padding_kept);
+            };
+            check(double{}, 1e-15);
+            check(float{}, 1e-6);
+        }
+}
+
 TEST_CASE("GemmKernel gives gemm()'s bits for every transpose and accumulation, in one block and more") {
     // {32, 32, 16} and {256, 32, 256}: one LIBXSMM block, called directly; {300, 20, 8}, {8, 20, 700}:
     // several blocks, run by gemm() itself. The same kernel on the same operands: equal bits.
