@@ -2,6 +2,7 @@
 #include "core/softmax_row.hpp"
 
 #include "core/error.hpp"
+#include "core/exp_packet.hpp"
 #include "core/gcc12_avx512_warning.hpp"
 
 #include <Eigen/Core>
@@ -70,7 +71,7 @@ void row_softmax(T* row, std::int64_t n, T scale, const T* mask, std::int64_t ma
         // so exp(-inf) alone would be a denormal), and the row's sum
         const Packet vtop = pset1<Packet>(top), vneginf = pset1<Packet>(kNegInf);
         const auto exp_of = [&](const Packet& x) {
-            return pandnot(pexp(psub(x, vtop)), pcmp_eq(x, vneginf));
+            return pandnot(exp_nonpositive(psub(x, vtop)), pcmp_eq(x, vneginf));
         };
         Packet vsum = pset1<Packet>(T(0));
         for (std::int64_t k = 0; k < body; k += N) {
@@ -133,7 +134,7 @@ void register_rows_softmax(T* rows, std::int64_t n, T scale, const T* mask, std:
         const Packet vtop = pset1<Packet>(predux_max(vmax[r]));
         vsum[r] = pset1<Packet>(T(0));
         for (int j = 0; j < P; ++j) {
-            x[r][j] = pandnot(pexp(psub(x[r][j], vtop)), pcmp_eq(x[r][j], vneginf));
+            x[r][j] = pandnot(exp_nonpositive(psub(x[r][j], vtop)), pcmp_eq(x[r][j], vneginf));
             vsum[r] = padd(vsum[r], x[r][j]);
         }
     }
