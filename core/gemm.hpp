@@ -80,7 +80,8 @@ void pack_b_panel(std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb, 
                   std::int64_t index);
 
 /// gemm() with op(B) read from its panels (pack_b_panel); n and k > 0. The depth blocks and
-/// kernels are gemm()'s, with B's block in 128-column panels.
+/// kernels are gemm()'s, with B's block in 128-column panels; a transposed A is copied plain one
+/// [rows, depth] strip at a time into a per-thread buffer, just before the kernels read it.
 template <class T>
 void gemm_b_panels(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool trans_a,
                    const T* panels, T* c, std::int64_t ldc, bool accumulate);

@@ -107,20 +107,6 @@ MatmulBlocks::MatmulBlocks(const Tensor& a, const Tensor& b, bool transpose_a, b
             parallel_for(
                 b_panel_count(inner_, m_), threads_for(m_ * inner_, kMinParallelWork),
                 [&](std::int64_t panel) { pack_b_panel(inner_, m_, src, b_cols_, transpose_b, dst, panel); });
-            // A transposed A read in place (the weight gradients, dY^T X) ran at ~60 GFLOP/s on
-            // Zen 3, from A^T copied once (~0.2 ms for a [2048, 768] dY, LIBXSMM's tiles) at ~80.
-            if (transpose_a) {
-                at_ = empty({n_, inner_}, {.dtype = a.dtype()});
-                constexpr std::int64_t kBandRows = 64;
-                const T* a_src = a.data<T>();
-                T* a_dst = at_.data<T>();
-                parallel_for((inner_ + kBandRows - 1) / kBandRows, threads_for(n_ * inner_, kMinParallelWork),
-                             [&](std::int64_t band) {
-                                 const std::int64_t first = band * kBandRows;
-                                 transpose(std::min(kBandRows, inner_ - first), n_, a_src + first * a_cols_,
-                                           a_cols_, a_dst + first, inner_);
-                             });
-            }
         });
         return;
     }
@@ -150,9 +136,11 @@ void MatmulBlocks::run(std::int64_t block) const {
         T* out = handle.data<T>();
         if (panels_.defined()) {
             T* c = out + first * m_;
-            const T* a = at_.defined() ? at_.data<T>() + first * inner_ : a_.data<T>() + first * a_cols_;
-            gemm_b_panels(last - first, m_, inner_, a, at_.defined() ? inner_ : a_cols_, false,
-                          panels_.data<T>(), c, m_, false);
+            // rows of op(A): rows of A, or columns of A when transposed (gemm_b_panels copies
+            // those plain a strip at a time)
+            const T* a = transpose_a_ ? a_.data<T>() + first : a_.data<T>() + first * a_cols_;
+            gemm_b_panels(last - first, m_, inner_, a, a_cols_, transpose_a_, panels_.data<T>(), c, m_,
+                          false);
             add_row_init(c, last - first, m_, init);
         } else if (bt_.defined())
             product_rows(a_.data<T>(), a_cols_, transpose_a_, bt_.data<T>(), m_, false, out, m_, inner_, init,

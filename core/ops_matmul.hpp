@@ -45,8 +45,8 @@ public:
 
 private:
     // bt_: op(B) transposed once, when the GEMM layer wants it plain; panels_: op(B) packed for
-    // gemm_b_panels (LIBXSMM), and at_: op(A) = A^T copied plain for it
-    Tensor a_, b_, bt_, panels_, at_, row_init_, out_;
+    // gemm_b_panels (LIBXSMM)
+    Tensor a_, b_, bt_, panels_, row_init_, out_;
     bool transpose_a_, transpose_b_;
     std::int64_t n_ = 0, m_ = 0, inner_ = 0, a_cols_ = 0, b_cols_ = 0, chunks_ = 1;
 };
