@@ -8,6 +8,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <sys/mman.h>
+
 namespace attograd {
 namespace {
 
@@ -20,6 +22,26 @@ std::size_t size_class(std::size_t bytes) {
     const std::size_t top = std::bit_floor(bytes - 1);
     const std::size_t step = top / 4;
     return (bytes + step - 1) / step * step;
+}
+
+// Blocks from this size on start on a 2 MB boundary and ask the kernel for transparent huge
+// pages (Linux: MADV_HUGEPAGE, for the "madvise" setting that Debian ships): the large training
+// step's [2048, 768] activations, its 16 MB of attention weights and their gradients are read
+// with rows 3 KB apart and transposed, and with 4 KB pages nearly every such row took a TLB miss
+// (2048 L2 TLB entries cover 8 MB). Huge pages made that step ~6 % faster on one thread (AMD
+// EPYC Zen 3: 73-77 -> 70 ms). The caching allocator keeps the blocks, so the kernel clears each
+// huge page once, not every step. Only the alignment is extra: no block grows, and the address
+// space skipped before the boundary is never touched.
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
+void* system_alloc(std::size_t bytes) {
+    void* data = nullptr;
+    const std::size_t alignment = bytes >= kHugePage ? kHugePage : kAlignment;
+    if (posix_memalign(&data, alignment, bytes) != 0) return nullptr;
+#ifdef MADV_HUGEPAGE
+    if (bytes >= kHugePage) madvise(data, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
+#endif
+    return data;
 }
 
 // Set while the thread's cache exists: storage freed during thread or program teardown
@@ -99,7 +121,7 @@ Storage::Storage(std::size_t bytes) : bytes_(bytes), owner_(&cache()) {
         ++c.stats.cache_hits;
         return;
     }
-    data_ = std::aligned_alloc(kAlignment, rounded);
+    data_ = system_alloc(rounded);
     if (data_ == nullptr) throw std::bad_alloc();
     ++c.stats.system_allocs;
 }
