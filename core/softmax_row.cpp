@@ -67,8 +67,8 @@ void row_softmax(T* row, std::int64_t n, T scale, const T* mask, std::int64_t ma
             vmax = pmax(vmax, ploadu<Packet>(pad));
         }
         const T top = predux_max(vmax);
-        // pass 2: e = exp(x - top), exactly 0 where x = -inf (Eigen's exp clamps its argument,
-        // so exp(-inf) alone would be a denormal), and the row's sum
+        // pass 2: e = exp(x - top), exactly 0 where x = -inf (also in a row all -inf, where
+        // x - top is NaN), and the row's sum
         const Packet vtop = pset1<Packet>(top), vneginf = pset1<Packet>(kNegInf);
         const auto exp_of = [&](const Packet& x) {
             return pandnot(exp_nonpositive(psub(x, vtop)), pcmp_eq(x, vneginf));

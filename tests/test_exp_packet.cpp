@@ -41,25 +41,41 @@ TEST_CASE("exp_nonpositive is within 1.2e-7 relative of exp on [-87.3, 0] in flo
     CHECK(worst < 1.2e-7);
 }
 
-TEST_CASE(
-    "exp_nonpositive: exp(0) = 1, NaN stays NaN, -inf and very negative give about 2^-126, never a denormal") {
+TEST_CASE("exp_nonpositive: exp(0) = 1, NaN stays NaN, exactly 0 below about -87.7 and at -inf") {
     constexpr float kInf = std::numeric_limits<float>::infinity();
-    std::vector<float> x = {0.0f, std::nanf(""), -kInf, -1000.0f, -87.5f, -1e-30f, -0.5f, -1.0f};
+    std::vector<float> x = {0.0f,    std::nanf(""), -kInf, -1000.0f, -87.7f,
+                            -1e-30f, -0.5f,         -1.0f, -1e4f,    -std::numeric_limits<float>::max(),
+                            -87.33f, -87.5f};
     while (x.size() % 16 != 0) x.push_back(-2.0f);
     const auto e = packet_exp(x);
     CHECK(e[0] == 1.0f);
     CHECK(std::isnan(e[1]));
-    for (const std::size_t i : {2, 3, 4}) {  // about 2^-126, the smallest normal float
-        CHECK(e[i] >= std::numeric_limits<float>::min());
-        CHECK(e[i] < 1.2e-38f);
+    for (const std::size_t i : {2, 3, 4, 8, 9}) {
+        INFO("x = ", x[i]);
+        CHECK(e[i] == 0.0f);  // a finite mask of -1e4 gives a weight of exactly 0
     }
     CHECK(e[5] == 1.0f);
     CHECK(std::abs(e[7] - std::exp(-1.0f)) < 1e-7f);
+    // the lowest normal results, and a denormal one: within 1.2e-7 relative of exp, and no
+    // further off than the flushed values
+    CHECK(std::abs(e[10] - std::exp(-87.33f)) <= 1.2e-7f * std::exp(-87.33f));
+    CHECK(e[11] > 0.0f);
+    CHECK(std::abs(static_cast<double>(e[11]) - std::exp(-87.5)) < 6e-39);
 }
 
-TEST_CASE("exp_nonpositive in float64 is Eigen's exp") {
+TEST_CASE("exp_nonpositive in float64 is Eigen's exp, and exactly 0 below ln(2^-1022) and at -inf") {
     std::vector<double> x = {0.0, -1.0, -10.0, -700.0};
     while (x.size() % 8 != 0) x.push_back(-0.25);
     const auto e = packet_exp(x);
     for (std::size_t i = 0; i < x.size(); ++i) CHECK(e[i] == doctest::Approx(std::exp(x[i])).epsilon(1e-15));
+    std::vector<double> low = {-709.0, -1e4, -std::numeric_limits<double>::infinity(), std::nan("")};
+    while (low.size() % 8 != 0) low.push_back(-1e300);
+    const auto z = packet_exp(low);
+    for (std::size_t i = 0; i < low.size(); ++i) {
+        INFO("x = ", low[i]);
+        if (std::isnan(low[i]))
+            CHECK(std::isnan(z[i]));
+        else
+            CHECK(z[i] == 0.0);
+    }
 }

@@ -114,6 +114,26 @@ TEST_CASE("softmax_rows gives an all-masked row zeros and a row with a NaN NaN")
     }
 }
 
+TEST_CASE("softmax_rows gives keys behind a finite mask of -1e4 exactly 0, as PyTorch does") {
+    // the exp of scores ~1e4 below the row's max underflows to 0 in float32 and float64
+    const auto check = [](auto zero) {
+        using T = decltype(zero);
+        for (const std::int64_t n : {5, 32, 256, 259}) {  // one-packet, register and long rows
+            std::vector<T> rows(static_cast<std::size_t>(2 * n)), mask(static_cast<std::size_t>(n), T(0));
+            for (std::size_t k = 0; k < rows.size(); ++k) rows[k] = static_cast<T>(k % 7) * T(0.25);
+            for (std::int64_t k = 1; k < n; k += 2) mask[static_cast<std::size_t>(k)] = T(-1e4);
+            softmax_rows<T>(rows.data(), 2, n, T(1), mask.data(), 0, 1);
+            for (std::int64_t r = 0; r < 2; ++r)
+                for (std::int64_t k = 1; k < n; k += 2) {
+                    INFO("n ", n, " row ", r, " key ", k);
+                    CHECK(rows[static_cast<std::size_t>(r * n + k)] == T(0));
+                }
+        }
+    };
+    check(float{});
+    check(double{});
+}
+
 TEST_CASE("softmax_rows_backward matches scale p (dp - dp . p)") {
     check_backward<float>(1e-6);
     check_backward<double>(1e-15);
