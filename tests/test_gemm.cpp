@@ -42,17 +42,11 @@ std::vector<T> random_values(std::size_t n, unsigned seed) {
     return v;
 }
 
+// Checks C [m, n] (rows ldc apart) against expected [m, n] (+ before when accumulating) to
+// tol * k, and that the padding columns n ... ldc were left as they were.
 template <class T>
-void check_shape(std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb, bool accumulate,
-                 double tol) {
-    // rows two elements longer than needed: the leading dimensions must be honoured
-    const std::int64_t lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 2, ldc = n + 3;
-    const auto a = random_values<T>(static_cast<std::size_t>((ta ? k : m) * lda), 1);
-    const auto b = random_values<T>(static_cast<std::size_t>((tb ? n : k) * ldb), 2);
-    auto c = random_values<T>(static_cast<std::size_t>(m * ldc), 3);
-    const auto before = c;
-    gemm<T>(m, n, k, a.data(), lda, ta, b.data(), ldb, tb, c.data(), ldc, accumulate);
-    const auto expected = reference(m, n, k, a, lda, ta, b, ldb, tb);
+void check_result(std::int64_t m, std::int64_t n, std::int64_t k, std::int64_t ldc, const std::vector<T>& c,
+                  const std::vector<T>& before, const std::vector<T>& expected, bool accumulate, double tol) {
     double worst = 0;
     bool padding_kept = true;
     for (std::int64_t i = 0; i < m; ++i) {
@@ -66,9 +60,22 @@ void check_shape(std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool t
             padding_kept = padding_kept && c[static_cast<std::size_t>(i * ldc + j)] ==
                                                before[static_cast<std::size_t>(i * ldc + j)];
     }
-    INFO("m ", m, " n ", n, " k ", k, " trans_a ", ta, " trans_b ", tb, " accumulate ", accumulate);
     CHECK(worst < tol * static_cast<double>(std::max<std::int64_t>(k, 1)));
     CHECK(padding_kept);
+}
+
+template <class T>
+void check_shape(std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb, bool accumulate,
+                 double tol) {
+    // rows two elements longer than needed: the leading dimensions must be honoured
+    const std::int64_t lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 2, ldc = n + 3;
+    const auto a = random_values<T>(static_cast<std::size_t>((ta ? k : m) * lda), 1);
+    const auto b = random_values<T>(static_cast<std::size_t>((tb ? n : k) * ldb), 2);
+    auto c = random_values<T>(static_cast<std::size_t>(m * ldc), 3);
+    const auto before = c;
+    gemm<T>(m, n, k, a.data(), lda, ta, b.data(), ldb, tb, c.data(), ldc, accumulate);
+    INFO("m ", m, " n ", n, " k ", k, " trans_a ", ta, " trans_b ", tb, " accumulate ", accumulate);
+    check_result(m, n, k, ldc, c, before, reference(m, n, k, a, lda, ta, b, ldb, tb), accumulate, tol);
 }
 
 }  // namespace
@@ -137,23 +144,8 @@ TEST_CASE("gemm_b_panels matches the definition with op(B) packed panel by panel
                 auto c = before;
                 attograd::detail::gemm_b_panels(m, n, k, a.data(), lda, ta, panels.data(), c.data(), ldc,
                                                 acc);
-                const auto expected = reference(m, n, k, a, lda, ta, b, ldb, tb);
-                double worst = 0;
-                bool padding_kept = true;
-                for (std::int64_t i = 0; i < m; ++i) {
-                    for (std::int64_t j = 0; j < n; ++j) {
-                        const auto at = static_cast<std::size_t>(i * ldc + j);
-                        const double want =
-                            expected[static_cast<std::size_t>(i * n + j)] + (acc ? before[at] : T(0));
-                        worst = std::max(worst, std::abs(static_cast<double>(c[at]) - want));
-                    }
-                    for (std::int64_t j = n; j < ldc; ++j)
-                        padding_kept = padding_kept && c[static_cast<std::size_t>(i * ldc + j)] ==
-                                                           before[static_cast<std::size_t>(i * ldc + j)];
-                }
                 INFO("m ", m, " n ", n, " k ", k, " trans_a ", ta, " trans_b ", tb, " accumulate ", acc);
-                CHECK(worst < tol * static_cast<double>(k));
-                CHECK(padding_kept);
+                check_result(m, n, k, ldc, c, before, reference(m, n, k, a, lda, ta, b, ldb, tb), acc, tol);
             };
             check(double{}, 1e-15);
             check(float{}, 1e-6);

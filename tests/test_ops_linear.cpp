@@ -63,7 +63,7 @@ TEST_CASE("large products (row blocks over threads, bias added after each block)
     CHECK(max_abs_diff(linear(x64, w64, b64), expected) < 1e-12);
 }
 
-TEST_CASE("large products' gradients (op(B) in panels, A^T copied once) equal the sums written out") {
+TEST_CASE("large products' gradients (op(B) in panels, A^T copied in strips) equal the sums written out") {
     // dX [600, 300] = dY W and dW [260, 300] = dY^T X: row blocks over threads, 260 and 300
     // columns leave partial 128-column panels, 260 and 600 rows of depth partial depth blocks
     const Tensor x = rand64({600, 300}, 25).requires_grad_(true),
@@ -71,22 +71,26 @@ TEST_CASE("large products' gradients (op(B) in panels, A^T copied once) equal th
     const Tensor r = rand64({600, 260}, 27);
     sum(linear(x, w) * r).backward();
     const auto xs = x.to_vector<double>(), ws = w.to_vector<double>(), rs = r.to_vector<double>();
-    const auto dx = x.grad().to_vector<double>(), dw = w.grad().to_vector<double>();
-    double worst_dx = 0, worst_dw = 0;
-    for (std::size_t i = 0; i < 600; ++i)
-        for (std::size_t c = 0; c < 300; ++c) {
-            long double acc = 0;
-            for (std::size_t o = 0; o < 260; ++o)
-                acc += static_cast<long double>(rs[i * 260 + o]) * ws[o * 300 + c];
-            worst_dx = std::max(worst_dx, std::abs(dx[i * 300 + c] - static_cast<double>(acc)));
-        }
-    for (std::size_t o = 0; o < 260; ++o)
-        for (std::size_t c = 0; c < 300; ++c) {
-            long double acc = 0;
-            for (std::size_t i = 0; i < 600; ++i)
-                acc += static_cast<long double>(rs[i * 260 + o]) * xs[i * 300 + c];
-            worst_dw = std::max(worst_dw, std::abs(dw[o * 300 + c] - static_cast<double>(acc)));
-        }
+    // the largest difference between got [rows, cols] and sum_p f(row, p, col) in long double
+    const auto worst = [](const std::vector<double>& got, std::size_t rows, std::size_t cols,
+                          std::size_t depth, const auto& term) {
+        double diff = 0;
+        for (std::size_t i = 0; i < rows; ++i)
+            for (std::size_t c = 0; c < cols; ++c) {
+                long double acc = 0;
+                for (std::size_t p = 0; p < depth; ++p) acc += term(i, p, c);
+                diff = std::max(diff, std::abs(got[i * cols + c] - static_cast<double>(acc)));
+            }
+        return diff;
+    };
+    const double worst_dx =
+        worst(x.grad().to_vector<double>(), 600, 300, 260, [&](std::size_t i, std::size_t o, std::size_t c) {
+            return static_cast<long double>(rs[i * 260 + o]) * ws[o * 300 + c];
+        });
+    const double worst_dw =
+        worst(w.grad().to_vector<double>(), 260, 300, 600, [&](std::size_t o, std::size_t i, std::size_t c) {
+            return static_cast<long double>(rs[i * 260 + o]) * xs[i * 300 + c];
+        });
     CHECK(worst_dx < 1e-12);
     CHECK(worst_dw < 1e-12);
 }
