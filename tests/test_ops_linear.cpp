@@ -64,12 +64,12 @@ TEST_CASE("large products (row blocks over threads, bias added after each block)
 }
 
 TEST_CASE("large products' gradients (op(B) in panels, A^T copied in strips) equal the sums written out") {
-    // dX [600, 300] = dY W and dW [260, 300] = dY^T X: row blocks over threads, 260 and 300
+    // dX [600, 300] = dY W, dW [260, 300] = dY^T X and db: row blocks over threads, 260 and 300
     // columns leave partial 128-column panels, 260 and 600 rows of depth partial depth blocks
     const Tensor x = rand64({600, 300}, 25).requires_grad_(true),
-                 w = rand64({260, 300}, 26).requires_grad_(true);
+                 w = rand64({260, 300}, 26).requires_grad_(true), b = rand64({260}, 28).requires_grad_(true);
     const Tensor r = rand64({600, 260}, 27);
-    sum(linear(x, w) * r).backward();
+    sum(linear(x, w, b) * r).backward();
     const auto xs = x.to_vector<double>(), ws = w.to_vector<double>(), rs = r.to_vector<double>();
     // the largest difference between got [rows, cols] and sum_p f(row, p, col) in long double
     const auto worst = [](const std::vector<double>& got, std::size_t rows, std::size_t cols,
@@ -91,8 +91,13 @@ TEST_CASE("large products' gradients (op(B) in panels, A^T copied in strips) equ
         worst(w.grad().to_vector<double>(), 260, 300, 600, [&](std::size_t o, std::size_t i, std::size_t c) {
             return static_cast<long double>(rs[i * 260 + o]) * xs[i * 300 + c];
         });
+    // db = the column sums of dY = r: 600 rows, nine blocks of 64 and a partial one
+    const double worst_db = worst(
+        b.grad().to_vector<double>(), 1, 260, 600,
+        [&](std::size_t, std::size_t i, std::size_t o) { return static_cast<long double>(rs[i * 260 + o]); });
     CHECK(worst_dx < 1e-12);
     CHECK(worst_dw < 1e-12);
+    CHECK(worst_db < 1e-12);
 }
 
 TEST_CASE("linear records one tape entry and handles empty batches and zero in_features") {
