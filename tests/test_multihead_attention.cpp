@@ -4,9 +4,11 @@
 #include "fixtures.hpp"
 #include "helpers.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <vector>
 
 using namespace attograd;
 using testing::bool_mask;
@@ -457,4 +459,37 @@ TEST_CASE("MultiHeadAttention rejects bad options and inputs with the shapes in 
         doctest::Contains("key_padding_mask must be bool"), DTypeError);
     CHECK_THROWS_WITH_AS(mha.forward(q, randn({2, 0, 3}, gen), randn({2, 0, 4}, gen)),
                          doctest::Contains("needs at least one key"), ShapeError);
+}
+
+TEST_CASE("weights behind a finite attn_mask of -1e4 are exactly 0, as in PyTorch, and rows sum to 1") {
+    // float32 exp of scores ~1e4 below the max underflows to 0 (it used to floor at 2^-126 / sum)
+    Generator gen(41);
+    for (const DType dtype : {DType::Float32, DType::Float64})
+        for (const std::int64_t t : {7, 33, 256}) {  // short rows, register rows, long rows
+            nn::MultiHeadAttention mha({.embed_dim = 16, .num_heads = 2, .dtype = dtype}, gen);
+            std::vector<double> values(static_cast<std::size_t>(t * t), 0.0);
+            for (std::int64_t i = 0; i < t; ++i)
+                for (std::int64_t j = 0; j < t; ++j)
+                    if ((i + j) % 3 == 0) values[static_cast<std::size_t>(i * t + j)] = -1e4;
+            nn::MultiHeadAttentionArgs args;
+            args.attn_mask = tensor(values, {t, t}, {.dtype = dtype});
+            args.average_attn_weights = false;
+            const auto weights = mha.forward(randn({2, t, 16}, gen, {.dtype = dtype}), args).weights;
+            const auto w = weights.to_vector<double>();
+            bool masked_zero = true;
+            double worst_row = 0;
+            for (std::int64_t bh = 0; bh < 4; ++bh)
+                for (std::int64_t i = 0; i < t; ++i) {
+                    double row = 0;
+                    for (std::int64_t j = 0; j < t; ++j) {
+                        const double v = w[static_cast<std::size_t>((bh * t + i) * t + j)];
+                        row += v;
+                        masked_zero = masked_zero && ((i + j) % 3 != 0 || v == 0.0);
+                    }
+                    worst_row = std::max(worst_row, std::abs(row - 1.0));
+                }
+            INFO("dtype ", dtype, " T ", t);
+            CHECK(masked_zero);
+            CHECK(worst_row < 1e-5);
+        }
 }
