@@ -161,7 +161,15 @@ bool xsmm_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::
 // L1 sets and many pages. Packed into contiguous [depth, 128] panels once per product: 68-88
 // (2048 x 768 x 256: 57 -> 87 hot; panels of 64 and 256 columns were 2-10 % slower).
 constexpr std::int64_t kPanelCols = 128;
-constexpr std::int64_t kPanelDepth = 256;  // = kXsmmBlockDepth: the same depth blocks, the same sums
+// Depth of a panel: 64 rows, so that a [64, 128] panel (32 KB in float32) stays in L1 while
+// the kernel walks the rows of C. LIBXSMM's kernel re-reads its panel of B for every few rows of
+// C; a [256, 128] panel (128 KB) came from L2 every time, at ~16 bytes a cycle. Zen 3, one
+// thread (`bench_gemm_shapes`, the matmul op): depth 256 -> 64, in_proj 2048 x 768 x 256 90 ->
+// 100 % of the peak, its dX 89 -> 98 %, square 1024 88 -> 99 %, out_proj dW 64 x 64 x 1024 86 ->
+// 98 %; the large training step 34.8-35.7 -> 32.5-33.2 ms on two threads (panels of 64 columns:
+// the same within 3 %). gemm() keeps its own depth blocks (kXsmmBlockDepth): a product takes
+// one path or the other by its shape alone, so the bits still depend on the shape only.
+constexpr std::int64_t kPanelDepth = 64;
 // Rows of C per kernel call, as gemm()'s blocks. A transposed A is copied plain one [rows,
 // depth] strip at a time, just before its kernels read it from L2: a transposed A read in place
 // (the weight gradients dY^T X) ran at ~60 GFLOP/s on Zen 3, plain at ~80; and copying the

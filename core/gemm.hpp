@@ -67,7 +67,8 @@ bool gemm_copies_transposed_b();
 bool gemm_packs_operands();
 
 /// Panels of op(B) [k, n] for gemm_b_panels(): for each block of 128 columns, its depth blocks
-/// of 256 rows in order, each a dense [depth, cols] array, k * n elements in all. A product cut
+/// of 64 rows in order, each a dense [depth, cols] array, k * n elements in all (a panel stays in
+/// L1 while the kernel reads it for every few rows of C). A product cut
 /// into row blocks packs op(B) once (the panels are independent: pack them on any threads) and
 /// every block then reads it contiguously: LIBXSMM's kernels reading a large B in place, its
 /// rows n apart, reached 41-63 % of the peak on Zen 3, 68-88 % from the panels (gemm.cpp).
@@ -79,9 +80,9 @@ template <class T>
 void pack_b_panel(std::int64_t k, std::int64_t n, const T* b, std::int64_t ldb, bool trans_b, T* panels,
                   std::int64_t index);
 
-/// gemm() with op(B) read from its panels (pack_b_panel); n and k > 0. The depth blocks and
-/// kernels are gemm()'s, with B's block in 128-column panels; a transposed A is copied plain one
-/// [rows, depth] strip at a time into a per-thread buffer, just before the kernels read it.
+/// gemm() with op(B) read from its panels (pack_b_panel); n and k > 0: LIBXSMM's kernels (Eigen
+/// without it) on [rows, 128] blocks of C, depth blocks of 64 added in order; a transposed A is copied plain
+/// one [rows, depth] strip at a time into a per-thread buffer, just before the kernels read it.
 template <class T>
 void gemm_b_panels(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool trans_a,
                    const T* panels, T* c, std::int64_t ldc, bool accumulate);
