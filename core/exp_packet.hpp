@@ -14,10 +14,10 @@ namespace attograd::detail {
 /// where n would be -127 or less, it is exactly 0 (flushed: off by under 6e-39 from std::exp,
 /// which keeps the denormals), and so is exp(-inf): a weight behind a finite mask such as -1e4
 /// is 0, as in PyTorch, not 2^-126 / sum. No extra operation: x is clamped to ln(2^-127), and
-/// n = -127 builds 2^n as +0 in the exponent bits. NaN stays NaN. Why
-/// not Eigen's pexp: its general 2^n (pldexp, any exponent) took half its time; 65536 exps took
-/// 43 µs with it, 20 µs here (AMD EPYC Zen 3, AVX2). Other lane types (float64) take Eigen's
-/// pexp, likewise 0 below ln(2^-1022) (Eigen clamps there and would give about 2^-1022).
+/// n = -127 builds 2^n as +0 in the exponent bits. NaN stays NaN. Why not Eigen's pexp: its
+/// general 2^n (pldexp, any exponent) took half its time; 65536 exps took 43 µs with it, 20 µs
+/// here (AMD EPYC Zen 3, AVX2). Other lane types (float64) take Eigen's pexp, likewise 0 below
+/// ln(2^-1022) (Eigen clamps there and would give about 2^-1022).
 template <class Packet>
 Packet exp_nonpositive(const Packet& x) {
     using namespace Eigen::internal;

@@ -36,10 +36,10 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 void* system_alloc(std::size_t bytes) {
     void* data = nullptr;
-    const std::size_t alignment = bytes >= kHugePage ? kHugePage : kAlignment;
-    if (posix_memalign(&data, alignment, bytes) != 0) return nullptr;
+    const bool huge = bytes >= kHugePage;
+    if (posix_memalign(&data, huge ? kHugePage : kAlignment, bytes) != 0) return nullptr;
 #ifdef MADV_HUGEPAGE
-    if (bytes >= kHugePage) madvise(data, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
+    if (huge) madvise(data, bytes, MADV_HUGEPAGE);  // advice only: failure is harmless
 #endif
     return data;
 }
