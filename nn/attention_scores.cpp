@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/ops_additive_score.hpp"
 #include "core/ops_elementwise.hpp"
+#include "core/ops_linear.hpp"
 #include "core/ops_local_attention.hpp"
 #include "core/ops_matmul.hpp"
 #include "core/ops_shape.hpp"
@@ -77,23 +78,31 @@ AdditiveScore::AdditiveScore(const AttentionScoreOptions& o, Generator& generato
     W_ = register_parameter("W", init_uniform({h, key_dim()}, key_dim(), generator));
     U_ = register_parameter("U", init_uniform({h, query_dim()}, query_dim(), generator));
     v_ = register_parameter("v", init_uniform({h}, h, generator));
+    if (o.bias) {
+        W_bias_ = register_parameter("W_bias", init_uniform({h}, key_dim(), generator));
+        U_bias_ = register_parameter("U_bias", init_uniform({h}, query_dim(), generator));
+        v_bias_ = register_parameter("v_bias", init_uniform({1}, h, generator));
+    }
 }
 
 std::pair<Tensor, Tensor> AdditiveScore::project(const Tensor& query, const Tensor& key) const {
     check_inputs(query, key);
-    // U q once per query [B, Tq, H]; W x once per key [B, Tk, H].
+    // U q (+ b_U) once per query [B, Tq, H]; W x (+ b_W) once per key [B, Tk, H].
+    if (W_bias_.defined()) return {linear(query, U_, U_bias_), linear(key, W_, W_bias_)};
     return {times_transposed(query, U_), times_transposed(key, W_)};
 }
 
 Tensor AdditiveScore::forward(const Tensor& query, const Tensor& key) const {
     const auto [uq, wx] = project(query, key);
-    return additive_score(uq, wx, v_);
+    const Tensor scores = additive_score(uq, wx, v_);
+    return v_bias_.defined() ? scores + v_bias_ : scores;
 }
 
 Tensor AdditiveScore::forward_local(const Tensor& query, const Tensor& key, const Tensor& window_start,
                                     std::int64_t width) const {
     const auto [uq, wx] = project(query, key);
-    return local_additive_score(uq, wx, v_, window_start, width);
+    const Tensor scores = local_additive_score(uq, wx, v_, window_start, width);
+    return v_bias_.defined() ? scores + v_bias_ : scores;
 }
 
 // --- dot and scaled dot ------------------------------------------------------------------------

@@ -27,6 +27,12 @@ struct AttentionScoreOptions {
     std::int64_t query_dim = 0;  ///< Dq, width of a query (> 0)
     std::int64_t key_dim = 0;    ///< Dk, width of a key; 0 = query_dim
     std::int64_t hidden = 0;     ///< H, the additive score's hidden width; 0 = query_dim
+    /// Additive score only: learn biases inside and outside the tanh,
+    /// v^T tanh(W x + b_W + U q + b_U) + b_v, so that PyTorch's seq2seq tutorial's
+    /// `BahdanauAttention` (Va(tanh(Wa(query) + Ua(keys))) with three nn.Linear) is expressible
+    /// exactly: Wa -> U, U_bias; Ua -> W, W_bias; Va -> v (Va.weight[0]), v_bias. b_v shifts every
+    /// score of a query equally, so it never changes the weights.
+    bool bias = false;
 };
 
 /// Base of the score modules: maps queries [B, Tq, Dq] and keys [B, Tk, Dk] to scores
@@ -64,7 +70,8 @@ private:
 
 /// v^T tanh(W x + U q) (Bahdanau et al. 2015). W x is computed once per key and U q once per
 /// query; one fused op (core/ops_additive_score.hpp) forms the pairs without storing
-/// [B, Tq, Tk, H] temporaries. Parameters `W` [H, Dk], `U` [H, Dq], `v` [H].
+/// [B, Tq, Tk, H] temporaries. Parameters `W` [H, Dk], `U` [H, Dq], `v` [H]; with
+/// options.bias also `W_bias` [H], `U_bias` [H] and `v_bias` [1] (see AttentionScoreOptions::bias).
 class AdditiveScore final : public AttentionScore {
 public:
     explicit AdditiveScore(const AttentionScoreOptions& options, Generator& generator = default_generator());
@@ -77,9 +84,13 @@ public:
     const Tensor& W() const { return W_; }
     const Tensor& U() const { return U_; }
     const Tensor& v() const { return v_; }
+    /// The biases, undefined unless options.bias: "W_bias" [H], "U_bias" [H], "v_bias" [1].
+    const Tensor& W_bias() const { return W_bias_; }
+    const Tensor& U_bias() const { return U_bias_; }
+    const Tensor& v_bias() const { return v_bias_; }
 
 private:
-    Tensor W_, U_, v_;
+    Tensor W_, U_, v_, W_bias_, U_bias_, v_bias_;
     // (U q [B, Tq, H], W x [B, Tk, H])
     std::pair<Tensor, Tensor> project(const Tensor& query, const Tensor& key) const;
 };

@@ -1,0 +1,107 @@
+// BahdanauDecoder: a GRUCell stepped over the target, attending with the additive score.
+#include "nn/bahdanau_decoder.hpp"
+
+#include "core/error.hpp"
+#include "core/format.hpp"
+#include "core/ops_index.hpp"
+#include "core/ops_shape.hpp"
+#include "nn/attention_recorder.hpp"
+#include "nn/attention_scores.hpp"
+#include "nn/embedding.hpp"
+#include "nn/linear.hpp"
+#include "nn/recurrent_decoder.hpp"
+#include "nn/rnn_cell.hpp"
+
+namespace attograd::nn {
+namespace {
+
+constexpr std::string_view kOp = "BahdanauDecoder";
+
+BahdanauDecoderOptions checked(BahdanauDecoderOptions o) {
+    AG_CHECK(o.vocab_size >= 1 && o.embedding_dim >= 1 && o.hidden_size >= 1, ValueError,
+             "{}: vocab_size, embedding_dim and hidden_size must be >= 1, got vocab_size={} embedding_dim={} "
+             "hidden_size={}",
+             kOp, o.vocab_size, o.embedding_dim, o.hidden_size);
+    AG_CHECK(
+        o.memory_dim >= 0 && o.attention_dim >= 0, ValueError,
+        "{}: memory_dim and attention_dim must be >= 0 (0 = hidden_size), got memory_dim={} attention_dim={}",
+        kOp, o.memory_dim, o.attention_dim);
+    AG_CHECK(is_floating(o.dtype), DTypeError, "{}: dtype must be float32 or float64, got {}", kOp, o.dtype);
+    if (o.memory_dim == 0) o.memory_dim = o.hidden_size;
+    if (o.attention_dim == 0) o.attention_dim = o.hidden_size;
+    return o;
+}
+
+}  // namespace
+
+BahdanauDecoder::BahdanauDecoder(BahdanauDecoderOptions options, Generator& generator)
+    : options_(checked(options)) {
+    const auto& o = options_;
+    embedding_ = register_module(
+        "embedding", std::make_shared<Embedding>(EmbeddingOptions{.num_embeddings = o.vocab_size,
+                                                                  .embedding_dim = o.embedding_dim,
+                                                                  .dtype = o.dtype},
+                                                 generator));
+    attention_ = register_module(
+        "attention", std::make_shared<AdditiveScore>(AttentionScoreOptions{.query_dim = o.hidden_size,
+                                                                           .key_dim = o.memory_dim,
+                                                                           .hidden = o.attention_dim,
+                                                                           .bias = o.score_bias},
+                                                     generator));
+    attention_->to(o.dtype);  // the score modules draw float32
+    cell_ = register_module(
+        "cell", std::make_shared<GRUCell>(RNNCellOptions{.input_size = o.embedding_dim + o.memory_dim,
+                                                         .hidden_size = o.hidden_size,
+                                                         .dtype = o.dtype},
+                                          generator));
+    const std::int64_t features =
+        o.deep_output ? o.hidden_size + o.memory_dim + o.embedding_dim : o.hidden_size;
+    out_ = register_module(
+        "out", std::make_shared<Linear>(
+                   LinearOptions{.in_features = features, .out_features = o.vocab_size, .dtype = o.dtype},
+                   generator));
+}
+
+BahdanauDecoder::~BahdanauDecoder() = default;
+
+std::string BahdanauDecoder::extra_repr() const {
+    const auto& o = options_;
+    return fmt::format(
+        "vocab_size={}, embedding_dim={}, hidden_size={}, memory_dim={}, attention_dim={}, "
+        "score_bias={}, deep_output={}",
+        o.vocab_size, o.embedding_dim, o.hidden_size, o.memory_dim, o.attention_dim, o.score_bias,
+        o.deep_output);
+}
+
+Tensor BahdanauDecoder::forward(const Tensor& tgt_in, const Tensor& memory,
+                                const Tensor& memory_key_padding_mask, const Tensor& initial_state) const {
+    const auto& o = options_;
+    const detail::DecoderInputs in = detail::check_decoder_inputs(
+        kOp, tgt_in, memory, memory_key_padding_mask, o.vocab_size, o.memory_dim, o.dtype);
+    detail::check_state(kOp, "initial_state", initial_state, {in.batch, o.hidden_size}, o.dtype);
+    Tensor s = initial_state.defined() ? initial_state : zeros({in.batch, o.hidden_size}, {.dtype = o.dtype});
+    const Tensor embedded = embedding_->forward(tgt_in);  // [B, T, E]
+    const bool recording = attention_recording();
+    std::vector<Tensor> features, weights;
+    for (std::int64_t i = 0; i < in.steps; ++i) {
+        const Tensor y = select(embedded, 1, i);  // E y_{i-1} [B, E]
+        // e_ij = v^T tanh(W h_j + U s_{i-1}) [B, 1, S]; c_i [B, A]
+        const Tensor scores = attention_->forward(reshape(s, {in.batch, 1, o.hidden_size}), memory);
+        const auto [context, alpha] = detail::attend(scores, memory, in.additive_mask);
+        s = cell_->forward(concat({y, context}, 1), s);  // s_i = GRU(s_{i-1}, [E y_{i-1}; c_i])
+        features.push_back(o.deep_output ? concat({s, context, y}, 1) : s);
+        if (recording) weights.push_back(alpha);
+    }
+    detail::record_steps(attention_.get(), weights);
+    return out_->forward(stack(features, 1));  // [B, T, V]
+}
+
+DecodeStep BahdanauDecoder::decode_step(InitialState initial_state) const {
+    return [this, init = std::move(initial_state)](const Tensor& prefixes, const Tensor& memory,
+                                                   const Tensor& memory_key_padding_mask) {
+        const Tensor s0 = init ? init(memory, memory_key_padding_mask) : Tensor();
+        return forward(prefixes, memory, memory_key_padding_mask, s0);
+    };
+}
+
+}  // namespace attograd::nn
