@@ -80,6 +80,33 @@ TEST_CASE("the banded scores equal the all-pairs scores at the band's positions"
     }
 }
 
+TEST_CASE(
+    "the additive score with biases: v^T tanh(W x + b_W + U q + b_U) + b_v, gradcheck global and banded") {
+    Generator gen(2);
+    AdditiveScore s({.query_dim = 3, .key_dim = 5, .hidden = 4, .bias = true}, gen);
+    s.to(DType::Float64);
+    const auto p = s.named_parameters();
+    REQUIRE(p.size() == 6);
+    CHECK(p[3].first == "W_bias");
+    CHECK(p[3].second.shape() == Shape{4});
+    CHECK(p[4].first == "U_bias");
+    CHECK(p[5].first == "v_bias");
+    CHECK(p[5].second.shape() == Shape{1});
+    Tensor q = rand64({2, 3, 3}, 1), k = rand64({2, 4, 5}, 2);
+    // the formula, composed from public ops: [B, Tq, 1, H] + [B, 1, Tk, H] -> tanh -> . v
+    const Tensor pre = reshape(linear(q, s.U(), s.U_bias()), {2, 3, 1, 4}) +
+                       reshape(linear(k, s.W(), s.W_bias()), {2, 1, 4, 4});
+    const Tensor expected = reshape(matmul(tanh(pre), reshape(s.v(), {4, 1})), {2, 3, 4}) + s.v_bias();
+    CHECK(testing::max_abs_diff(s.forward(q, k), expected) < 1e-13);
+    const auto global = [&s](const std::vector<Tensor>& in) { return s.forward(in[0], in[1]); };
+    const auto local = [&s](const std::vector<Tensor>& in) {
+        return s.forward_local(in[0], in[1], starts(), 3);
+    };
+    const auto inputs = testing::with_parameters(s, {q, k});
+    CHECK_GRADCHECK(global, inputs);
+    CHECK_GRADCHECK(local, inputs);
+}
+
 TEST_CASE("score parameters carry their formula names and shapes") {
     Generator gen(1);
     auto additive = make_score(Score::Additive, {.query_dim = 3, .key_dim = 5, .hidden = 8}, gen);
