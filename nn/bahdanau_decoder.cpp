@@ -97,11 +97,7 @@ Tensor BahdanauDecoder::forward(const Tensor& tgt_in, const Tensor& memory,
 }
 
 DecodeStep BahdanauDecoder::decode_step(InitialState initial_state) const {
-    return [this, init = std::move(initial_state)](const Tensor& prefixes, const Tensor& memory,
-                                                   const Tensor& memory_key_padding_mask) {
-        const Tensor s0 = init ? init(memory, memory_key_padding_mask) : Tensor();
-        return forward(prefixes, memory, memory_key_padding_mask, s0);
-    };
+    return detail::stateless_step<BahdanauDecoder, Tensor>(this, std::move(initial_state));
 }
 
 }  // namespace attograd::nn

@@ -195,11 +195,7 @@ Tensor LuongDecoder::forward(const Tensor& tgt_in, const Tensor& memory,
 }
 
 DecodeStep LuongDecoder::decode_step(InitialState initial_state) const {
-    return [this, init = std::move(initial_state)](const Tensor& prefixes, const Tensor& memory,
-                                                   const Tensor& memory_key_padding_mask) {
-        const LuongDecoderState s0 = init ? init(memory, memory_key_padding_mask) : LuongDecoderState{};
-        return forward(prefixes, memory, memory_key_padding_mask, s0);
-    };
+    return detail::stateless_step<LuongDecoder, LuongDecoderState>(this, std::move(initial_state));
 }
 
 }  // namespace attograd::nn

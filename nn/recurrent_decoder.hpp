@@ -2,8 +2,10 @@
 // their inputs, one step of global attention, and recording a whole [B, T, S] map per forward.
 #pragma once
 
+#include "nn/decoding.hpp"
 #include "nn/module.hpp"
 
+#include <functional>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -39,5 +41,15 @@ std::pair<Tensor, Tensor> attend(const Tensor& scores, const Tensor& memory, con
 /// Hands the steps' weights (each [B, 1, S]) to the active AttentionRecorder as ONE record
 /// [B, T, S] under `layer`, detached. Does nothing when no recorder is active.
 void record_steps(const Module* layer, const std::vector<Tensor>& step_weights);
+
+/// The stateless DecodeStep of a recurrent decoder: decoder->forward(prefixes, memory, mask,
+/// init(memory, mask)) over the whole prefix, with State{} (zeros) when `init` is empty.
+template <class Decoder, class State>
+DecodeStep stateless_step(const Decoder* decoder, std::function<State(const Tensor&, const Tensor&)> init) {
+    return
+        [decoder, init = std::move(init)](const Tensor& prefixes, const Tensor& memory, const Tensor& mask) {
+            return decoder->forward(prefixes, memory, mask, init ? init(memory, mask) : State{});
+        };
+}
 
 }  // namespace attograd::nn::detail
