@@ -24,13 +24,19 @@ struct RNNCellOptions {
 /// from U(-1/sqrt(H), 1/sqrt(H)) as PyTorch initialises them, and the checks of forward's inputs.
 class RecurrentCell : public Module {
 public:
+    /// PyTorch's repr: "4, 8" (then ", bias=false", ", nonlinearity=relu" when not the default).
     std::string extra_repr() const override;
+    /// The options (dtype follows Module::to).
     const RNNCellOptions& options() const { return options_; }
+    /// I, the input width.
     std::int64_t input_size() const { return options_.input_size; }
+    /// H, the state width.
     std::int64_t hidden_size() const { return options_.hidden_size; }
+    /// The input-to-hidden weights [G*H, I], gates stacked in the cell's order.
     const Tensor& weight_ih() const { return weight_ih_; }
+    /// The hidden-to-hidden weights [G*H, H].
     const Tensor& weight_hh() const { return weight_hh_; }
-    /// Undefined when the cell has no biases.
+    /// The biases [G*H]; undefined when the cell has no biases.
     const Tensor& bias_ih() const { return bias_ih_; }
     const Tensor& bias_hh() const { return bias_hh_; }
 
