@@ -353,6 +353,21 @@ TEST_CASE(
     CHECK(accuracy >= 0.95);
 }
 
+TEST_CASE("LuongDecoder with local-p attention (D = 1) learns to reverse 5 tokens: >= 95% in 300 steps") {
+    Generator gen(23);
+    nn::LuongDecoder d({.vocab_size = 8,
+                        .embedding_dim = 16,
+                        .hidden_size = 32,
+                        .memory_dim = 16,
+                        .local = nn::LocalMode::Predictive,
+                        .window = 1},
+                       gen);
+    const double accuracy =
+        reverse_accuracy(d, [&](const Tensor& in, const Tensor& memory) { return d.forward(in, memory); }, 300, gen);
+    MESSAGE("LuongDecoder local-p reverse accuracy " << accuracy);
+    CHECK(accuracy >= 0.95);
+}
+
 TEST_CASE("the decoders reject bad options, naming the module and the option") {
     CHECK_THROWS_WITH_AS(
         nn::BahdanauDecoder({.vocab_size = 0, .embedding_dim = 2, .hidden_size = 3}),
