@@ -85,23 +85,39 @@ AdditiveScore::AdditiveScore(const AttentionScoreOptions& o, Generator& generato
     }
 }
 
-std::pair<Tensor, Tensor> AdditiveScore::project(const Tensor& query, const Tensor& key) const {
-    check_inputs(query, key);
-    // U q (+ b_U) once per query [B, Tq, H]; W x (+ b_W) once per key [B, Tk, H].
-    if (W_bias_.defined()) return {linear(query, U_, U_bias_), linear(key, W_, W_bias_)};
-    return {times_transposed(query, U_), times_transposed(key, W_)};
+Tensor AdditiveScore::project_query(const Tensor& query) const {
+    return U_bias_.defined() ? linear(query, U_, U_bias_) : times_transposed(query, U_);
+}
+
+Tensor AdditiveScore::project_keys(const Tensor& key) const {
+    AG_CHECK(key.defined(), ValueError, "AdditiveScore: undefined key");
+    AG_CHECK(key.dim() == 3 && key.size(2) == key_dim(), ShapeError,
+             "AdditiveScore: expected key [B, Tk, {}], got {}", key_dim(), key.shape());
+    return W_bias_.defined() ? linear(key, W_, W_bias_) : times_transposed(key, W_);
+}
+
+Tensor AdditiveScore::forward_projected(const Tensor& query, const Tensor& projected_keys) const {
+    AG_CHECK(query.defined() && projected_keys.defined(), ValueError,
+             "AdditiveScore: undefined query or keys");
+    AG_CHECK(query.dim() == 3 && query.size(2) == query_dim() && projected_keys.dim() == 3 &&
+                 projected_keys.size(0) == query.size(0) && projected_keys.size(2) == hidden(),
+             ShapeError,
+             "AdditiveScore: expected query [B, Tq, {}] and projected keys [B, Tk, {}], got {} and {}",
+             query_dim(), hidden(), query.shape(), projected_keys.shape());
+    const Tensor scores = additive_score(project_query(query), projected_keys, v_);
+    return v_bias_.defined() ? scores + v_bias_ : scores;
 }
 
 Tensor AdditiveScore::forward(const Tensor& query, const Tensor& key) const {
-    const auto [uq, wx] = project(query, key);
-    const Tensor scores = additive_score(uq, wx, v_);
-    return v_bias_.defined() ? scores + v_bias_ : scores;
+    check_inputs(query, key);
+    return forward_projected(query, project_keys(key));
 }
 
 Tensor AdditiveScore::forward_local(const Tensor& query, const Tensor& key, const Tensor& window_start,
                                     std::int64_t width) const {
-    const auto [uq, wx] = project(query, key);
-    const Tensor scores = local_additive_score(uq, wx, v_, window_start, width);
+    check_inputs(query, key);
+    const Tensor scores =
+        local_additive_score(project_query(query), project_keys(key), v_, window_start, width);
     return v_bias_.defined() ? scores + v_bias_ : scores;
 }
 

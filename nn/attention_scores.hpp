@@ -79,6 +79,14 @@ public:
     Tensor forward_local(const Tensor& query, const Tensor& key, const Tensor& window_start,
                          std::int64_t width) const override;
     std::string type_name() const override { return "AdditiveScore"; }
+    /// W x + b_W: keys [B, Tk, Dk] -> [B, Tk, H]. For one set of keys met by many queries in
+    /// turn (a recurrent decoder's steps), compute it once and score with forward_projected
+    /// (Bahdanau et al. 2015, A.1.2: "U_a h_j ... can be pre-computed"). Throws ShapeError.
+    Tensor project_keys(const Tensor& key) const;
+    /// forward(query, key) from project_keys(key): query [B, Tq, Dq], projected keys [B, Tk, H] ->
+    /// [B, Tq, Tk]. Throws ShapeError naming both shapes.
+    Tensor forward_projected(const Tensor& query, const Tensor& projected_keys) const;
+    /// H, the hidden width.
     std::int64_t hidden() const { return W_.size(0); }
     /// The parameters, registered as "W" [H, Dk], "U" [H, Dq] and "v" [H].
     const Tensor& W() const { return W_; }
@@ -91,8 +99,8 @@ public:
 
 private:
     Tensor W_, U_, v_, W_bias_, U_bias_, v_bias_;
-    // (U q [B, Tq, H], W x [B, Tk, H])
-    std::pair<Tensor, Tensor> project(const Tensor& query, const Tensor& key) const;
+    // U q + b_U [B, Tq, H]
+    Tensor project_query(const Tensor& query) const;
 };
 
 /// x^T q, or x^T q / sqrt(D) when scaled (Vaswani et al. 2017). No parameters. Throws

@@ -80,13 +80,14 @@ Tensor BahdanauDecoder::forward(const Tensor& tgt_in, const Tensor& memory,
         kOp, tgt_in, memory, memory_key_padding_mask, o.vocab_size, o.memory_dim, o.dtype);
     detail::check_state(kOp, "initial_state", initial_state, {in.batch, o.hidden_size}, o.dtype);
     Tensor s = initial_state.defined() ? initial_state : zeros({in.batch, o.hidden_size}, {.dtype = o.dtype});
-    const Tensor embedded = embedding_->forward(tgt_in);  // [B, T, E]
+    const Tensor embedded = embedding_->forward(tgt_in);   // [B, T, E]
+    const Tensor keys = attention_->project_keys(memory);  // W h_j [B, S, n'], once for every step
     const bool recording = attention_recording();
     std::vector<Tensor> features, weights;
     for (std::int64_t i = 0; i < in.steps; ++i) {
         const Tensor y = select(embedded, 1, i);  // E y_{i-1} [B, E]
         // e_ij = v^T tanh(W h_j + U s_{i-1}) [B, 1, S]; c_i [B, A]
-        const Tensor scores = attention_->forward(reshape(s, {in.batch, 1, o.hidden_size}), memory);
+        const Tensor scores = attention_->forward_projected(reshape(s, {in.batch, 1, o.hidden_size}), keys);
         const auto [context, alpha] = detail::attend(scores, memory, in.additive_mask);
         s = cell_->forward(concat({y, context}, 1), s);  // s_i = GRU(s_{i-1}, [E y_{i-1}; c_i])
         features.push_back(o.deep_output ? concat({s, context, y}, 1) : s);

@@ -98,6 +98,16 @@ TEST_CASE(
                        reshape(linear(k, s.W(), s.W_bias()), {2, 1, 4, 4});
     const Tensor expected = reshape(matmul(tanh(pre), reshape(s.v(), {4, 1})), {2, 3, 4}) + s.v_bias();
     CHECK(testing::max_abs_diff(s.forward(q, k), expected) < 1e-13);
+    // keys projected once, then scored (a recurrent decoder's steps): the same scores
+    CHECK(testing::max_abs_diff(s.forward_projected(q, s.project_keys(k)), s.forward(q, k)) == 0.0);
+    CHECK_THROWS_WITH_AS(
+        s.forward_projected(q, rand64({2, 4, 5}, 3)),
+        doctest::Contains("AdditiveScore: expected query [B, Tq, 3] and projected keys [B, Tk, 4], "
+                          "got [2, 3, 3] and [2, 4, 5]"),
+        ShapeError);
+    CHECK_THROWS_WITH_AS(s.project_keys(rand64({2, 4, 3}, 3)),
+                         doctest::Contains("AdditiveScore: expected key [B, Tk, 5], got [2, 4, 3]"),
+                         ShapeError);
     const auto global = [&s](const std::vector<Tensor>& in) { return s.forward(in[0], in[1]); };
     const auto local = [&s](const std::vector<Tensor>& in) {
         return s.forward_local(in[0], in[1], starts(), 3);
