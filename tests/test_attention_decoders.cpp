@@ -276,6 +276,15 @@ TEST_CASE(
                 CHECK(r.name == "attention");
                 CHECK(r.weights.shape() == Shape{1, best[static_cast<std::size_t>(b)].length(), 4});
                 CHECK(padded_weights_zero(r.weights, narrow(mask, 0, b, 1)));
+                // inspect/ draws it: one map, a row per output token, a column per source position
+                const auto len_rows = best[static_cast<std::size_t>(b)].length();
+                const auto maps = inspect::maps_from_weights(
+                    r.name, 0, r.weights, 0,
+                    {std::vector<std::string>(static_cast<std::size_t>(len_rows), "y"),
+                     std::vector<std::string>(4, "x")});
+                REQUIRE(maps.size() == 1);
+                CHECK(maps[0].rows() == len_rows);
+                CHECK(maps[0].cols() == 4);
                 // The search's log-probability is the teacher-forced one of its output.
                 std::vector<std::int64_t> prefix{0};
                 const auto& hyp = best[static_cast<std::size_t>(b)];
@@ -362,8 +371,8 @@ TEST_CASE("LuongDecoder with local-p attention (D = 1) learns to reverse 5 token
                         .local = nn::LocalMode::Predictive,
                         .window = 1},
                        gen);
-    const double accuracy =
-        reverse_accuracy(d, [&](const Tensor& in, const Tensor& memory) { return d.forward(in, memory); }, 300, gen);
+    const double accuracy = reverse_accuracy(
+        d, [&](const Tensor& in, const Tensor& memory) { return d.forward(in, memory); }, 300, gen);
     MESSAGE("LuongDecoder local-p reverse accuracy " << accuracy);
     CHECK(accuracy >= 0.95);
 }
