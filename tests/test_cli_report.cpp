@@ -107,3 +107,13 @@ TEST_CASE("atomic writes refuse to replace what is not a regular file (a FIFO st
     CHECK(std::filesystem::is_fifo(fifo));
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("the report opens on the last cross-attention layer, else on the last layer") {
+    CHECK(answer_layer({}).empty());
+    CHECK(answer_layer({{"encoder.layers.0.self_attn", 2, false},
+                        {"encoder.layers.1.self_attn", 2, false}}) == "encoder.layers.1.self_attn");
+    CHECK(answer_layer({{"encoder.layers.0.self_attn", 2, false},
+                        {"decoder.layers.0.multihead_attn", 2, true},
+                        {"decoder.layers.1.multihead_attn", 2, true},
+                        {"decoder.layers.1.self_attn", 2, false}}) == "decoder.layers.1.multihead_attn");
+}
