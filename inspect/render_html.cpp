@@ -103,8 +103,9 @@ std::string render_html(const Report& report) {
         "<style>{1}</style>\n</head>\n<body>\n<h1>{0}</h1>\n",
         title, report_css());
     for (const auto& note : report.notes) out += "<p class=\"note\">" + xml_escape(note) + "</p>\n";
-    out += curves_html(report);
+    // The attention first: the page opens on the answer, the curves and settings follow.
     out += attention_html(report);
+    out += curves_html(report);
     out += config_html(report);
     if (!data.empty()) {
         out += "<script type=\"application/json\" id=\"report-data\">" + data + "</script>\n";

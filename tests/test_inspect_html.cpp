@@ -357,11 +357,12 @@ TEST_CASE("each layer of several heads gets its heads' mean, with the mean align
     CHECK(one["sources"][0]["frames"][0]["maps"][0]["kind"] == "head");
 }
 
-TEST_CASE("the configuration is a collapsed <details> below the attention") {
+TEST_CASE("the page shows the attention first, then the curves, then the collapsed configuration") {
     const std::string html = render_html(testing::synthetic_report());
     CHECK(count(html, "<details id=\"config\">") == 1);  // no "open" attribute: collapsed
     CHECK(html.find("<summary><h2>Configuration</h2> (2 settings)</summary>") != std::string::npos);
-    CHECK(html.find("id=\"config\"") > html.find("id=\"attention\""));
+    CHECK(html.find("id=\"attention\"") < html.find("id=\"curves\""));  // the answer first
+    CHECK(html.find("id=\"curves\"") < html.find("id=\"config\""));
 }
 
 TEST_CASE("large maps are stored as 8-bit codes within 0.002 of the weights") {
