@@ -10,6 +10,9 @@ body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; }
 h1 { margin-bottom: 0.2em; }
 h2 { border-bottom: 1px solid #ccc; margin-top: 1.6em; }
 h3 { margin: 0.4em 0; font-size: 1.05em; word-break: break-all; }
+details#config { margin-top: 1.6em; }
+details#config summary { cursor: pointer; border-bottom: 1px solid #ccc; }
+details#config summary h2 { display: inline; border: 0; font-size: 1.5em; }
 table.config { border-collapse: collapse; }
 table.config td { padding: 2px 10px; border-bottom: 1px solid #eee; vertical-align: top; }
 table.config code { word-break: break-all; }
@@ -74,6 +77,16 @@ std::string_view report_js() {
     return [0, 1, 2].map((c) => Math.round(a[c] + (b[c] - a[c]) * f));
   }
 
+  // Where a weight sits on the colour scale: attention weights (heads, head means) on [0, 1],
+  // derived maps (saliency, rollout, flow) on their own [min, max], whose values are on other
+  // scales (signed, or far below 1) and would otherwise show as one colour.
+  const ownRange = (m) => m.kind !== 'head' && m.kind !== 'mean';
+  function level(m, w) {
+    if (!ownRange(m)) return w;
+    return m.hi > m.lo ? (w - m.lo) / (m.hi - m.lo) : 0;
+  }
+  const shade = (m, w) => colour(level(m, w));
+
   // Weights: `bits`-bit codes, linear between lo and hi (inspect::quantise_weights).
   function weights(m) {
     if (m.w) return m.w;
@@ -99,11 +112,11 @@ std::string_view report_js() {
     let lut = null;  // 8-bit maps: one colour per code
     if (m.bits === 8) {
       lut = [];
-      for (let q = 0; q < 256; ++q) lut.push(colour(m.lo + q * (m.hi - m.lo) / 255));
+      for (let q = 0; q < 256; ++q) lut.push(shade(m, m.lo + q * (m.hi - m.lo) / 255));
     }
     const bin = m.codes;
     for (let i = 0; i < rows * cols; ++i) {
-      const c = lut ? lut[bin.charCodeAt(i)] : colour(w[i]);
+      const c = lut ? lut[bin.charCodeAt(i)] : shade(m, w[i]);
       px[4 * i] = c[0]; px[4 * i + 1] = c[1]; px[4 * i + 2] = c[2]; px[4 * i + 3] = 255;
     }
     ctx.putImageData(im, 0, 0);
@@ -117,13 +130,14 @@ std::string_view report_js() {
   const frame = () => source().frames[state.frame];
   const current = () => frame().maps[state.map];
 
-  // Rows of the layer x head grid: consecutive heads of one layer (a layer called again starts
-  // a new row); derived maps (saliency, rollout, flow) form a last row.
+  // Rows of the layer x head grid: a layer's head mean and its consecutive heads (a layer called
+  // again starts a new row); derived maps (saliency, rollout, flow) form a last row.
+  const inLayer = (m) => m.kind === 'head' || m.kind === 'mean';
   function gridRows(maps) {
     const rows = [];
     let row = null;
     maps.forEach((m, i) => {
-      if (m.kind !== 'head') return;
+      if (!inLayer(m)) return;
       if (!row || row.layer !== m.layer || row.module !== m.module || row.heads.some((j) => maps[j].head === m.head)) {
         row = { label: 'layer ' + m.layer, module: m.module, layer: m.layer, heads: [] };
         rows.push(row);
@@ -131,7 +145,7 @@ std::string_view report_js() {
       row.heads.push(i);
     });
     const derived = [];
-    maps.forEach((m, i) => { if (m.kind !== 'head') derived.push(i); });
+    maps.forEach((m, i) => { if (!inLayer(m)) derived.push(i); });
     if (derived.length) rows.push({ label: 'derived', module: 'saliency, rollout, flow', heads: derived });
     return rows;
   }
@@ -162,14 +176,14 @@ std::string_view report_js() {
       }
       const im = ctx.createImageData(tw, th);
       pooled.forEach((v, k) => {
-        const rgb = colour(v);
+        const rgb = shade(m, v);
         im.data.set([rgb[0], rgb[1], rgb[2], 255], 4 * k);
       });
       ctx.putImageData(im, 0, 0);
     }
     fig.appendChild(canvas);
     const cap = document.createElement('figcaption');
-    cap.textContent = (m.head >= 0 ? 'head ' + m.head : m.kind) +
+    cap.textContent = (m.kind === 'head' ? 'head ' + m.head : m.kind) +
       (m.alignment_share != null ? ' \u00b7 ' + m.alignment_share.toFixed(2) : '');
     fig.appendChild(cap);
     fig.addEventListener('click', () => select(i));
@@ -180,6 +194,7 @@ std::string_view report_js() {
   function drawGrid() {
     const grid = $('grid'), maps = frame().maps;
     grid.textContent = '';
+    $('thumb-legend').hidden = !maps.some((m) => m.alignment_share != null);
     for (const row of gridRows(maps)) {
       const div = document.createElement('div');
       div.className = 'grid-row';
@@ -258,9 +273,15 @@ std::string_view report_js() {
     if (m.saliency_correlation != null) parts.push('Spearman correlation with saliency ' + m.saliency_correlation.toFixed(3));
     if (frame().step != null) parts.push('at step ' + frame().step);
     $('map-info').textContent = parts.join(' \u00b7 ');
+    const own = ownRange(m);
+    $('scale-lo').textContent = own ? 'min ' + m.lo.toPrecision(3) : '0';
+    $('scale-hi').textContent = own ? 'max ' + m.hi.toPrecision(3) : '1';
+    $('scale-note').textContent = own
+      ? '(viridis over this map\'s own range; rows: queries, columns: keys)'
+      : '(viridis; rows: queries, columns: keys)';
     $('precision').textContent = m.max_error > 0
       ? 'weights stored as ' + m.bits + '-bit per map, \u00b1' + m.max_error.toPrecision(1) +
-        (m.lo < 0 || m.hi > 1 ? ' (values in [' + m.lo.toPrecision(3) + ', ' + m.hi.toPrecision(3) + ']; the scale clamps to [0, 1])' : '')
+        (!own && (m.lo < 0 || m.hi > 1) ? ' (values in [' + m.lo.toPrecision(3) + ', ' + m.hi.toPrecision(3) + ']; the scale clamps to [0, 1])' : '')
       : 'weights stored exactly (every weight is ' + m.lo + ')';
     const outlined = m.right.some((c, r) => c >= 0 && r < m.queries.length);
     $('outline-legend').hidden = !outlined;
@@ -293,15 +314,16 @@ std::string_view report_js() {
     text(x1 + 8, 12, 'keys', '', 'start');
     const yq = (i) => top + (i + 0.5) * rh, yk = (j) => top + (j + 0.5) * rh;
     let cells = [];
-    for (let i = 0; i < rows; ++i) for (let j = 0; j < cols; ++j) if (w[i * cols + j] >= 0.01) cells.push(i * cols + j);
-    if (cells.length > 20000) cells = cells.sort((a, b) => w[b] - w[a]).slice(0, 20000);
+    const lv = Float32Array.from(w, (v) => level(m, v));
+    for (let i = 0; i < rows; ++i) for (let j = 0; j < cols; ++j) if (lv[i * cols + j] >= 0.01) cells.push(i * cols + j);
+    if (cells.length > 20000) cells = cells.sort((a, b) => lv[b] - lv[a]).slice(0, 20000);
     const byQuery = Array.from({ length: rows }, () => []), byKey = Array.from({ length: cols }, () => []);
     const lines = document.createElementNS(SVG, 'g');
     for (const n of cells) {
       const i = Math.floor(n / cols), j = n % cols, l = document.createElementNS(SVG, 'line');
       l.setAttribute('x1', x0); l.setAttribute('y1', yq(i)); l.setAttribute('x2', x1); l.setAttribute('y2', yk(j));
       l.setAttribute('stroke-width', 2);
-      l.setAttribute('stroke-opacity', Math.min(1, Math.max(0, w[n])).toFixed(3));
+      l.setAttribute('stroke-opacity', Math.min(1, Math.max(0, lv[n])).toFixed(3));
       l.dataset.q = i; l.dataset.k = j;
       lines.appendChild(l);
       byQuery[i].push(l); byKey[j].push(l);
@@ -346,12 +368,16 @@ std::string_view report_js() {
     box.appendChild(svg);
   }
 
+  // The tokens of the input at the frame shown: a probe's prediction changes with the step.
   function showTokens() {
-    const s = source(), box = $('tokens');
+    const f = frame(), box = $('tokens');
+    const predicted = f.step != null ? 'prediction at step ' + f.step : 'prediction';
     box.textContent = '';
-    for (const [name, tokens] of [['input', s.source], ['expected', s.target], ['prediction', s.prediction]]) {
+    for (const [name, tokens, id] of [['input', f.source, 'tokens-input'], ['expected', f.target, 'tokens-target'],
+      [predicted, f.prediction, 'tokens-prediction']]) {
       if (!tokens.length) continue;
       const p = document.createElement('p');
+      p.id = id;
       p.textContent = name + ': ';
       for (const t of tokens) {
         const span = document.createElement('span');
@@ -375,8 +401,19 @@ std::string_view report_js() {
     if (!document.body.dataset.headViewMs) document.body.dataset.headViewMs = performance.now().toFixed(1);
   }
 
+  // The map an input opens on: where the answer is read (D.open, e.g. the cross-attention),
+  // else the last layer; its head mean when it has one, else its first head.
+  function openIndex(maps) {
+    const layered = maps.filter(inLayer);
+    if (!layered.length) return 0;
+    const module = layered.some((m) => m.module === D.open) ? D.open : layered[layered.length - 1].module;
+    const mean = maps.findIndex((m) => m.kind === 'mean' && m.module === module);
+    return mean >= 0 ? mean : maps.findIndex((m) => m.kind === 'head' && m.module === module);
+  }
+
   function showFrame() {
     const s = source(), f = frame();
+    showTokens();
     $('steplabel').textContent = f.step != null ? 'step ' + f.step + ' (' + (state.frame + 1) + ' of ' + s.frames.length + ')' : '';
     document.querySelectorAll('.align-chart').forEach((div) => {
       const mine = s.kind === 'probe' && Number(div.dataset.probe) === s.probe;
@@ -399,9 +436,8 @@ std::string_view report_js() {
       return;
     }
     drawGrid();
-    let i = f.maps.findIndex((m) => m.title === state.title);
-    if (i < 0) i = state.map < f.maps.length ? state.map : 0;
-    select(i);
+    const i = f.maps.findIndex((m) => m.title === state.title);
+    select(i >= 0 ? i : openIndex(f.maps));
   }
 
   function setSource(k) {
@@ -413,7 +449,6 @@ std::string_view report_js() {
     const slider = $('step');
     slider.max = s.frames.length - 1;
     slider.value = state.frame;
-    showTokens();
     showFrame();
   }
 

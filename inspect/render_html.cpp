@@ -30,11 +30,15 @@ std::string curves_html(const Report& report) {
 
 std::string config_html(const Report& report) {
     if (report.config.empty()) return "";
-    std::string out = "<section id=\"config\">\n<h2>Configuration</h2>\n<table class=\"config\">\n";
+    // Collapsed: the settings are looked up now and then, the attention is what the page is for.
+    std::string out = fmt::format(
+        "<details id=\"config\">\n<summary><h2>Configuration</h2> ({} settings)</summary>\n"
+        "<table class=\"config\">\n",
+        report.config.size());
     for (const auto& [key, value] : report.config)
         out +=
             fmt::format("<tr><td>{}</td><td><code>{}</code></td></tr>\n", xml_escape(key), xml_escape(value));
-    return out + "</table>\n</section>\n";
+    return out + "</table>\n</details>\n";
 }
 
 std::string attention_html(const Report& report) {
@@ -59,10 +63,12 @@ std::string attention_html(const Report& report) {
 <p class="empty" id="no-maps" hidden>no attention maps were recorded for this input</p>
 <div id="views">
 <div class="views">
-<div><h3>all layers and heads</h3><p class="hint">click a head to select it</p><div id="grid"></div></div>
+<div><h3>all layers and heads</h3><p class="hint">click a map to select it; “mean” is the layer's heads averaged</p>
+<p class="hint" id="thumb-legend" hidden>the number under a map is its alignment share: the mean weight on the right key (outlined cells) per output row, from 0 (none) to 1 (all attention on it)</p>
+<div id="grid"></div></div>
 <div><h3 id="map-title"></h3><div id="map-info"></div><canvas id="heatmap" width="1" height="1"></canvas>
 <div class="legend">
-<div class="scale">0 <canvas id="scale-bar" width="200" height="12"></canvas> 1 <span>(viridis; rows: queries, columns: keys)</span></div>
+<div class="scale"><span id="scale-lo">0</span> <canvas id="scale-bar" width="200" height="12"></canvas> <span id="scale-hi">1</span> <span id="scale-note">(viridis; rows: queries, columns: keys)</span></div>
 <div id="outline-legend" hidden><label><input type="checkbox" id="outline-toggle" checked> <span class="outline-swatch"></span><span id="outline-text"></span></label></div>
 <div id="precision"></div>
 </div></div>
@@ -97,8 +103,9 @@ std::string render_html(const Report& report) {
         "<style>{1}</style>\n</head>\n<body>\n<h1>{0}</h1>\n",
         title, report_css());
     for (const auto& note : report.notes) out += "<p class=\"note\">" + xml_escape(note) + "</p>\n";
-    out += curves_html(report);
+    // The attention first: the page opens on the answer, the curves and settings follow.
     out += attention_html(report);
+    out += curves_html(report);
     out += config_html(report);
     if (!data.empty()) {
         out += "<script type=\"application/json\" id=\"report-data\">" + data + "</script>\n";

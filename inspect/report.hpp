@@ -44,7 +44,11 @@ struct Report {
     std::optional<std::string> charts_error{};  ///< why the curves could not be read (shown instead)
     /// What the outlined cells of a map mean, e.g. "right alignment: anti-diagonal".
     std::string alignment_legend{};
-    std::vector<InspectedExample> examples{};    ///< switchable in the page
+    std::vector<InspectedExample> examples{};  ///< switchable in the page
+    /// The layer (module name) the page opens on, where the answer is read (e.g. a seq2seq
+    /// model's last cross-attention): its head average, or its head when it has one. Empty or
+    /// absent from an input's maps: that input's last layer.
+    std::string open_module{};
     std::vector<AttentionSnapshot> snapshots{};  ///< replayed with a step slider (may be empty)
 };
 

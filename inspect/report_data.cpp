@@ -2,6 +2,8 @@
 // and base64-encoded, serialised as JSON.
 #include "inspect/report_data.hpp"
 
+#include "inspect/snapshot.hpp"
+
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -78,19 +80,6 @@ json map_json(const AttentionMap& map, const char* kind) {
     return out;
 }
 
-json frame_json(const InspectedExample& example, std::optional<std::int64_t> step) {
-    json maps = json::array();
-    for (const auto& map : example.maps) maps.push_back(map_json(map, "head"));
-    for (const auto& [derived, kind] :
-         {std::pair{&example.saliency, "saliency"}, std::pair{&example.rollout, "rollout"},
-          std::pair{&example.flow, "flow"}}) {
-        if (*derived) maps.push_back(map_json(**derived, kind));
-    }
-    json frame = {{"maps", std::move(maps)}};
-    frame["step"] = step ? json(*step) : json(nullptr);
-    return frame;
-}
-
 std::string joined(const std::vector<std::string>& tokens) {
     std::string out;
     for (const auto& t : tokens) {
@@ -100,13 +89,85 @@ std::string joined(const std::vector<std::string>& tokens) {
     return out;
 }
 
-json source_json(const InspectedExample& example, std::string label, const char* kind) {
-    return {{"label", std::move(label)},
-            {"kind", kind},
+/// The mean of the heads maps[first, first + heads).
+struct HeadMean {
+    std::size_t first = 0, heads = 0;
+    AttentionMap map{};
+};
+
+/// The mean over heads of each run of consecutive heads of one layer (module and layer equal,
+/// no head twice, one shape) that has at least two heads, keyed by the index of its first head.
+/// A mean map keeps the heads' right columns when they agree, and then its alignment share
+/// (the mean of the heads' shares: the share is linear in the weights).
+std::vector<HeadMean> head_means(const std::vector<AttentionMap>& maps) {
+    std::vector<HeadMean> out;
+    std::size_t begin = 0;
+    while (begin < maps.size()) {
+        const AttentionMap& first = maps[begin];
+        std::size_t end = begin + 1;
+        const auto same_layer = [&](const AttentionMap& m) {
+            return m.module == first.module && m.layer == first.layer && m.head >= 0 &&
+                   m.queries == first.queries && m.keys == first.keys &&
+                   std::none_of(maps.begin() + static_cast<std::ptrdiff_t>(begin),
+                                maps.begin() + static_cast<std::ptrdiff_t>(end),
+                                [&](const AttentionMap& h) { return h.head == m.head; });
+        };
+        if (first.head >= 0) {
+            while (end < maps.size() && same_layer(maps[end])) ++end;
+        }
+        const std::size_t heads = end - begin;
+        if (first.head >= 0 && heads >= 2) {
+            AttentionMap mean{.module = first.module,
+                              .layer = first.layer,
+                              .head = -1,
+                              .queries = first.queries,
+                              .keys = first.keys,
+                              .weights = std::vector<double>(first.weights.size(), 0.0),
+                              .right = {},
+                              .alignment_share = std::nullopt,
+                              .saliency_correlation = std::nullopt};
+            bool same_right = true;
+            for (std::size_t h = begin; h < end; ++h) {
+                check_report_map(maps[h]);
+                for (std::size_t i = 0; i < mean.weights.size(); ++i)
+                    mean.weights[i] += maps[h].weights[i] / static_cast<double>(heads);
+                same_right = same_right && maps[h].right == first.right;
+            }
+            if (same_right && first.alignment_share) {
+                mean.right = first.right;
+                mean.alignment_share = alignment_share(mean, mean.right);
+            }
+            out.push_back({.first = begin, .heads = heads, .map = std::move(mean)});
+        }
+        begin = end;
+    }
+    return out;
+}
+
+/// One input at one step: its tokens and maps (each layer's head mean before its heads).
+json frame_json(const InspectedExample& example, std::optional<std::int64_t> step) {
+    const auto means = head_means(example.maps);
+    json maps = json::array();
+    auto mean = means.begin();
+    for (std::size_t i = 0; i < example.maps.size(); ++i) {
+        if (mean != means.end() && mean->first == i) {
+            json j = map_json(mean->map, "mean");
+            j["title"] = fmt::format("{} mean of {} heads", mean->map.module, mean->heads);
+            maps.push_back(std::move(j));
+            ++mean;
+        }
+        maps.push_back(map_json(example.maps[i], "head"));
+    }
+    for (const auto& [derived, kind] :
+         {std::pair{&example.saliency, "saliency"}, std::pair{&example.rollout, "rollout"},
+          std::pair{&example.flow, "flow"}}) {
+        if (*derived) maps.push_back(map_json(**derived, kind));
+    }
+    return {{"step", step ? json(*step) : json(nullptr)},
             {"source", labels(example.source)},
             {"target", labels(example.target)},
             {"prediction", labels(example.prediction)},
-            {"frames", json::array()}};
+            {"maps", std::move(maps)}};
 }
 
 }  // namespace
@@ -136,14 +197,15 @@ QuantisedWeights quantise_weights(const AttentionMap& map) {
 }
 
 std::string report_data_json(const Report& report) {
+    check_probe_inputs(report.snapshots);  // probe p's frames are one input's
     json sources = json::array();
     for (std::size_t e = 0; e < report.examples.size(); ++e) {
         const auto& example = report.examples[e];
         std::string label = fmt::format("example {}: {}", e + 1, joined(example.source));
         if (!example.prediction.empty()) label += " \u2192 " + joined(example.prediction);
-        json source = source_json(example, std::move(label), "example");
-        source["frames"].push_back(frame_json(example, std::nullopt));
-        sources.push_back(std::move(source));
+        sources.push_back({{"label", std::move(label)},
+                           {"kind", "example"},
+                           {"frames", json::array({frame_json(example, std::nullopt)})}});
     }
     std::size_t probes = 0;
     for (const auto& snapshot : report.snapshots) probes = std::max(probes, snapshot.probes.size());
@@ -153,15 +215,17 @@ std::string report_data_json(const Report& report) {
             if (snapshot.probes.size() <= p) continue;
             const auto& probe = snapshot.probes[p];
             if (source.is_null()) {
-                source = source_json(
-                    probe, fmt::format("probe {} over training: {}", p + 1, joined(probe.source)), "probe");
-                source["probe"] = p;
+                source = {{"label", fmt::format("probe {} over training: {}", p + 1, joined(probe.source))},
+                          {"kind", "probe"},
+                          {"probe", p},
+                          {"frames", json::array()}};
             }
             source["frames"].push_back(frame_json(probe, snapshot.step));
         }
         sources.push_back(std::move(source));
     }
-    const json data = {{"legend", report.alignment_legend}, {"sources", std::move(sources)}};
+    const json data = {
+        {"legend", report.alignment_legend}, {"open", report.open_module}, {"sources", std::move(sources)}};
     // Invalid UTF-8 in a token becomes U+FFFD rather than an exception from the serialiser.
     const std::string text = data.dump(-1, ' ', false, json::error_handler_t::replace);
     std::string out;

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <limits>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 namespace attograd::inspect {
@@ -85,6 +86,15 @@ void check_step_order(const std::vector<AttentionSnapshot>& snapshots, const cha
                  "{}: snapshot {} has step {}, not after the previous snapshot's step {}", where, i,
                  snapshots[i].step, snapshots[i - 1].step);
     }
+}
+
+std::string joined_tokens(const std::vector<std::string>& tokens) {
+    std::string out;
+    for (const auto& t : tokens) {
+        if (!out.empty()) out += ' ';
+        out += t;
+    }
+    return out.size() > 80 ? out.substr(0, 80) + " ..." : out;
 }
 
 /// Throws ValueError / ShapeError / IndexError on a map that a reader should refuse.
@@ -229,6 +239,7 @@ std::vector<AttentionSnapshot> snapshots_from_json(const json& array, const std:
     AG_CHECK(offset == weights.size(), ValueError,
              "the maps use {} weights but \"weights\" holds {} (mismatched lengths)", offset, weights.size());
     check_step_order(out, "snapshots");
+    check_probe_inputs(out);
     return out;
 }
 
@@ -330,6 +341,7 @@ void AttentionSnapshotter::resume(std::vector<AttentionSnapshot> earlier, std::i
     AG_CHECK(snapshots_.empty(), ValueError, "AttentionSnapshotter::resume: {} snapshots were taken already",
              snapshots_.size());
     check_step_order(earlier, "AttentionSnapshotter::resume");
+    check_probe_inputs(earlier);
     if (every > 0) {
         std::int64_t period = every_;
         while (period > 0 && period < every && period <= std::numeric_limits<std::int64_t>::max() / 2)
@@ -341,6 +353,23 @@ void AttentionSnapshotter::resume(std::vector<AttentionSnapshot> earlier, std::i
     }
     snapshots_ = std::move(earlier);
     thin();
+}
+
+void check_probe_inputs(const std::vector<AttentionSnapshot>& snapshots) {
+    std::vector<const AttentionSnapshot*> first;  // per probe index, the first snapshot that has it
+    for (const AttentionSnapshot& snapshot : snapshots) {
+        for (std::size_t p = 0; p < snapshot.probes.size(); ++p) {
+            if (first.size() <= p) first.push_back(&snapshot);
+            const InspectedExample &was = first[p]->probes[p], &is = snapshot.probes[p];
+            for (const auto& [name, a, b] : {std::tuple{"source", &was.source, &is.source},
+                                             std::tuple{"target", &was.target, &is.target}}) {
+                AG_CHECK(*a == *b, ValueError,
+                         "snapshots: probe {} has {} '{}' at step {} but '{}' at step {} (a probe must "
+                         "be one input throughout)",
+                         p + 1, name, joined_tokens(*a), first[p]->step, joined_tokens(*b), snapshot.step);
+            }
+        }
+    }
 }
 
 void save_snapshots(const std::filesystem::path& path, const std::vector<AttentionSnapshot>& snapshots) {

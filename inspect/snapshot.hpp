@@ -85,7 +85,8 @@ public:
     const std::vector<AttentionSnapshot>& snapshots() const { return snapshots_; }
     /// Continues after `earlier` (a resumed run's saved snapshots, in step order): they come
     /// first in snapshots(), and steps up to their last one are not snapshotted again. Throws
-    /// ValueError when snapshots were taken already or `earlier` is not in increasing step order.
+    /// ValueError when snapshots were taken already, `earlier` is not in increasing step order or
+    /// mixes inputs under one probe index (check_probe_inputs).
     /// More than max_snapshots are thinned as snapshot() does. `every`, when > 0, is the period
     /// the earlier run had reached (its every()), so that the resumed run snapshots and thins as
     /// the uninterrupted one would; it must be options.every times a power of two (ValueError).
@@ -101,6 +102,13 @@ private:
     std::int64_t every_, max_snapshots_;
     std::vector<AttentionSnapshot> snapshots_;
 };
+
+/// Throws ValueError unless every probe index names one input throughout: probe p of each
+/// snapshot that has one has the same source and target as in the first such snapshot (its
+/// prediction and maps change with the step). The report replays probe p as one input, so a
+/// file mixing inputs would show one input's maps under another's tokens. The message names
+/// the probe and both steps.
+void check_probe_inputs(const std::vector<AttentionSnapshot>& snapshots);
 
 /// Writes `snapshots` to `path` as safetensors (core/serialization.hpp), atomically (the
 /// previous file stays intact when writing fails):
@@ -122,8 +130,8 @@ void save_snapshots(const std::filesystem::path& path, const std::vector<Attenti
 /// Reads a file written by save_snapshots, checking everything before trusting it: the
 /// safetensors container, the format and version, every field's type, step order, each map's
 /// labels against its share of "weights" (which must be used exactly), right columns in
-/// [-1, cols), finite weights and shares. Any problem throws IoError naming the file and, where
-/// one is at fault, the snapshot, probe and map.
+/// [-1, cols), finite weights and shares, one input per probe index (check_probe_inputs). Any problem throws
+/// IoError naming the file and, where one is at fault, the snapshot, probe and map.
 std::vector<AttentionSnapshot> load_snapshots(const std::filesystem::path& path);
 
 }  // namespace attograd::inspect

@@ -97,9 +97,21 @@ inline attograd::inspect::InspectedExample synthetic_example(std::int64_t n, boo
     return example;
 }
 
+/// The prediction of the probe at `step` of synthetic_report: all "a" at step 0, the right
+/// output (the reversed source) from step 100 on, the first half right in between.
+inline std::vector<std::string> probe_prediction(std::int64_t n, std::int64_t step) {
+    const auto source = letters(n);
+    std::vector<std::string> out(source.rbegin(), source.rend());
+    const std::int64_t right = step >= 100 ? n : step > 0 ? n / 2 : 0;
+    for (std::int64_t i = right; i < n; ++i)
+        out[static_cast<std::size_t>(i)] = std::string(1, 'a');  // not = "a": GCC 12 -Wrestrict (PR 105329)
+    return out;
+}
+
 /// The report the tests draw: 2 examples (5 and 6 tokens, the first with saliency and
-/// rollout), 3 snapshots of one probe whose attention sharpens with the step, three charts
-/// (two series on different ranges, one of a single point).
+/// rollout), 3 snapshots of one probe whose attention sharpens and whose prediction changes
+/// with the step (probe_prediction), opening on the cross-attention, three charts (two series
+/// on different ranges, one of a single point).
 inline attograd::inspect::Report synthetic_report() {
     using namespace attograd::inspect;
     Report report;
@@ -108,11 +120,15 @@ inline attograd::inspect::Report synthetic_report() {
     report.notes = {"a note"};
     report.alignment_legend = "right alignment: anti-diagonal (target t attends source n-1-t)";
     report.examples = {synthetic_example(5, true), synthetic_example(6, false)};
+    report.examples[1].prediction.back() =
+        std::string(1, 'z');  // an example's own prediction, not the first's
+    report.open_module = "decoder.layers.0.cross_attn";
     for (const std::int64_t step : {0, 50, 100}) {
         AttentionSnapshot snapshot;
         snapshot.step = step;
         InspectedExample probe = synthetic_example(4, false);
         probe.maps = synthetic_maps(4, 0.05 * static_cast<double>(step));
+        probe.prediction = probe_prediction(4, step);
         snapshot.probes.push_back(std::move(probe));
         report.snapshots.push_back(std::move(snapshot));
     }

@@ -23,6 +23,17 @@
   const style = (l) => getComputedStyle(l).stroke + '/' + getComputedStyle(l).strokeOpacity;
   const thumbs = () => [...document.querySelectorAll('#grid .thumb')];
   const title = () => $('map-title').textContent;
+  const thumb = (t) => thumbs().find((f) => f.title === t);
+  const caption = (t) => { const f = thumb(t); return f ? f.querySelector('figcaption').textContent : null; };
+  // A line of tokens as JSON text, to compare with the expected labels' JSON.
+  const tokens = (id) => { const p = $(id); return p ? JSON.stringify([...p.querySelectorAll('.tok')].map((t) => t.textContent)) : null; };
+  const json = (v) => JSON.stringify(v);
+  const tokensName = (id) => { const p = $(id); return p ? p.firstChild.textContent : null; };
+  const near = (px, rgb) => [0, 1, 2].every((k) => Math.abs(px[k] - rgb[k]) <= 2);
+  function cellPixel(heat, r, c) {
+    const g = heat.dataset, x = Number(g.left) + (c + 0.5) * Number(g.cell), y = Number(g.top) + (r + 0.5) * Number(g.cell);
+    return heat.getContext('2d').getImageData(Math.floor(x), Math.floor(y), 1, 1).data;
+  }
   const overlap = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 
   function attentionChecks(check) {
@@ -31,6 +42,33 @@
       { count: grid.length, blank: grid.filter(blank).length });
     const heat = $('heatmap');
     check('heatmap drawn', heat.width > 50 && !blank(heat), { width: heat.width, height: heat.height });
+
+    // It opens where the answer is: the cross-attention's head mean, drawn as that mean.
+    check('opens on the answer layer', title() === E.open.title && thumb(E.open.title).classList.contains('selected'), title());
+    check('the head mean is drawn', near(cellPixel(heat, 0, 0), E.open.rgb), { got: [...cellPixel(heat, 0, 0)], want: E.open.rgb });
+    const rows = [...document.querySelectorAll('#grid .grid-row')];
+    const meanFirst = rows.filter((r) => { const f = r.querySelector('.thumb figcaption'); return f && /^mean/.test(f.textContent); });
+    check('a head mean leads every layer row', meanFirst.length === E.open.layers, rows.map((r) => r.textContent));
+    check('attention scale is 0 to 1', $('scale-lo').textContent === '0' && $('scale-hi').textContent === '1',
+      [$('scale-lo').textContent, $('scale-hi').textContent]);
+
+    // A thumbnail's number is explained, and is that map's alignment share.
+    const legend = $('thumb-legend');
+    check('thumbnail numbers explained', !legend.hidden && legend.offsetHeight > 0 && /alignment share/.test(legend.textContent),
+      legend.textContent);
+    check('thumbnail number is its share', caption(E.outlined_title) === E.outlined_caption, caption(E.outlined_title));
+
+    // The configuration is collapsed, and opens on a click.
+    const config = $('config'), table = config && config.querySelector('table');
+    const seen = (e) => e.getClientRects().length > 0 && e.getBoundingClientRect().height > 0 && e.checkVisibility();
+    check('configuration collapsed', config && config.tagName === 'DETAILS' && !config.open && !seen(table),
+      config && { tag: config.tagName, open: config.open, rects: table.getClientRects().length, height: table.offsetHeight,
+        visible: table.checkVisibility() });
+    config.querySelector('summary').click();
+    check('configuration opens', config.open && seen(table) && table.rows.length === E.config_rows,
+      table && table.rows.length);
+
+    thumb(E.first.title).click();
     check('first map selected', title() === E.first.title, title());
 
     // Cell (0, 0): its colour is inspect::weight_colour of its weight, its tooltip names it.
@@ -68,9 +106,9 @@
 
     // Clicking thumbnails selects them.
     const h0 = hash(heat);
-    thumbs()[1].click();
+    thumb(E.second_title).click();
     check('click selects a head', title() === E.second_title && hash(heat) !== h0 &&
-      thumbs()[1].classList.contains('selected') && !thumbs()[0].classList.contains('selected'), title());
+      thumb(E.second_title).classList.contains('selected') && !thumb(E.first.title).classList.contains('selected'), title());
     const outlined = thumbs().find((t) => t.title === E.outlined_title);
     outlined.click();
     check('outline legend', !$('outline-legend').hidden && $('outline-text').textContent.includes(E.legend),
@@ -80,15 +118,31 @@
     check('saliency thumbnail', saliency !== undefined, thumbs().map((t) => t.title));
     saliency.click();
     check('saliency titled by module only', title() === E.saliency_title && !/head/.test(title()), title());
+    // Derived maps are coloured over their own range, which the scale shows.
+    const S = E.saliency;
+    const shows = (id, word, v) => { const t = $(id).textContent; return t.startsWith(word + ' ') &&
+      Math.abs(parseFloat(t.slice(word.length + 1)) - v) <= 0.005 * Math.abs(v) + 1e-12; };
+    check('derived map scale shows its min and max', shows('scale-lo', 'min', S.lo) && shows('scale-hi', 'max', S.hi) &&
+      /own range/.test($('scale-note').textContent),
+      [$('scale-lo').textContent, $('scale-hi').textContent, $('scale-note').textContent]);
+    const pLo = cellPixel(heat, S.min_cell[0], S.min_cell[1]), pHi = cellPixel(heat, S.max_cell[0], S.max_cell[1]);
+    check('derived map spans the whole colour scale', near(pLo, S.rgb_lo) && near(pHi, S.rgb_hi),
+      { lo: [...pLo], hi: [...pHi], want: [S.rgb_lo, S.rgb_hi] });
+    thumb(E.rollout.title).click();
+    check('rollout scale shows its min and max', shows('scale-lo', 'min', E.rollout.lo) && shows('scale-hi', 'max', E.rollout.hi),
+      [$('scale-lo').textContent, $('scale-hi').textContent]);
 
     // Another example.
     const chooser = $('source');
     chooser.value = '1';
     chooser.dispatchEvent(new Event('change'));
-    const tokens = document.querySelectorAll('#tokens p:first-child .tok').length;
-    check('second example', tokens === E.second_example.tokens && thumbs().length === E.second_example.thumbs &&
+    const inputs = document.querySelectorAll('#tokens p:first-child .tok').length;
+    check('second example', inputs === E.second_example.tokens && thumbs().length === E.second_example.thumbs &&
       thumbs().every((t) => !blank(t.querySelector('canvas'))) && $('stepbox').hidden,
-      { tokens, thumbs: thumbs().length });
+      { inputs, thumbs: thumbs().length });
+    check('second example shows its own tokens', tokens('tokens-input') === json(E.second_example.input) &&
+      tokens('tokens-prediction') === json(E.second_example.prediction) && tokensName('tokens-prediction') === 'prediction: ',
+      [tokens('tokens-input'), tokens('tokens-prediction')]);
 
     // The training replay: moving the step slider redraws heatmap and thumbnails.
     chooser.value = String(E.probe.source);
@@ -96,8 +150,17 @@
     const slider = $('step');
     check('step slider shown', !$('stepbox').hidden && Number(slider.max) === E.probe.steps.length - 1 &&
       $('steplabel').textContent.startsWith('step ' + E.probe.steps[E.probe.steps.length - 1]), $('steplabel').textContent);
+    const P = E.probe, last = P.steps.length - 1;
+    const frameText = (k) => ({
+      name: tokensName('tokens-prediction'), prediction: tokens('tokens-prediction'), input: tokens('tokens-input'),
+      caption: caption(E.outlined_title), info: $('map-info').textContent });
+    const shownAt = (k, t) => t.name === 'prediction at step ' + P.steps[k] + ': ' && t.prediction === json(P.predictions[k]) &&
+      t.input === json(P.input) && t.caption === P.captions[k] &&
+      t.info.includes('alignment share ' + P.shares[k]) && t.info.endsWith('at step ' + P.steps[k]);
     const outlinedProbe = thumbs().find((t) => t.title === E.outlined_title);
     outlinedProbe.click();
+    const atLast = frameText(last);
+    check('last step shows its own prediction and shares', shownAt(last, atLast), atLast);
     const heatLast = hash(heat), thumbLast = hash(thumbs()[0].querySelector('canvas')), infoLast = $('map-info').textContent;
     const marker = document.querySelector('.align-chart:not([hidden]) line.marker');
     const markerLast = marker ? Number(marker.getAttribute('x1')) : NaN;
@@ -107,6 +170,18 @@
       $('map-info').textContent !== infoLast, { info: $('map-info').textContent });
     check('slider replays the thumbnails', hash(thumbs()[0].querySelector('canvas')) !== thumbLast, null);
     check('slider label', $('steplabel').textContent.startsWith('step ' + E.probe.steps[0]), $('steplabel').textContent);
+    const atFirst = frameText(0);
+    check('first step shows its own prediction and shares', shownAt(0, atFirst), atFirst);
+    check('prediction and share change with the step', atFirst.prediction !== atLast.prediction &&
+      atFirst.caption !== atLast.caption, { atFirst, atLast });
+    for (let k = 0; k < P.steps.length; ++k) {  // every step, as a user drags the slider back up
+      slider.value = String(k);
+      slider.dispatchEvent(new Event('input', { bubbles: true }));
+      const t = frameText(k);
+      check('step ' + P.steps[k] + ' shows its own prediction and shares', shownAt(k, t), t);
+    }
+    slider.value = '0';
+    slider.dispatchEvent(new Event('input', { bubbles: true }));
     const markerFirst = marker ? Number(marker.getAttribute('x1')) : NaN;
     const plotLeft = marker ? Number(marker.closest('svg.chart').dataset.plotLeft) : NaN;
     check('alignment chart marker follows the step', marker !== null && markerFirst < markerLast &&
@@ -157,7 +232,10 @@
         check('tokens are text, not markup', first !== null && first.textContent === E.first_token, first && first.textContent);
         const saliency = thumbs().find((t) => t.title === E.saliency_title);
         saliency.click();
-        check('a map outside [0, 1] says the scale clamps', /clamps/.test($('precision').textContent), $('precision').textContent);
+        check('a signed derived map is scaled to its own range', /^min -/.test($('scale-lo').textContent) &&
+          !/clamps/.test($('precision').textContent), [$('scale-lo').textContent, $('precision').textContent]);
+      } else if (E.mode === 'open') {
+        check('opens on the given layer', title() === E.open_title, title());
       } else if (E.mode === 'charts-error') {
         const p = $('charts-error');
         check('shows the charts error', p !== null && p.offsetHeight > 0 && p.textContent.includes(E.charts_error), null);

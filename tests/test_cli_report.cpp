@@ -1,9 +1,12 @@
 // The attograd program's report pieces (configuration rows that apply, training charts from
-// metrics.csv) and its file helpers.
+// metrics.csv, the layer it opens on), its file helpers, and the report of a trained run.
+#include "cli_helpers.hpp"
 #include "file_io.hpp"
 #include "report_builder.hpp"
+#include "snapshot_probes.hpp"
 
 #include "core/error.hpp"
+#include "inspect/inspect.hpp"
 
 #include <doctest/doctest.h>
 #include <sys/stat.h>
@@ -106,4 +109,63 @@ TEST_CASE("atomic writes refuse to replace what is not a regular file (a FIFO st
                          attograd::IoError);
     CHECK(std::filesystem::is_fifo(fifo));
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the report opens on the last cross-attention layer, else on the last layer") {
+    CHECK(answer_layer({}).empty());
+    CHECK(answer_layer({{"encoder.layers.0.self_attn", 2, false},
+                        {"encoder.layers.1.self_attn", 2, false}}) == "encoder.layers.1.self_attn");
+    CHECK(answer_layer({{"encoder.layers.0.self_attn", 2, false},
+                        {"decoder.layers.0.multihead_attn", 2, true},
+                        {"decoder.layers.1.multihead_attn", 2, true},
+                        {"decoder.layers.1.self_attn", 2, false}}) == "decoder.layers.1.multihead_attn");
+}
+
+TEST_CASE(
+    "inspect --format html: every probe step shows that step's prediction and shares, opening on "
+    "the cross-attention") {
+    cli_test::TempDir tmp;
+    const std::string dir = tmp / "run";
+    cli_test::train(dir, {"--task", "reverse", "--steps", "60", "--layers", "1", "--heads", "2"});
+    const std::string page = tmp / "report.html";
+    cli_test::require_ok(
+        cli_test::run({"inspect", "--run", dir, "--samples", "2", "--format", "html", "--to", page}));
+    const std::string html = read_file(page);
+    const std::string open = "<script type=\"application/json\" id=\"report-data\">";
+    const auto begin = html.find(open);
+    REQUIRE(begin != std::string::npos);
+    const auto data = nlohmann::json::parse(
+        html.substr(begin + open.size(), html.find("</script>", begin) - begin - open.size()));
+    CHECK(data["open"] == "decoder.layers.0.multihead_attn");
+
+    const auto snapshots = inspect::load_snapshots(std::filesystem::path(dir) / snapshot_file);
+    REQUIRE(snapshots.size() >= 2);
+    const auto shown = [](const std::vector<std::string>& tokens) {
+        nlohmann::json out = nlohmann::json::array();
+        for (const auto& t : tokens) out.push_back(inspect::display_label(t));
+        return out;
+    };
+    std::size_t changed = 0;
+    for (const auto& source : data["sources"]) {
+        if (source["kind"] != "probe") continue;
+        const auto p = source["probe"].get<std::size_t>();
+        const auto& frames = source["frames"];
+        REQUIRE(frames.size() == snapshots.size());
+        for (std::size_t k = 0; k < frames.size(); ++k) {
+            const inspect::InspectedExample& probe = snapshots[k].probes[p];
+            INFO("probe ", p, " step ", snapshots[k].step);
+            CHECK(frames[k]["step"] == snapshots[k].step);
+            CHECK(frames[k]["prediction"] == shown(probe.prediction));
+            for (const auto& map : frames[k]["maps"]) {
+                if (map["kind"] != "head" || !map.contains("alignment_share")) continue;
+                const auto it =
+                    std::find_if(probe.maps.begin(), probe.maps.end(),
+                                 [&](const inspect::AttentionMap& m) { return m.title() == map["title"]; });
+                REQUIRE(it != probe.maps.end());
+                CHECK(map["alignment_share"].get<double>() == *it->alignment_share);
+            }
+        }
+        changed += frames.front()["prediction"] != frames.back()["prediction"];
+    }
+    CHECK(changed > 0);  // the model learned: some probe's prediction at the last step is not its first
 }

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <regex>
@@ -253,8 +254,12 @@ TEST_CASE("render_html embeds every map so that it decodes to its weights") {
     const nlohmann::json data = embedded_data(render_html(report));
     REQUIRE(data["sources"].size() == 3);  // two examples, one probe
     CHECK(data["legend"] == report.alignment_legend);
-    const auto& first = data["sources"][0]["frames"][0]["maps"];
-    REQUIRE(first.size() == 4 + 2);  // 2 x 2 heads, saliency, rollout
+    const auto& maps = data["sources"][0]["frames"][0]["maps"];
+    REQUIRE(maps.size() == 2 + 4 + 2);               // per layer a head mean and 2 heads, saliency, rollout
+    nlohmann::json first = nlohmann::json::array();  // the heads
+    for (const auto& map : maps)
+        if (map["kind"] == "head") first.push_back(map);
+    REQUIRE(first.size() == 4);
     for (std::size_t i = 0; i < 4; ++i) {
         const AttentionMap& map = report.examples[0].maps[i];
         CHECK(first[i]["title"] == map.title());
@@ -266,15 +271,98 @@ TEST_CASE("render_html embeds every map so that it decodes to its weights") {
         for (std::size_t k = 0; k < decoded.size(); ++k)
             CHECK(std::abs(decoded[k] - map.weights[k]) <= bound + 1e-12);
     }
-    CHECK(first[4]["title"] == "saliency (gradient x input)");  // a derived map has no "head"
-    CHECK(first[4]["kind"] == "saliency");
-    CHECK(first[5]["kind"] == "rollout");
+    CHECK(maps[6]["title"] == "saliency (gradient x input)");  // a derived map has no "head"
+    CHECK(maps[6]["kind"] == "saliency");
+    CHECK(maps[7]["kind"] == "rollout");
     CHECK(first[2]["right"] == report.examples[0].maps[2].right);
     CHECK(first[2]["alignment_share"].get<double>() == *report.examples[0].maps[2].alignment_share);
     const auto& probe = data["sources"][2];
     CHECK(probe["kind"] == "probe");
     REQUIRE(probe["frames"].size() == 3);
     CHECK(probe["frames"][1]["step"] == 50);
+}
+
+TEST_CASE("every frame carries its own input's tokens: a probe's prediction at each step") {
+    const Report report = testing::synthetic_report();
+    const nlohmann::json data = embedded_data(render_html(report));
+    for (std::size_t e = 0; e < report.examples.size(); ++e) {
+        const auto& frame = data["sources"][e]["frames"][0];
+        CHECK(frame["source"] == report.examples[e].source);
+        CHECK(frame["target"] == report.examples[e].target);
+        CHECK(frame["prediction"] == report.examples[e].prediction);
+    }
+    const auto& frames = data["sources"][2]["frames"];
+    REQUIRE(frames.size() == report.snapshots.size());
+    for (std::size_t k = 0; k < frames.size(); ++k) {
+        const InspectedExample& probe = report.snapshots[k].probes[0];
+        CHECK(frames[k]["step"] == report.snapshots[k].step);
+        CHECK(frames[k]["source"] == probe.source);
+        CHECK(frames[k]["prediction"] == probe.prediction);
+        for (const auto& map : frames[k]["maps"]) {  // each head's share is this step's
+            if (map["kind"] != "head" || !map.contains("alignment_share")) continue;
+            const auto it = std::find_if(probe.maps.begin(), probe.maps.end(),
+                                         [&](const AttentionMap& m) { return m.title() == map["title"]; });
+            REQUIRE(it != probe.maps.end());
+            CHECK(map["alignment_share"].get<double>() == *it->alignment_share);
+        }
+    }
+    CHECK(frames.front()["prediction"] != frames.back()["prediction"]);
+}
+
+TEST_CASE("a report refuses snapshots whose probe changes input between steps") {
+    Report report = testing::synthetic_report();
+    report.snapshots[2].probes[0].source[1] = "x";
+    CHECK_THROWS_WITH_AS(
+        render_html(report),
+        doctest::Contains("probe 1 has source 'a b c d' at step 0 but 'a x c d' at step 100"), ValueError);
+    report = testing::synthetic_report();
+    report.snapshots[1].probes[0].target.pop_back();
+    CHECK_THROWS_WITH_AS(check_probe_inputs(report.snapshots), doctest::Contains("probe 1 has target"),
+                         ValueError);
+}
+
+TEST_CASE("each layer of several heads gets its heads' mean, with the mean alignment share") {
+    const Report report = testing::synthetic_report();
+    const nlohmann::json data = embedded_data(render_html(report));
+    CHECK(data["open"] == report.open_module);
+    const auto& maps = data["sources"][0]["frames"][0]["maps"];
+    const auto& heads = report.examples[0].maps;
+    for (const auto& [at, first] : {std::pair{0, 0}, std::pair{3, 2}}) {  // a mean, then its 2 heads
+        const auto& mean = maps[at];
+        INFO(mean["title"]);
+        CHECK(mean["kind"] == "mean");
+        CHECK(mean["title"] == heads[first].module + " mean of 2 heads");
+        CHECK(mean["layer"] == heads[first].layer);
+        CHECK(maps[at + 1]["title"] == heads[first].title());
+        CHECK(maps[at + 2]["title"] == heads[first + 1].title());
+        const auto decoded = decode(mean);
+        REQUIRE(decoded.size() == heads[first].weights.size());
+        for (std::size_t k = 0; k < decoded.size(); ++k) {
+            const double want = (heads[first].weights[k] + heads[first + 1].weights[k]) / 2.0;
+            CHECK(std::abs(decoded[k] - want) <= mean["max_error"].get<double>() + 1e-12);
+        }
+    }
+    CHECK_FALSE(maps[0].contains("alignment_share"));  // the self-attention has no right alignment
+    CHECK(maps[3]["right"] == heads[2].right);
+    const double want = (*heads[2].alignment_share + *heads[3].alignment_share) / 2.0;
+    CHECK(maps[3]["alignment_share"].get<double>() == doctest::Approx(want).epsilon(1e-12));
+    CHECK(maps[3]["alignment_share"].get<double>() != *heads[2].alignment_share);
+
+    // One head: nothing to average.
+    Report single;
+    single.examples = {report.examples[1]};
+    single.examples[0].maps.resize(1);
+    const nlohmann::json one = embedded_data(render_html(single));
+    REQUIRE(one["sources"][0]["frames"][0]["maps"].size() == 1);
+    CHECK(one["sources"][0]["frames"][0]["maps"][0]["kind"] == "head");
+}
+
+TEST_CASE("the page shows the attention first, then the curves, then the collapsed configuration") {
+    const std::string html = render_html(testing::synthetic_report());
+    CHECK(count(html, "<details id=\"config\">") == 1);  // no "open" attribute: collapsed
+    CHECK(html.find("<summary><h2>Configuration</h2> (2 settings)</summary>") != std::string::npos);
+    CHECK(html.find("id=\"attention\"") < html.find("id=\"curves\""));  // the answer first
+    CHECK(html.find("id=\"curves\"") < html.find("id=\"config\""));
 }
 
 TEST_CASE("large maps are stored as 8-bit codes within 0.002 of the weights") {
@@ -312,7 +400,7 @@ TEST_CASE("render_html escapes tokens so the embedded data cannot close its scri
     const std::string html = render_html(report);
     CHECK(count(html, "</script>") == 2);  // the data's and the code's own
     const nlohmann::json data = embedded_data(html);
-    CHECK(data["sources"][0]["source"][0] == "</script><b>");
+    CHECK(data["sources"][0]["frames"][0]["source"][0] == "</script><b>");
     CHECK(data["sources"][0]["frames"][0]["maps"][0]["queries"][0] == "</script><b>");
 }
 

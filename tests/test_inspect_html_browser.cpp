@@ -6,8 +6,10 @@
 #include "inspect_report_helpers.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -84,31 +86,105 @@ void check_in_browser(const std::string& name, const std::string& html, const nl
 
 }  // namespace
 
+namespace {
+
+// Tokens as the page shows them.
+nlohmann::json displayed(const std::vector<std::string>& tokens) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& t : tokens) out.push_back(display_label(t));
+    return out;
+}
+
+nlohmann::json rgb_json(double level) {
+    const Rgb rgb = weight_colour(level);
+    return {rgb.r, rgb.g, rgb.b};
+}
+
+// A derived map's range and its smallest and largest cells, for the colour-scale checks.
+nlohmann::json range_json(const AttentionMap& map) {
+    const auto [lo, hi] = std::minmax_element(map.weights.begin(), map.weights.end());
+    const auto cell = [&](auto it) {
+        const auto i = static_cast<std::int64_t>(it - map.weights.begin());
+        return nlohmann::json{i / map.cols(), i % map.cols()};
+    };
+    return {{"title", map.title()},
+            {"lo", *lo},
+            {"hi", *hi},
+            {"min_cell", cell(lo)},
+            {"max_cell", cell(hi)},
+            {"rgb_lo", rgb_json(0.0)},
+            {"rgb_hi", rgb_json(1.0)}};
+}
+
+}  // namespace
+
 TEST_CASE("the HTML report works in headless Chromium: grid, heatmap, tooltip, head view, slider, charts") {
     SKIP_WITHOUT_CHROMIUM();
     const Report report = testing::synthetic_report();
-    const AttentionMap& first = report.examples[0].maps[0];
-    const Rgb rgb = weight_colour(first.at(0, 0));
+    const auto& maps = report.examples[0].maps;
+    const AttentionMap& first = maps[0];
+    const AttentionMap& outlined = maps[2];  // the cross-attention's head 0, with a right alignment
+    // The cross-attention's head mean, which the page opens on: its cell (0, 0).
+    const double mean00 = (maps[2].at(0, 0) + maps[3].at(0, 0)) / 2.0;
+    nlohmann::json probe = {{"source", 2},
+                            {"steps", nlohmann::json::array()},
+                            {"heads", 2},  // the cross-attention heads have shares
+                            {"input", displayed(report.snapshots[0].probes[0].source)},
+                            {"predictions", nlohmann::json::array()},
+                            {"captions", nlohmann::json::array()},
+                            {"shares", nlohmann::json::array()}};
+    for (const auto& snapshot : report.snapshots) {
+        const InspectedExample& p = snapshot.probes[0];
+        const double share = *p.maps[2].alignment_share;
+        probe["steps"].push_back(snapshot.step);
+        probe["predictions"].push_back(displayed(p.prediction));
+        probe["captions"].push_back(fmt::format("head 0 \u00b7 {:.2f}", share));
+        probe["shares"].push_back(fmt::format("{:.3f}", share));
+    }
+    REQUIRE(probe["predictions"].front() != probe["predictions"].back());
+    REQUIRE(probe["captions"].front() != probe["captions"].back());
     const nlohmann::json expect = {
         {"mode", "full"},
-        {"thumbs", report.examples[0].maps.size() + 2},  // + saliency and rollout
+        {"thumbs", maps.size() + 2 + 2},  // + a head mean per layer, saliency and rollout
+        {"open",
+         {{"title", report.open_module + " mean of 2 heads"}, {"rgb", rgb_json(mean00)}, {"layers", 2}}},
         {"first",
          {{"title", first.title()},
           {"query", display_label(first.queries[0])},
           {"key", display_label(first.keys[0])},
           {"weight", first.at(0, 0)},
           {"keys", first.cols()},
-          {"rgb", {rgb.r, rgb.g, rgb.b}}}},
-        {"second_title", report.examples[0].maps[1].title()},
-        {"outlined_title", report.examples[0].maps[2].title()},
+          {"rgb", rgb_json(first.at(0, 0))}}},
+        {"second_title", maps[1].title()},
+        {"outlined_title", outlined.title()},
+        {"outlined_caption", fmt::format("head 0 \u00b7 {:.2f}", *outlined.alignment_share)},
         {"saliency_title", report.examples[0].saliency->title()},
+        {"saliency", range_json(*report.examples[0].saliency)},
+        {"rollout", range_json(*report.examples[0].rollout)},
         {"legend", report.alignment_legend},
+        {"config_rows", report.config.size()},
         {"second_example",
-         {{"tokens", report.examples[1].source.size()}, {"thumbs", report.examples[1].maps.size()}}},
-        {"probe",
-         {{"source", 2}, {"steps", {0, 50, 100}}, {"heads", 2}}},  // the cross-attention heads have shares
+         {{"tokens", report.examples[1].source.size()},
+          {"thumbs", report.examples[1].maps.size() + 2},
+          {"input", displayed(report.examples[1].source)},
+          {"prediction", displayed(report.examples[1].prediction)}}},
+        {"probe", probe},
         {"charts", report.charts.size()}};
     check_in_browser("full", render_html(report), expect);
+}
+
+TEST_CASE("the HTML report opens on the given layer, else on the last layer, in headless Chromium") {
+    SKIP_WITHOUT_CHROMIUM();
+    Report report = testing::synthetic_report();
+    report.open_module = "encoder.layers.0.self_attn";
+    check_in_browser("open_given", render_html(report),
+                     {{"mode", "open"}, {"open_title", "encoder.layers.0.self_attn mean of 2 heads"}});
+    report.open_module.clear();
+    check_in_browser("open_last", render_html(report),
+                     {{"mode", "open"}, {"open_title", "decoder.layers.0.cross_attn mean of 2 heads"}});
+    report.open_module = "no.such.layer";
+    check_in_browser("open_missing", render_html(report),
+                     {{"mode", "open"}, {"open_title", "decoder.layers.0.cross_attn mean of 2 heads"}});
 }
 
 TEST_CASE("the HTML report of a report without examples opens and says so in headless Chromium") {

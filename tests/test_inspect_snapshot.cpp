@@ -533,6 +533,9 @@ TEST_CASE(
     CHECK_LOAD_REFUSED(path, "snapshot 0 (step 0), probe 0");
     with([](auto& j) { j[0]["probes"][1]["maps"][2]["queries"] = "abc"; });
     CHECK_LOAD_REFUSED(path, "probe 1, map 2: \"queries\" is not an array");
+    with([](auto& j) { j[1]["probes"][0]["source"].push_back("x"); });  // another input under probe 1
+    CHECK_LOAD_REFUSED(path, "probe 1 has source");
+    CHECK_LOAD_REFUSED(path, "at step 0 but");
     with([](auto& j) { j[0]["probes"][0]["maps"][1]["head"] = -2; });
     CHECK_LOAD_REFUSED(path, "negative");
     with([](auto& j) { j[0]["probes"][0]["maps"][1]["alignment_share"] = "high"; });

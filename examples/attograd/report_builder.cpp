@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -153,6 +154,12 @@ std::vector<inspect::Chart> training_charts(const std::string& metrics_csv) {
     return charts;
 }
 
+std::string answer_layer(const std::vector<AttentionLayerInfo>& layers) {
+    const auto cross = std::find_if(layers.rbegin(), layers.rend(), [](const auto& l) { return l.cross; });
+    if (cross != layers.rend()) return cross->name;
+    return layers.empty() ? "" : layers.back().name;
+}
+
 inspect::Report build_report(const LoadedRun& run, std::vector<inspect::InspectedExample> examples,
                              std::vector<std::string> notes) {
     inspect::Report report;
@@ -166,6 +173,7 @@ inspect::Report build_report(const LoadedRun& run, std::vector<inspect::Inspecte
     }
     if (!run.task->info().alignment.empty())
         report.alignment_legend = "right alignment: " + run.task->info().alignment;
+    report.open_module = answer_layer(run.model->attention_layers());
     report.notes = std::move(notes);
     report.examples = std::move(examples);
     return report;

@@ -24,8 +24,14 @@ std::vector<std::pair<std::string, std::string>> config_rows(const RunConfig& co
 /// is not a number).
 std::vector<inspect::Chart> training_charts(const std::string& metrics_csv);
 
+/// The layer the report opens on, where the answer is read: the last cross-attention layer
+/// (a seq2seq decoder's attention over the source), else the last layer; "" when `layers` is
+/// empty.
+std::string answer_layer(const std::vector<AttentionLayerInfo>& layers);
+
 /// The whole report of a run: title, config rows, charts (or why metrics.csv could not be
-/// read), the right alignment's legend, notes, examples and attention snapshots.
+/// read), the right alignment's legend, the layer it opens on (answer_layer), notes and
+/// examples.
 inspect::Report build_report(const LoadedRun& run, std::vector<inspect::InspectedExample> examples,
                              std::vector<std::string> notes);
 
