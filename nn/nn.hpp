@@ -20,6 +20,7 @@
 #include "nn/parameter_size.hpp"
 #include "nn/positional_bias.hpp"
 #include "nn/positional_encoding.hpp"
+#include "nn/rnn.hpp"
 #include "nn/seq2seq_transformer.hpp"
 #include "nn/sequential.hpp"
 #include "nn/transformer.hpp"
