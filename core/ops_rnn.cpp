@@ -95,14 +95,16 @@ detail::RnnDims check_layer(RnnMode mode, const Tensor& input,
     return d;
 }
 
-// The column sums of m [rows, cols] (a bias gradient).
+// The column sums of m [rows, cols] (a bias gradient): whole rows added in order (Eigen's
+// colwise sum of a row-major map walks down each column alone).
 Tensor column_sum(const Tensor& m) {
     return dispatch_floating(m.dtype(), kOp, [&]<class S>(S) {
-        using RowMajor = Eigen::Matrix<S, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+        using RowVector = Eigen::Matrix<S, 1, Eigen::Dynamic>;
         const std::int64_t cols = m.shape().back(), rows = m.numel() / cols;
-        Tensor out = empty({cols}, {.dtype = m.dtype()});
-        Eigen::Map<Eigen::Matrix<S, 1, Eigen::Dynamic>>(out.data<S>(), cols) =
-            Eigen::Map<const RowMajor>(m.data<S>(), rows, cols).colwise().sum();
+        Tensor out = zeros({cols}, {.dtype = m.dtype()});
+        Eigen::Map<RowVector> total(out.data<S>(), cols);
+        for (std::int64_t r = 0; r < rows; ++r)
+            total += Eigen::Map<const RowVector>(m.data<S>() + r * cols, cols);
         return out;
     });
 }

@@ -1,6 +1,9 @@
 // rnn_layer (the fused recurrent op): gradcheck of every mode and input, its results' shapes and
 // padding, the tape, and bad arguments.
+#include "fixtures.hpp"
 #include "helpers.hpp"
+
+#include <omp.h>
 
 using namespace attograd;
 using testing::rand64;
@@ -35,7 +38,7 @@ Tensor flat(const RnnLayerResult& r) {
     return concat(parts, 0);
 }
 
-const char* mode_name(RnnMode mode) {
+std::string mode_name(RnnMode mode) {
     switch (mode) {
         case RnnMode::RnnTanh:
             return "rnn_tanh";
@@ -153,4 +156,60 @@ TEST_CASE("rnn_layer refuses bad arguments with the op's name and the shapes") {
     CHECK_THROWS_WITH_AS(rnn_layer(RnnMode::Gru, rand64({0, T, I}, 4), w),
                          doctest::Contains("rnn_layer: input [0, 4, 2] has no sequences or no steps"),
                          ShapeError);
+}
+
+TEST_CASE(
+    "rnn_layer over several blocks of sequences: as each sequence alone, the same bits on 1 and 2 threads") {
+    // 37 sequences: blocks of 16, 16 and 5, enough work for two threads
+    const std::int64_t batch = 37, steps = 8, in = 8, hidden = 32;
+    for (RnnMode mode : {RnnMode::Gru, RnnMode::Lstm}) {
+        INFO(mode_name(mode));
+        const std::int64_t gh = rnn_gate_count(mode) * hidden;
+        std::vector<RnnDirectionWeights> w(1);
+        w[0].w_ih = rand64({gh, in}, 40);
+        w[0].w_hh = (rand64({gh, hidden}, 41) * 0.2).detach().requires_grad_();
+        w[0].b_ih = rand64({gh}, 42);
+        w[0].b_hh = rand64({gh}, 43);
+        std::vector<std::int64_t> lens;
+        for (std::int64_t b = 0; b < batch; ++b) lens.push_back(1 + (b * 5) % steps);
+        const Tensor lengths = index_tensor(lens, {batch});
+        Tensor x = rand64({batch, steps, in}, 44);
+        const Tensor r = rand64({batch, steps, hidden}, 45).detach();
+        std::vector<std::vector<double>> runs;
+        for (int threads : {1, 2}) {
+            omp_set_num_threads(threads);
+            for (Tensor t : {x, w[0].w_ih, w[0].w_hh}) t.zero_grad();
+            const auto out = rnn_layer(mode, x, w, Tensor(), Tensor(), lengths);
+            sum(out.output * r).backward();
+            std::vector<double> all = out.output.to_vector<double>();
+            for (const Tensor& g : {x.grad(), w[0].w_ih.grad(), w[0].w_hh.grad()}) {
+                const auto v = g.to_vector<double>();
+                all.insert(all.end(), v.begin(), v.end());
+            }
+            runs.push_back(all);
+        }
+        omp_set_num_threads(omp_get_num_procs());
+        CHECK(runs[0] == runs[1]);
+        NoGradGuard no_grad;
+        const auto whole = rnn_layer(mode, x, w, Tensor(), Tensor(), lengths);
+        for (std::int64_t b : {0, 17, 36}) {
+            const std::int64_t len = lens[static_cast<std::size_t>(b)];
+            const auto alone = rnn_layer(mode, narrow(narrow(x, 0, b, 1), 1, 0, len), w);
+            CHECK(testing::max_abs_diff(narrow(narrow(whole.output, 0, b, 1), 1, 0, len), alone.output) <
+                  1e-13);
+            CHECK(testing::max_abs_diff(narrow(whole.h_n, 1, b, 1), alone.h_n) < 1e-13);
+        }
+    }
+}
+
+TEST_CASE("rnn_layer passes gradcheck over a batch of two row blocks (16 and 2 sequences)") {
+    const auto w = weights(RnnMode::Lstm, 2, true, 2, 50);
+    const Tensor lengths = index_tensor({4, 1, 3, 2, 4, 4, 1, 2, 3, 4, 4, 3, 2, 1, 1, 2, 3, 4}, {18});
+    Inputs inputs{rand64({18, T, I}, 51), rand64({2, 18, 2}, 52), rand64({2, 18, H}, 53)};
+    for (const RnnDirectionWeights& d : w)
+        for (const Tensor& t : {d.w_ih, d.w_hh, d.b_ih, d.b_hh, d.w_hr}) inputs.push_back(t);
+    auto fn = [&](const Inputs& in) {
+        return flat(rnn_layer(RnnMode::Lstm, in[0], w, in[1], in[2], lengths));
+    };
+    CHECK_GRADCHECK(fn, inputs);
 }

@@ -1,0 +1,143 @@
+// Training steps (forward and backward of sum(output)) of one GRU and one LSTM layer in attograd,
+// next to the same step in LibTorch (libtorch_rnn, run from this program's directory when it was
+// built) with the ratio, and the FLOP floor.
+//
+//   bench_rnn [--threads N] [--rounds R] [gru_small|lstm_small|gru_large|lstm_large]
+//
+// Configurations: small B 32, T 32, I 64, H 128; large B 8, T 256, I 256, H 256; float32,
+// batch first, zero initial state. --threads N sets the OpenMP threads of both programs (default:
+// every core). Each measurement is the median ms/step over 7 runs of about 0.2 s after warm-up; a
+// configuration takes R rounds (default 3), each timing attograd and then LibTorch, so that a slow
+// spell of the machine lands on both alike; the table shows each framework's median over the
+// rounds. The floor is the step's GEMM FLOPs at the threads' multiply-add peak
+// (bench::fma_gflops, best of several samples).
+#include "attograd.hpp"
+#include "core/gemm.hpp"
+#include "timing.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+using namespace attograd;
+
+namespace {
+
+struct Config {
+    std::string name;
+    bool lstm;
+    std::int64_t batch, time, input, hidden;
+};
+
+double median_ms(const std::function<void()>& step) {
+    const int iters = bench::calibrate(step, 0.2, bench::Clock::Wall);
+    return 1e3 * bench::median_seconds(step, iters, 7, 3, bench::Clock::Wall);
+}
+
+template <class Layer>
+double time_layer(Layer& layer, const Config& c, Generator& gen) {
+    const Tensor x = randn({c.batch, c.time, c.input}, gen);
+    return median_ms([&] {
+        layer.zero_grad();
+        sum(layer.forward(x).output).backward();
+    });
+}
+
+double time_config(const Config& c) {
+    Generator gen(0);
+    if (c.lstm) {
+        nn::LSTM lstm({.input_size = c.input, .hidden_size = c.hidden}, gen);
+        return time_layer(lstm, c, gen);
+    }
+    nn::GRU gru({.input_size = c.input, .hidden_size = c.hidden}, gen);
+    return time_layer(gru, c, gen);
+}
+
+// FLOPs of the step's products (2 per multiply-add) with G gates: forward x W_ih^T over all
+// steps (B T I G H) and h W_hh^T per step (B T H G H); backward twice that (dX and dW_ih, dh and
+// dW_hh): 6 B T G H (I + H). The gates' elementwise work is left out.
+double step_flops(const Config& c) {
+    const double g = c.lstm ? 4.0 : 3.0;
+    return 6.0 * static_cast<double>(c.batch * c.time) * g * static_cast<double>(c.hidden) *
+           static_cast<double>(c.input + c.hidden);
+}
+
+// The LibTorch figure of one configuration from libtorch_rnn beside this program, or a negative
+// value when that program was not built; `blas` gets the BLAS library it loaded.
+double libtorch_ms(const std::filesystem::path& self, const std::string& name, int threads,
+                   std::string& blas) {
+    const auto peer = self.parent_path() / "libtorch_rnn";
+    if (!std::filesystem::exists(peer)) return -1.0;
+    const std::string args = threads > 0 ? fmt::format(" --threads {} {}", threads, name) : " " + name;
+    FILE* pipe = popen((peer.string() + args).c_str(), "r");
+    if (pipe == nullptr) return -1.0;
+    char got[512];
+    double ms = -1.0;
+    if (std::fscanf(pipe, "blas %511s", got) == 1) blas = got;
+    if (std::fscanf(pipe, "%511s %lf", got, &ms) != 2 || got != name) ms = -1.0;
+    pclose(pipe);
+    return ms;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const std::vector<Config> configs = {{"gru_small", false, 32, 32, 64, 128},
+                                         {"lstm_small", true, 32, 32, 64, 128},
+                                         {"gru_large", false, 8, 256, 256, 256},
+                                         {"lstm_large", true, 8, 256, 256, 256}};
+    const int threads = bench::int_flag(argc, argv, "--threads", 0);
+    if (threads > 0) omp_set_num_threads(threads);
+    const std::string only =
+        bench::chosen_config(argc, argv, {"gru_small", "lstm_small", "gru_large", "lstm_large"});
+    const auto self = std::filesystem::absolute(argv[0]);
+    if (FILE* load = std::fopen("/proc/loadavg", "r")) {
+        double one_minute = 0.0;
+        if (std::fscanf(load, "%lf", &one_minute) == 1)
+            std::printf("load average %.2f on %d cores, %d OpenMP threads\n", one_minute, omp_get_num_procs(),
+                        omp_get_max_threads());
+        std::fclose(load);
+    }
+    std::vector<double> peaks;
+    const auto sample_peak = [&] {
+        peaks.push_back(bench::fma_gflops(omp_get_max_threads()));
+        return *std::max_element(peaks.begin(), peaks.end());
+    };
+    for (int i = 0; i < 2; ++i) sample_peak();
+    std::printf("multiply-add peak of %d threads: %.0f GFLOP/s, best of 3 samples (gemm backend: %s)\n",
+                omp_get_max_threads(), sample_peak(), detail::gemm_backend());
+    std::printf("%-11s %-24s %8s %9s %12s %12s %9s %10s %11s\n", "config", "shape", "MFLOP", "floor ms",
+                "attograd ms", "libtorch ms", "speed-up", "ours/floor", "torch/floor");
+    std::string blas = "not run";
+    const int rounds = std::max(1, bench::int_flag(argc, argv, "--rounds", 3));
+    for (const auto& c : configs) {
+        if (!only.empty() && only != c.name) continue;
+        const double peak = sample_peak();
+        std::vector<double> ours, torch;
+        for (int round = 0; round < rounds; ++round) {
+            ours.push_back(time_config(c));
+            torch.push_back(libtorch_ms(self, c.name, threads, blas));
+        }
+        const std::string shape = fmt::format("B={} T={} I={} H={}", c.batch, c.time, c.input, c.hidden);
+        const double flops = step_flops(c), floor_ms = flops / (peak * 1e9) * 1e3;
+        const double our_ms = bench::median(ours), torch_ms = bench::median(torch);
+        if (torch.back() > 0)
+            std::printf("%-11s %-24s %8.1f %9.3f %12.3f %12.3f %8.2fx %9.2fx %10.2fx\n", c.name.c_str(),
+                        shape.c_str(), flops * 1e-6, floor_ms, our_ms, torch_ms, torch_ms / our_ms,
+                        our_ms / floor_ms, torch_ms / floor_ms);
+        else
+            std::printf("%-11s %-24s %8.1f %9.3f %12.3f %12s %9s %9.2fx %11s\n", c.name.c_str(),
+                        shape.c_str(), flops * 1e-6, floor_ms, our_ms, "-", "-", our_ms / floor_ms, "-");
+        std::fflush(stdout);
+    }
+    std::printf("LibTorch's BLAS: %s\n", blas.c_str());
+    std::printf("multiply-add peak after the run: %.0f GFLOP/s; samples %.0f-%.0f\n",
+                bench::fma_gflops(omp_get_max_threads()), *std::min_element(peaks.begin(), peaks.end()),
+                *std::max_element(peaks.begin(), peaks.end()));
+    return 0;
+}
