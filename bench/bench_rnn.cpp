@@ -13,6 +13,7 @@
 // (bench::fma_gflops, best of several samples).
 #include "attograd.hpp"
 #include "core/gemm.hpp"
+#include "peer.hpp"
 #include "timing.hpp"
 
 #include <omp.h>
@@ -67,23 +68,6 @@ double step_flops(const Config& c) {
            static_cast<double>(c.input + c.hidden);
 }
 
-// The LibTorch figure of one configuration from libtorch_rnn beside this program, or a negative
-// value when that program was not built; `blas` gets the BLAS library it loaded.
-double libtorch_ms(const std::filesystem::path& self, const std::string& name, int threads,
-                   std::string& blas) {
-    const auto peer = self.parent_path() / "libtorch_rnn";
-    if (!std::filesystem::exists(peer)) return -1.0;
-    const std::string args = threads > 0 ? fmt::format(" --threads {} {}", threads, name) : " " + name;
-    FILE* pipe = popen((peer.string() + args).c_str(), "r");
-    if (pipe == nullptr) return -1.0;
-    char got[512];
-    double ms = -1.0;
-    if (std::fscanf(pipe, "blas %511s", got) == 1) blas = got;
-    if (std::fscanf(pipe, "%511s %lf", got, &ms) != 2 || got != name) ms = -1.0;
-    pclose(pipe);
-    return ms;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -121,7 +105,7 @@ int main(int argc, char** argv) {
         std::vector<double> ours, torch;
         for (int round = 0; round < rounds; ++round) {
             ours.push_back(time_config(c));
-            torch.push_back(libtorch_ms(self, c.name, threads, blas));
+            torch.push_back(bench::peer_ms(self, "libtorch_rnn", c.name, threads, blas));
         }
         const std::string shape = fmt::format("B={} T={} I={} H={}", c.batch, c.time, c.input, c.hidden);
         const double flops = step_flops(c), floor_ms = flops / (peak * 1e9) * 1e3;

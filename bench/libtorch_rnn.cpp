@@ -3,6 +3,7 @@
 // loaded (`blas <path>`), then one line per configuration: `<name> <ms per step>`; bench_rnn runs
 // this program and prints the ratio. Arguments: [--threads N] [gru_small|lstm_small|gru_large|lstm_large].
 #include "openblas_core.hpp"
+#include "peer.hpp"
 #include "timing.hpp"
 
 #include <torch/torch.h>
@@ -43,22 +44,6 @@ double time_config(const Config& c) {
     return time_layer(gru, c);
 }
 
-// The BLAS library this process loaded (from /proc/self/maps): OpenBLAS or the reference BLAS
-// (~10x slower for LibTorch, which makes the comparison meaningless).
-std::string loaded_blas() {
-    std::ifstream maps("/proc/self/maps");
-    std::string line, found = "none";
-    while (std::getline(maps, line)) {
-        const auto slash = line.find('/');
-        if (slash == std::string::npos) continue;
-        const std::string path = line.substr(slash);
-        if (path.find("openblas") != std::string::npos) return path;
-        if (path.find("libblas") != std::string::npos || path.find("libmkl") != std::string::npos)
-            found = path;
-    }
-    return found;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -74,7 +59,7 @@ int main(int argc, char** argv) {
     }
     const std::string only =
         bench::chosen_config(argc, argv, {"gru_small", "lstm_small", "gru_large", "lstm_large"});
-    std::printf("blas %s[%s]\n", loaded_blas().c_str(), bench::openblas_core().c_str());
+    std::printf("blas %s[%s]\n", bench::loaded_blas().c_str(), bench::openblas_core().c_str());
     for (const auto& c : configs) {
         if (!only.empty() && only != c.name) continue;
         std::printf("%s %.4f\n", c.name.c_str(), time_config(c));
