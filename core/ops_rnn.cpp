@@ -207,7 +207,9 @@ RnnLayerResult rnn_layer(RnnMode mode, const Tensor& input,
             {w.w_ih.detach(), w.w_hh.detach(), w.b_ih.defined() ? w.b_ih.detach() : Tensor(),
              w.b_hh.defined() ? w.b_hh.detach() : Tensor(), w.w_hr.defined() ? w.w_hr.detach() : Tensor()});
     const Packing pack(d, D);
-    Tensor packed = zeros({pack.total()}, {.dtype = dtype});
+    // Every step of every sequence is written unless lengths leave padding, which must read 0.
+    Tensor packed =
+        lengths.defined() ? zeros({pack.total()}, {.dtype = dtype}) : empty({pack.total()}, {.dtype = dtype});
     dispatch_floating(dtype, kOp, [&]<class S>(S) {
         S* base = packed.data<S>();
         for (std::size_t k = 0; k < directions.size(); ++k) {

@@ -48,11 +48,13 @@ struct RnnLayerResult {
 /// h_n, c_n are its state at its last step).
 /// The input projections of all steps are one GEMM per direction, each step one recurrent GEMM
 /// (plus one for the projection) and fused gates; backward runs the steps in reverse (BPTT) and
-/// finishes with one GEMM per weight gradient. One tape entry; gradients reach input, h0, c0 and
-/// every weight. Throws ShapeError (ranks, widths, h0 / c0 / lengths / weights of the wrong
-/// shape, empty input, one or more than two directions), DTypeError (dtypes differ, not float,
-/// lengths not int64), ValueError (a length outside [1, T], c0 or w_hr where the mode has none,
-/// only one of b_ih and b_hh).
+/// finishes with one GEMM per weight gradient. Sequences never meet in the recurrence, so blocks
+/// of 16 sequences run through all their steps on separate threads. One tape entry for the whole
+/// layer (the tape records one output per entry, so output, h_n and c_n are computed into one
+/// buffer and copied out of it by `narrow`); gradients reach input, h0, c0 and every weight. Throws
+/// ShapeError (ranks, widths, h0 / c0 / lengths / weights of the wrong shape, empty input, none or more than
+/// two directions), DTypeError (dtypes differ, not float, lengths not int64), ValueError (a length outside
+/// [1, T], c0 or w_hr where the mode has none, only one of b_ih and b_hh).
 RnnLayerResult rnn_layer(RnnMode mode, const Tensor& input,
                          const std::vector<RnnDirectionWeights>& directions, const Tensor& h0 = {},
                          const Tensor& c0 = {}, const Tensor& lengths = {});

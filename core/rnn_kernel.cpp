@@ -237,7 +237,9 @@ RnnDirectionGrads rnn_direction_backward(const RnnDims& d, const RnnSchedule& sc
     const DType dtype = dtype_of<S>();
     const bool lstm = d.mode == RnnMode::Lstm, proj = w.w_hr.defined();
     RnnDirectionGrads out;
-    out.dxp = zeros({B * T, GH}, {.dtype = dtype});
+    // dxp is written at every step of every sequence; padding steps must read 0.
+    out.dxp =
+        sc.lengths != nullptr ? zeros({B * T, GH}, {.dtype = dtype}) : empty({B * T, GH}, {.dtype = dtype});
     out.dhp = empty({T + 1, B, GH}, {.dtype = dtype});
     if (proj) out.dhproj = empty({T, B, P}, {.dtype = dtype});
     out.dh0 = empty({B, P}, {.dtype = dtype});

@@ -213,3 +213,24 @@ TEST_CASE("rnn_layer passes gradcheck over a batch of two row blocks (16 and 2 s
     };
     CHECK_GRADCHECK(fn, inputs);
 }
+
+TEST_CASE("rnn_layer writes every element of its results and gradients (recycled blocks full of NaN)") {
+    for (RnnMode mode : {RnnMode::RnnTanh, RnnMode::Gru, RnnMode::Lstm}) {
+        INFO(mode_name(mode));
+        const auto w = weights(mode, 2, true, 0, 60);
+        const Tensor x = rand64({B, T, I}, 61);
+        const std::int64_t gh = rnn_gate_count(mode) * H;
+        const std::int64_t packed = B * T * 2 * H + 2 * B * H + (mode == RnnMode::Lstm ? 2 * B * H : 0);
+        testing::leave_nan_blocks({packed});
+        testing::leave_nan_blocks({B * T, gh});
+        const auto r = rnn_layer(mode, x, w);
+        Tensor loss = sum(r.output) + sum(r.h_n);
+        if (r.c_n.defined()) loss = loss + sum(r.c_n);
+        CHECK(std::isfinite(loss.item()));
+        loss.backward();
+        CHECK(std::isfinite(sum(x.grad()).item()));
+        for (const RnnDirectionWeights& d : w)
+            for (const Tensor& t : {d.w_ih, d.w_hh, d.b_ih, d.b_hh})
+                CHECK(std::isfinite(sum(t.grad()).item()));
+    }
+}
