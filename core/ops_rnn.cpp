@@ -153,9 +153,9 @@ void rnn_layer_backward(const LayerState& st, const Tensor& dpacked, autograd::G
         const auto grads = dispatch_floating(dpacked.dtype(), kOp, [&]<class S>(S) {
             const S* base = dpacked.data<S>();
             const auto kk = static_cast<std::int64_t>(k);
-            return detail::rnn_direction_backward<S>(d, st.schedule(k), st.saved[k], w, base, D * d.p,
-                                                     kk * d.p, base + pack.out + kk * d.b * d.p,
-                                                     base + pack.out + pack.h_n + kk * d.b * d.h);
+            return detail::rnn_direction_backward<S>(
+                d, st.schedule(k), st.saved[k], w, base, D * d.p, kk * d.p, base + pack.out + kk * d.b * d.p,
+                pack.c_n > 0 ? base + pack.out + pack.h_n + kk * d.b * d.h : nullptr);
         });
         dh0.push_back(reshape(grads.dh0, {1, d.b, d.p}));
         if (grads.dc0.defined()) dc0.push_back(reshape(grads.dc0, {1, d.b, d.h}));
@@ -217,8 +217,9 @@ RnnLayerResult rnn_layer(RnnMode mode, const Tensor& input,
             // xp [B*T, G*H] = x W_ih^T + b_ih: every step's input projection in one GEMM
             const Tensor xp = detail::matmul_kernel(st.input2, w.w_ih, false, true, w.b_ih);
             const auto kk = static_cast<std::int64_t>(k);
-            const detail::RnnSink<S> sink{base, D * d.p, kk * d.p, base + pack.out + kk * d.b * d.p,
-                                          base + pack.out + pack.h_n + kk * d.b * d.h};
+            const detail::RnnSink<S> sink{
+                base, D * d.p, kk * d.p, base + pack.out + kk * d.b * d.p,
+                pack.c_n > 0 ? base + pack.out + pack.h_n + kk * d.b * d.h : nullptr};
             st.saved.push_back(detail::rnn_direction_forward<S>(
                 d, st.schedule(k), xp.data<S>(), w, h0.defined() ? h0.data<S>() + kk * d.b * d.p : nullptr,
                 c0.defined() ? c0.data<S>() + kk * d.b * d.h : nullptr, sink));
