@@ -12,8 +12,7 @@
 // rounds. The floor is the step's GEMM FLOPs at the threads' multiply-add peak
 // (bench::fma_gflops, best of several samples).
 #include "attograd.hpp"
-#include "core/gemm.hpp"
-#include "peer.hpp"
+#include "side_by_side.hpp"
 #include "timing.hpp"
 
 #include <omp.h>
@@ -79,49 +78,13 @@ int main(int argc, char** argv) {
     if (threads > 0) omp_set_num_threads(threads);
     const std::string only =
         bench::chosen_config(argc, argv, {"gru_small", "lstm_small", "gru_large", "lstm_large"});
-    const auto self = std::filesystem::absolute(argv[0]);
-    if (FILE* load = std::fopen("/proc/loadavg", "r")) {
-        double one_minute = 0.0;
-        if (std::fscanf(load, "%lf", &one_minute) == 1)
-            std::printf("load average %.2f on %d cores, %d OpenMP threads\n", one_minute, omp_get_num_procs(),
-                        omp_get_max_threads());
-        std::fclose(load);
-    }
-    std::vector<double> peaks;
-    const auto sample_peak = [&] {
-        peaks.push_back(bench::fma_gflops(omp_get_max_threads()));
-        return *std::max_element(peaks.begin(), peaks.end());
-    };
-    for (int i = 0; i < 2; ++i) sample_peak();
-    std::printf("multiply-add peak of %d threads: %.0f GFLOP/s, best of 3 samples (gemm backend: %s)\n",
-                omp_get_max_threads(), sample_peak(), detail::gemm_backend());
-    std::printf("%-11s %-24s %8s %9s %12s %12s %9s %10s %11s\n", "config", "shape", "MFLOP", "floor ms",
-                "attograd ms", "libtorch ms", "speed-up", "ours/floor", "torch/floor");
-    std::string blas = "not run";
-    const int rounds = std::max(1, bench::int_flag(argc, argv, "--rounds", 3));
+    bench::SideBySide table(argv[0], "libtorch_rnn", threads, bench::int_flag(argc, argv, "--rounds", 3), 11,
+                            24);
     for (const auto& c : configs) {
         if (!only.empty() && only != c.name) continue;
-        const double peak = sample_peak();
-        std::vector<double> ours, torch;
-        for (int round = 0; round < rounds; ++round) {
-            ours.push_back(time_config(c));
-            torch.push_back(bench::peer_ms(self, "libtorch_rnn", c.name, threads, blas));
-        }
-        const std::string shape = fmt::format("B={} T={} I={} H={}", c.batch, c.time, c.input, c.hidden);
-        const double flops = step_flops(c), floor_ms = flops / (peak * 1e9) * 1e3;
-        const double our_ms = bench::median(ours), torch_ms = bench::median(torch);
-        if (torch.back() > 0)
-            std::printf("%-11s %-24s %8.1f %9.3f %12.3f %12.3f %8.2fx %9.2fx %10.2fx\n", c.name.c_str(),
-                        shape.c_str(), flops * 1e-6, floor_ms, our_ms, torch_ms, torch_ms / our_ms,
-                        our_ms / floor_ms, torch_ms / floor_ms);
-        else
-            std::printf("%-11s %-24s %8.1f %9.3f %12.3f %12s %9s %9.2fx %11s\n", c.name.c_str(),
-                        shape.c_str(), flops * 1e-6, floor_ms, our_ms, "-", "-", our_ms / floor_ms, "-");
-        std::fflush(stdout);
+        table.row(c.name, fmt::format("B={} T={} I={} H={}", c.batch, c.time, c.input, c.hidden),
+                  step_flops(c), [&] { return time_config(c); });
     }
-    std::printf("LibTorch's BLAS: %s\n", blas.c_str());
-    std::printf("multiply-add peak after the run: %.0f GFLOP/s; samples %.0f-%.0f\n",
-                bench::fma_gflops(omp_get_max_threads()), *std::min_element(peaks.begin(), peaks.end()),
-                *std::max_element(peaks.begin(), peaks.end()));
+    table.finish();
     return 0;
 }
