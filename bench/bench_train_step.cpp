@@ -20,6 +20,7 @@
 #include "attograd.hpp"
 #include "core/gemm.hpp"
 #include "optim/optim.hpp"
+#include "side_by_side.hpp"
 #include "timing.hpp"
 #include "train_step_model.hpp"
 
@@ -76,23 +77,6 @@ double step_flops(const Config& c) {
     return 6.0 * bt * (4.0 * e * e + 16.0 * e) + 12.0 * bt * keys * e;
 }
 
-// The LibTorch figure of one configuration from libtorch_train_step beside this program, or
-// a negative value when that program was not built; `blas` gets the BLAS library it loaded.
-double libtorch_ms(const std::filesystem::path& self, const std::string& name, int threads,
-                   std::string& blas) {
-    const auto peer = self.parent_path() / "libtorch_train_step";
-    if (!std::filesystem::exists(peer)) return -1.0;
-    const std::string args = threads > 0 ? fmt::format(" --threads {} {}", threads, name) : " " + name;
-    FILE* pipe = popen((peer.string() + args).c_str(), "r");
-    if (pipe == nullptr) return -1.0;
-    char got[512];
-    double ms = -1.0;
-    if (std::fscanf(pipe, "blas %511s", got) == 1) blas = got;
-    if (std::fscanf(pipe, "%511s %lf", got, &ms) != 2 || got != name) ms = -1.0;
-    pclose(pipe);
-    return ms;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,61 +85,21 @@ int main(int argc, char** argv) {
     const int threads = bench::int_flag(argc, argv, "--threads", 0);
     if (threads > 0) omp_set_num_threads(threads);
     const std::string only = bench::chosen_config(argc, argv, {"small", "large", "local"});
-    const auto self = std::filesystem::absolute(argv[0]);
-    if (FILE* load = std::fopen("/proc/loadavg", "r")) {
-        double one_minute = 0.0;
-        if (std::fscanf(load, "%lf", &one_minute) == 1)
-            std::printf("load average %.2f on %d cores, %d OpenMP threads\n", one_minute, omp_get_num_procs(),
-                        omp_get_max_threads());
-        std::fclose(load);
-    }
     const auto core_check = [] {
         const double one = bench::fma_gflops(1), all = bench::fma_gflops(omp_get_max_threads());
         return 100.0 * all / (one * omp_get_max_threads());
     };
     const double cores_before = core_check();
-    // The floor: the step's product FLOPs at the threads' multiply-add peak, the best of several
-    // samples (three now, one before each configuration): a single sample taken while the host
-    // slowed a core once put the floor at half the machine's speed.
-    std::vector<double> peaks;
-    const auto sample_peak = [&] {
-        peaks.push_back(bench::fma_gflops(omp_get_max_threads()));
-        return *std::max_element(peaks.begin(), peaks.end());
-    };
-    for (int i = 0; i < 2; ++i) sample_peak();
-    std::printf("multiply-add peak of %d threads: %.0f GFLOP/s, best of 3 samples (gemm backend: %s)\n",
-                omp_get_max_threads(), sample_peak(), detail::gemm_backend());
-    std::printf("%-7s %-28s %8s %9s %12s %12s %9s %10s %10s\n", "config", "shape", "MFLOP", "floor ms",
-                "attograd ms", "libtorch ms", "speed-up", "ours/floor", "torch/floor");
-    std::string blas = "not run";
     const bench::CpuTicks start = bench::cpu_ticks();
-    const int rounds = std::max(1, bench::int_flag(argc, argv, "--rounds", 3));
+    bench::SideBySide table(argv[0], "libtorch_train_step", threads,
+                            bench::int_flag(argc, argv, "--rounds", 3), 7, 28);
     for (const auto& c : configs) {
         if (!only.empty() && only != c.name) continue;
-        const double peak = sample_peak();
-        std::vector<double> ours, torch;
-        for (int round = 0; round < rounds; ++round) {
-            ours.push_back(time_config(c));
-            torch.push_back(libtorch_ms(self, c.name, threads, blas));
-        }
         const std::string shape = fmt::format("B={} T={} E={} h={}{}", c.batch, c.time, c.embed, c.heads,
                                               c.window >= 0 ? fmt::format(" D={}", c.window) : "");
-        const double flops = step_flops(c), floor_ms = flops / (peak * 1e9) * 1e3;
-        const double our_ms = bench::median(ours), torch_ms = bench::median(torch);
-        if (torch.back() > 0)
-            std::printf("%-7s %-28s %8.1f %9.3f %12.3f %12.3f %8.2fx %9.2fx %9.2fx\n", c.name.c_str(),
-                        shape.c_str(), flops * 1e-6, floor_ms, our_ms, torch_ms, torch_ms / our_ms,
-                        our_ms / floor_ms, torch_ms / floor_ms);
-        else
-            std::printf("%-7s %-28s %8.1f %9.3f %12.3f %12s %9s %9.2fx %10s\n", c.name.c_str(), shape.c_str(),
-                        flops * 1e-6, floor_ms, our_ms, "-", "-", our_ms / floor_ms, "-");
-        std::fflush(stdout);
+        table.row(c.name, shape, step_flops(c), [&] { return time_config(c); });
     }
-    std::printf("LibTorch's BLAS: %s\n", blas.c_str());
-    const double after = bench::fma_gflops(omp_get_max_threads());
-    std::printf("multiply-add peak of %d threads after the run: %.0f GFLOP/s; samples %.0f-%.0f\n",
-                omp_get_max_threads(), after, *std::min_element(peaks.begin(), peaks.end()),
-                *std::max_element(peaks.begin(), peaks.end()));
+    table.finish();
     const double steal = bench::steal_percent_since(start);
     std::printf(
         "CPU time stolen by the host during the run: %.1f %%; %d threads ran at %.0f %% (before) and "

@@ -4,6 +4,7 @@
 // bench_train_step runs this program and prints the ratio. Arguments: [--threads N] [small|large|local].
 // LibTorch's MultiheadAttention is sequence-first ([T, B, E]), so the tokens are laid out [T, B] and no
 // transposes are needed. Local attention can only be a band mask over the full T x T scores here.
+#include "peer.hpp"
 #include "timing.hpp"
 
 #include <torch/torch.h>
@@ -57,22 +58,6 @@ double time_config(const Config& c) {
     return 1e3 * bench::median_seconds(step, iters, 7, 3, bench::Clock::Wall);
 }
 
-// The BLAS library this process loaded (from /proc/self/maps): OpenBLAS or the reference BLAS
-// (~10x slower for LibTorch, which makes the comparison meaningless).
-std::string loaded_blas() {
-    std::ifstream maps("/proc/self/maps");
-    std::string line, found = "none";
-    while (std::getline(maps, line)) {
-        const auto slash = line.find('/');
-        if (slash == std::string::npos) continue;
-        const std::string path = line.substr(slash);
-        if (path.find("openblas") != std::string::npos) return path;
-        if (path.find("libblas") != std::string::npos || path.find("libmkl") != std::string::npos)
-            found = path;
-    }
-    return found;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,7 +66,7 @@ int main(int argc, char** argv) {
     const int threads = bench::int_flag(argc, argv, "--threads", 0);
     if (threads > 0) torch::set_num_threads(threads);
     const std::string only = bench::chosen_config(argc, argv, {"small", "large", "local"});
-    std::printf("blas %s\n", loaded_blas().c_str());
+    std::printf("blas %s\n", bench::loaded_blas().c_str());
     for (const auto& c : configs) {
         if (!only.empty() && only != c.name) continue;
         std::printf("%s %.4f\n", c.name.c_str(), time_config(c));

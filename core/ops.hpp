@@ -14,6 +14,7 @@
 #include "core/ops_positional.hpp"
 #include "core/ops_random.hpp"
 #include "core/ops_reduce.hpp"
+#include "core/ops_rnn.hpp"
 #include "core/ops_shape.hpp"
 #include "core/ops_softmax.hpp"
 #include "core/ops_sparsemax.hpp"

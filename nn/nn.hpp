@@ -22,6 +22,7 @@
 #include "nn/parameter_size.hpp"
 #include "nn/positional_bias.hpp"
 #include "nn/positional_encoding.hpp"
+#include "nn/rnn.hpp"
 #include "nn/rnn_cell.hpp"
 #include "nn/seq2seq_transformer.hpp"
 #include "nn/sequential.hpp"
