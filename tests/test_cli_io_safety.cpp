@@ -113,6 +113,15 @@ TEST_CASE(
     CHECK(entries(tmp / "links").size() == 1);
     CHECK_FALSE(entries(tmp.path()).contains(".link.lock"));
     CHECK(leftovers(tmp.path()).empty());
+    // ".." after a link goes where the kernel goes: beside the link's target.
+    fs::create_directories(tmp / "a/b");
+    fs::create_directory_symlink(tmp / "a/b", tmp / "deep");
+    require_ok(run(train_args(tmp / "deep/../run2", "1")));
+    CHECK(steps_done(tmp / "a/run2") == 1);
+    CHECK_FALSE(fs::exists(tmp / "run2"));
+    const attograd::cli::RunLock held(tmp / "a/run2");
+    check_refused(run({"train", "--resume", tmp / "deep/../run2", "--steps", "2", "--quiet"}),
+                  {"being trained by another process"});
 }
 
 TEST_CASE(
@@ -336,6 +345,42 @@ TEST_CASE("a file-size limit fails the save with one line and exit 2, leaving th
         CHECK_FALSE(fs::exists(tmp / "new"));
         CHECK(leftovers(tmp.path()).empty());
     }
+    // The limit met mid-training by a file that grows (the attention snapshots, recorded every
+    // step of a tiny model): the run holds the last save that fitted, and resumes to the run
+    // that never met the limit.
+    const auto growing = [&](const std::string& dir) {
+        return std::vector<std::string>{"train",    "--task",
+                                        "copy",     "--steps",
+                                        "12",       "--batch",
+                                        "8",        "--embed-dim",
+                                        "4",        "--ffn-dim",
+                                        "0",        "--snapshot-every",
+                                        "1",        "--checkpoint-every",
+                                        "1",        "--schedule",
+                                        "constant", "--warmup",
+                                        "0",        "--eval-every",
+                                        "100",      "--seed",
+                                        "3",        "--quiet",
+                                        "--out",    dir};
+    };
+    require_ok(run(growing(tmp / "grown")));
+    REQUIRE(fs::file_size(tmp / "grown/attention_snapshots.safetensors") > 16000);
+    REQUIRE(fs::file_size(tmp / "grown/optimizer.safetensors") < 12000);
+    {
+        const ChildStreams streams{.err = tmp / "err.txt", .file_size_limit = 12000};
+        const ChildEnd end = run_child(growing(tmp / "limited"), {}, {}, streams);
+        CHECK(end.signal == 0);
+        CHECK(end.code == 2);
+        const std::string err = read_text(tmp / "err.txt");
+        check_one_line(err);
+        CHECK_MESSAGE(err.find("attention_snapshots.safetensors") != std::string::npos, err);
+        const std::int64_t done = steps_done(tmp / "limited");
+        CHECK((done >= 1 && done < 12));
+        CHECK(leftovers(tmp.path()).empty());
+        require_ok(run({"train", "--resume", tmp / "limited", "--quiet"}));
+        CHECK(read_text(tmp / "limited/model.safetensors") == read_text(tmp / "grown/model.safetensors"));
+        CHECK(metrics_without_seconds(tmp / "limited") == metrics_without_seconds(tmp / "grown"));
+    }
     // inspect's report beyond the limit: the same, and no temporary file left in inspect/.
     const ChildStreams streams{.err = tmp / "err.txt", .file_size_limit = 2048};
     const ChildEnd end = run_child({"inspect", "--run", tmp / "run", "--format", "html"}, {}, {}, streams);
@@ -371,7 +416,12 @@ TEST_CASE(
 
     const Child child = start_child(args(tmp / "run"), {}, {.err = tmp / "err.txt"});
     // The header line comes just before the training step, then the evaluation.
-    for (int i = 0; i < 6000 && read_text(tmp / "err.txt").find("training data") == std::string::npos; ++i)
+    const auto started_training = [&] {
+        std::error_code ec;
+        return fs::exists(tmp / "err.txt", ec) &&
+               read_text(tmp / "err.txt").find("training data") != std::string::npos;
+    };
+    for (int i = 0; i < 6000 && !started_training(); ++i)
         std::this_thread::sleep_for(std::chrono::milliseconds(5));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     const auto signalled = Clock::now();

@@ -60,7 +60,8 @@ int open_lock_file(const fs::path& path, bool& created) {
 }  // namespace
 
 fs::path run_directory_path(const fs::path& dir) {
-    fs::path full = fs::absolute(dir).lexically_normal();
+    // Not lexically normalised: "link/../x" is where the kernel goes, beside link's target.
+    fs::path full = fs::absolute(dir);
     if (full.filename().empty()) full = full.parent_path();  // "runs/x/" names runs/x
     std::error_code ec;
     if (fs::is_symlink(fs::symlink_status(full, ec))) {
