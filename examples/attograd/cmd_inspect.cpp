@@ -32,23 +32,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Held while inspect writes inside the run directory `run_dir`: a train saving the run swaps
-/// the directory whole, so a report written into it meanwhile could land in the generation being
-/// replaced and be lost (exit 0, no file). Taking the run's lock refuses that while a train
-/// holds it, and keeps a train from starting until the report is written.
-std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& destination) {
-    const fs::path run = fs::weakly_canonical(run_dir), to = fs::weakly_canonical(destination);
-    if (std::mismatch(run.begin(), run.end(), to.begin(), to.end()).first != run.end()) return std::nullopt;
-    try {
-        return std::optional<RunLock>(std::in_place, run_dir);
-    } catch (const IoError& e) {
-        throw IoError(
-            fmt::format("{}; inspect writes into a run only while no train writes it: pass --to a "
-                        "path outside {}",
-                        e.what(), shown_path(run_dir)));
-    }
-}
-
 /// The heads named by "LAYER.HEAD" texts, by layer name (layers numbered as
 /// Model::attention_layers()); UsageError listing the model's layers otherwise.
 std::map<std::string, std::vector<std::int64_t>> parse_knockout(const std::vector<std::string>& texts,
@@ -218,7 +201,7 @@ int cmd_inspect(const InspectArgs& args) {
             task.info().alignment.empty() ? "right alignment" : "right alignment: " + task.info().alignment};
     if (args.format == "svg") {
         const fs::path dir = args.to.empty() ? default_dir : fs::path(args.to);
-        const std::optional<RunLock> lock = lock_if_inside(run.dir, dir);
+        const std::optional<RunLock> lock = lock_if_inside(run.dir, dir, "inspect");
         fs::create_directories(dir);
         std::int64_t written = 0;
         for (std::size_t e = 0; e < examples.size(); ++e) {
@@ -269,7 +252,7 @@ int cmd_inspect(const InspectArgs& args) {
         return code;
     }
     fs::path path = args.to.empty() ? default_dir / name : fs::path(args.to);
-    const std::optional<RunLock> lock = lock_if_inside(run.dir, path);
+    const std::optional<RunLock> lock = lock_if_inside(run.dir, path, "inspect");
     if (!path.parent_path().empty()) fs::create_directories(path.parent_path());
     write_file_atomic(path, contents);
     print_summary();

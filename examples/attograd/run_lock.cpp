@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -64,6 +65,20 @@ RunLock::~RunLock() {
     if (fd_ < 0) return;
     ::unlink(path_.c_str());  // still locked: whoever opened it meanwhile retries on a new file
     ::close(fd_);
+}
+
+std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& destination,
+                                      const char* command) {
+    const fs::path run = fs::weakly_canonical(run_dir), to = fs::weakly_canonical(destination);
+    if (std::mismatch(run.begin(), run.end(), to.begin(), to.end()).first != run.end()) return std::nullopt;
+    try {
+        return std::optional<RunLock>(std::in_place, run_dir);
+    } catch (const IoError& e) {
+        throw IoError(
+            fmt::format("{}; {} writes into a run only while no train writes it: pass --to a path "
+                        "outside {}",
+                        e.what(), command, shown_path(run_dir)));
+    }
 }
 
 }  // namespace attograd::cli
