@@ -99,6 +99,8 @@ RunProgress read_progress(const nlohmann::json& json) {
         if (!j.contains(key)) return;
         using T = std::decay_t<decltype(value)>;
         if constexpr (std::is_integral_v<T>) {
+            AG_CHECK(j[key].is_number_integer(), ValueError,
+                     "config.json: field 'progress.{}' must be an integer, got {}", key, j[key].dump());
             const std::optional<T> integer = detail::json_integer<T>(j[key]);
             AG_CHECK(integer, ValueError, "config.json: field 'progress.{}' must be an integer in {}, got {}",
                      key, detail::json_integer_range<T>(), j[key].dump());
