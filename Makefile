@@ -34,7 +34,10 @@ build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j$(JOBS)
 
-bench: build
+# The benchmark programs are outside the default build (`make build` / `make test` skip them).
+bench: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j$(JOBS) --target attograd_benchmarks
 	@for b in $(BUILD)/bench/bench_*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done
 
 # libFuzzer targets (clang, ASan + UBSan) for the checkpoint reader, the TSV reader and the

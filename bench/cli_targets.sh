@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Issue 4's measured targets: trains each row's run with the `attograd` program and prints a
-# Markdown table (command, steps, seconds, result). Not a test: run it on an idle machine.
+# The README's "Measured targets": trains each row's run with the `attograd` program (default
+# settings, seed 0) and prints a Markdown table (command, steps, seconds, result). Steps and
+# results are deterministic for a build and CPU; seconds depend on the machine's load (the
+# README's table: a 2-core AMD EPYC, about 2 minutes for the whole script). Not a test.
 #   bench/cli_targets.sh [BUILD_DIR]     (default build; needs python3 for the JSON)
 set -euo pipefail
 build=${1:-build}

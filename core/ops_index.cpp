@@ -270,44 +270,6 @@ Tensor select(const Tensor& x, std::int64_t axis, std::int64_t index) {
     return reshape(narrow(x, a, index < 0 ? index + n : index, 1), out_shape);
 }
 
-Tensor index(const Tensor& x, std::initializer_list<indexing::TensorIndex> indices) {
-    check_defined(x, "index", "x");
-    std::int64_t named = 0, ellipses = 0;
-    for (const auto& item : indices) {
-        if (std::holds_alternative<indexing::EllipsisIndex>(item.item()))
-            ++ellipses;
-        else
-            ++named;
-    }
-    AG_CHECK(ellipses <= 1, IndexError, "index: at most one Ellipsis, got {}", ellipses);
-    AG_CHECK(named <= x.dim(), IndexError, "index: {} indices for a tensor of rank {} (shape {})", named,
-             x.dim(), x.shape());
-    Tensor out = x;
-    std::int64_t axis = 0;  // the dimension of `out` the next item applies to
-    for (const auto& item : indices) {
-        if (const auto* i = std::get_if<std::int64_t>(&item.item())) {
-            const std::int64_t n = out.size(axis);
-            AG_CHECK(*i >= -n && *i < n, IndexError,
-                     "index: index {} is out of range for dimension {} of size {} (shape {})", *i, axis, n,
-                     x.shape());
-            out = select(out, axis, *i);  // removes the dimension: axis stays
-        } else if (const auto* s = std::get_if<indexing::Slice>(&item.item())) {
-            AG_CHECK(s->step >= 1, ValueError, "index: slice step must be positive, got {}", s->step);
-            const bool whole = !s->start && !s->stop && s->step == 1;  // `:` keeps the tensor as it is
-            if (!whole)
-                out = slice(out, axis, s->start.value_or(0), s->stop.value_or(out.size(axis)), s->step);
-            ++axis;
-        } else {
-            axis += x.dim() - named;  // the dimensions no item names
-        }
-    }
-    return out;
-}
-
-Tensor Tensor::index(std::initializer_list<indexing::TensorIndex> indices) const {
-    return attograd::index(*this, indices);
-}
-
 Tensor index_select(const Tensor& x, std::int64_t axis, const Tensor& index) {
     check_defined(x, "index_select", "x");
     check_defined(index, "index_select", "index");

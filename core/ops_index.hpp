@@ -36,8 +36,17 @@ Tensor slice(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64_
 /// `select`; negative index counts from the end): x [a, n, b], axis 1 -> [a, b]. Differentiable.
 /// Throws IndexError (index outside [-n, n), bad axis), ShapeError for a 0-d tensor.
 Tensor select(const Tensor& x, std::int64_t axis, std::int64_t index);
-/// Python-style indexing with integers, Slice and Ellipsis (core/tensor_index.hpp); the free
-/// form of Tensor::index: `index(x, {0, Slice(1, 3)})` is PyTorch's `x[0, 1:3]`.
+/// Python-style indexing with integers, Slice, Ellipsis and int64 index tensors
+/// (core/tensor_index.hpp); the free form of Tensor::index: `index(x, {0, Slice(1, 3)})` is
+/// PyTorch's `x[0, 1:3]`. Index tensors follow PyTorch's advanced indexing: integers select
+/// first (as PyTorch, unlike NumPy: {1, Slice(), idx} is x[1][:, idx]); the index tensors
+/// broadcast together to a shape S, each picks along its own dimension, and S replaces the
+/// indexed dimensions where they stood when they are adjacent, else comes first: x [B, T, E],
+/// `index(x, {arange(B), idx})` with idx [B] -> [B, E] (row b is x[b, idx[b]]); x [A, B, C],
+/// {Slice(), idx [K, L]} -> [A, K, L, C]; {i [K], Slice(), j [K]} -> [K, B]. Negative indices count
+/// from the end. Backward scatter-adds (index_select's), so repeated picks add. Throws
+/// IndexError (an index out of range, naming it and the dimension; too many indices),
+/// DTypeError (an index tensor not int64), ShapeError (index shapes that do not broadcast).
 Tensor index(const Tensor& x, std::initializer_list<indexing::TensorIndex> indices);
 /// Entries of x chosen by a 1-D int64 `index` along `axis` (PyTorch's `index_select`):
 /// x [.., n, ..], index [k] -> [.., k, ..], out[.., j, ..] = x[.., index[j], ..]. Backward

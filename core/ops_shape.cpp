@@ -4,6 +4,7 @@
 #include "core/autograd.hpp"
 #include "core/broadcast_iter.hpp"
 
+#include <algorithm>
 #include <cstring>
 
 namespace attograd {
@@ -47,6 +48,40 @@ Tensor reshape(const Tensor& x, const Shape& shape) {
                          });
     }
     return out;
+}
+
+// Both are reshapes (views), whose backward reshapes dy to the input's shape.
+Tensor unsqueeze(const Tensor& x, std::int64_t dim) {
+    AG_CHECK(x.defined(), ValueError, "unsqueeze: undefined tensor argument");
+    const std::int64_t rank = x.dim();
+    AG_CHECK(dim >= -(rank + 1) && dim <= rank, IndexError,
+             "unsqueeze: dim {} is out of range [{}, {}] for a tensor of shape {}", dim, -(rank + 1), rank,
+             x.shape());
+    Shape shape = x.shape();
+    shape.insert(shape.begin() + (dim < 0 ? dim + rank + 1 : dim), 1);
+    return reshape(x, shape);
+}
+
+Tensor squeeze(const Tensor& x) {
+    AG_CHECK(x.defined(), ValueError, "squeeze: undefined tensor argument");
+    Shape shape;
+    for (const std::int64_t size : x.shape())
+        if (size != 1) shape.push_back(size);
+    return reshape(x, shape);
+}
+
+Tensor squeeze(const Tensor& x, std::int64_t dim) {
+    AG_CHECK(x.defined(), ValueError, "squeeze: undefined tensor argument");
+    const std::int64_t rank = x.dim(), bound = std::max<std::int64_t>(rank, 1);  // 0-d: dim 0 or -1
+    AG_CHECK(dim >= -bound && dim < bound, IndexError,
+             "squeeze: dim {} is out of range [{}, {}] for a tensor of shape {}", dim, -bound, bound - 1,
+             x.shape());
+    if (rank == 0) return x;
+    const std::int64_t d = dim < 0 ? dim + rank : dim;
+    if (x.shape()[static_cast<std::size_t>(d)] != 1) return x;
+    Shape shape = x.shape();
+    shape.erase(shape.begin() + d);
+    return reshape(x, shape);
 }
 
 Tensor permute(const Tensor& x, const std::vector<std::int64_t>& dims) {

@@ -2,6 +2,7 @@
 #include "core/serialization.hpp"
 
 #include "core/atomic_file.hpp"
+#include "core/detail/json_integer.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 
@@ -79,13 +80,6 @@ std::string make_header(const std::map<std::string, Tensor>& tensors,
 
 // --- reading ------------------------------------------------------------------------------
 
-std::optional<std::uint64_t> as_unsigned(const nlohmann::json& j) {
-    if (j.is_number_unsigned()) return j.get<std::uint64_t>();
-    if (j.is_number_integer() && j.get<std::int64_t>() >= 0)
-        return static_cast<std::uint64_t>(j.get<std::int64_t>());
-    return std::nullopt;
-}
-
 struct Entry {
     std::string name;
     DType dtype;
@@ -114,7 +108,7 @@ Entry parse_entry(const std::string& name, const nlohmann::json& info, std::uint
     std::uint64_t count = 1;
     bool overflow = false;
     for (const auto& s : *shape_it) {
-        const auto size = as_unsigned(s);
+        const auto size = detail::json_integer<std::uint64_t>(s);
         AG_CHECK(size && *size <= static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()),
                  IoError, "{}: shape {} holds something other than sizes >= 0", at,
                  excerpt(shape_it->dump()));
@@ -133,7 +127,8 @@ Entry parse_entry(const std::string& name, const nlohmann::json& info, std::uint
     const auto offsets_it = info.find("data_offsets");
     AG_CHECK(offsets_it != info.end() && offsets_it->is_array() && offsets_it->size() == 2, IoError,
              "{}: \"data_offsets\" must be [begin, end]", at);
-    const auto begin = as_unsigned((*offsets_it)[0]), end = as_unsigned((*offsets_it)[1]);
+    const auto begin = detail::json_integer<std::uint64_t>((*offsets_it)[0]),
+               end = detail::json_integer<std::uint64_t>((*offsets_it)[1]);
     AG_CHECK(begin && end && *begin <= *end, IoError, "{}: bad data_offsets {}", at,
              excerpt(offsets_it->dump()));
     e.begin = *begin;

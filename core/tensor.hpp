@@ -92,9 +92,11 @@ public:
     /// Python-style indexing, LibTorch's spelling (`using namespace attograd::indexing;`):
     /// `x.index({0, Slice(1, 3), All})` is PyTorch's `x[0, 1:3, :]`, `x.index({Ellipsis, -1})`
     /// is `x[..., -1]`, `x.index({Slice(None, None, 2)})` is `x[::2]`. An integer selects and
-    /// removes its dimension; a Slice keeps it; Ellipsis stands for the dimensions not named.
-    /// A copy, differentiable (core/ops_index.hpp: select, slice). Throws IndexError (an integer
-    /// out of range, more indices than dimensions, two Ellipsis), ValueError (step <= 0).
+    /// removes its dimension; a Slice keeps it; Ellipsis stands for the dimensions not named;
+    /// int64 tensors gather as PyTorch's advanced indexing (`x.index({arange(B), idx})`, see
+    /// core/ops_index.hpp: index). A copy, differentiable. Throws IndexError (an index out of
+    /// range, more indices than dimensions, two Ellipsis), ValueError (step <= 0), DTypeError
+    /// (an index tensor not int64), ShapeError (index tensors that do not broadcast).
     Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
 
     // --- autograd -------------------------------------------------------------------------

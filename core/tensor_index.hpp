@@ -1,11 +1,16 @@
-// Index items for Tensor::index: integers, Slice (Python's start:stop:step) and Ellipsis, as in
-// LibTorch's torch::indexing.
+// Index items for Tensor::index: integers, Slice (Python's start:stop:step), Ellipsis and int64
+// tensors (advanced indexing), as in LibTorch's torch::indexing.
 #pragma once
 
 #include <concepts>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <variant>
+
+namespace attograd {
+class Tensor;
+}
 
 namespace attograd::indexing {
 
@@ -31,17 +36,23 @@ inline constexpr Slice All{};
 struct EllipsisIndex {};
 inline constexpr EllipsisIndex Ellipsis{};
 
-/// One index item: an integer (selects and removes the dimension), a Slice or Ellipsis.
+/// One index item: an integer (selects and removes the dimension), a Slice, Ellipsis, or an
+/// int64 tensor of indices into its dimension (PyTorch's advanced indexing, core/ops_index.hpp).
 class TensorIndex {
 public:
+    using Item = std::variant<std::int64_t, Slice, EllipsisIndex, std::shared_ptr<const Tensor>>;
     template <std::integral I>
     constexpr TensorIndex(I i) : item_(static_cast<std::int64_t>(i)) {}
     constexpr TensorIndex(Slice s) : item_(s) {}
     constexpr TensorIndex(EllipsisIndex e) : item_(e) {}
-    const std::variant<std::int64_t, Slice, EllipsisIndex>& item() const { return item_; }
+    /// An index tensor (a template only so that Tensor may be incomplete here).
+    template <class T>
+    requires std::same_as<T, Tensor> TensorIndex(const T& indices)
+        : item_(std::make_shared<const T>(indices)) {}
+    const Item& item() const { return item_; }
 
 private:
-    std::variant<std::int64_t, Slice, EllipsisIndex> item_;
+    Item item_;
 };
 
 }  // namespace attograd::indexing

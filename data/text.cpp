@@ -64,7 +64,7 @@ std::string_view strip_bom(std::string_view text) {
 std::string printable(const std::string& token) {
     if (token == " ") return "\u2423";
     if (token == "\t") return "\u21e5";
-    return token;
+    return escape_control(token);
 }
 
 bool is_valid_utf8(std::string_view text) {
@@ -101,9 +101,15 @@ std::size_t control_length(std::string_view text, std::size_t i) {
     if (i >= text.size()) return 0;
     const auto lead = static_cast<unsigned char>(text[i]);
     if (lead < 0x20 || lead == 0x7F) return 1;
-    // U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR (E2 80 A8 / A9) break lines too
-    if (lead == 0xE2 && text.substr(i + 1, 2) == "\x80\xA8") return 3;
-    if (lead == 0xE2 && text.substr(i + 1, 2) == "\x80\xA9") return 3;
+    if (lead == 0xE2 && i + 2 < text.size()) {
+        const auto second = static_cast<unsigned char>(text[i + 1]),
+                   third = static_cast<unsigned char>(text[i + 2]);
+        // U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR (E2 80 A8 / A9) break lines;
+        // the bidirectional embeddings and overrides U+202A-U+202E (E2 80 AA-AE) and isolates
+        // U+2066-U+2069 (E2 81 A6-A9) reorder the text after them ("Trojan Source").
+        if (second == 0x80 && third >= 0xA8 && third <= 0xAE) return 3;
+        if (second == 0x81 && third >= 0xA6 && third <= 0xA9) return 3;
+    }
     const bool c1 = lead == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
                     static_cast<unsigned char>(text[i + 1]) <= 0x9F;
     return c1 ? 2 : 0;
@@ -115,7 +121,11 @@ namespace {
 std::string escaped_control(std::string_view text, std::size_t i, std::size_t length) {
     const auto lead = static_cast<unsigned char>(text[i]);
     if (length == 2) return fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
-    if (length == 3) return static_cast<unsigned char>(text[i + 2]) == 0xA8 ? "\\u2028" : "\\u2029";
+    if (length == 3) {  // E2 8x yy: U+2000 + (x << 6) + (yy & 0x3F)
+        const unsigned code = 0x2000u + ((static_cast<unsigned char>(text[i + 1]) & 0x3Fu) << 6) +
+                              (static_cast<unsigned char>(text[i + 2]) & 0x3Fu);
+        return fmt::format("\\u{:04x}", code);
+    }
     if (lead == '\t') return "\\t";
     if (lead == '\n') return "\\n";
     if (lead == '\r') return "\\r";

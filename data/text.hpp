@@ -26,18 +26,22 @@ bool is_valid_utf8(std::string_view text);
 /// Bytes of the control character that starts at `text[i]`: 1 for C0 (U+0000-U+001F) and DEL
 /// (U+007F), 2 for C1 (U+0080-U+009F, UTF-8 C2 80-C2 9F; e.g. U+009B is a terminal's CSI), 3 for
 /// U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR (E2 80 A8 / A9, which break lines in
-/// terminals, editors and JavaScript strings), 0 when none starts there (or i is past the end).
-/// These are the characters Unicode calls Cc, plus Zl and Zp.
+/// terminals, editors and JavaScript strings) and for the bidirectional formatting characters
+/// U+202A-U+202E (embeddings, overrides) and U+2066-U+2069 (isolates), which reorder the text
+/// shown after them (Unicode TR #9; Boucher & Anderson 2021, "Trojan Source"); 0 when none
+/// starts there (or i is past the end). These are the characters Unicode calls Cc, Zl and Zp,
+/// and the explicit bidi controls.
 std::size_t control_length(std::string_view text, std::size_t i);
 /// `text` made safe to show in a message or label: \t \n \r for those three, \xhh for any
 /// other C0 character, DEL or byte that is not part of well-formed UTF-8, \u00hh for a C1
-/// character (lowercase hex), \u2028 and \u2029 for the line and paragraph separators; every
-/// other character unchanged.
+/// character (lowercase hex), \u2028 and \u2029 for the line and paragraph separators, \u202a-
+/// \u202e and \u2066-\u2069 for the bidi controls; every other character unchanged.
 std::string escape_control(std::string_view text);
 /// The first control character of `text` (see control_length), escaped as escape_control
 /// writes it, or "" when it has none; `allowed` characters (e.g. "\t") are skipped.
 std::string first_control(std::string_view text, std::string_view allowed = {});
-/// A token made printable for labels: a space becomes "␣", a tab "⇥".
+/// A token made printable for labels: a space becomes "␣", a tab "⇥", other control characters
+/// are escaped as escape_control writes them.
 std::string printable(const std::string& token);
 
 }  // namespace attograd::data

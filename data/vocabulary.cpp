@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace attograd::data {
 
 bool Vocabulary::is_reserved(std::string_view token) {
@@ -42,6 +44,43 @@ Vocabulary::Vocabulary(const std::vector<std::string>& tokens) : Vocabulary() {
                  i, token, id(token) - reserved_count);
         add(token);
     }
+}
+
+Vocabulary Vocabulary::build_from_sequences(const std::vector<std::vector<std::string>>& sequences,
+                                            const VocabularyOptions& options) {
+    AG_CHECK(options.min_freq >= 1, ValueError, "Vocabulary: min_freq must be >= 1, got {}",
+             options.min_freq);
+    AG_CHECK(!options.max_tokens || *options.max_tokens >= reserved_count, ValueError,
+             "Vocabulary: max_tokens must be >= {} (the special tokens <pad> <bos> <eos> <unk>), got {}",
+             reserved_count, options.max_tokens.value_or(0));
+    std::unordered_map<std::string, std::int64_t> counts;
+    for (std::size_t s = 0; s < sequences.size(); ++s) {
+        for (std::size_t i = 0; i < sequences[s].size(); ++i) {
+            const std::string& token = sequences[s][i];
+            if (counts.count(token) == 0) {  // each distinct token is checked once
+                AG_CHECK(
+                    !is_reserved(token), ValueError,
+                    "Vocabulary: sequence {} position {} is '{}', a reserved token (<pad> <bos> <eos> <unk> "
+                    "have fixed ids 0-3)",
+                    s, i, token);
+                const std::string problem = token_problem(token);
+                AG_CHECK(problem.empty(), ValueError, "Vocabulary: sequence {} position {} '{}' {}", s, i,
+                         escape_control(token), problem);
+            }
+            ++counts[token];
+        }
+    }
+    std::vector<std::pair<std::string, std::int64_t>> kept;
+    for (const auto& [token, count] : counts)
+        if (count >= options.min_freq) kept.emplace_back(token, count);
+    std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
+        return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    if (options.max_tokens && std::ssize(kept) > *options.max_tokens - reserved_count)
+        kept.resize(static_cast<std::size_t>(*options.max_tokens - reserved_count));
+    Vocabulary vocab;
+    for (const auto& [token, count] : kept) vocab.add(token);
+    return vocab;
 }
 
 Vocabulary Vocabulary::from_tokens(const std::vector<std::string>& tokens) {

@@ -2,12 +2,21 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 namespace attograd::data {
+
+/// How Vocabulary::build_from_sequences chooses its tokens (torchtext's
+/// `build_vocab_from_iterator(..., min_freq, specials, special_first=True, max_tokens)`).
+struct VocabularyOptions {
+    std::int64_t min_freq = 1;  ///< tokens seen fewer times are left out (read as <unk>); >= 1
+    std::optional<std::int64_t> max_tokens =
+        std::nullopt;  ///< at most this many ids, the 4 special tokens included
+};
 
 /// Maps tokens to ids and back. Ids 0..3 are the reserved special tokens `<pad>`, `<bos>`,
 /// `<eos>` and `<unk>`; the task's or file's tokens follow in the order given (sorted when
@@ -48,6 +57,16 @@ public:
     /// position when a token is reserved (the reserved-token rule), breaks the token rule
     /// (token_problem) or appears twice.
     explicit Vocabulary(const std::vector<std::string>& tokens);
+
+    /// A vocabulary built from token sequences (torchtext's `build_vocab_from_iterator` with
+    /// `specials` = the four special tokens first): each distinct token's count, tokens seen
+    /// fewer than `min_freq` times left out, the rest ordered by count, most frequent first,
+    /// ties in byte order (torchtext sorts by (-count, token)), and cut to the first
+    /// `max_tokens - 4` so that size() <= max_tokens. Left-out tokens are encoded as <unk>.
+    /// Throws ValueError when min_freq < 1 or max_tokens < 4 (the special tokens alone), and,
+    /// naming the sequence and position, for a reserved or malformed token (as the constructor).
+    static Vocabulary build_from_sequences(const std::vector<std::vector<std::string>>& sequences,
+                                           const VocabularyOptions& options = {});
 
     /// A saved vocabulary: `tokens` must be the full list by id, as tokens() returns it: the
     /// four special tokens first, then distinct tokens that keep the token rule. Throws

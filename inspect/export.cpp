@@ -1,7 +1,9 @@
 // Raw exports of inspected attention: CSV (one row per weight) and JSON, and reading JSON back.
 #include "inspect/export.hpp"
 
+#include "core/detail/json_integer.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -65,6 +67,24 @@ const json& field(const json& object, const char* key, const std::string& where)
 template <typename T>
 T get(const json& object, const char* key, const std::string& where) {
     const json& value = field(object, key, where);
+    // get<T>() would wrap an integer outside T's range and truncate 1.5 to 1.
+    const auto integer = [&](const json& j) {
+        const std::optional<std::int64_t> i = detail::json_integer<std::int64_t>(j);
+        if (!i)
+            throw IoError(fmt::format("examples_from_json: {}.{} must hold integers in {}, got {}", where,
+                                      key, detail::json_integer_range<std::int64_t>(),
+                                      excerpt(j.dump(), 40)));
+        return *i;
+    };
+    if constexpr (std::is_same_v<T, std::int64_t>) {
+        return integer(value);
+    } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) {
+        if (!value.is_array())
+            throw IoError(fmt::format("examples_from_json: {}.{} must be an array of integers", where, key));
+        T out;
+        for (const json& j : value) out.push_back(integer(j));
+        return out;
+    }
     try {
         return value.get<T>();
     } catch (const json::exception&) {

@@ -20,9 +20,6 @@ namespace attograd::inspect {
 
 namespace {
 
-constexpr std::int64_t max_row_label = 12;
-constexpr std::int64_t max_col_label = 6;
-
 /// The first `width` code points of `text`, padded with spaces on the left to `width` columns.
 std::string pad_left(const std::string& text, std::int64_t width) {
     std::string kept;
@@ -36,6 +33,21 @@ std::string pad_left(const std::string& text, std::int64_t width) {
         i += len;
     }
     return std::string(static_cast<std::size_t>(width - n), ' ') + kept;
+}
+
+/// `label` whole when at most term_label_width code points, else its first term_label_width - 1
+/// and an ellipsis, so a cut label says it was cut.
+std::string fitted_label(const std::string& label) {
+    if (display_width(label) <= term_label_width) return label;
+    std::string kept;
+    std::int64_t n = 0;
+    for (std::size_t i = 0; i < label.size() && n < term_label_width - 1; ++n) {
+        std::size_t len = 1;
+        while (i + len < label.size() && (static_cast<unsigned char>(label[i + len]) & 0xC0) == 0x80) ++len;
+        kept += label.substr(i, len);
+        i += len;
+    }
+    return kept + "\u2026";
 }
 
 const char* shade(double w) {
@@ -120,24 +132,40 @@ std::string wrap(const std::string& text, std::int64_t width) {
 struct Layout {
     std::vector<std::string> row_labels, col_labels;
     std::int64_t row_width = 1, col_width = 1;
+    bool ruler = false;  ///< key indices above 1-column cells instead of the key labels
     std::int64_t total() const {
         return row_width + 1 + static_cast<std::int64_t>(col_labels.size()) * (col_width + 1);
     }
 };
 
-Layout layout(const AttentionMap& map, std::int64_t max_col_width) {
+/// Labels on both axes (whole, or cut with an ellipsis past term_label_width), cells as wide as
+/// the widest key label; with `ruler`, cells 1 column wide under a ruler of key indices.
+Layout layout(const AttentionMap& map, bool ruler) {
     Layout l;
+    l.ruler = ruler;
     for (const auto& q : map.queries) {
-        l.row_labels.push_back(display_label(q));
+        l.row_labels.push_back(fitted_label(display_label(q)));
         l.row_width = std::max(l.row_width, display_width(l.row_labels.back()));
     }
     for (const auto& k : map.keys) {
-        l.col_labels.push_back(display_label(k));
-        l.col_width = std::max(l.col_width, display_width(l.col_labels.back()));
+        l.col_labels.push_back(fitted_label(display_label(k)));
+        if (!ruler) l.col_width = std::max(l.col_width, display_width(l.col_labels.back()));
     }
-    l.row_width = std::min(l.row_width, max_row_label);
-    l.col_width = std::min(l.col_width, max_col_width);
     return l;
+}
+
+/// A ruler every 10 cells of width 1: the first key index of that cell (cells of `key_factor` keys).
+std::string key_ruler(const Layout& l, std::int64_t cols, std::int64_t key_factor, std::int64_t width) {
+    std::string ruler(static_cast<std::size_t>(l.row_width + 1), ' ');
+    for (std::int64_t c = 0; c < cols; c += 10) {
+        const std::string mark = fmt::format(" {}", c * key_factor);
+        ruler += mark;
+        const std::int64_t pad = std::min<std::int64_t>(10, cols - c) * 2 - std::ssize(mark);
+        if (pad > 0) ruler += std::string(static_cast<std::size_t>(pad), ' ');
+    }
+    while (!ruler.empty() && ruler.back() == ' ') ruler.pop_back();
+    if (std::ssize(ruler) + 14 > width) return ruler.substr(0, static_cast<std::size_t>(width)) + "\n";
+    return ruler + "   (key index)\n";
 }
 
 }  // namespace
@@ -183,16 +211,15 @@ std::string render_heatmap(const AttentionMap& map, const TermOptions& options) 
         pooled = downsample(map, 1, query_factor);
         shown = &pooled;
     }
-    // Shrink labels to one column per cell before pooling keys; pool only when that is not enough.
-    Layout l = layout(*shown, max_col_label);
-    if (l.total() > options.width) l = layout(*shown, 1);
+    // Key labels above their columns when they fit; else cells 1 column wide under a ruler of
+    // key indices, the labels listed below the grid; pool keys only when that is not enough.
+    Layout l = layout(*shown, false);
+    if (l.total() > options.width) l = layout(*shown, true);
     std::int64_t key_factor = 1;
     while (l.total() > options.width) {
         ++key_factor;
         pooled = downsample(map, key_factor, query_factor);
-        l = layout(pooled, 1);
-        // Index-range labels are wide: draw cells 1 column wide with a ruler instead.
-        l.col_width = 1;
+        l = layout(pooled, true);
         shown = &pooled;
     }
     std::string title = map.title();
@@ -210,21 +237,8 @@ std::string render_heatmap(const AttentionMap& map, const TermOptions& options) 
                                 map.cols(), shown->rows(), shown->cols(), fmt::join(merged, "; ")),
                     options.width);
     }
-    if (key_factor > 1) {
-        // A ruler every 10 cells: the first key index of that cell.
-        std::string ruler(static_cast<std::size_t>(l.row_width + 1), ' ');
-        for (std::int64_t c = 0; c < shown->cols(); c += 10) {
-            const std::string mark = fmt::format(" {}", c * key_factor);
-            ruler += mark;
-            const std::int64_t pad = std::min<std::int64_t>(10, shown->cols() - c) * 2 - std::ssize(mark);
-            if (pad > 0) ruler += std::string(static_cast<std::size_t>(pad), ' ');
-        }
-        while (!ruler.empty() && ruler.back() == ' ') ruler.pop_back();
-        if (std::ssize(ruler) + 14 > options.width) {
-            out += ruler.substr(0, static_cast<std::size_t>(options.width)) + "\n";
-        } else {
-            out += ruler + "   (key index)\n";
-        }
+    if (l.ruler) {
+        out += key_ruler(l, shown->cols(), key_factor, options.width);
     } else {
         out += std::string(static_cast<std::size_t>(l.row_width + 1), ' ');
         for (const auto& label : l.col_labels) out += ' ' + pad_left(label, l.col_width);
@@ -242,6 +256,12 @@ std::string render_heatmap(const AttentionMap& map, const TermOptions& options) 
     // "scale: 0 " + 6 cells + " 1" is 17 columns after the label margin.
     out += l.row_width + 2 + 17 + 3 + std::ssize(axes) <= options.width ? " 1   " + axes + "\n"
                                                                         : " 1\n" + axes + "\n";
+    if (l.ruler && key_factor == 1) {  // the key labels the ruler stands for, by index
+        std::string keys = "keys:";
+        for (std::size_t k = 0; k < l.col_labels.size(); ++k)
+            keys += fmt::format(" {}:{}", k, l.col_labels[k]);
+        out += wrap(keys, options.width);
+    }
     return out;
 }
 

@@ -28,6 +28,10 @@ TermColour choose_term_colour(bool is_tty, bool no_color, const char* colorterm)
 /// to a positive number, else 80.
 std::int64_t terminal_width(std::FILE* stream);
 
+/// Labels longer than this many code points are cut to their first 15 and an ellipsis ("…")
+/// in terminal heatmaps; shorter ones are drawn whole.
+inline constexpr std::int64_t term_label_width = 16;
+
 /// How render_heatmap draws.
 struct TermOptions {
     TermColour colour = TermColour::Plain;
@@ -36,11 +40,14 @@ struct TermOptions {
 };
 
 /// The heatmap of `map`: a title line, column labels on top, one row per query with its label
-/// on the left, and a scale legend. The width constrains the keys only: when the keys do not
-/// fit in `width` columns, each cell shows the summed weight of f adjacent keys (the attention
-/// mass on them, so rows still sum to 1) for the smallest integer f that fits, and key labels
-/// become a ruler of key indices. Every query keeps its own row unless there are more than
-/// `max_rows`; then g = ceil(rows / max_rows) adjacent queries are averaged into one row,
+/// on the left, and a scale legend. Labels are whole up to term_label_width code points (cut
+/// with an ellipsis past it); cells are as wide as the widest key label. The width constrains
+/// the keys only: when the labelled columns do not fit in `width` columns, cells become 1
+/// column wide under a ruler of key indices, with the key labels listed by index below the
+/// grid ("keys: 0:invalid 1:argument ..."); when even that does not fit, each cell shows the
+/// summed weight of f adjacent keys (the attention mass on them, so rows still sum to 1) for
+/// the smallest integer f that fits, under a ruler of key indices. Every query keeps its own row unless there
+/// are more than `max_rows`; then g = ceil(rows / max_rows) adjacent queries are averaged into one row,
 /// labelled with their index range. A line states what was merged. Never wraps. Ends with a
 /// newline. Throws as check_map, and ValueError when width < 20 or max_rows < 1.
 std::string render_heatmap(const AttentionMap& map, const TermOptions& options = {});

@@ -3,6 +3,7 @@
 #include "inspect/snapshot.hpp"
 
 #include "core/autograd.hpp"
+#include "core/detail/json_integer.hpp"
 #include "core/error.hpp"
 #include "core/ops.hpp"
 #include "core/serialization.hpp"
@@ -140,9 +141,9 @@ const json& member(const json& object, const char* key) {
 
 std::int64_t integer(const json& j, const char* key) {
     AG_CHECK(j.is_number_integer(), ValueError, "\"{}\" is not an integer ({})", key, j.type_name());
-    AG_CHECK(!j.is_number_unsigned() || j.get<std::uint64_t>() <= std::numeric_limits<std::int64_t>::max(),
-             ValueError, "\"{}\" is out of range", key);
-    return j.get<std::int64_t>();
+    const std::optional<std::int64_t> value = detail::json_integer<std::int64_t>(j);
+    AG_CHECK(value, ValueError, "\"{}\" is out of range {}", key, detail::json_integer_range<std::int64_t>());
+    return *value;
 }
 
 std::vector<std::string> strings(const json& j, const char* key) {

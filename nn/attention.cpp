@@ -106,6 +106,19 @@ Attention::Attention(AttentionOptions options, Generator& generator)
 
 Attention::~Attention() = default;
 
+void Attention::check_loaded_state(const StateDict& state, const std::string& prefix) const {
+    const std::string key = prefix + "reward_baseline_updates";
+    const auto it = state.find(key);
+    // Only a REINFORCE layer has the buffer; load_state_dict checked its shape and dtype.
+    const bool reinforce =
+        options_.normalizer == Normalizer::Hard && options_.estimator == HardEstimator::Reinforce;
+    if (!reinforce || it == state.end()) return;
+    const std::int64_t updates = it->second.data<std::int64_t>()[0];
+    AG_CHECK(updates >= 0, ValueError,
+             "load_state_dict: '{}' is {}, but it counts the REINFORCE baseline's updates (>= 0)", key,
+             updates);
+}
+
 std::string Attention::extra_repr() const {
     const AttentionOptions& o = options_;
     std::string out =

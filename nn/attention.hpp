@@ -75,8 +75,9 @@ struct AttentionOutput {
     Tensor log_prob;
 };
 
-/// Single-head attention (design.md §1): scores s(key, query) with any Score, normalised over the
-/// keys into weights, which average the values. Forms:
+/// Single-head attention (Bahdanau et al. 2015; Luong et al. 2015): scores s(key, query) with any
+/// Score (nn/attention_scores.hpp), normalised over the keys into weights, which average the
+/// values. Forms:
 /// - key-value: forward(query [B, Tq, Dq], key [B, Tk, Dk], value [B, Tk, Dv]);
 /// - plain: forward(query, inputs [B, Tk, Dk]) uses the inputs as keys and values (Dv = Dk).
 /// Self-attention with the dot or scaled-dot score needs the projections (project_query /
@@ -152,6 +153,8 @@ public:
 
 protected:
     void dtype_changed(DType dtype) override { options_.dtype = dtype; }
+    /// Refuses a negative "reward_baseline_updates" (ValueError naming the key): it counts updates.
+    void check_loaded_state(const StateDict& state, const std::string& prefix) const override;
 
 private:
     struct Normalised {

@@ -103,6 +103,8 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
                  DTypeError, "load_state_dict: '{}' has dtype {} in the checkpoint but {} in the model", name,
                  it->second.dtype(), target.dtype());
     }
+    for (const auto& [prefix, module] : named_modules())
+        module->check_loaded_state(state, prefix.empty() ? prefix : prefix + ".");
     for (const auto& [name, target] : own) {
         auto it = state.find(name);
         if (it == state.end()) continue;

@@ -50,7 +50,8 @@ public:
     StateDict state_dict() const;
     /// Copies every tensor of `state` into the parameter or buffer of the same name. With
     /// `strict`, missing and unexpected names are an error. Throws ValueError listing the
-    /// missing and unexpected names or naming a key whose tensor is undefined, ShapeError naming the tensor
+    /// missing and unexpected names, naming a key whose tensor is undefined or holds a value the layer
+    /// cannot have saved (a negative count), ShapeError naming the tensor
     /// and both shapes, and DTypeError when an int64 / bool tensor meets another dtype; nothing is changed
     /// when it throws. float32 and float64 convert to the model's dtype (rounding to float32 when needed), as
     /// PyTorch's `load_state_dict` does through `copy_`, so a float64 checkpoint loads into a float32 model
@@ -77,6 +78,11 @@ protected:
     /// a layer that keeps its dtype in its options updates it here, so that its checks and the
     /// masks it builds follow the parameters.
     virtual void dtype_changed(DType /*dtype*/) {}
+    /// Called by load_state_dict() on this module and on every submodule before anything is
+    /// copied (after the names, shapes and dtypes are checked), with the whole `state` and this
+    /// module's key prefix ("" or "decoder.attention."): a layer whose buffers have a range (a
+    /// count cannot be negative) throws ValueError naming the key of a value it could not have saved.
+    virtual void check_loaded_state(const StateDict& /*state*/, const std::string& /*prefix*/) const {}
 
     /// Registers a parameter (it then requires grad). Throws ValueError on an empty, dotted
     /// or duplicate name. Returns the handle to keep as a member.

@@ -62,3 +62,24 @@ TEST_CASE("text: U+2028 and U+2029 break lines, so they count and are escaped as
     CHECK(first_control("x" + ps + "\x01") == "\\u2029");
     CHECK(first_control("x" + ls, "\t") == "\\u2028");
 }
+
+TEST_CASE("text: bidirectional embeddings, overrides and isolates are escaped as control characters") {
+    // U+202A-U+202E (E2 80 AA-AE) and U+2066-U+2069 (E2 81 A6-A9) reorder what a terminal shows.
+    const std::vector<std::pair<std::string, std::string>> bidi = {
+        {"\xe2\x80\xaa", "\\u202a"}, {"\xe2\x80\xab", "\\u202b"}, {"\xe2\x80\xac", "\\u202c"},
+        {"\xe2\x80\xad", "\\u202d"}, {"\xe2\x80\xae", "\\u202e"}, {"\xe2\x81\xa6", "\\u2066"},
+        {"\xe2\x81\xa7", "\\u2067"}, {"\xe2\x81\xa8", "\\u2068"}, {"\xe2\x81\xa9", "\\u2069"}};
+    for (const auto& [character, escaped] : bidi) {
+        CAPTURE(escaped);
+        CHECK(control_length("a" + character, 1) == 3);
+        CHECK(escape_control("ab" + character + "cd") == "ab" + escaped + "cd");
+        CHECK(first_control("x" + character) == escaped);
+        CHECK(printable(character) == escaped);
+    }
+    CHECK(control_length("\xe2\x80\xaf", 0) == 0);  // U+202F NARROW NO-BREAK SPACE: printable
+    CHECK(control_length("\xe2\x81\xa5", 0) == 0);  // U+2065: not a bidi control
+    CHECK(control_length("\xe2\x81\xaa", 0) == 0);  // U+206A: not an isolate
+    CHECK(control_length("\xe2\x81", 0) == 0);      // truncated
+    CHECK(printable(" ") == "\u2423");
+    CHECK(printable("\x1b") == "\\x1b");
+}

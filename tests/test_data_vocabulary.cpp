@@ -133,3 +133,43 @@ TEST_CASE("vocabulary: a token that is not well-formed UTF-8 or holds U+2028 / U
                          ValueError);
     CHECK(Vocabulary::token_problem("\xe2\x80\xa6").empty());  // U+2026 HORIZONTAL ELLIPSIS
 }
+
+TEST_CASE("vocabulary: a token holding a bidirectional override or isolate is refused") {
+    CHECK_THROWS_WITH_AS(Vocabulary({"ok", "abc\xe2\x80\xae"}),
+                         doctest::Contains("token 1 'abc\\u202e' holds the control character \\u202e"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({"\xe2\x81\xa6x"}),
+                         doctest::Contains("token 0 '\\u2066x' holds the control character \\u2066"),
+                         ValueError);
+}
+
+TEST_CASE("vocabulary: build_from_sequences keeps tokens by min_freq and max_tokens, as torchtext") {
+    const std::vector<std::vector<std::string>> text = {
+        {"b", "a", "c", "a"}, {"d", "b", "a", "e"}, {"c", "e"}};
+    // counts: a 3, b 2, c 2, e 2, d 1: by count, ties in byte order (torchtext's (-count, token)).
+    const Vocabulary all = Vocabulary::build_from_sequences(text);
+    CHECK(all.tokens() ==
+          std::vector<std::string>{"<pad>", "<bos>", "<eos>", "<unk>", "a", "b", "c", "e", "d"});
+    const Vocabulary frequent = Vocabulary::build_from_sequences(text, {.min_freq = 2});
+    CHECK(frequent.tokens() ==
+          std::vector<std::string>{"<pad>", "<bos>", "<eos>", "<unk>", "a", "b", "c", "e"});
+    std::vector<std::string> unknown;
+    CHECK(frequent.encode({"d", "a"}, &unknown) == std::vector<std::int64_t>{Vocabulary::unk_id, 4});
+    CHECK(unknown == std::vector<std::string>{"d"});
+    // max_tokens counts the special tokens: 6 ids keep the two most frequent tokens.
+    const Vocabulary capped = Vocabulary::build_from_sequences(text, {.min_freq = 1, .max_tokens = 6});
+    CHECK(capped.tokens() == std::vector<std::string>{"<pad>", "<bos>", "<eos>", "<unk>", "a", "b"});
+    CHECK(Vocabulary::build_from_sequences(text, {.max_tokens = 4}).size() == 4);
+    CHECK(Vocabulary::build_from_sequences(text, {.min_freq = 4}).size() == 4);
+    CHECK_THROWS_WITH_AS(Vocabulary::build_from_sequences(text, {.min_freq = 0}),
+                         doctest::Contains("Vocabulary: min_freq must be >= 1, got 0"), ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary::build_from_sequences(text, {.max_tokens = 3}),
+                         doctest::Contains("Vocabulary: max_tokens must be >= 4"), ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary::build_from_sequences({{"a"}, {"b", "<eos>"}}),
+                         doctest::Contains("Vocabulary: sequence 1 position 1 is '<eos>', a reserved token"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(
+        Vocabulary::build_from_sequences({{"a\x1b"}}),
+        doctest::Contains("Vocabulary: sequence 0 position 0 'a\\x1b' holds the control character"),
+        ValueError);
+}

@@ -239,3 +239,17 @@ TEST_CASE("the REINFORCE baseline is a buffer: in the state_dict, and loading it
     Attention gumbel({.query_dim = 2, .normalizer = Normalizer::Hard}, gen);
     CHECK_FALSE(gumbel.state_dict().contains("reward_baseline"));
 }
+
+TEST_CASE("load_state_dict refuses a negative REINFORCE update count, naming the key, and changes nothing") {
+    Generator gen(12);
+    const auto trained = train_reverse(HardEstimator::Reinforce, gen, 2);
+    auto state = trained->state_dict();
+    Attention fresh(trained->options(), gen);
+    Tensor updates = clone(state.at("reward_baseline_updates"));
+    updates.data<std::int64_t>()[0] = -3;
+    state.insert_or_assign("reward_baseline_updates", updates);
+    CHECK_THROWS_WITH_AS(fresh.load_state_dict(state),
+                         doctest::Contains("load_state_dict: 'reward_baseline_updates' is -3"), ValueError);
+    CHECK(fresh.reward_baseline() == 0.0);
+    CHECK(fresh.state_dict().at("reward_baseline_updates").item() == 0.0);
+}

@@ -346,3 +346,40 @@ TEST_CASE("JSON round-trips every map exactly, and bad documents are an IoError 
     CHECK_THROWS_WITH_AS(examples_from_json(std::string(100000, '[') + std::string(100000, ']')),
                          doctest::Contains("nested deeper than 64"), IoError);
 }
+
+TEST_CASE(
+    "terminal heatmap: labels are whole up to 16 characters, cut with an ellipsis beyond, grid aligned") {
+    AttentionMap map;
+    map.module = "cross_attn";
+    map.queries = {"invalid", "argument", "a_label_of_twenty_one"};
+    map.keys = {"invalid", "argument", "x"};
+    map.weights = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    const std::string text = render_heatmap(map, {.width = 80});
+    const auto lines = lines_of(text);
+    REQUIRE(lines.size() == 6);  // title, column labels, 3 rows, legend
+    CHECK(lines[1].find("invalid") != std::string::npos);
+    CHECK(lines[1].find("argument") != std::string::npos);
+    CHECK(lines[2].find("invalid ") != std::string::npos);
+    CHECK(lines[3].find("argument ") != std::string::npos);
+    CHECK(lines[4].find("a_label_of_twen\u2026 ") == 0);  // 15 code points and the ellipsis
+    CHECK(text.find("a_label_of_twent") == std::string::npos);
+    CHECK(term_label_width == 16);
+    // Every row and the header have the same width: the cells line up under their labels.
+    CHECK(code_points(lines[1]) == code_points(lines[2]));
+    CHECK(code_points(lines[2]) == code_points(lines[4]));
+    // The full cell of row "argument" sits under its column label.
+    CHECK(code_points(lines[3].substr(0, lines[3].find("\u2588"))) ==
+          code_points(lines[1].substr(0, lines[1].find("argument"))));
+
+    // Too narrow for labelled columns: 1-column cells under a ruler, the labels listed by index.
+    AttentionMap wide = map;
+    wide.keys = {"invalid", "argument", "value", "keyword", "position", "default", "missing"};
+    wide.weights.assign(3 * 7, 0.0);
+    for (std::size_t r = 0; r < 3; ++r) wide.weights[r * 7 + r + 4] = 1.0;
+    const std::string narrow = render_heatmap(wide, {.width = 40});
+    for (const auto& line : lines_of(narrow)) CHECK(code_points(line) <= 40);
+    CHECK(narrow.find("downsampled") == std::string::npos);
+    CHECK(one_line(narrow).find(
+              "keys: 0:invalid 1:argument 2:value 3:keyword 4:position 5:default 6:missing") !=
+          std::string::npos);
+}

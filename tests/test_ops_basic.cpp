@@ -116,6 +116,39 @@ TEST_CASE("permute and transpose accept negative axes and pass gradcheck") {
     CHECK_THROWS_WITH_AS(reshape(x, {5, 5}), doctest::Contains("[2, 3, 4]"), ShapeError);
 }
 
+TEST_CASE("unsqueeze and squeeze follow PyTorch: negative dims, size-1 dims only, gradcheck, errors") {
+    const Tensor x = rand64({2, 1, 3}, 11);
+    CHECK(unsqueeze(x, 0).shape() == Shape{1, 2, 1, 3});
+    CHECK(unsqueeze(x, 3).shape() == Shape{2, 1, 3, 1});
+    CHECK(unsqueeze(x, -1).shape() == Shape{2, 1, 3, 1});  // -1 is the new last dimension
+    CHECK(unsqueeze(x, -4).shape() == Shape{1, 2, 1, 3});
+    CHECK(unsqueeze(scalar(2.0), 0).shape() == Shape{1});
+    CHECK(unsqueeze(x, 1).at({1, 0, 0, 2}) == x.at({1, 0, 2}));
+    CHECK(squeeze(x).shape() == Shape{2, 3});
+    CHECK(squeeze(x, 1).shape() == Shape{2, 3});
+    CHECK(squeeze(x, -2).shape() == Shape{2, 3});
+    CHECK(squeeze(x, 0).shape() == Shape{2, 1, 3});  // size 2: unchanged
+    CHECK(squeeze(zeros({1, 1})).shape() == Shape{});
+    CHECK(squeeze(scalar(1.0), -1).shape() == Shape{});
+    CHECK_GRADCHECK([](const std::vector<Tensor>& in) { return unsqueeze(in[0], -2) * 2.0; },
+                    std::vector<Tensor>{x});
+    CHECK_GRADCHECK([](const std::vector<Tensor>& in) { return squeeze(in[0]) * 3.0; },
+                    std::vector<Tensor>{x});
+    CHECK_GRADCHECK([](const std::vector<Tensor>& in) { return squeeze(in[0], 1) * 3.0; },
+                    std::vector<Tensor>{x});
+    CHECK_THROWS_WITH_AS(
+        unsqueeze(x, 4),
+        doctest::Contains("unsqueeze: dim 4 is out of range [-4, 3] for a tensor of shape [2, 1, 3]"),
+        IndexError);
+    CHECK_THROWS_WITH_AS(unsqueeze(x, -5), doctest::Contains("unsqueeze: dim -5"), IndexError);
+    CHECK_THROWS_WITH_AS(
+        squeeze(x, 3),
+        doctest::Contains("squeeze: dim 3 is out of range [-3, 2] for a tensor of shape [2, 1, 3]"),
+        IndexError);
+    CHECK_THROWS_WITH_AS(squeeze(scalar(1.0), 1), doctest::Contains("squeeze: dim 1 is out of range [-1, 0]"),
+                         IndexError);
+}
+
 TEST_CASE("tensors format with shape and dtype, truncated when large") {
     const std::string small = fmt::format("{}", tensor({1.0, 2.5}, {2}));
     CHECK(small.find("[1.0000, 2.5000]") != std::string::npos);

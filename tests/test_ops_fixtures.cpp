@@ -102,6 +102,30 @@ const std::map<std::string, Replay>& replays() {
              using namespace indexing;
              return in[0].index({Ellipsis, Slice(None, None, 2), -1});
          }},
+        {"unsqueeze", [](In in, A a) { return unsqueeze(in[0], a.at("dim").get<std::int64_t>()); }},
+        {"squeeze",
+         [](In in, A a) {
+             return a.at("dim").is_null() ? squeeze(in[0]) : squeeze(in[0], a.at("dim").get<std::int64_t>());
+         }},
+        {"index_tensor_tensor",
+         [](In in, A) {
+             return in[0].index({in[1], in[2]});
+         }},
+        {"index_slice_tensor",
+         [](In in, A) {
+             using namespace indexing;
+             return in[0].index({All, in[1]});
+         }},
+        {"index_slice_tensor_tensor",
+         [](In in, A) {
+             using namespace indexing;
+             return in[0].index({All, in[1], in[2]});
+         }},
+        {"index_int_slice_tensor",
+         [](In in, A a) {
+             using namespace indexing;
+             return in[0].index({a.at("index").get<std::int64_t>(), All, in[1]});
+         }},
         {"index_select", [](In in, A a) { return index_select(in[0], axis(a), in[1]); }},
         {"gather", [](In in, A a) { return gather(in[0], axis(a), in[1]); }},
         {"embedding", [](In in, A) { return embedding(in[0], in[1]); }},

@@ -223,3 +223,56 @@ TEST_CASE("index, slice with a step and select read like Python's indexing") {
     CHECK_THROWS_WITH_AS(select(x, 1, 4), doctest::Contains("select: index 4 is out of range"), IndexError);
     CHECK_THROWS_WITH_AS(select(scalar(1.0), 0, 0), doctest::Contains("select"), ShapeError);
 }
+
+TEST_CASE("index with int64 tensors gathers as PyTorch's advanced indexing, backward scatter-adds") {
+    using namespace attograd::indexing;
+    const Tensor x = rand64({4, 5, 3}, 41);
+    const Tensor idx = index_tensor({3, 0, -1, 3}, {4});
+    // x[arange(B), idx]: row b is x[b, idx[b]] (a negative index counts from the end).
+    const Tensor picked = x.index({arange(4), idx});
+    REQUIRE(picked.shape() == Shape{4, 3});
+    CHECK(picked.at({0, 2}) == x.at({0, 3, 2}));
+    CHECK(picked.at({2, 1}) == x.at({2, 4, 1}));
+    // Adjacent index tensors keep their place; a 2-D index brings its shape there.
+    CHECK(x.index({All, index_tensor({0, 2, 2, 2}, {2, 2})}).shape() == Shape{4, 2, 2, 3});
+    // Separated by a slice, the index shape comes first.
+    const Tensor separated = x.index({index_tensor({2, 0}, {2}), All, index_tensor({1, 2}, {2})});
+    REQUIRE(separated.shape() == Shape{2, 5});
+    CHECK(separated.at({0, 4}) == x.at({2, 4, 1}));
+    CHECK(separated.at({1, 3}) == x.at({0, 3, 2}));
+    // An integer selects first, as in PyTorch (NumPy would give [2, 5] here).
+    CHECK(x.index({1, All, index_tensor({2, 0}, {2})}).shape() == Shape{5, 2});
+    // Index tensors broadcast together: [3, 1] with [2] -> [3, 2].
+    const Tensor grid = x.index({All, index_tensor({1, 0, 2}, {3, 1}), index_tensor({0, 2}, {2})});
+    REQUIRE(grid.shape() == Shape{4, 3, 2});
+    CHECK(grid.at({3, 2, 1}) == x.at({3, 2, 2}));
+    // Repeated picks add their gradients: x[b, 3] for b = 0 and 3 once each, a float64 gradcheck.
+    CHECK_GRADCHECK(
+        [&](const std::vector<Tensor>& in) {
+            return in[0].index({arange(4), idx});
+        },
+        std::vector<Tensor>{x});
+    const Tensor repeated = index_tensor({1, 1, 1}, {3});
+    CHECK_GRADCHECK(
+        [&](const std::vector<Tensor>& in) {
+            return in[0].index({Ellipsis, repeated});
+        },
+        std::vector<Tensor>{x});
+    Tensor leaf = rand64({3, 2}, 5);
+    sum(leaf.index({repeated})).backward();
+    CHECK(leaf.grad().at({1, 0}) == 3.0);
+    CHECK(leaf.grad().at({0, 0}) == 0.0);
+
+    CHECK_THROWS_WITH_AS(x.index({arange(4), index_tensor({5, 0, 0, 0}, {4})}),
+                         doctest::Contains("index: index 5 is out of range for dimension 1 of size 5"),
+                         IndexError);
+    CHECK_THROWS_WITH_AS(x.index({index_tensor({-5}, {1})}),
+                         doctest::Contains("index: index -5 is out of range for dimension 0 of size 4"),
+                         IndexError);
+    CHECK_THROWS_WITH_AS(x.index({arange(4), arange(3)}),
+                         doctest::Contains("index: shapes [4] and [3] do not broadcast"), ShapeError);
+    CHECK_THROWS_WITH_AS(x.index({tensor({0.0}, {1})}),
+                         doctest::Contains("index: an index tensor must be int64"), DTypeError);
+    CHECK_THROWS_WITH_AS(x.index({arange(4), arange(4), arange(4), arange(4)}),
+                         doctest::Contains("index: 4 indices for a tensor of rank 3"), IndexError);
+}

@@ -2,12 +2,16 @@
 #include "commands.hpp"
 #include "console.hpp"
 #include "evaluation.hpp"
+#include "file_io.hpp"
+#include "quoting.hpp"
 #include "run_dir.hpp"
+#include "run_lock.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <filesystem>
 
 namespace attograd::cli {
 
@@ -30,7 +34,14 @@ nlohmann::json example_json(const Task& task, const std::vector<std::string>& so
 }  // namespace
 
 int cmd_eval(const EvalArgs& args) {
+    namespace fs = std::filesystem;
     if (args.show < 0) throw UsageError(fmt::format("--show must be >= 0, got {}", args.show));
+    // --to is checked before anything is computed (missing parent folders are then created).
+    if (!args.to.empty() && args.to != "-") {
+        std::error_code ec;
+        if (fs::path(args.to).filename().empty() || fs::is_directory(fs::status(args.to, ec)))
+            throw UsageError(fmt::format("--to {}: give a file name, not a directory", shown_path(args.to)));
+    }
     const LoadedRun run = load_run(args.run);
     const Task& task = *run.task;
     const auto& held_out = task.held_out();
@@ -61,8 +72,9 @@ int cmd_eval(const EvalArgs& args) {
     const bool any_failed =
         std::any_of(inputs.begin(), inputs.end(), [](const Input& i) { return !i.error.empty(); });
     const int code = any_failed ? 2 : 0;
+    std::optional<fs::path> wrote;  // --to FILE: the results, also printed below
 
-    if (args.json) {
+    if (args.json || !args.to.empty()) {
         nlohmann::json examples = nlohmann::json::array();
         for (std::size_t i = 0; i < held_out.size() && static_cast<std::int64_t>(i) < args.show; ++i) {
             examples.push_back(
@@ -91,8 +103,20 @@ int cmd_eval(const EvalArgs& args) {
                                     {"inputs", std::move(input_json)},
                                     {"alignment", std::move(heads)}};
         // A bad input's "source" is the text as given, which may not be UTF-8: shown with U+FFFD.
-        output(stdout, "{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
-        return code;
+        const std::string text = out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+        if (args.to.empty() || args.to == "-") {
+            output(stdout, "{}", text);
+            return code;
+        }
+        const fs::path path(args.to);
+        const std::optional<RunLock> lock = lock_if_inside(run.dir, path, "eval");
+        if (!path.parent_path().empty()) fs::create_directories(path.parent_path());
+        write_file_atomic(path, text);
+        if (args.json) {  // --json --to FILE: the JSON goes to FILE only
+            output(stdout, "wrote {}\n", shown_path(path));
+            return code;
+        }
+        wrote = path;
     }
 
     output(stdout, "{} ({} held-out examples): token accuracy {:.2f}%, sequence accuracy {:.2f}%\n",
@@ -114,6 +138,7 @@ int cmd_eval(const EvalArgs& args) {
         else
             output(stdout, "input: '{}'   (not run: see the error above)\n", shown_text(input.text));
     }
+    if (wrote) output(stdout, "wrote {}\n", shown_path(*wrote));
     return code;
 }
 

@@ -37,23 +37,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Held while inspect writes inside the run directory `run_dir`: a train saving the run swaps
-/// the directory whole, so a report written into it meanwhile could land in the generation being
-/// replaced and be lost (exit 0, no file). Taking the run's lock refuses that while a train
-/// holds it, and keeps a train from starting until the report is written.
-std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& destination) {
-    const fs::path run = fs::weakly_canonical(run_dir), to = fs::weakly_canonical(destination);
-    if (std::mismatch(run.begin(), run.end(), to.begin(), to.end()).first != run.end()) return std::nullopt;
-    try {
-        return std::optional<RunLock>(std::in_place, run_dir);
-    } catch (const IoError& e) {
-        throw IoError(
-            fmt::format("{}; inspect writes into a run only while no train writes it: pass --to a "
-                        "path outside {}",
-                        e.what(), shown_path(run_dir)));
-    }
-}
-
 /// Refuses (IoError) a symbolic link at `path`, which inspect would write unasked: its default
 /// output inside the run (RUN/inspect/ and the files in it) is never written through a link.
 void refuse_link(const fs::path& path) {
@@ -256,7 +239,7 @@ int cmd_inspect(const InspectArgs& args) {
             task.info().alignment.empty() ? "right alignment" : "right alignment: " + task.info().alignment};
     if (args.format == "svg") {
         const fs::path dir = by_default ? default_dir : fs::path(args.to);
-        const std::optional<RunLock> lock = lock_if_inside(run.dir, dir);
+        const std::optional<RunLock> lock = lock_if_inside(run.dir, dir, "inspect");
         make_dir(dir);
         std::int64_t written = 0;
         for (std::size_t e = 0; e < examples.size(); ++e) {
@@ -307,7 +290,7 @@ int cmd_inspect(const InspectArgs& args) {
         return code;
     }
     fs::path path = by_default ? default_dir / name : fs::path(args.to);
-    const std::optional<RunLock> lock = lock_if_inside(run.dir, path);
+    const std::optional<RunLock> lock = lock_if_inside(run.dir, path, "inspect");
     if (!path.parent_path().empty()) make_dir(path.parent_path());
     write_output(path, contents);
     print_summary();

@@ -251,6 +251,12 @@ int run_cli(int argc, char** argv) {
                      "text to predict (repeatable; each bad one is reported, the rest run)")
         ->type_name("TEXT");
     eval_cmd->add_flag("--json", eval.json, "print one JSON object (for scripts)");
+    with_default(checked<std::string>(
+                     eval_cmd->add_option("--to", eval.to,
+                                          "also write that JSON object to this file, atomically ('-' = "
+                                          "stdout); missing folders are created"),
+                     "FILE"),
+                 "none: the JSON is only printed with --json");
     with_default_value(
         checked<std::int64_t>(eval_cmd->add_option("--show", eval.show, "held-out examples to print")),
         eval.show);

@@ -40,6 +40,7 @@ struct EvalArgs {
     std::string run;
     std::vector<std::string> inputs;
     bool json = false;
+    std::string to;         ///< file to write the JSON results to ("" = none, "-" = stdout)
     std::int64_t show = 5;  ///< held-out examples printed
     std::int64_t beam = 1;  ///< beam size (1 = greedy); see DecodeSettings
     double length_penalty = 0.0;
@@ -63,7 +64,7 @@ struct InspectArgs {
 
 /// Prints the bundled tasks: name, example, default model, target, right alignment.
 int cmd_tasks();
-/// Trains a model (see design §4); returns the exit code.
+/// Trains a model (README.md, "The `attograd` program"); returns the exit code.
 int cmd_train(const TrainArgs& args);
 /// Evaluates a saved run on its held-out split and on --input texts.
 int cmd_eval(const EvalArgs& args);

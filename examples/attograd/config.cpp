@@ -2,6 +2,7 @@
 // DIR/config.json, and the checks that refuse options that do not combine.
 #include "config.hpp"
 
+#include "core/detail/json_integer.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "data/text.hpp"
@@ -22,25 +23,21 @@ T field(const nlohmann::json& json, const char* section, const char* key) {
     AG_CHECK(json.contains(section) && json[section].is_object() && json[section].contains(key), ValueError,
              "config.json: missing field '{}'", name);
     const auto& value = json[section][key];
-    const bool ok = [&] {
-        if constexpr (std::is_same_v<T, bool>)
-            return value.is_boolean();
-        else if constexpr (std::is_same_v<T, std::string>)
-            return value.is_string();
-        else if constexpr (std::is_unsigned_v<T>)  // -1 would wrap to 2^64 - 1
-            return value.is_number_unsigned();
-        else if constexpr (std::is_integral_v<T>)
-            return value.is_number_integer();
-        else
-            return value.is_number();
-    }();
-    if constexpr (std::is_unsigned_v<T>) {  // what the flag (e.g. --seed) refuses
-        AG_CHECK(!value.is_number_integer() || value.is_number_unsigned(), ValueError,
-                 "config.json: {} must be an integer in [0, {}], got {}", name, std::numeric_limits<T>::max(),
-                 value.dump());
+    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+        // A JSON integer outside T's range would wrap (2^64 - 1 read as int64 is -1).
+        AG_CHECK(value.is_number_integer(), ValueError, "config.json: field '{}' has the wrong type ({})",
+                 name, value.type_name());
+        const std::optional<T> integer = detail::json_integer<T>(value);
+        AG_CHECK(integer, ValueError, "config.json: {} must be an integer in {}, got {}", name,
+                 detail::json_integer_range<T>(), value.dump());
+        return *integer;
+    } else {
+        const bool ok = std::is_same_v<T, bool>          ? value.is_boolean()
+                        : std::is_same_v<T, std::string> ? value.is_string()
+                                                         : value.is_number();
+        AG_CHECK(ok, ValueError, "config.json: field '{}' has the wrong type ({})", name, value.type_name());
+        return value.get<T>();
     }
-    AG_CHECK(ok, ValueError, "config.json: field '{}' has the wrong type ({})", name, value.type_name());
-    return value.get<T>();
 }
 
 template <std::size_t N>
@@ -113,6 +110,17 @@ double target_accuracy(const std::string& name) {
     return 1.0;
 }
 
+bool is_float32_magnitude(double value) {
+    const double magnitude = std::abs(value);
+    return magnitude == 0.0 ||
+           (magnitude >= std::numeric_limits<float>::min() && magnitude <= std::numeric_limits<float>::max());
+}
+
+std::string float32_range_text() {
+    return fmt::format("[{:.2g}, {:.2g}]", std::numeric_limits<float>::min(),
+                       std::numeric_limits<float>::max());
+}
+
 std::string flag_of_field(std::string_view field) {
     if (field == "model.kind") return "model";
     std::string flag(field.substr(field.find('.') + 1));
@@ -171,18 +179,20 @@ void validate(const RunConfig& config, const TaskInfo& task, const SettingNames&
     check(m.window != 0 || m.local != "p", "model.window",
           fmt::format("must be >= 1 with {} p (its Gaussian has sigma = D / 2), got 0", n("model.local")));
     // The optimizers and the gradient clip compute in float32: a value beyond FLT_MAX would
-    // become inf inside them (an error naming the optimizer, not the flag).
-    const double f32 = std::numeric_limits<float>::max();
+    // become inf inside them (an error naming the optimizer, not the flag), a nonzero one below
+    // FLT_MIN 0 (lr 1e-50 would train nothing).
     const auto float32 = [&](double v) {
-        return fmt::format("representable in float32 (at most {:.2g}), got {:g}", f32, v);
+        return fmt::format("representable in float32 (0 or a magnitude in {}), got {:g}",
+                           float32_range_text(), v);
     };
-    check(std::isfinite(t.lr) && t.lr > 0.0 && t.lr <= f32, "train.lr",
+    check(std::isfinite(t.lr) && t.lr > 0.0 && is_float32_magnitude(t.lr), "train.lr",
           "must be finite, > 0 and " + float32(t.lr));
     check(t.momentum >= 0.0 && t.momentum < 1.0, "train.momentum",
           fmt::format("must be in [0, 1), got {}", t.momentum));
-    check(std::isfinite(t.weight_decay) && t.weight_decay >= 0.0 && t.weight_decay <= f32,
+    check(is_float32_magnitude(t.momentum), "train.momentum", "must be " + float32(t.momentum));
+    check(std::isfinite(t.weight_decay) && t.weight_decay >= 0.0 && is_float32_magnitude(t.weight_decay),
           "train.weight_decay", "must be finite, >= 0 and " + float32(t.weight_decay));
-    check(std::isfinite(t.clip) && t.clip >= 0.0 && t.clip <= f32, "train.clip",
+    check(std::isfinite(t.clip) && t.clip >= 0.0 && is_float32_magnitude(t.clip), "train.clip",
           "must be finite, >= 0 (0 = off) and " + float32(t.clip));
     check(t.batch >= 1 && t.batch <= 4096, "train.batch",
           fmt::format("must be in [1, 4096], got {}", t.batch));
@@ -270,9 +280,13 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
                  json["format"].get<std::string>() == "attograd-run",
              ValueError,
              "config.json: field 'format' is not \"attograd-run\": not an attograd run configuration");
-    AG_CHECK(json.contains("format_version") && json["format_version"].is_number_integer(), ValueError,
-             "config.json: field 'format_version' is missing or not an integer");
-    const std::int64_t version = json["format_version"].get<std::int64_t>();
+    const std::optional<std::int64_t> format_version =
+        json.contains("format_version") ? detail::json_integer<std::int64_t>(json["format_version"])
+                                        : std::nullopt;
+    AG_CHECK(format_version, ValueError,
+             "config.json: field 'format_version' is missing or not an integer in {}",
+             detail::json_integer_range<std::int64_t>());
+    const std::int64_t version = *format_version;
     AG_CHECK(version == run_format_version, ValueError,
              "config.json: run format version {} is not supported by this attograd (it reads version {}); "
              "train the run again",

@@ -105,6 +105,13 @@ RunConfig default_config(const Task& task);
 /// 0.99 for copy and reverse, 0.95 for sort, recall and dates, 1.0 for user data.
 double target_accuracy(const std::string& name);
 
+/// Whether `value` is 0 or finite with a magnitude in [FLT_MIN, FLT_MAX] (1.2e-38 to 3.4e+38):
+/// the settings computed in float32 (lr, momentum, weight decay, clip) keep their value there,
+/// where 1e-50 would be 0 (training nothing) and 1e39 inf.
+bool is_float32_magnitude(double value);
+/// "[1.2e-38, 3.4e+38]", the magnitudes is_float32_magnitude() accepts besides 0.
+std::string float32_range_text();
+
 /// How validate() names a setting in its messages: by the command-line flag it was given with
 /// (`--embed-dim`), or by its field in config.json (`config.json: model.embed_dim ...`) when
 /// the value was read from a run's file.

@@ -343,6 +343,10 @@ void check_decoding(const DecodeSettings& decoding, const ModelConfig& config) {
     AG_CHECK(std::abs(decoding.length_penalty) <= DecodeSettings::max_length_penalty, ValueError,
              "--length-penalty must be in [-{}, {}], got {:g}", DecodeSettings::max_length_penalty,
              DecodeSettings::max_length_penalty, decoding.length_penalty);
+    // As every real-valued flag: 0 or a magnitude float32 keeps (1e-50 would act as 0).
+    AG_CHECK(is_float32_magnitude(decoding.length_penalty), ValueError,
+             "--length-penalty must be 0 or a magnitude in {} (representable in float32), got {:g}",
+             float32_range_text(), decoding.length_penalty);
     AG_CHECK(
         decoding.beam == 1 || config.kind != "encoder", ValueError,
         "--beam {}: beam search applies to seq2seq runs only (--model encoder writes one token per input "

@@ -2,6 +2,7 @@
 #include "run_dir.hpp"
 #include "quoting.hpp"
 
+#include "core/detail/json_integer.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/ops_reduce.hpp"
@@ -48,6 +49,19 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
         return data::make_data_task(std::move(data.dataset));
     }
     auto held_out = data::TsvDataset::read(dir / "heldout.tsv", config.task.chars).examples();
+    // The vocabulary was built from every example of the data, the held-out ones included: a
+    // token it lacks would be evaluated as <unk>, so the file is not this run's.
+    for (std::size_t i = 0; i < held_out.size(); ++i) {
+        for (const auto* tokens : {&held_out[i].source, &held_out[i].target}) {
+            for (const std::string& token : *tokens) {
+                AG_CHECK(
+                    config.vocab.contains(token), IoError,
+                    "{}: example {}: token '{}' is not in config.json's vocab (the held-out examples of this "
+                    "run's data have every token in it)",
+                    shown_path(dir / "heldout.tsv"), i + 1, data::escape_control(excerpt(token, 40)));
+            }
+        }
+    }
     std::vector<std::string> symbols(config.vocab.tokens().begin() + Vocabulary::reserved_count,
                                      config.vocab.tokens().end());
     return data::make_saved_data_task(std::move(held_out), config.task.chars, std::move(symbols));
@@ -84,10 +98,18 @@ RunProgress read_progress(const nlohmann::json& json) {
     const auto number = [&](const char* key, auto& value) {
         if (!j.contains(key)) return;
         using T = std::decay_t<decltype(value)>;
-        const bool ok = std::is_integral_v<T> ? j[key].is_number_integer() : j[key].is_number();
-        AG_CHECK(ok, ValueError, "config.json: field 'progress.{}' must be {}, got {}", key,
-                 std::is_integral_v<T> ? "an integer" : "a number", j[key].dump());
-        value = j[key].get<T>();
+        if constexpr (std::is_integral_v<T>) {
+            AG_CHECK(j[key].is_number_integer(), ValueError,
+                     "config.json: field 'progress.{}' must be an integer, got {}", key, j[key].dump());
+            const std::optional<T> integer = detail::json_integer<T>(j[key]);
+            AG_CHECK(integer, ValueError, "config.json: field 'progress.{}' must be an integer in {}, got {}",
+                     key, detail::json_integer_range<T>(), j[key].dump());
+            value = *integer;
+        } else {
+            AG_CHECK(j[key].is_number(), ValueError,
+                     "config.json: field 'progress.{}' must be a number, got {}", key, j[key].dump());
+            value = j[key].get<T>();
+        }
     };
     number("steps_done", p.steps_done);
     number("seconds", p.seconds);

@@ -134,4 +134,18 @@ RunLock::~RunLock() {
     ::close(fd_);
 }
 
+std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& destination,
+                                      const char* command) {
+    const fs::path run = fs::weakly_canonical(run_dir), to = fs::weakly_canonical(destination);
+    if (std::mismatch(run.begin(), run.end(), to.begin(), to.end()).first != run.end()) return std::nullopt;
+    try {
+        return std::optional<RunLock>(std::in_place, run_dir);
+    } catch (const IoError& e) {
+        throw IoError(
+            fmt::format("{}; {} writes into a run only while no train writes it: pass --to a path "
+                        "outside {}",
+                        e.what(), command, shown_path(run_dir)));
+    }
+}
+
 }  // namespace attograd::cli

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 
 namespace attograd::cli {
 
@@ -37,5 +38,13 @@ private:
     std::filesystem::path path_;
     int fd_ = -1;
 };
+
+/// The run's lock, held while `command` (eval, inspect) writes `destination` inside the run
+/// directory `run_dir`; nullopt when `destination` is outside it. A train saving the run swaps
+/// the directory whole, so a file written into it meanwhile could land in the generation being
+/// replaced and be lost (exit 0, no file): the lock refuses that while a train holds it (IoError
+/// saying to write outside the run), and keeps a train from starting until the file is written.
+std::optional<RunLock> lock_if_inside(const std::filesystem::path& run_dir,
+                                      const std::filesystem::path& destination, const char* command);
 
 }  // namespace attograd::cli

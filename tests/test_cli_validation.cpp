@@ -1,0 +1,185 @@
+// Values the program must not take silently: integers in config.json beyond their type, state
+// that does not fit the run (optimizer lr, a REINFORCE baseline's update count, held-out tokens
+// outside the vocabulary), real-valued flags float32 cannot hold, bidirectional controls in
+// text, and eval --to.
+#include "cli_helpers.hpp"
+#include "core/ops.hpp"
+#include "core/serialization.hpp"
+
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <limits>
+
+namespace {
+
+using namespace cli_test;
+
+/// Rewrites the 0-d entry ending in `suffix` of `file` (int64 or float64) and records its checksum.
+void plant(const fs::path& file, const std::string& suffix, double value) {
+    auto state = attograd::load_safetensors(file);
+    bool found = false;
+    for (auto& [name, tensor] : state) {
+        if (!name.ends_with(suffix)) continue;
+        tensor = attograd::clone(tensor);
+        if (tensor.dtype() == attograd::DType::Int64)
+            tensor.data<std::int64_t>()[0] = static_cast<std::int64_t>(value);
+        if (tensor.dtype() == attograd::DType::Float64) tensor.data<double>()[0] = value;
+        found = true;
+    }
+    REQUIRE_MESSAGE(found, suffix);
+    attograd::save_safetensors(file, state);
+    record_checksum(file);
+}
+
+/// A small word-level TSV file: reverse three-token sequences of the words a-f.
+std::string reverse_tsv() {
+    const std::vector<std::string> words = {"a", "b", "c", "d", "e", "f"};
+    std::string text;
+    for (std::size_t i = 0; i < words.size(); ++i)
+        for (std::size_t j = 0; j < words.size(); ++j) {
+            const std::string& x = words[i];
+            const std::string& y = words[j];
+            const std::string& z = words[(i + j) % words.size()];
+            text += fmt::format("{} {} {}\t{} {} {}\n", x, y, z, z, y, x);
+        }
+    return text;
+}
+
+}  // namespace
+
+TEST_CASE("config.json integers beyond their type are refused, never wrapped") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "2", "--eval-every", "1"});
+    const json saved = read_config(tmp / "run");
+    const auto check = [&](const std::function<void(json&)>& edit, const std::vector<std::string>& names) {
+        json config = saved;
+        edit(config);
+        write_config(tmp / "run", config);  // resealed: the value check itself is reached
+        check_refused(run({"eval", "--run", tmp / "run"}), names);
+        check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}), names);
+    };
+    // 2^64 - 1 read as int64 was -1: global attention instead of a refusal.
+    check([](json& c) { c["model"]["window"] = std::numeric_limits<std::uint64_t>::max(); },
+          {"config.json: model.window must be an integer in [-9223372036854775808, 9223372036854775807]",
+           "got 18446744073709551615"});
+    check([](json& c) { c["model"]["embed_dim"] = std::uint64_t{1} << 63; },
+          {"config.json: model.embed_dim must be an integer in", "got 9223372036854775808"});
+    check([](json& c) { c["progress"]["steps_done"] = std::uint64_t{1} << 63; },
+          {"config.json: field 'progress.steps_done' must be an integer in", "got 9223372036854775808"});
+    check([](json& c) { c["format_version"] = std::numeric_limits<std::uint64_t>::max(); },
+          {"config.json: field 'format_version' is missing or not an integer"});
+    check([](json& c) { c["train"]["lr"] = 1e-50; },
+          {"config.json: train.lr must be finite, > 0 and representable in float32", "got 1e-50"});
+    write_config(tmp / "run", saved);
+    require_ok(run({"eval", "--run", tmp / "run"}));
+}
+
+TEST_CASE("--resume refuses an optimizer lr that differs from the run's when it has no schedule") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "2", "--schedule", "constant", "--warmup", "0"});
+    const fs::path file = fs::path(tmp / "run") / "optimizer.safetensors";
+    CHECK_FALSE(attograd::load_safetensors(file).contains("optimizer.initial_lr"));  // no schedule
+    plant(file, "optimizer.lr", 0.5);
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}),
+                  {"optimizer.safetensors", "'optimizer.lr' is 0.5, but the run's lr is 0.003",
+                   "config.json: train.lr"});
+    plant(file, "optimizer.lr", 3e-3);
+    require_ok(run({"train", "--resume", tmp / "run", "--steps", "3", "--quiet"}));
+}
+
+TEST_CASE("a negative REINFORCE baseline update count in model.safetensors is refused") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "copy", "--steps", "2", "--attention", "hard", "--estimator", "reinforce"});
+    const fs::path file = fs::path(tmp / "run") / "model.safetensors";
+    plant(file, "reward_baseline_updates", -5);
+    check_refused(run({"eval", "--run", tmp / "run"}),
+                  {"model.safetensors", "reward_baseline_updates' is -5"});
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}),
+                  {"reward_baseline_updates' is -5"});
+    plant(file, "reward_baseline_updates", 2);
+    require_ok(run({"eval", "--run", tmp / "run"}));
+}
+
+TEST_CASE("heldout.tsv holding a token outside the run's vocabulary is refused, not evaluated as <unk>") {
+    TempDir tmp;
+    write_text(tmp / "data.tsv", reverse_tsv());
+    train(tmp / "run", {"--data", tmp / "data.tsv", "--steps", "2"});
+    const fs::path heldout = fs::path(tmp / "run") / "heldout.tsv";
+    std::string text = read_text(heldout);
+    REQUIRE(text.size() > 2);
+    text.replace(0, 1, "zzz");
+    write_text(heldout, text);
+    record_checksum(heldout);
+    check_refused(run({"eval", "--run", tmp / "run"}),
+                  {"heldout.tsv: example 1: token 'zzz' is not in config.json's vocab"});
+}
+
+TEST_CASE("real-valued flags float32 cannot hold are refused, naming the flag and the value") {
+    TempDir tmp;
+    const std::string out = tmp / "run";
+    const auto refused = [&](std::vector<std::string> flags, const std::vector<std::string>& names) {
+        std::vector<std::string> args = {"train", "--task", "reverse", "--steps",
+                                         "1",     "--out",  out,       "--quiet"};
+        args.insert(args.end(), flags.begin(), flags.end());
+        check_refused(run(args), names);
+        CHECK_FALSE(fs::exists(fs::path(out) / "config.json"));
+    };
+    // 1e-50 is 0 in float32: the run would train nothing.
+    refused({"--lr", "1e-50"},
+            {"--lr must be finite, > 0 and representable in float32", "[1.2e-38, 3.4e+38]", "got 1e-50"});
+    refused({"--lr", "1e-39"}, {"--lr", "got 1e-39"});  // a float32 subnormal: no precision left
+    refused({"--optim", "sgd", "--momentum", "1e-50"},
+            {"--momentum must be representable in float32", "got 1e-50"});
+    refused({"--weight-decay", "1e-45"}, {"--weight-decay", "float32", "got 1e-45"});
+    refused({"--clip", "1e-40"}, {"--clip", "float32", "got 1e-40"});
+    train(out,
+          {"--task", "reverse", "--steps", "1", "--lr", "1.2e-38", "--clip", "0", "--weight-decay", "0"});
+    check_refused(run({"eval", "--run", out, "--length-penalty", "1e-50"}),
+                  {"--length-penalty must be 0 or a magnitude in [1.2e-38, 3.4e+38]", "got 1e-50"});
+    require_ok(run({"eval", "--run", out, "--length-penalty", "0"}));
+}
+
+TEST_CASE("bidirectional override and isolate characters never reach the terminal raw") {
+    TempDir tmp;
+    const std::string rlo = "\xe2\x80\xae", lri = "\xe2\x81\xa6";
+    write_text(tmp / "bidi.tsv", reverse_tsv() + "a" + rlo + "b c\tc b\n");
+    const Outcome data = run({"train", "--data", tmp / "bidi.tsv", "--steps", "1", "--out", tmp / "bad"});
+    check_refused(data, {"\\u202e"});
+    CHECK(data.err.find(rlo) == std::string::npos);
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    const Outcome input = run({"eval", "--run", tmp / "run", "--input", "a b" + lri + " c"});
+    CHECK(input.code == 2);
+    CHECK(input.err.find("\\u2066") != std::string::npos);
+    CHECK(input.err.find(lri) == std::string::npos);
+    CHECK(input.out.find(lri) == std::string::npos);
+}
+
+TEST_CASE("eval --to FILE writes the JSON results atomically to exactly that file") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "2"});
+    const Outcome printed = run({"eval", "--run", tmp / "run", "--json"});
+    require_ok(printed);
+    const fs::path file = fs::path(tmp / "out") / "new" / "eval.json";  // missing folders are created
+    const Outcome written = run({"eval", "--run", tmp / "run", "--to", file});
+    require_ok(written);
+    CHECK(json::parse(read_text(file)) == json::parse(printed.out));
+    CHECK(written.out.find("token accuracy") != std::string::npos);  // the summary is still printed
+    CHECK(written.out.find("wrote ") != std::string::npos);
+    CHECK(entries(fs::path(tmp / "out") / "new") == std::set<std::string>{"eval.json"});  // no temporary left
+    // With --json the JSON goes to the file only.
+    const Outcome quiet = run({"eval", "--run", tmp / "run", "--json", "--to", file});
+    require_ok(quiet);
+    CHECK(quiet.out.find('{') == std::string::npos);
+    // --to - prints it.
+    const Outcome dash = run({"eval", "--run", tmp / "run", "--to", "-"});
+    require_ok(dash);
+    CHECK(json::parse(dash.out) == json::parse(printed.out));
+    // A directory is refused before anything is evaluated, and left as it was.
+    check_refused(run({"eval", "--run", tmp / "run", "--to", tmp / "out"}),
+                  {"--to", "give a file name, not a directory"});
+    check_refused(run({"eval", "--run", tmp / "run", "--to", std::string(tmp / "out") + "/"}),
+                  {"give a file name, not a directory"});
+    CHECK(entries(tmp / "out") == std::set<std::string>{"new"});
+}
