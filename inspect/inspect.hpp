@@ -5,6 +5,7 @@
 #include "inspect/attention_map.hpp"
 #include "inspect/chart_svg.hpp"
 #include "inspect/export.hpp"
+#include "inspect/intervention.hpp"
 #include "inspect/knockout.hpp"
 #include "inspect/max_flow.hpp"
 #include "inspect/recorded_maps.hpp"
