@@ -130,8 +130,8 @@ void check_replacement(const Tensor& replacement, const Tensor& own, const Tenso
             total += x;
         }
         AG_CHECK(!any_allowed || std::abs(total - 1.0) <= tolerance, ValueError,
-                 "{}: replacement row [{}, {}] sums to {}, not 1 (tolerance {})", what, r / tq, r % tq, total,
-                 tolerance);
+                 "{}: replacement row [{}, {}] sums to {:.10g}, not 1 (tolerance {})", what, r / tq, r % tq,
+                 total, tolerance);
     }
 }
 
@@ -211,7 +211,14 @@ AttentionIntervention::AttentionIntervention(
             const std::string what = fmt::format("{}: layer '{}' head {}", op, name, head);
             slot.replace = [fn = replacement.fn(), what, tolerance = options.tolerance](
                                const Tensor& own, const Tensor& allowed) {
-                Tensor used = fn(own, allowed);
+                Tensor used;
+                try {
+                    used = fn(own, allowed);
+                } catch (const ShapeError& e) {  // name the layer and head
+                    throw ShapeError(fmt::format("{}: {}", what, e.what()));
+                } catch (const DTypeError& e) {
+                    throw DTypeError(fmt::format("{}: {}", what, e.what()));
+                }
                 check_replacement(used, own, allowed, tolerance, what);
                 return used;
             };
