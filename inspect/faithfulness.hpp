@@ -27,13 +27,13 @@ namespace attograd::inspect {
 /// other head keep their own weights) through AttentionIntervention.
 struct ExplainedModel {
     const nn::Module* model = nullptr;
-    std::function<Tensor(const Tensor& inputs)> probabilities;
+    std::function<Tensor(const Tensor& inputs)> probabilities{};
     std::int64_t query = 0;
 };
 
 /// One head of one attention layer.
 struct HeadId {
-    std::string layer;      ///< the layer's dotted name under the model ("" for the root)
+    std::string layer{};    ///< the layer's dotted name under the model ("" for the root)
     std::int64_t head = 0;  ///< in [0, num_heads)
 };
 

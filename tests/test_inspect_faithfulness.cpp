@@ -5,6 +5,7 @@
 
 #include "inspect/faithfulness.hpp"
 #include "inspect/faithfulness_stats.hpp"
+#include "inspect/faithfulness_table.hpp"
 
 #include <algorithm>
 #include <array>
@@ -244,4 +245,61 @@ TEST_CASE("faithfulness measures refuse bad arguments and models without attenti
         .model = &linear_model, .probabilities = [&](const Tensor& in) { return softmax(sum(in, {1}), -1); }};
     CHECK_THROWS_WITH_AS(observe_head(no_attention, x, {"", 0}),
                          doctest::Contains("the model (Linear) has no attention layer"), ValueError);
+}
+
+TEST_CASE("the data-set table: per-head means of the measures, knockout accuracy by hand, CSV and text") {
+    Tiny m{.q = {1.0, 0.0}, .W = {1, 0, 0, 1}};
+    Generator gen(21);
+    const Tensor inputs = randn({5, 3, 2}, gen, {.dtype = f64});
+    const std::vector<std::int64_t> labels{0, 1, 1, 0, 1}, alignment{0, 1, 2, 0, 1};
+    const FaithfulnessTable table =
+        faithfulness_table(m.explained(), {.inputs = inputs, .labels = labels, .alignment = alignment},
+                           {.permutations = 7, .adversarial_options = {.steps = 20}, .chunk = 2});
+    REQUIRE(table.heads.size() == 1);
+    const HeadFaithfulness& h = table.heads[0];
+    const HeadObservation seen = observe_head(m.explained(), inputs, {"", 0});
+    double right = 0, align = 0, entropy = 0;
+    for (std::size_t b = 0; b < 5; ++b) {
+        right += (seen.output[b][1] > seen.output[b][0]) == (labels[b] == 1);
+        align += seen.weights[b][static_cast<std::size_t>(alignment[b])] / 5;
+        for (const double w : seen.weights[b]) entropy -= w * std::log(w) / 5;
+    }
+    CHECK(*h.accuracy == doctest::Approx(right / 5));
+    CHECK(*h.knockout_accuracy ==
+          doctest::Approx(0.4));  // a silent head: p = (1/2, 1/2), argmax 0; 2 labels are 0
+    CHECK(*h.alignment == doctest::Approx(align).epsilon(1e-12));
+    CHECK(h.entropy == doctest::Approx(entropy).epsilon(1e-12));
+    const auto loo = leave_one_out(m.explained(), inputs, {"", 0});
+    double tau = 0;
+    for (const auto& t : attention_agreement(seen, loo)) tau += *t / 5;
+    CHECK(*h.tau_loo == doctest::Approx(tau).epsilon(1e-12));
+    CHECK(h.verdict == faithfulness_verdict(h, 0.01));
+    const std::string csv = to_csv(table);
+    CHECK(csv.rfind("layer,head,align,entropy,", 0) == 0);
+    CHECK(std::count(csv.begin(), csv.end(), '\n') == 2);
+    CHECK(to_text(table).find("(root) head 0: " + h.verdict) != std::string::npos);
+    CHECK_THROWS_WITH_AS(faithfulness_table(m.explained(), {.inputs = inputs, .labels = {0, 1}}),
+                         doctest::Contains("labels must be empty or one per example (5), got 2"), ValueError);
+    CHECK_THROWS_WITH_AS(faithfulness_table(m.explained(), {.inputs = inputs}, {.permutations = 0}),
+                         doctest::Contains("permutations must be >= 1, got 0"), ValueError);
+}
+
+TEST_CASE("faithfulness verdicts follow their documented thresholds in order") {
+    HeadFaithfulness h;
+    h.permutation_median = 0.002;
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "not an explanation: permuted weights change the output by TVD 0.002");
+    h.permutation_median = 0.2;
+    h.adversarial_jsd = 0.45;
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "not an explanation: weights at JSD 0.45 from its own give the same output (TVD <= 0.01)");
+    h.adversarial_jsd = 0.1;
+    h.accuracy = 0.9;
+    h.knockout_accuracy = 0.53;
+    h.tau_loo = 0.82;
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "decisive: knocking it out costs 37 points and its weights agree with leave-one-out, tau 0.82");
+    h.tau_loo = 0.3;
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "partial: knockout costs 37 points, tau with leave-one-out 0.30, permuted TVD 0.200");
 }
