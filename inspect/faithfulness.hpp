@@ -61,7 +61,8 @@ std::vector<std::vector<double>> output_with_rows(const ExplainedModel& m, const
 /// §4.1: the gradient flows through the values, every attention layer's weights detached):
 /// g_s = |sum_e x[s, e] d y / d x[s, e]|, y = the probability of the predicted class, x the
 /// inputs (input positions are the head's keys: Tk = T). Returns [B][T]. Throws ShapeError when
-/// the head's Tk differs from T, ValueError when the output does not depend on the inputs.
+/// the head's Tk differs from T, ValueError when the output does not depend on the inputs or the
+/// model has a local-attention layer (whose weights the intervention cannot hold fixed).
 std::vector<std::vector<double>> gradient_importance(const ExplainedModel& m, const Tensor& inputs,
                                                      const HeadId& head);
 

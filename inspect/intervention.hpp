@@ -47,7 +47,9 @@ public:
     /// Zero weights and a zero output (what HeadKnockout does).
     static Replacement silence();
 
+    /// The replacement as a function of the own weights and allowed keys (empty for silence()).
     const WeightFunction& fn() const { return fn_; }
+    /// True for silence().
     bool silences() const { return silence_; }
 
 private:
@@ -86,8 +88,8 @@ struct InterventionOptions {
 /// attention layer, when a name is not an attention layer under `root` (listing the layers and
 /// their head counts), when a replacement other than silence targets a local-attention layer,
 /// or when the tolerance is outside (0, 0.5); IndexError when a head is outside [0, num_heads);
-/// ShapeError when a fixed matrix is not [Tq, Tk] or [B, Tq, Tk], ValueError when it is not a
-/// distribution. At forward time: ShapeError when a replacement's shape differs from the head's
+/// ShapeError when a fixed matrix is not [Tq, Tk] or [B, Tq, Tk]. At forward time (every check
+/// names the layer and head): ShapeError when a replacement's shape differs from the head's
 /// weights (naming layer, head and shapes), DTypeError when its dtype does, ValueError when a
 /// weight is negative or not finite, lies on a masked key, or a row does not sum to 1.
 class AttentionIntervention {

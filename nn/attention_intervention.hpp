@@ -19,7 +19,6 @@ using WeightReplacement = std::function<Tensor(const Tensor& weights, const Tens
 struct HeadIntervention {
     bool silence = false;       ///< zero weights and a zero output (head masking, Michel et al. 2019)
     WeightReplacement replace;  ///< when set: the weights to attend with
-    bool active() const { return silence || static_cast<bool>(replace); }
 };
 
 /// Interventions per attention layer, installed for a scope by inspect::AttentionIntervention (and
