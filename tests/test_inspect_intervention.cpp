@@ -130,7 +130,10 @@ TEST_CASE("intervention: a permutation permutes each row's allowed weights and k
     const auto own = mha.forward(x, args).weights.to_vector<double>();
     Generator shuffle(3);
     AttentionIntervention permuted(mha, {{"", {{1, Replacement::permuted(shuffle)}}}});
+    AttentionRecorder recorder(mha);
     const auto used = mha.forward(x, args).weights.to_vector<double>();
+    REQUIRE(recorder.records().size() == 1);
+    CHECK(recorder.records()[0].weights.to_vector<double>() == used);  // the weights actually used
     bool any_moved = false;
     for (std::int64_t b = 0; b < 2; ++b)
         for (std::int64_t h = 0; h < 2; ++h)
@@ -309,4 +312,30 @@ TEST_CASE("head knockout through the intervention still silences local attention
     const Tensor x = randn({1, 4, 4}, gen, {.dtype = f64});
     HeadKnockout knockout(model, {{"local", {0, 1}}});
     CHECK(max_abs(model.local->forward(x).weights) == 0.0);
+}
+
+TEST_CASE(
+    "intervention: the score-module and key-value paths of MultiHeadAttention, with bias_k, recompute their "
+    "own output") {
+    Generator gen(9);
+    for (const Score score : {Score::Additive, Score::ScaledDot}) {
+        MultiHeadAttention mha({.embed_dim = 4,
+                                .num_heads = 2,
+                                .add_bias_kv = true,
+                                .kdim = 3,
+                                .vdim = 5,
+                                .score = score,
+                                .dtype = f64},
+                               gen);
+        const Tensor q = randn({2, 3, 4}, gen, {.dtype = f64}), k = randn({2, 6, 3}, gen, {.dtype = f64}),
+                     v = randn({2, 6, 5}, gen, {.dtype = f64});
+        const auto own = mha.forward(q, k, v, {.average_attn_weights = false});
+        AttentionIntervention same(
+            mha, {{"",
+                   {{0, Replacement::function([](const Tensor& w, const Tensor&) { return w; })},
+                    {1, Replacement::function([](const Tensor& w, const Tensor&) { return w; })}}}});
+        const auto out = mha.forward(q, k, v, {.average_attn_weights = false});
+        CHECK(max_abs(out.output - own.output) < 1e-13);
+        CHECK(max_abs(out.weights - own.weights) == 0.0);
+    }
 }
