@@ -130,7 +130,7 @@ std::vector<std::size_t> ranked(const std::vector<double>& score, const std::vec
 // JSD of two weight rows [B, Tk] as a differentiable [B] (0 log 0 = 0).
 Tensor jsd_rows(const Tensor& p, const Tensor& q) {
     const Tensor m = (p + q) * 0.5;
-    const double tiny = 1e-300;
+    const double tiny = p.dtype() == DType::Float32 ? 1e-30 : 1e-300;  // normal in the dtype: 0 log 0 = 0
     auto kl = [&](const Tensor& a) { return a * (log(a + tiny) - log(m + tiny)); };
     return sum(kl(p) + kl(q), {-1}) * 0.5;
 }

@@ -303,3 +303,33 @@ TEST_CASE("faithfulness verdicts follow their documented thresholds in order") {
     CHECK(faithfulness_verdict(h, 0.01) ==
           "partial: knockout costs 37 points, tau with leave-one-out 0.30, permuted TVD 0.200");
 }
+
+TEST_CASE(
+    "the measures run in float32 on a padded MultiHeadAttention: masked keys stay at 0, values finite") {
+    Generator gen(31);
+    MultiHeadAttention mha({.embed_dim = 4, .num_heads = 2}, gen);
+    const Tensor padding = bool_mask({3, 5}, [](std::int64_t b, std::int64_t k) { return k >= 5 - b; });
+    const ExplainedModel m{.model = &mha,
+                           .probabilities =
+                               [&](const Tensor& x) {
+                                   const Tensor mask = index_select(padding, 0, index_tensor({0, 1, 2}, {3}));
+                                   const std::int64_t copies = x.size(0) / 3;
+                                   std::vector<std::int64_t> rows;
+                                   for (std::int64_t b = 0; b < 3; ++b)
+                                       rows.insert(rows.end(), static_cast<std::size_t>(copies), b);
+                                   const Tensor kpm = index_select(mask, 0, index_tensor(rows, {x.size(0)}));
+                                   const Tensor h = mha.forward(x, {.key_padding_mask = kpm}).output;
+                                   return softmax(select(h, 1, 0), -1);
+                               },
+                           .query = 0};
+    const Tensor x = randn({3, 5, 4}, gen);
+    const auto adversarial = adversarial_attention(m, x, {"", 1}, {.steps = 10});
+    Generator g(1);
+    const auto permuted = permutation_test(m, x, {"", 1}, 5, g);
+    for (std::size_t b = 0; b < 3; ++b) {
+        for (std::size_t k = 5 - b; k < 5; ++k) CHECK(adversarial[b].weights[k] == 0.0);
+        CHECK(std::isfinite(adversarial[b].jsd));
+        CHECK(adversarial[b].tvd <= 0.01);
+        for (const double t : permuted[b].tvd) CHECK(std::isfinite(t));
+    }
+}
