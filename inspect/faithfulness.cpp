@@ -135,10 +135,8 @@ Tensor jsd_rows(const Tensor& p, const Tensor& q) {
     return sum(kl(p) + kl(q), {-1}) * 0.5;
 }
 
-}  // namespace
-
-HeadObservation observe_head(const ExplainedModel& m, const Tensor& inputs, const HeadId& head) {
-    check_model(m, inputs, "observe_head");
+HeadObservation observe(const ExplainedModel& m, const Tensor& inputs, const HeadId& head, const char* op) {
+    check_model(m, inputs, op);
     auto seen = std::make_shared<std::pair<Tensor, Tensor>>();
     Tensor y;
     {
@@ -150,13 +148,13 @@ HeadObservation observe_head(const ExplainedModel& m, const Tensor& inputs, cons
                     *seen = {own, allowed};
                     return own;
                 })}}}},
-            {}, "observe_head");
-        y = run_model(m, inputs, "observe_head");
+            {}, op);
+        y = run_model(m, inputs, op);
     }
-    AG_CHECK(seen->first.defined(), ValueError,
-             "observe_head: layer '{}' did not run in the model's forward pass", head.layer);
+    AG_CHECK(seen->first.defined(), ValueError, "{}: layer '{}' did not run in the model's forward pass", op,
+             head.layer);
     const Tensor& own = seen->first;
-    AG_CHECK(m.query < own.size(1), ValueError, "observe_head: query {} is outside layer '{}''s {} queries",
+    AG_CHECK(m.query < own.size(1), ValueError, "{}: query {} is outside layer '{}''s {} queries", op,
              m.query, head.layer, own.size(1));
     HeadObservation out;
     out.weights = rows_of(select(own, 1, m.query));
@@ -166,6 +164,12 @@ HeadObservation observe_head(const ExplainedModel& m, const Tensor& inputs, cons
     for (std::int64_t b = 0; b < allowed.size(0); ++b) out.allowed.emplace_back(a + b * tk, a + (b + 1) * tk);
     out.output = rows_of(y);
     return out;
+}
+
+}  // namespace
+
+HeadObservation observe_head(const ExplainedModel& m, const Tensor& inputs, const HeadId& head) {
+    return observe(m, inputs, head, "observe_head");
 }
 
 std::vector<std::vector<double>> output_with_rows(const ExplainedModel& m, const Tensor& inputs,
@@ -181,7 +185,7 @@ std::vector<std::vector<double>> output_with_rows(const ExplainedModel& m, const
 std::vector<std::vector<double>> gradient_importance(const ExplainedModel& m, const Tensor& inputs,
                                                      const HeadId& head) {
     check_model(m, inputs, "gradient_importance");
-    const HeadObservation seen = observe_head(m, inputs, head);
+    const HeadObservation seen = observe(m, inputs, head, "gradient_importance");
     AG_CHECK(static_cast<std::int64_t>(seen.weights.front().size()) == inputs.size(1), ShapeError,
              "gradient_importance: layer '{}' attends over {} keys but the inputs {} have {} positions",
              head.layer, seen.weights.front().size(), inputs.shape(), inputs.size(1));
@@ -211,7 +215,7 @@ std::vector<std::vector<double>> gradient_importance(const ExplainedModel& m, co
 
 std::vector<std::vector<double>> leave_one_out(const ExplainedModel& m, const Tensor& inputs,
                                                const HeadId& head) {
-    const HeadObservation seen = observe_head(m, inputs, head);
+    const HeadObservation seen = observe(m, inputs, head, "leave_one_out");
     const std::size_t tk = seen.weights.front().size();
     Rows rows;
     std::vector<std::vector<double>> out(seen.weights.size(), std::vector<double>(tk, kNaN));
@@ -252,7 +256,7 @@ std::vector<std::optional<double>> attention_agreement(const HeadObservation& ob
 std::vector<PermutationResult> permutation_test(const ExplainedModel& m, const Tensor& inputs,
                                                 const HeadId& head, std::int64_t n, Generator& generator) {
     AG_CHECK(n >= 1, ValueError, "permutation_test: n (the number of permutations) must be >= 1, got {}", n);
-    const HeadObservation seen = observe_head(m, inputs, head);
+    const HeadObservation seen = observe(m, inputs, head, "permutation_test");
     Rows rows;
     for (std::size_t b = 0; b < seen.weights.size(); ++b) {
         const std::vector<std::size_t> keys = allowed_keys_of(seen.allowed[b]);
@@ -287,7 +291,7 @@ std::vector<AdversarialResult> adversarial_attention(const ExplainedModel& m, co
     AG_CHECK(o.learning_rate > 0 && o.penalty > 0, ValueError,
              "adversarial_attention: learning_rate and penalty must be > 0, got {} and {}", o.learning_rate,
              o.penalty);
-    const HeadObservation seen = observe_head(m, inputs, head);
+    const HeadObservation seen = observe(m, inputs, head, "adversarial_attention");
     const std::size_t b_count = seen.weights.size(), tk = seen.weights.front().size();
     const DType dtype = inputs.dtype();
     const Tensor own = rows_tensor(seen.weights, dtype), y0 = rows_tensor(seen.output, dtype);
@@ -327,7 +331,7 @@ std::vector<AdversarialResult> adversarial_attention(const ExplainedModel& m, co
 
 std::vector<ErasureResult> erasure(const ExplainedModel& m, const Tensor& inputs, const HeadId& head,
                                    Generator& generator) {
-    const HeadObservation seen = observe_head(m, inputs, head);
+    const HeadObservation seen = observe(m, inputs, head, "erasure");
     const Rows gradient = gradient_importance(m, inputs, head);
     const std::size_t b_count = seen.weights.size(), tk = seen.weights.front().size();
     // per example, four rankings; per ranking, tk - 1 removals (top 1, top 2, ...), padded with the own row
