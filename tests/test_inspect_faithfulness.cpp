@@ -228,6 +228,8 @@ TEST_CASE("faithfulness measures refuse bad arguments and models without attenti
     for (const double epsilon : {0.0, 1.0, -0.1})
         CHECK_THROWS_WITH_AS(adversarial_attention(m.explained(), x, {"", 0}, {.epsilon = epsilon}),
                              doctest::Contains("epsilon must be in (0, 1)"), ValueError);
+    CHECK_THROWS_WITH_AS(permutation_test(m.explained(), x, {"", 3}, 5, gen),
+                         doctest::Contains("permutation_test: layer '' has 1 head, no head 3"), IndexError);
     CHECK_THROWS_WITH_AS(observe_head(m.explained(), x, {"", 1}),
                          doctest::Contains("layer '' has 1 head, no head 1"), IndexError);
     CHECK_THROWS_WITH_AS(
