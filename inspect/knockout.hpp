@@ -1,7 +1,7 @@
 // Head knockout as a scoped guard: silence named heads of named layers without changing model code.
 #pragma once
 
-#include "nn/head_silencing.hpp"
+#include "inspect/intervention.hpp"
 #include "nn/module.hpp"
 
 #include <cstdint>
@@ -11,14 +11,6 @@
 
 namespace attograd::inspect {
 
-/// The attention layers of a module tree: dotted name and head count, in named_modules() order.
-struct AttentionLayer {
-    std::string name;        ///< e.g. "layers.0.self_attn" ("" for the root itself)
-    std::int64_t num_heads;  ///< 1 for nn::Attention, num_heads for nn::MultiHeadAttention
-};
-/// Every nn::Attention and nn::MultiHeadAttention under `root` (root included).
-std::vector<AttentionLayer> attention_layers(const nn::Module& root);
-
 /// RAII: while alive, every forward on this thread of the named attention layers under `root`
 /// runs with the named heads silenced: their weights are 0 and they add 0 to the output
 /// (head masking as in Michel et al. 2019, "Are Sixteen Heads Really Better than One?"; the
@@ -27,20 +19,19 @@ std::vector<AttentionLayer> attention_layers(const nn::Module& root);
 ///     inspect::HeadKnockout knockout(model, {{"layers.0.self_attn", {1, 3}}});
 ///     auto accuracy_without = evaluate(model);   // heads 1 and 3 of layer 0 silenced
 ///
-/// Guards nest; an inner guard silences its heads and the outer one's. An AttentionRecorder
-/// alive at the same time records the silenced heads as zero weights.
+/// An AttentionIntervention whose replacements are all Replacement::silence(); it works on every
+/// path, local attention included. Guards nest (with each other and with AttentionIntervention);
+/// an inner guard silences its heads and the outer one's. An AttentionRecorder alive at the same
+/// time records the silenced heads as zero weights.
 /// Throws ValueError when `heads` is empty or names a head twice, when `root` has no attention layer, or when
 /// a name is not an attention layer under `root` (the message lists the layers and their head counts);
 /// IndexError when a head is outside [0, num_heads).
 class HeadKnockout {
 public:
     HeadKnockout(const nn::Module& root, const std::map<std::string, std::vector<std::int64_t>>& heads);
-    ~HeadKnockout();
-    HeadKnockout(const HeadKnockout&) = delete;
-    HeadKnockout& operator=(const HeadKnockout&) = delete;
 
 private:
-    nn::HeadSilencing silencing_;
+    AttentionIntervention intervention_;
 };
 
 }  // namespace attograd::inspect

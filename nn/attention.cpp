@@ -8,8 +8,8 @@
 #include "core/ops_shape.hpp"
 #include "core/ops_softmax.hpp"
 #include "core/ops_sparsemax.hpp"
+#include "nn/attention_intervention.hpp"
 #include "nn/attention_recorder.hpp"
-#include "nn/head_silencing.hpp"
 #include "nn/linear.hpp"
 #include "nn/parameter_size.hpp"
 #include "nn/unbatched.hpp"
@@ -167,12 +167,16 @@ AttentionOutput Attention::forward(const Tensor& query, const Tensor& key, const
     AG_CHECK(query.dtype() == key.dtype() && key.dtype() == value.dtype(), DTypeError,
              "{}: dtypes differ: query {}, key {}, value {}", kOp, query.dtype(), key.dtype(), value.dtype());
     check_attention_masks(masks, query.size(0), 1, query.size(1), key.size(1), query.dtype(), kOp);
+    AG_CHECK(o.local == LocalMode::None || !replaces_weights(head_interventions(this)), ValueError,
+             "{}: weights cannot be replaced in local attention (its weights live on a band)", kOp);
     const Tensor q = q_proj_ ? q_proj_->forward(query) : query;
     const Tensor k = k_proj_ ? k_proj_->forward(key) : key;
     const Tensor v = v_proj_ ? v_proj_->forward(value) : value;
     AttentionOutput out = o.local == LocalMode::None ? forward_global(q, k, v, masks, need_weights)
                                                      : forward_local(q, k, v, masks, need_weights);
-    if (const auto* silenced = silenced_heads(this)) silence_heads(*silenced, out.output, out.weights);
+    // Replacement weights are applied inside forward_global, which has the values and the mask.
+    if (const auto* heads = head_interventions(this); heads != nullptr && !replaces_weights(heads))
+        silence_heads(*heads, out.output, out.weights);
     if (out.weights.defined()) record_attention(this, out.weights);
     if (!need_weights) out.weights = Tensor();
     return out;
@@ -202,13 +206,22 @@ AttentionOutput Attention::forward_global(const Tensor& q, const Tensor& k, cons
                                           const AttentionMasks& masks, bool need_weights) const {
     const std::int64_t batch = q.size(0), tq = q.size(1), tk = k.size(1);
     Tensor scores = score_->forward(q, k);  // [B, Tq, Tk]
+    Tensor mask;                            // [B or 1, 1, Tq, Tk] additive mask (-inf where not allowed)
     if (!masks.empty()) {
-        // [B or 1, 1, Tq, Tk] additive mask (-inf where not allowed)
-        const Tensor mask = combine_attention_masks(masks, batch, 1, tq, tk, scores.dtype(), kOp);
+        mask = combine_attention_masks(masks, batch, 1, tq, tk, scores.dtype(), kOp);
         scores = scores + reshape(mask, {mask.size(0), tq, tk});
     }
     Normalised n = normalise(scores);
     AttentionOutput out;
+    if (const auto* heads = head_interventions(this); replaces_weights(heads)) {
+        // The weights used (the head's own, replaced or 0) times the values, as one head.
+        Tensor weights = reshape(n.weights, {batch, 1, tq, tk});
+        replace_head_weights(*heads, reshape(v, {batch, 1, tk, v.size(2)}),
+                             allowed_keys(mask, batch, 1, tq, tk), out.output, weights);
+        out.weights = reshape(weights, {batch, tq, tk});
+        out.log_prob = n.log_prob;
+        return out;
+    }
     out.output = matmul(attention_dropout(n.weights), v);  // [B, Tq, Tk] x [B, Tk, Dv] -> [B, Tq, Dv]
     out.weights = n.weights;
     out.log_prob = n.log_prob;

@@ -5,8 +5,8 @@
 #include "core/ops.hpp"
 #include "core/ops_linear.hpp"
 #include "core/ops_positional.hpp"
+#include "nn/attention_intervention.hpp"
 #include "nn/attention_recorder.hpp"
-#include "nn/head_silencing.hpp"
 #include "nn/linear.hpp"
 #include "nn/parameter_size.hpp"
 #include "nn/unbatched.hpp"
@@ -208,6 +208,11 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
     const std::int64_t extra = (o.add_bias_kv ? 1 : 0) + (o.add_zero_attn ? 1 : 0);
     const bool self = query.impl() == key.impl() && key.impl() == value.impl();
     Tensor heads, weights;  // [B, Tq, E] (heads side by side) and [B, h, Tq, Tk']
+    const auto* interventions = head_interventions(this);
+    // Replaced weights need the materialised weights and the values: the unfused path, this layer only.
+    const bool replacing = replaces_weights(interventions);
+    AG_CHECK(!replacing || o.local == LocalMode::None, ValueError,
+             "{}: weights cannot be replaced in local attention (its weights live on a band)", kOp);
     if (o.local != LocalMode::None) {
         check_attention_masks(masks, batch, o.num_heads, tq, tk, o.dtype, kOp);
         std::tie(heads, weights) =
@@ -224,8 +229,8 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
                                .dropout_p = o.dropout,
                                .training = is_training(),
                                .generator = generator_,
-                               .need_weights = args.need_weights || attention_recording()};
-        if (!score_ && self && packed_projection() && extra == 0) {
+                               .need_weights = args.need_weights || attention_recording() || replacing};
+        if (!score_ && self && packed_projection() && extra == 0 && !replacing) {
             // q, k, v from one GEMM; the kernel reads them in place and returns one gradient
             auto r = scaled_dot_product_attention_packed(
                 rotate(linear(query, in_proj_weight_, in_proj_bias_)), o.num_heads, sdpa);
@@ -252,9 +257,15 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
                 heads = r.output;
                 weights = r.weights;
             }
+            if (replacing) {
+                const std::int64_t tkv = v.size(1), h = o.num_heads;
+                const Tensor values = permute(reshape(v, {batch, tkv, h, head_dim()}), {0, 2, 1, 3});
+                replace_head_weights(*interventions, values, allowed_keys(mask, batch, h, tq, tkv), heads,
+                                     weights);
+            }
         }
     }
-    if (const auto* silenced = silenced_heads(this)) silence_heads(*silenced, heads, weights);
+    if (interventions != nullptr && !replacing) silence_heads(*interventions, heads, weights);
     if (weights.defined()) record_attention(this, weights);
     MultiHeadAttentionOutput out{.output = out_proj_->forward(heads), .weights = {}};
     if (args.need_weights) out.weights = args.average_attn_weights ? mean(weights, {1}) : weights;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "nn/attention.hpp"
+#include "nn/attention_intervention.hpp"
 #include "nn/attention_mask.hpp"
 #include "nn/attention_recorder.hpp"
 #include "nn/attention_scores.hpp"
@@ -11,7 +12,6 @@
 #include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/hard_attention.hpp"
-#include "nn/head_silencing.hpp"
 #include "nn/layer_norm.hpp"
 #include "nn/linear.hpp"
 #include "nn/local_window.hpp"

@@ -1,0 +1,279 @@
+// A data-set summary of every head's faithfulness, as one table with a verdict per head.
+#include "inspect/faithfulness_table.hpp"
+
+#include "core/autograd.hpp"
+#include "core/error.hpp"
+#include "core/ops.hpp"
+#include "inspect/faithfulness_stats.hpp"
+#include "inspect/intervention.hpp"
+#include "inspect/knockout.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace attograd::inspect {
+
+namespace {
+
+constexpr const char* kOp = "faithfulness_table";
+
+// Sum and count of defined values, for means over examples.
+struct Mean {
+    double total = 0;
+    std::int64_t count = 0;
+    void add(std::optional<double> v) {
+        if (v && !std::isnan(*v)) {
+            total += *v;
+            ++count;
+        }
+    }
+    std::optional<double> value() const {
+        return count > 0 ? std::optional<double>(total / static_cast<double>(count)) : std::nullopt;
+    }
+};
+
+// Runs f, adding its seconds to `slot`.
+template <class F>
+auto timed(double& slot, F&& f) {
+    const auto start = std::chrono::steady_clock::now();
+    auto result = f();
+    slot += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return result;
+}
+
+std::string cell(const std::optional<double>& v, int precision = 3) {
+    return v ? fmt::format("{:.{}f}", *v, precision) : std::string("-");
+}
+
+void check_data(const FaithfulnessData& data, const FaithfulnessOptions& o) {
+    AG_CHECK(data.inputs.defined() && data.inputs.dim() == 3 && data.inputs.size(0) >= 1, ShapeError,
+             "{}: inputs must be [N, T, E] with N >= 1, got {}", kOp,
+             data.inputs.defined() ? fmt::format("{}", data.inputs.shape()) : std::string("undefined"));
+    const auto n = static_cast<std::size_t>(data.inputs.size(0));
+    AG_CHECK(data.labels.empty() || data.labels.size() == n, ValueError,
+             "{}: labels must be empty or one per example ({}), got {}", kOp, n, data.labels.size());
+    AG_CHECK(data.alignment.empty() || data.alignment.size() == n, ValueError,
+             "{}: alignment must be empty or one per example ({}), got {}", kOp, n, data.alignment.size());
+    AG_CHECK(o.permutations >= 1, ValueError, "{}: permutations must be >= 1, got {}", kOp, o.permutations);
+    AG_CHECK(o.chunk >= 1, ValueError, "{}: chunk must be >= 1, got {}", kOp, o.chunk);
+}
+
+}  // namespace
+
+std::string faithfulness_verdict(const HeadFaithfulness& h, double epsilon) {
+    const std::optional<double> cost = h.accuracy && h.knockout_accuracy
+                                           ? std::optional<double>(100 * (*h.accuracy - *h.knockout_accuracy))
+                                           : std::nullopt;
+    if (h.permutation_median < 0.01)
+        return fmt::format("not an explanation: permuted weights change the output by TVD {:.3f}",
+                           h.permutation_median);
+    if (h.adversarial_jsd && *h.adversarial_jsd >= 0.3)
+        return fmt::format(
+            "not an explanation: weights at JSD {:.2f} from its own give the same output (TVD <= {})",
+            *h.adversarial_jsd, epsilon);
+    if (cost && *cost >= 5 && h.tau_loo && *h.tau_loo >= 0.5)
+        return fmt::format(
+            "decisive: knocking it out costs {:.0f} points and its weights agree with leave-one-out, "
+            "tau {:.2f}",
+            *cost, *h.tau_loo);
+    return fmt::format("partial: knockout costs {} points, tau with leave-one-out {}, permuted TVD {:.3f}",
+                       cost ? fmt::format("{:.0f}", *cost) : std::string("-"), cell(h.tau_loo, 2),
+                       h.permutation_median);
+}
+
+FaithfulnessTable faithfulness_table(const ExplainedModel& m, const FaithfulnessData& data,
+                                     const FaithfulnessOptions& o) {
+    check_data(data, o);
+    AG_CHECK(m.model != nullptr, ValueError, "{}: the ExplainedModel has no model", kOp);
+    std::vector<HeadId> heads = o.heads;
+    if (heads.empty())
+        for (const auto& layer : attention_layers(*m.model))
+            for (std::int64_t h = 0; h < layer.num_heads; ++h) heads.push_back({layer.name, h});
+    AG_CHECK(!heads.empty(), ValueError, "{}: the model ({}) has no attention layer", kOp,
+             m.model->type_name());
+    FaithfulnessTable table;
+    table.epsilon = o.adversarial_options.epsilon;
+    auto& sec = table.seconds;
+    for (const char* part :
+         {"observe", "gradient", "leave-one-out", "permutation", "adversarial", "erasure", "knockout"})
+        sec[part] = 0;
+    const std::int64_t n = data.inputs.size(0);
+    Generator generator(o.seed);
+    // the model's accuracy, once
+    std::optional<double> accuracy;
+    std::int64_t classes = 0;
+    auto correct = [&](const Tensor& x, std::int64_t start) {
+        NoGradGuard no_grad;
+        const Tensor y = m.probabilities(x);
+        classes = y.size(-1);
+        const auto p = to_dtype(y, DType::Float64).to_vector<double>();
+        std::int64_t right = 0;
+        for (std::int64_t b = 0; b < x.size(0); ++b) {
+            const std::int64_t label = data.labels[static_cast<std::size_t>(start + b)];
+            const auto first = p.begin() + b * classes;
+            right += std::max_element(first, first + classes) - first == label;
+        }
+        return right;
+    };
+    auto accuracy_over_data = [&] {
+        std::int64_t right = 0;
+        for (std::int64_t s = 0; s < n; s += o.chunk)
+            right += correct(narrow(data.inputs, 0, s, std::min(o.chunk, n - s)), s);
+        return static_cast<double>(right) / static_cast<double>(n);
+    };
+    if (!data.labels.empty()) {
+        accuracy = accuracy_over_data();
+        for (const std::int64_t label : data.labels)
+            AG_CHECK(label >= 0 && label < classes, ValueError, "{}: label {} is outside the {} classes", kOp,
+                     label, classes);
+    }
+    for (const HeadId& head : heads) {
+        HeadFaithfulness row;
+        row.head = head;
+        Mean alignment, entropy, max_weight, tau_g, tau_l, iqr, adversarial, flip_top, flip_random, f_att,
+            f_grad, f_prod, f_rand;
+        std::vector<double> medians;
+        for (std::int64_t s = 0; s < n; s += o.chunk) {
+            const Tensor x = narrow(data.inputs, 0, s, std::min(o.chunk, n - s));
+            const HeadObservation seen = timed(sec["observe"], [&] { return observe_head(m, x, head); });
+            const auto grad = timed(sec["gradient"], [&] { return gradient_importance(m, x, head); });
+            const auto loo = timed(sec["leave-one-out"], [&] { return leave_one_out(m, x, head); });
+            const auto perm = timed(sec["permutation"],
+                                    [&] { return permutation_test(m, x, head, o.permutations, generator); });
+            const auto erased = timed(sec["erasure"], [&] { return erasure(m, x, head, generator); });
+            std::vector<AdversarialResult> adv;
+            if (o.adversarial)
+                adv = timed(sec["adversarial"],
+                            [&] { return adversarial_attention(m, x, head, o.adversarial_options); });
+            const auto tg = attention_agreement(seen, grad), tl = attention_agreement(seen, loo);
+            for (std::size_t b = 0; b < seen.weights.size(); ++b) {
+                const auto& w = seen.weights[b];
+                if (!data.alignment.empty()) {
+                    const std::int64_t key = data.alignment[static_cast<std::size_t>(s) + b];
+                    AG_CHECK(key >= 0 && key < static_cast<std::int64_t>(w.size()), ValueError,
+                             "{}: alignment {} of example {} is outside the {} keys", kOp, key,
+                             s + static_cast<std::int64_t>(b), w.size());
+                    alignment.add(w[static_cast<std::size_t>(key)]);
+                }
+                double h = 0;
+                for (const double v : w) h -= v > 0 ? v * std::log(v) : 0.0;
+                entropy.add(h);
+                max_weight.add(perm[b].max_weight);
+                tau_g.add(tg[b]);
+                tau_l.add(tl[b]);
+                medians.push_back(perm[b].median);
+                iqr.add(perm[b].iqr);
+                if (!adv.empty()) adversarial.add(adv[b].jsd);
+                flip_top.add(erased[b].flip_top ? 1.0 : 0.0);
+                flip_random.add(erased[b].flip_random ? 1.0 : 0.0);
+                f_att.add(erased[b].fraction_attention);
+                f_grad.add(erased[b].fraction_gradient);
+                f_prod.add(erased[b].fraction_product);
+                f_rand.add(erased[b].fraction_random);
+            }
+        }
+        row.alignment = alignment.value();
+        row.entropy = *entropy.value();
+        row.max_weight = *max_weight.value();
+        row.tau_gradient = tau_g.value();
+        row.tau_loo = tau_l.value();
+        row.permutation_median = quantile(medians, 0.5);
+        row.permutation_iqr = *iqr.value();
+        row.adversarial_jsd = adversarial.value();
+        row.flip_top = *flip_top.value();
+        row.flip_random = *flip_random.value();
+        row.fraction_attention = f_att.value();
+        row.fraction_gradient = f_grad.value();
+        row.fraction_product = f_prod.value();
+        row.fraction_random = f_rand.value();
+        if (accuracy) {
+            row.accuracy = accuracy;
+            row.knockout_accuracy = timed(sec["knockout"], [&] {
+                HeadKnockout knockout(*m.model, {{head.layer, {head.head}}});
+                return accuracy_over_data();
+            });
+        }
+        row.verdict = faithfulness_verdict(row, table.epsilon);
+        table.heads.push_back(std::move(row));
+    }
+    return table;
+}
+
+namespace {
+
+std::vector<std::string> columns() {
+    return {"layer",    "head",      "align",    "entropy",   "max_w",     "acc",
+            "acc_ko",   "tau_grad",  "tau_loo",  "perm_tvd",  "perm_iqr",  "adv_jsd",
+            "flip_top", "flip_rand", "frac_att", "frac_grad", "frac_prod", "frac_rand"};
+}
+
+std::vector<std::string> cells(const HeadFaithfulness& h) {
+    return {h.head.layer.empty() ? std::string("(root)") : h.head.layer,
+            std::to_string(h.head.head),
+            cell(h.alignment),
+            cell(h.entropy),
+            cell(h.max_weight),
+            cell(h.accuracy),
+            cell(h.knockout_accuracy),
+            cell(h.tau_gradient),
+            cell(h.tau_loo),
+            cell(h.permutation_median, 4),
+            cell(h.permutation_iqr, 4),
+            cell(h.adversarial_jsd),
+            cell(h.flip_top),
+            cell(h.flip_random),
+            cell(h.fraction_attention),
+            cell(h.fraction_gradient),
+            cell(h.fraction_product),
+            cell(h.fraction_random)};
+}
+
+}  // namespace
+
+std::string to_text(const FaithfulnessTable& table) {
+    std::vector<std::vector<std::string>> rows{columns()};
+    for (const auto& h : table.heads) rows.push_back(cells(h));
+    std::vector<std::size_t> width(rows.front().size(), 0);
+    for (const auto& r : rows)
+        for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
+    std::string out;
+    for (const auto& r : rows) {
+        for (std::size_t c = 0; c < r.size(); ++c)
+            out += fmt::format("{}{:>{}}", c == 0 ? "" : "  ", r[c], width[c]);
+        out += '\n';
+    }
+    out += '\n';
+    for (const auto& h : table.heads)
+        out += fmt::format("{} head {}: {}\n", h.head.layer.empty() ? "(root)" : h.head.layer, h.head.head,
+                           h.verdict);
+    out += "\nseconds:";
+    for (const auto& [part, s] : table.seconds) out += fmt::format(" {} {:.3f};", part, s);
+    out += '\n';
+    return out;
+}
+
+std::string to_csv(const FaithfulnessTable& table) {
+    auto quoted = [](const std::string& s) {
+        std::string q = "\"";
+        for (const char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+        return q + "\"";
+    };
+    std::string out;
+    for (const auto& c : columns()) out += c + ",";
+    out += "verdict\n";
+    for (const auto& h : table.heads) {
+        auto r = cells(h);
+        r[0] = quoted(h.head.layer);
+        for (auto& c : r) {
+            if (c == "-") c.clear();
+            out += c + ",";
+        }
+        out += quoted(h.verdict) + "\n";
+    }
+    return out;
+}
+
+}  // namespace attograd::inspect

@@ -1,0 +1,80 @@
+// A data-set summary of every head's faithfulness, as one table with a verdict per head.
+#pragma once
+
+#include "inspect/faithfulness.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace attograd::inspect {
+
+/// The examples to summarise over.
+struct FaithfulnessData {
+    Tensor inputs{};                        ///< [N, T, E], as ExplainedModel::probabilities takes them
+    std::vector<std::int64_t> labels{};     ///< [N] correct classes, or empty (no accuracies)
+    std::vector<std::int64_t> alignment{};  ///< [N] the key each head should attend to, or empty
+};
+
+/// Options of faithfulness_table.
+struct FaithfulnessOptions {
+    std::vector<HeadId> heads{};      ///< the heads to summarise; empty = every head of every layer
+    std::int64_t permutations = 100;  ///< N of permutation_test (>= 1)
+    bool adversarial = true;          ///< run adversarial_attention (its cost dominates)
+    AdversarialOptions adversarial_options{};
+    std::int64_t chunk = 64;  ///< examples per batch (>= 1); memory grows with chunk * max(N, 4 Tk)
+    std::uint64_t seed = 0;   ///< of the permutations and the random erasure
+};
+
+/// One head's summary over the data set (means over examples unless noted; nullopt when the data
+/// does not allow it).
+struct HeadFaithfulness {
+    HeadId head;
+    std::optional<double> alignment;          ///< mean weight on the aligned key (needs alignment)
+    double entropy = 0;                       ///< mean entropy of the weights, -sum w ln w (nats)
+    double max_weight = 0;                    ///< mean of the largest weight
+    std::optional<double> accuracy;           ///< the model's accuracy (needs labels)
+    std::optional<double> knockout_accuracy;  ///< with this head silenced (HeadKnockout)
+    std::optional<double> tau_gradient;       ///< mean Kendall tau-b, attention vs gradient_importance
+    std::optional<double> tau_loo;            ///< mean Kendall tau-b, attention vs leave_one_out
+    double permutation_median = 0;            ///< median over examples of the per-example median TVD
+    double permutation_iqr = 0;               ///< mean per-example IQR of the TVD
+    std::optional<double> adversarial_jsd;    ///< mean epsilon-max JSD (when run)
+    double flip_top = 0, flip_random = 0;     ///< fraction of examples whose decision flips (erasure)
+    /// mean fraction of keys removed before the decision flips, over the examples where it flips
+    std::optional<double> fraction_attention, fraction_gradient, fraction_product, fraction_random;
+    std::string verdict;  ///< see faithfulness_verdict
+};
+
+/// The summary of every head, and the seconds each measure took (keys "observe", "gradient",
+/// "leave-one-out", "permutation", "adversarial", "erasure", "knockout").
+struct FaithfulnessTable {
+    std::vector<HeadFaithfulness> heads;
+    std::map<std::string, double> seconds;
+    double epsilon = 0.01;  ///< the adversarial TVD bound used
+};
+
+/// Summarises every chosen head over the data (Jain & Wallace 2019 §4; Serrano & Smith 2019 §4;
+/// Wiegreffe & Pinter 2019 §3 for the knockout / uniform baselines). Throws ValueError when a
+/// head does not exist (as AttentionIntervention), permutations or chunk < 1, labels or alignment
+/// are neither empty nor N long, a label or alignment is out of range; the measures' errors.
+FaithfulnessTable faithfulness_table(const ExplainedModel& m, const FaithfulnessData& data,
+                                     const FaithfulnessOptions& options = {});
+
+/// A one-line verdict with documented thresholds, the first that applies:
+/// - "not an explanation: permuted weights change the output by TVD x" when the median permuted
+///   TVD < 0.01 (Jain & Wallace 2019 §4.2 call such outputs insensitive to the weights);
+/// - "not an explanation: weights at JSD x from its own give the same output (TVD <= eps)" when
+///   the adversarial JSD >= 0.3 (of at most ln 2 = 0.69);
+/// - "decisive: knocking it out costs x points and its weights agree with leave-one-out, tau y"
+///   when knockout costs >= 5 accuracy points and tau_loo >= 0.5;
+/// - otherwise "partial: ..." listing the knockout cost, tau_loo and the permuted TVD.
+std::string faithfulness_verdict(const HeadFaithfulness& head, double epsilon);
+
+/// The table as aligned plain text, one line per head, then the verdicts and the seconds.
+std::string to_text(const FaithfulnessTable& table);
+/// The table as CSV (header row; empty cells where nullopt; verdict quoted).
+std::string to_csv(const FaithfulnessTable& table);
+
+}  // namespace attograd::inspect

@@ -1,0 +1,235 @@
+// Attention intervention as a scoped guard: named heads attend with weights given from outside.
+#include "inspect/intervention.hpp"
+
+#include "core/error.hpp"
+#include "core/ops.hpp"
+#include "nn/attention.hpp"
+#include "nn/multihead_attention.hpp"
+
+#include <fmt/format.h>
+#include <cmath>
+#include <memory>
+#include <numeric>
+
+namespace attograd::inspect {
+
+namespace {
+
+std::string listing(const std::vector<AttentionLayer>& layers) {
+    std::string out;
+    for (const auto& layer : layers)
+        out += fmt::format("{}'{}' ({} head{})", out.empty() ? "" : ", ", layer.name, layer.num_heads,
+                           layer.num_heads == 1 ? "" : "s");
+    return out;
+}
+
+bool is_local(const nn::Module& layer) {
+    if (const auto* a = dynamic_cast<const nn::Attention*>(&layer))
+        return a->options().local != nn::LocalMode::None;
+    if (const auto* m = dynamic_cast<const nn::MultiHeadAttention*>(&layer))
+        return m->options().local != nn::LocalMode::None;
+    return false;
+}
+
+// The values of `x` as float64, row-major.
+std::vector<double> values_of(const Tensor& x) {
+    const Tensor d = to_dtype(x.detach(), DType::Float64);
+    const double* p = d.data<double>();
+    return {p, p + d.numel()};
+}
+
+// A fixed matrix [Tq, Tk] or [B, Tq, Tk] broadcast to the head's weights (same graph).
+Tensor broadcast_fixed(const Tensor& fixed, const Tensor& own, std::string_view what) {
+    const Shape& s = own.shape();
+    const bool fits = fixed.dim() == 2 ? fixed.size(0) == s[1] && fixed.size(1) == s[2] : fixed.shape() == s;
+    AG_CHECK(fits, ShapeError, "{}: fixed weights must be [Tq, Tk] = [{}, {}] or [B, Tq, Tk] = {}, got {}",
+             what, s[1], s[2], s, fixed.shape());
+    AG_CHECK(fixed.dtype() == own.dtype(), DTypeError, "{}: fixed weights are {}, the layer computes in {}",
+             what, fixed.dtype(), own.dtype());
+    return fixed.dim() == 2 ? fixed + zeros_like(own) : fixed;
+}
+
+// Each row's allowed weights permuted among the allowed keys: own [B, Tq, Tk] times one
+// permutation matrix per row, so the gradient reaches the own weights.
+Tensor permute_rows(const Tensor& own, const Tensor& allowed, Generator& generator) {
+    const std::int64_t b = own.size(0), tq = own.size(1), tk = own.size(2);
+    const bool* ok = allowed.data<bool>();
+    std::vector<double> p(static_cast<std::size_t>(b * tq * tk * tk), 0.0);
+    std::vector<std::int64_t> keys, shuffled;
+    for (std::int64_t r = 0; r < b * tq; ++r) {
+        keys.clear();
+        for (std::int64_t j = 0; j < tk; ++j)
+            if (ok[r * tk + j]) keys.push_back(j);
+        shuffled = keys;
+        for (std::size_t i = shuffled.size(); i > 1; --i)  // Fisher-Yates
+            std::swap(shuffled[i - 1],
+                      shuffled[static_cast<std::size_t>(generator.randint(0, static_cast<std::int64_t>(i)))]);
+        // weight of key keys[i] moves to key shuffled[i]: P[keys[i], shuffled[i]] = 1
+        for (std::size_t i = 0; i < keys.size(); ++i)
+            p[static_cast<std::size_t>((r * tk + keys[i]) * tk + shuffled[i])] = 1.0;
+    }
+    const Tensor perm = tensor(p, {b, tq, tk, tk}, {.dtype = own.dtype()});
+    return reshape(matmul(reshape(own, {b, tq, 1, tk}), perm), {b, tq, tk});
+}
+
+Tensor uniform_rows(const Tensor& own, const Tensor& allowed) {
+    const Tensor a = to_dtype(allowed, own.dtype());
+    const Tensor count = sum(a, {-1}, true);
+    return a / where(gt(count, 0.0), count, 1.0);
+}
+
+}  // namespace
+
+std::int64_t attention_head_count(const nn::Module* module) {
+    if (dynamic_cast<const nn::Attention*>(module) != nullptr) return 1;
+    if (const auto* mha = dynamic_cast<const nn::MultiHeadAttention*>(module))
+        return mha->options().num_heads;
+    return 0;
+}
+
+std::vector<AttentionLayer> attention_layers(const nn::Module& root) {
+    std::vector<AttentionLayer> out;
+    for (const auto& [name, module] : root.named_modules())
+        if (const std::int64_t h = attention_head_count(module); h > 0) out.push_back({name, h});
+    return out;
+}
+
+const nn::Module& find_attention_layer(const nn::Module& root, const std::string& name, std::string_view op) {
+    const auto layers = attention_layers(root);
+    AG_CHECK(!layers.empty(), ValueError, "{}: the model ({}) has no attention layer", op, root.type_name());
+    for (const auto& [n, m] : root.named_modules())
+        if (n == name && attention_head_count(m) > 0) return *m;
+    throw ValueError(fmt::format("{}: '{}' is not an attention layer of the model; its layers: {}", op, name,
+                                 listing(layers)));
+}
+
+void check_replacement(const Tensor& replacement, const Tensor& own, const Tensor& allowed, double tolerance,
+                       std::string_view what) {
+    AG_CHECK(replacement.defined(), ValueError, "{}: the replacement weights are undefined", what);
+    AG_CHECK(replacement.shape() == own.shape(), ShapeError,
+             "{}: replacement weights must be [B, Tq, Tk] = {}, got {}", what, own.shape(),
+             replacement.shape());
+    AG_CHECK(replacement.dtype() == own.dtype(), DTypeError,
+             "{}: replacement weights are {}, the layer computes in {}", what, replacement.dtype(),
+             own.dtype());
+    const std::vector<double> w = values_of(replacement);
+    const bool* ok = allowed.data<bool>();
+    const std::int64_t tq = own.size(1), tk = own.size(2), rows = own.size(0) * tq;
+    for (std::int64_t r = 0; r < rows; ++r) {
+        double total = 0.0;
+        bool any_allowed = false;
+        for (std::int64_t j = 0; j < tk; ++j) {
+            const double x = w[static_cast<std::size_t>(r * tk + j)];
+            AG_CHECK(std::isfinite(x) && x >= 0, ValueError,
+                     "{}: replacement weight [{}, {}, {}] is {}; weights must be finite and >= 0", what,
+                     r / tq, r % tq, j, x);
+            AG_CHECK(x == 0 || ok[r * tk + j], ValueError,
+                     "{}: replacement weight [{}, {}, {}] is {} on a masked key; masked keys must get 0",
+                     what, r / tq, r % tq, j, x);
+            any_allowed = any_allowed || ok[r * tk + j];
+            total += x;
+        }
+        AG_CHECK(!any_allowed || std::abs(total - 1.0) <= tolerance, ValueError,
+                 "{}: replacement row [{}, {}] sums to {:.10g}, not 1 (tolerance {})", what, r / tq, r % tq,
+                 total, tolerance);
+    }
+}
+
+Replacement Replacement::fixed(Tensor weights) {
+    AG_CHECK(weights.defined() && (weights.dim() == 2 || weights.dim() == 3), ShapeError,
+             "Replacement::fixed: weights must be [Tq, Tk] or [B, Tq, Tk], got {}",
+             weights.defined() ? fmt::format("{}", weights.shape()) : std::string("undefined"));
+    AG_CHECK(is_floating(weights.dtype()), DTypeError,
+             "Replacement::fixed: weights must be float32 or float64, got {}", weights.dtype());
+    Replacement r;
+    r.fn_ = [weights](const Tensor& own, const Tensor&) {
+        return broadcast_fixed(weights, own, "Replacement::fixed");
+    };
+    return r;
+}
+
+Replacement Replacement::uniform() {
+    Replacement r;
+    r.fn_ = uniform_rows;
+    return r;
+}
+
+Replacement Replacement::permuted(Generator& generator) {
+    Replacement r;
+    r.fn_ = [g = &generator](const Tensor& own, const Tensor& allowed) {
+        return permute_rows(own, allowed, *g);
+    };
+    return r;
+}
+
+Replacement Replacement::function(WeightFunction f) {
+    AG_CHECK(static_cast<bool>(f), ValueError, "Replacement::function: the function is empty");
+    Replacement r;
+    r.fn_ = std::move(f);
+    return r;
+}
+
+Replacement Replacement::silence() {
+    Replacement r;
+    r.silence_ = true;
+    return r;
+}
+
+AttentionIntervention::AttentionIntervention(
+    const nn::Module& root, const std::map<std::string, std::map<std::int64_t, Replacement>>& heads,
+    InterventionOptions options)
+    : AttentionIntervention(root, heads, options, "AttentionIntervention") {}
+
+AttentionIntervention::AttentionIntervention(
+    const nn::Module& root, const std::map<std::string, std::map<std::int64_t, Replacement>>& heads,
+    InterventionOptions options, std::string_view op) {
+    AG_CHECK(!heads.empty(), ValueError, "{}: names no layer and head to {}", op,
+             op == "HeadKnockout" ? "silence" : "intervene on");
+    AG_CHECK(options.tolerance > 0 && options.tolerance < 0.5, ValueError,
+             "{}: tolerance must be in (0, 0.5), got {}", op, options.tolerance);
+    if (nn::detail::active_attention_interventions() != nullptr)
+        installed_.layers = nn::detail::active_attention_interventions()->layers;
+    for (const auto& [name, chosen] : heads) {
+        const nn::Module& layer = find_attention_layer(root, name, op);
+        const std::int64_t h = attention_head_count(&layer);
+        AG_CHECK(!chosen.empty(), ValueError, "{}: layer '{}' names no head", op, name);
+        auto& per_head = installed_.layers[&layer];
+        per_head.resize(static_cast<std::size_t>(h));
+        for (const auto& [head, replacement] : chosen) {
+            AG_CHECK(head >= 0 && head < h, IndexError, "{}: layer '{}' has {} head{}, no head {}", op, name,
+                     h, h == 1 ? "" : "s", head);
+            AG_CHECK(replacement.silences() || !is_local(layer), ValueError,
+                     "{}: layer '{}' is local attention, whose weights live on a band of 2D + 1 keys; only "
+                     "silencing is supported there",
+                     op, name);
+            nn::HeadIntervention& slot = per_head[static_cast<std::size_t>(head)];
+            slot = {};
+            if (replacement.silences()) {
+                slot.silence = true;
+                continue;
+            }
+            const std::string what = fmt::format("{}: layer '{}' head {}", op, name, head);
+            slot.replace = [fn = replacement.fn(), what, tolerance = options.tolerance](
+                               const Tensor& own, const Tensor& allowed) {
+                Tensor used;
+                try {
+                    used = fn(own, allowed);
+                } catch (const ShapeError& e) {  // name the layer and head
+                    throw ShapeError(fmt::format("{}: {}", what, e.what()));
+                } catch (const DTypeError& e) {
+                    throw DTypeError(fmt::format("{}: {}", what, e.what()));
+                }
+                check_replacement(used, own, allowed, tolerance, what);
+                return used;
+            };
+        }
+    }
+    installed_.previous = nn::detail::active_attention_interventions();
+    nn::detail::active_attention_interventions() = &installed_;
+}
+
+AttentionIntervention::~AttentionIntervention() {
+    nn::detail::active_attention_interventions() = installed_.previous;
+}
+
+}  // namespace attograd::inspect

@@ -1,0 +1,337 @@
+// Faithfulness measures against hand computations in float64: TVD, JSD, Kendall tau-b, leave-one-
+// out and gradient importance, permutations (all 6 of 3 keys), adversarial weights (a grid over
+// the 3-key simplex), erasure on a model whose answer is known; and their refusals.
+#include "helpers.hpp"
+
+#include "inspect/faithfulness.hpp"
+#include "inspect/faithfulness_stats.hpp"
+#include "inspect/faithfulness_table.hpp"
+
+#include <algorithm>
+#include <array>
+#include <set>
+
+using namespace testing;
+using namespace attograd::nn;
+using namespace attograd::inspect;
+
+namespace {
+
+constexpr auto f64 = DType::Float64;
+using Row = std::vector<double>;
+
+// probabilities = softmax(W c), c = sum_s w_s x_s, w = softmax(q . x_s): one query, 3 keys of width 2.
+struct Tiny {
+    Attention attention{AttentionOptions{.query_dim = 2, .score = Score::Dot, .dtype = f64}};
+    std::array<double, 2> q;
+    std::array<double, 4> W;  // row-major [2, 2]
+
+    Tensor probabilities(const Tensor& x) const {
+        const std::int64_t b = x.size(0);
+        const Tensor query = zeros({b, 1, 2}, {.dtype = f64}) + tensor({q[0], q[1]}, {2}, {.dtype = f64});
+        const Tensor c = reshape(attention.forward(query, x).output, {b, 2});
+        return softmax(linear(c, tensor({W[0], W[1], W[2], W[3]}, {2, 2}, {.dtype = f64})), -1);
+    }
+    ExplainedModel explained() const {
+        return {.model = &attention,
+                .probabilities = [this](const Tensor& x) { return probabilities(x); },
+                .query = 0};
+    }
+    // The same model by hand, for one example x [3][2] and weights w.
+    Row output(const std::vector<std::array<double, 2>>& x, const Row& w) const {
+        double c0 = 0, c1 = 0;
+        for (std::size_t s = 0; s < x.size(); ++s) {
+            c0 += w[s] * x[s][0];
+            c1 += w[s] * x[s][1];
+        }
+        const double l0 = W[0] * c0 + W[1] * c1, l1 = W[2] * c0 + W[3] * c1, m = std::max(l0, l1);
+        const double e0 = std::exp(l0 - m), e1 = std::exp(l1 - m);
+        return {e0 / (e0 + e1), e1 / (e0 + e1)};
+    }
+    Row weights(const std::vector<std::array<double, 2>>& x) const {
+        Row s;
+        for (const auto& k : x) s.push_back(q[0] * k[0] + q[1] * k[1]);
+        const double m = *std::max_element(s.begin(), s.end());
+        double total = 0;
+        for (double& v : s) total += (v = std::exp(v - m));
+        for (double& v : s) v /= total;
+        return s;
+    }
+};
+
+Tensor inputs_of(const std::vector<std::array<double, 2>>& x) {
+    std::vector<double> flat;
+    for (const auto& k : x) flat.insert(flat.end(), k.begin(), k.end());
+    return tensor(flat, {1, static_cast<std::int64_t>(x.size()), 2}, {.dtype = f64});
+}
+
+// Row with key s removed and the rest renormalised.
+Row without(const Row& w, std::size_t s) {
+    Row out = w;
+    out[s] = 0;
+    const double total = 1 - w[s];
+    for (double& v : out) v /= total;
+    return out;
+}
+
+// tau-b in its covariance form, sum sgn sgn / sqrt(sum sgn^2 sum sgn^2) over ordered pairs.
+double tau_by_covariance(const Row& a, const Row& b) {
+    double cross = 0, aa = 0, bb = 0;
+    for (std::size_t i = 0; i < a.size(); ++i)
+        for (std::size_t j = 0; j < a.size(); ++j) {
+            const double sa = (a[i] > a[j]) - (a[i] < a[j]), sb = (b[i] > b[j]) - (b[i] < b[j]);
+            cross += sa * sb;
+            aa += sa * sa;
+            bb += sb * sb;
+        }
+    return cross / std::sqrt(aa * bb);
+}
+
+}  // namespace
+
+TEST_CASE("faithfulness statistics: TVD, JSD and quantiles by hand, Kendall tau-b with ties") {
+    CHECK(total_variation({0.5, 0.5}, {1, 0}) == 0.5);
+    CHECK(total_variation({0.2, 0.3, 0.5}, {0.2, 0.3, 0.5}) == 0.0);
+    // m = (0.75, 0.25): KL(p || m) = 0.5 ln(2/3) + 0.5 ln 2, KL(q || m) = ln(4/3)
+    const double jsd = 0.5 * (0.5 * std::log(2.0 / 3) + 0.5 * std::log(2.0)) + 0.5 * std::log(4.0 / 3);
+    CHECK(jensen_shannon({0.5, 0.5}, {1, 0}) == doctest::Approx(jsd).epsilon(1e-15));
+    CHECK(jensen_shannon({1, 0}, {0, 1}) == doctest::Approx(std::log(2.0)).epsilon(1e-15));
+    CHECK(*kendall_tau_b({1, 2, 2, 3}, {1, 2, 3, 3}) ==
+          doctest::Approx(0.8).epsilon(1e-15));  // 4 / sqrt(5 * 5)
+    CHECK(*kendall_tau_b({1, 2, 3}, {3, 2, 1}) == -1.0);
+    CHECK(!kendall_tau_b({1, 1, 1}, {1, 2, 3}).has_value());
+    CHECK(!kendall_tau_b({1}, {2}).has_value());
+    Generator gen(1);
+    for (int trial = 0; trial < 20; ++trial) {
+        Row a, b;
+        for (int i = 0; i < 9; ++i) {
+            a.push_back(static_cast<double>(gen.randint(0, 4)));
+            b.push_back(static_cast<double>(gen.randint(0, 4)));
+        }
+        const auto tau = kendall_tau_b(a, b);
+        REQUIRE(tau.has_value());
+        CHECK(*tau == doctest::Approx(tau_by_covariance(a, b)).epsilon(1e-14));
+    }
+    CHECK(quantile({4, 1, 3, 2}, 0.5) == 2.5);
+    CHECK(quantile({4, 1, 3, 2}, 0.25) == 1.75);
+    CHECK_THROWS_WITH_AS(total_variation({1}, {0.5, 0.5}), doctest::Contains("different lengths, 1 and 2"),
+                         ShapeError);
+    CHECK_THROWS_WITH_AS(quantile({}, 0.5), doctest::Contains("quantile: no values"), ValueError);
+}
+
+TEST_CASE("observation, leave-one-out and gradient importance match the hand computation") {
+    Tiny m{.q = {1.0, -0.5}, .W = {2, -1, 0.5, 1}};
+    const std::vector<std::array<double, 2>> x{{1.0, 0.0}, {0.5, 2.0}, {-1.0, 1.0}};
+    const Tensor inputs = inputs_of(x);
+    const Row w = m.weights(x), y = m.output(x, w);
+    const HeadObservation seen = observe_head(m.explained(), inputs, {"", 0});
+    for (std::size_t s = 0; s < 3; ++s) CHECK(seen.weights[0][s] == doctest::Approx(w[s]).epsilon(1e-14));
+    CHECK(seen.allowed[0] == std::vector<bool>{true, true, true});
+    const auto loo = leave_one_out(m.explained(), inputs, {"", 0});
+    const auto grad = gradient_importance(m.explained(), inputs, {"", 0});
+    // dy/dc for y = p_k: W^T (p_k (e_k - p)); dy/dx_s through the values = w_s dy/dc
+    const std::size_t k = y[0] > y[1] ? 0 : 1;
+    const double d0 = y[k] * ((k == 0) - y[0]), d1 = y[k] * ((k == 1) - y[1]);
+    const double dc0 = m.W[0] * d0 + m.W[2] * d1, dc1 = m.W[1] * d0 + m.W[3] * d1;
+    Row expected_grad, expected_loo;
+    for (std::size_t s = 0; s < 3; ++s) {
+        CHECK(loo[0][s] == doctest::Approx(total_variation(y, m.output(x, without(w, s)))).epsilon(1e-12));
+        expected_grad.push_back(std::abs(w[s] * (x[s][0] * dc0 + x[s][1] * dc1)));
+        expected_loo.push_back(loo[0][s]);
+        CHECK(grad[0][s] == doctest::Approx(expected_grad[s]).epsilon(1e-12));
+    }
+    const auto tau = attention_agreement(seen, grad);
+    CHECK(*tau[0] == doctest::Approx(*kendall_tau_b(w, expected_grad)).epsilon(1e-15));
+}
+
+TEST_CASE("permutation test: on 3 keys every TVD is one of the 6 permutations', all of them drawn") {
+    Tiny m{.q = {1.0, 0.5}, .W = {3, 0, 0, 3}};
+    const std::vector<std::array<double, 2>> x{{1.0, 0.0}, {0.0, 1.0}, {0.3, -0.4}};
+    const Row w = m.weights(x), y = m.output(x, w);
+    std::vector<double> by_hand;
+    std::array<std::size_t, 3> p{0, 1, 2};
+    do {
+        by_hand.push_back(total_variation(y, m.output(x, {w[p[0]], w[p[1]], w[p[2]]})));
+    } while (std::next_permutation(p.begin(), p.end()));
+    Generator gen(11);
+    const auto result = permutation_test(m.explained(), inputs_of(x), {"", 0}, 600, gen);
+    REQUIRE(result.size() == 1);
+    std::set<std::size_t> seen;
+    for (const double tvd : result[0].tvd) {
+        const auto near =
+            std::find_if(by_hand.begin(), by_hand.end(), [&](double v) { return std::abs(v - tvd) < 1e-12; });
+        REQUIRE(near != by_hand.end());
+        seen.insert(static_cast<std::size_t>(near - by_hand.begin()));
+    }
+    CHECK(seen.size() == 6);
+    CHECK(result[0].median == quantile(result[0].tvd, 0.5));
+    CHECK(result[0].iqr == quantile(result[0].tvd, 0.75) - quantile(result[0].tvd, 0.25));
+    CHECK(result[0].max_weight == doctest::Approx(*std::max_element(w.begin(), w.end())).epsilon(1e-14));
+}
+
+TEST_CASE("adversarial attention reaches the epsilon-max JSD of an exhaustive grid on the 3-key simplex") {
+    // keys 0 and 1 carry the same value: weight moves freely between them without changing the output
+    Tiny m{.q = {1.0, 0.2}, .W = {2, 0, 0, 2}};
+    const std::vector<std::array<double, 2>> x{{1.0, 0.0}, {1.0, 0.0}, {0.0, 1.0}};
+    const Row w = m.weights(x), y = m.output(x, w);
+    const double epsilon = 0.01;
+    double grid_best = 0;
+    const int n = 400;
+    for (int i = 0; i <= n; ++i)
+        for (int j = 0; i + j <= n; ++j) {
+            const Row a{static_cast<double>(i) / n, static_cast<double>(j) / n,
+                        static_cast<double>(n - i - j) / n};
+            if (total_variation(y, m.output(x, a)) <= epsilon)
+                grid_best = std::max(grid_best, jensen_shannon(a, w));
+        }
+    const auto result = adversarial_attention(m.explained(), inputs_of(x), {"", 0}, {.epsilon = epsilon});
+    REQUIRE(result.size() == 1);
+    const AdversarialResult& r = result[0];
+    CHECK(r.tvd <= epsilon);
+    CHECK(total_variation(y, m.output(x, r.weights)) == doctest::Approx(r.tvd).epsilon(1e-10));
+    CHECK(r.jsd == doctest::Approx(jensen_shannon(r.weights, w)).epsilon(1e-10));
+    CHECK(grid_best > 0.1);
+    CHECK(r.jsd <= grid_best + 0.01);  // the grid's spacing bounds how far the true maximum lies above it
+    CHECK(r.jsd >= grid_best - 0.02);
+}
+
+TEST_CASE("erasure: removing the dominant key flips the decision, a weak one does not") {
+    // key 0 votes class 0 strongly and gets most weight; keys 1 and 2 vote class 1
+    Tiny m{.q = {1.0, 0.0}, .W = {1, 0, 0, 1}};
+    const std::vector<std::array<double, 2>> x{{3.0, 0.0}, {0.0, 1.0}, {0.0, 1.2}};
+    const Row w = m.weights(x), y = m.output(x, w);
+    REQUIRE(y[0] > y[1]);
+    Generator gen(3);
+    const auto result = erasure(m.explained(), inputs_of(x), {"", 0}, gen);
+    REQUIRE(result.size() == 1);
+    const ErasureResult& e = result[0];
+    CHECK(e.flip_top);
+    CHECK(e.jsd_top == doctest::Approx(jensen_shannon(y, m.output(x, without(w, 0)))).epsilon(1e-12));
+    const std::set<double> random_jsd{jensen_shannon(y, m.output(x, without(w, 0))),
+                                      jensen_shannon(y, m.output(x, without(w, 1))),
+                                      jensen_shannon(y, m.output(x, without(w, 2)))};
+    CHECK(std::any_of(random_jsd.begin(), random_jsd.end(),
+                      [&](double v) { return std::abs(v - e.jsd_random) < 1e-12; }));
+    CHECK(e.fraction_attention == doctest::Approx(1.0 / 3));
+    CHECK(e.fraction_gradient == doctest::Approx(1.0 / 3));
+    CHECK(e.fraction_product == doctest::Approx(1.0 / 3));
+    REQUIRE(e.fraction_random.has_value());  // removing keys 1 and 2 leaves key 0: class 0; key 0 flips
+    CHECK(e.flip_random == (*e.fraction_random == 1.0 / 3));
+}
+
+TEST_CASE("faithfulness measures refuse bad arguments and models without attention") {
+    Tiny m{.q = {1.0, 0.0}, .W = {1, 0, 0, 1}};
+    const Tensor x = inputs_of({{1, 0}, {0, 1}});
+    Generator gen(1);
+    CHECK_THROWS_WITH_AS(permutation_test(m.explained(), x, {"", 0}, 0, gen),
+                         doctest::Contains("n (the number of permutations) must be >= 1, got 0"), ValueError);
+    for (const double epsilon : {0.0, 1.0, -0.1})
+        CHECK_THROWS_WITH_AS(adversarial_attention(m.explained(), x, {"", 0}, {.epsilon = epsilon}),
+                             doctest::Contains("epsilon must be in (0, 1)"), ValueError);
+    CHECK_THROWS_WITH_AS(permutation_test(m.explained(), x, {"", 3}, 5, gen),
+                         doctest::Contains("permutation_test: layer '' has 1 head, no head 3"), IndexError);
+    CHECK_THROWS_WITH_AS(observe_head(m.explained(), x, {"", 1}),
+                         doctest::Contains("layer '' has 1 head, no head 1"), IndexError);
+    CHECK_THROWS_WITH_AS(
+        observe_head(m.explained(), x, {"decoder", 0}),
+        doctest::Contains("'decoder' is not an attention layer of the model; its layers: '' (1 head)"),
+        ValueError);
+    ExplainedModel wrong_query = m.explained();
+    wrong_query.query = 1;
+    CHECK_THROWS_WITH_AS(observe_head(wrong_query, x, {"", 0}),
+                         doctest::Contains("query 1 is outside layer '''s 1 queries"), ValueError);
+    CHECK_THROWS_WITH_AS(observe_head(m.explained(), reshape(x, {2, 2}), {"", 0}),
+                         doctest::Contains("inputs must be [B, T, E] with B >= 1, got [2, 2]"), ShapeError);
+    const Linear linear_model({.in_features = 2, .out_features = 2, .dtype = f64});
+    const ExplainedModel no_attention{
+        .model = &linear_model, .probabilities = [&](const Tensor& in) { return softmax(sum(in, {1}), -1); }};
+    CHECK_THROWS_WITH_AS(observe_head(no_attention, x, {"", 0}),
+                         doctest::Contains("the model (Linear) has no attention layer"), ValueError);
+}
+
+TEST_CASE("the data-set table: per-head means of the measures, knockout accuracy by hand, CSV and text") {
+    Tiny m{.q = {1.0, 0.0}, .W = {1, 0, 0, 1}};
+    Generator gen(21);
+    const Tensor inputs = randn({5, 3, 2}, gen, {.dtype = f64});
+    const std::vector<std::int64_t> labels{0, 1, 1, 0, 1}, alignment{0, 1, 2, 0, 1};
+    const FaithfulnessTable table =
+        faithfulness_table(m.explained(), {.inputs = inputs, .labels = labels, .alignment = alignment},
+                           {.permutations = 7, .adversarial_options = {.steps = 20}, .chunk = 2});
+    REQUIRE(table.heads.size() == 1);
+    const HeadFaithfulness& h = table.heads[0];
+    const HeadObservation seen = observe_head(m.explained(), inputs, {"", 0});
+    double right = 0, align = 0, entropy = 0;
+    for (std::size_t b = 0; b < 5; ++b) {
+        right += (seen.output[b][1] > seen.output[b][0]) == (labels[b] == 1);
+        align += seen.weights[b][static_cast<std::size_t>(alignment[b])] / 5;
+        for (const double w : seen.weights[b]) entropy -= w * std::log(w) / 5;
+    }
+    CHECK(*h.accuracy == doctest::Approx(right / 5));
+    CHECK(*h.knockout_accuracy ==
+          doctest::Approx(0.4));  // a silent head: p = (1/2, 1/2), argmax 0; 2 labels are 0
+    CHECK(*h.alignment == doctest::Approx(align).epsilon(1e-12));
+    CHECK(h.entropy == doctest::Approx(entropy).epsilon(1e-12));
+    const auto loo = leave_one_out(m.explained(), inputs, {"", 0});
+    double tau = 0;
+    for (const auto& t : attention_agreement(seen, loo)) tau += *t / 5;
+    CHECK(*h.tau_loo == doctest::Approx(tau).epsilon(1e-12));
+    CHECK(h.verdict == faithfulness_verdict(h, 0.01));
+    const std::string csv = to_csv(table);
+    CHECK(csv.rfind("layer,head,align,entropy,", 0) == 0);
+    CHECK(std::count(csv.begin(), csv.end(), '\n') == 2);
+    CHECK(to_text(table).find("(root) head 0: " + h.verdict) != std::string::npos);
+    CHECK_THROWS_WITH_AS(faithfulness_table(m.explained(), {.inputs = inputs, .labels = {0, 1}}),
+                         doctest::Contains("labels must be empty or one per example (5), got 2"), ValueError);
+    CHECK_THROWS_WITH_AS(faithfulness_table(m.explained(), {.inputs = inputs}, {.permutations = 0}),
+                         doctest::Contains("permutations must be >= 1, got 0"), ValueError);
+}
+
+TEST_CASE("faithfulness verdicts follow their documented thresholds in order") {
+    HeadFaithfulness h;
+    h.permutation_median = 0.002;
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "not an explanation: permuted weights change the output by TVD 0.002");
+    h.permutation_median = 0.2;
+    h.adversarial_jsd = 0.45;
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "not an explanation: weights at JSD 0.45 from its own give the same output (TVD <= 0.01)");
+    h.adversarial_jsd = 0.1;
+    h.accuracy = 0.9;
+    h.knockout_accuracy = 0.53;
+    h.tau_loo = 0.82;
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "decisive: knocking it out costs 37 points and its weights agree with leave-one-out, tau 0.82");
+    h.tau_loo = 0.3;
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "partial: knockout costs 37 points, tau with leave-one-out 0.30, permuted TVD 0.200");
+}
+
+TEST_CASE(
+    "the measures run in float32 on a padded MultiHeadAttention: masked keys stay at 0, values finite") {
+    Generator gen(31);
+    MultiHeadAttention mha({.embed_dim = 4, .num_heads = 2}, gen);
+    const Tensor padding = bool_mask({3, 5}, [](std::int64_t b, std::int64_t k) { return k >= 5 - b; });
+    const ExplainedModel m{.model = &mha,
+                           .probabilities =
+                               [&](const Tensor& x) {
+                                   const Tensor mask = index_select(padding, 0, index_tensor({0, 1, 2}, {3}));
+                                   const std::int64_t copies = x.size(0) / 3;
+                                   std::vector<std::int64_t> rows;
+                                   for (std::int64_t b = 0; b < 3; ++b)
+                                       rows.insert(rows.end(), static_cast<std::size_t>(copies), b);
+                                   const Tensor kpm = index_select(mask, 0, index_tensor(rows, {x.size(0)}));
+                                   const Tensor h = mha.forward(x, {.key_padding_mask = kpm}).output;
+                                   return softmax(select(h, 1, 0), -1);
+                               },
+                           .query = 0};
+    const Tensor x = randn({3, 5, 4}, gen);
+    const auto adversarial = adversarial_attention(m, x, {"", 1}, {.steps = 10});
+    Generator g(1);
+    const auto permuted = permutation_test(m, x, {"", 1}, 5, g);
+    for (std::size_t b = 0; b < 3; ++b) {
+        for (std::size_t k = 5 - b; k < 5; ++k) CHECK(adversarial[b].weights[k] == 0.0);
+        CHECK(std::isfinite(adversarial[b].jsd));
+        CHECK(adversarial[b].tvd <= 0.01);
+        for (const double t : permuted[b].tvd) CHECK(std::isfinite(t));
+    }
+}
