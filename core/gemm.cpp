@@ -110,6 +110,36 @@ void initialise_libxsmm() {
     (void)initialised;
 }
 
+// LIBXSMM 1.17's kernels for a block of C with few rows (2 to 11) and at most two vectors of
+// columns split each dot product over several accumulators and add them at the end, so a row's
+// bits depend on how many rows share the call; with one row, or 12 and more, each sum is one
+// chain of fused multiply-adds in k order (as measured with AVX2 kernels over k = 3 .. 300). Such
+// blocks run one row per call, so a row of C has the same bits whatever the rows around it
+// (incremental decoding's one-row steps then equal the whole-prefix products).
+template <class T>
+bool splits_dot_products(std::int64_t rows, std::int64_t cols) {
+    static const std::int64_t vector_bytes = libxsmm_get_target_archid() >= LIBXSMM_X86_AVX512 ? 64 : 32;
+    return rows >= 2 && rows <= 11 && cols * static_cast<std::int64_t>(sizeof(T)) <= 2 * vector_bytes;
+}
+
+// C block [rows, cols] (+)= op(A) B on LIBXSMM, B [depth, cols] plain with rows ldb apart, op(A)
+// [rows, depth] (A transposed when trans_a); one row per call where the kernel would split its
+// sums (splits_dot_products). False when LIBXSMM has no kernel (nothing written).
+template <class T>
+bool xsmm_block(std::int64_t rows, std::int64_t cols, std::int64_t depth, const T* a, std::int64_t lda,
+                bool trans_a, const T* b, std::int64_t ldb, T* c, std::int64_t ldc, bool add) {
+    if (!splits_dot_products<T>(rows, cols)) {
+        const auto kernel = xsmm_kernel<T>(cols, rows, depth, ldb, lda, ldc, trans_a, add);
+        if (kernel == nullptr) return false;
+        kernel(b, a, c);
+        return true;
+    }
+    const auto kernel = xsmm_kernel<T>(cols, 1, depth, ldb, lda, ldc, trans_a, add);
+    if (kernel == nullptr) return false;
+    for (std::int64_t r = 0; r < rows; ++r) kernel(b, trans_a ? a + r : a + r * lda, c + r * ldc);
+    return true;
+}
+
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: LIBXSMM's "A" is our B
 // (read as [n, k] column-major with its rows ldb apart) and its "B" is our A, transposed by a
 // flag when trans_a. Returns false when LIBXSMM has no kernel for a block (nothing written).
@@ -139,14 +169,11 @@ bool xsmm_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::
                 const T* ab = trans_a ? a + l * lda + i : a + i * lda + l;
                 const T* bb = b + l * ldb + j;
                 T* cb = c + i * ldc + j;
-                const auto kernel = xsmm_kernel<T>(cols, rows, depth, ldb, lda, ldc, trans_a, add);
-                if (kernel == nullptr) {
+                if (!xsmm_block(rows, cols, depth, ab, lda, trans_a, bb, ldb, cb, ldc, add)) {
                     if (i == 0 && j == 0 && l == 0) return false;
                     // a later edge block only: Eigen for it (its sums add in the same k order)
                     eigen_gemm(rows, cols, depth, ab, lda, trans_a, bb, ldb, false, cb, ldc, add);
-                    continue;
                 }
-                kernel(bb, ab, cb);
             }
         }
     }
@@ -224,10 +251,7 @@ void gemm_b_panels(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, s
                 const T* panel = panels + j * k + l * cols;
                 T* cb = c + i * ldc + j;
 #ifdef ATTOGRAD_LIBXSMM
-                if (const auto kernel = xsmm_kernel<T>(cols, rows, depth, cols, ld_ab, ldc, false, add)) {
-                    kernel(panel, ab, cb);
-                    continue;
-                }
+                if (xsmm_block(rows, cols, depth, ab, ld_ab, false, panel, cols, cb, ldc, add)) continue;
 #endif
                 eigen_gemm(rows, cols, depth, ab, ld_ab, false, panel, cols, false, cb, ldc, add);
             }
@@ -274,7 +298,7 @@ GemmKernel<T>::GemmKernel(std::int64_t m, std::int64_t n, std::int64_t k, std::i
 #ifdef ATTOGRAD_LIBXSMM
     // exactly the one call xsmm_gemm would make: a single block, B used in place
     if (!trans_b && m > 0 && n > 0 && k > 0 && m <= kXsmmBlockRows && n <= kXsmmBlockCols &&
-        k <= kXsmmBlockDepth) {
+        k <= kXsmmBlockDepth && !splits_dot_products<T>(m, n)) {
         initialise_libxsmm();
         direct_ = xsmm_kernel<T>(n, m, k, ldb, lda, ldc, trans_a, accumulate);
     }
