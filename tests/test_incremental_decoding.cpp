@@ -73,11 +73,54 @@ Tensor sources(std::int64_t pad_id) {
     return index_tensor({4, 1, 5, 2, 6, 3, 2, 5, p, 1, 6, p, p, p, 4}, {3, 5});
 }
 
+// The longest output: the comparison means little when every search stops after a step or two.
+std::int64_t longest(const std::vector<std::vector<nn::Hypothesis>>& outputs) {
+    std::int64_t n = 0;
+    for (const auto& list : outputs)
+        for (const nn::Hypothesis& h : list) n = std::max(n, h.length());
+    return n;
+}
+
 void check_same(const nn::Hypothesis& a, const nn::Hypothesis& b) {
     CHECK(a.tokens == b.tokens);
     CHECK(a.finished == b.finished);
     CHECK(a.log_prob == b.log_prob);  // bit for bit
     CHECK(a.score == b.score);
+}
+
+// Beam search (1 and 4 beams, every hypothesis returned) and greedy decoding with the cache
+// and without: the same hypotheses bit for bit. beam(options) and greedy(options) decode.
+template <class Beam, class Greedy>
+void check_searches(const Beam& beam_search, const Greedy& greedy_decode, double length_penalty) {
+    for (const std::int64_t beam : {1, 4}) {
+        INFO("beam " << beam);
+        nn::DecodeOptions options{.bos_id = 1,
+                                  .eos_id = 2,
+                                  .max_length = 12,
+                                  .beam_size = beam,
+                                  .length_penalty = length_penalty,
+                                  .num_return_sequences = beam};
+        const auto cached = beam_search(options);
+        const auto greedy_cached = greedy_decode(options);
+        options.use_cache = false;
+        const auto plain = beam_search(options);
+        const auto greedy_plain = greedy_decode(options);
+        CHECK(longest(cached) >= 4);
+        REQUIRE(cached.size() == plain.size());
+        REQUIRE(greedy_cached.size() == cached.size());
+        for (std::size_t b = 0; b < cached.size(); ++b) {
+            REQUIRE(cached[b].size() == plain[b].size());
+            for (std::size_t i = 0; i < cached[b].size(); ++i) check_same(cached[b][i], plain[b][i]);
+            check_same(greedy_cached[b], greedy_plain[b]);
+        }
+    }
+}
+
+// check_searches over nn::beam_search / nn::greedy_decode with `model`.
+void check_searches(const nn::DecodeModel& model, const Tensor& memory, const Tensor& mask) {
+    check_searches([&](const nn::DecodeOptions& o) { return nn::beam_search(memory, mask, model, o); },
+                   [&](const nn::DecodeOptions& o) { return nn::greedy_decode(memory, mask, model, o); },
+                   0.5);
 }
 
 }  // namespace
@@ -115,29 +158,8 @@ TEST_CASE("greedy and beam search with the cache equal the stateless path: token
         INFO(std::string(v.name) << " " << fmt::format("{}", v.transformer.dtype));
         const auto model = make_model(v);
         const Tensor src = sources(v.pad_id);
-        for (const std::int64_t beam : {1, 4}) {
-            INFO("beam " << beam);
-            nn::DecodeOptions options{.bos_id = 1,
-                                      .eos_id = 2,
-                                      .max_length = 12,
-                                      .beam_size = beam,
-                                      .length_penalty = 0.7,
-                                      .num_return_sequences = beam};
-            const auto cached = model->beam_search(src, options);
-            options.use_cache = false;
-            const auto plain = model->beam_search(src, options);
-            REQUIRE(cached.size() == plain.size());
-            for (std::size_t b = 0; b < cached.size(); ++b) {
-                REQUIRE(cached[b].size() == plain[b].size());
-                for (std::size_t i = 0; i < cached[b].size(); ++i) check_same(cached[b][i], plain[b][i]);
-            }
-            options.use_cache = true;
-            const auto greedy_cached = model->greedy_decode(src, options);
-            options.use_cache = false;
-            const auto greedy_plain = model->greedy_decode(src, options);
-            REQUIRE(greedy_cached.size() == 3);
-            for (std::size_t b = 0; b < 3; ++b) check_same(greedy_cached[b], greedy_plain[b]);
-        }
+        check_searches([&](const nn::DecodeOptions& o) { return model->beam_search(src, o); },
+                       [&](const nn::DecodeOptions& o) { return model->greedy_decode(src, o); }, 0.7);
     }
 }
 
@@ -258,4 +280,101 @@ TEST_CASE("a misused cache gets a clear error") {
         CHECK_THROWS_WITH_AS(model->transformer().decoder().forward_cached(one, memory, cache),
                              doctest::Contains("the cache holds 1 layers but the decoder has 2"), ValueError);
     }
+}
+
+namespace {
+
+// Lowers eos's (id 2) output bias: random decoders that end every output within a step or two
+// would leave little to compare.
+void delay_eos(nn::Module& decoder) {
+    for (auto& [name, p] : decoder.named_parameters())
+        if (name == "out.bias") p.data<float>()[2] -= 3.0f;
+}
+
+// Three sources of 5 positions, the last two padded at the end.
+Tensor padding_mask() {
+    return testing::bool_mask({3, 5}, [](std::int64_t b, std::int64_t s) { return s >= 5 - b; });
+}
+
+}  // namespace
+
+TEST_CASE("BahdanauDecoder's incremental state decodes as its stateless step, in every option") {
+    for (const DType dtype : {DType::Float32, DType::Float64})
+        for (const bool deep_output : {true, false})
+            for (const bool score_bias : {false, true})
+                for (const bool init : {false, true}) {
+                    INFO(fmt::format("{} deep_output {} score_bias {} initial state {}", dtype, deep_output,
+                                     score_bias, init));
+                    Generator gen(21);
+                    nn::BahdanauDecoder d({.vocab_size = 7,
+                                           .embedding_dim = 5,
+                                           .hidden_size = 6,
+                                           .score_bias = score_bias,
+                                           .deep_output = deep_output,
+                                           .dtype = dtype},
+                                          gen);
+                    randomize_parameters(d, 22, 0.9);
+                    const Tensor memory = to_dtype(randn({3, 5, 6}, gen), dtype);
+                    nn::BahdanauDecoder::InitialState s0;
+                    if (init)  // s_0 = tanh(h_1), computed from the rows decoding passes
+                        s0 = [](const Tensor& m, const Tensor&) { return tanh(select(m, 1, 0)); };
+                    check_searches(d.decode_model(s0), memory, padding_mask());
+                }
+}
+
+TEST_CASE(
+    "LuongDecoder's incremental state decodes as its stateless step: every cell, score, attention, feeding") {
+    for (const nn::LuongCell cell : {nn::LuongCell::LSTM, nn::LuongCell::GRU})
+        for (const nn::Score score :
+             {nn::Score::Dot, nn::Score::ScaledDot, nn::Score::Bilinear, nn::Score::Additive})
+            for (const nn::LocalMode local :
+                 {nn::LocalMode::None, nn::LocalMode::Monotonic, nn::LocalMode::Predictive})
+                for (const bool feeding : {true, false}) {
+                    INFO(fmt::format("{} {} {} input_feeding {}", to_string(cell), to_string(score),
+                                     to_string(local), feeding));
+                    Generator gen(31);
+                    nn::LuongDecoder d({.vocab_size = 7,
+                                        .embedding_dim = 5,
+                                        .hidden_size = 6,
+                                        .num_layers = 2,
+                                        .cell = cell,
+                                        .score = score,
+                                        .local = local,
+                                        .window = 1,
+                                        .input_feeding = feeding,
+                                        .dtype = DType::Float32},
+                                       gen);
+                    randomize_parameters(d, 32, 0.9);
+                    delay_eos(d);
+                    const Tensor memory = randn({3, 5, 6}, gen);
+                    // a learned-looking initial state: h from the first source position in both layers
+                    const nn::LuongDecoder::InitialState init = [](const Tensor& m, const Tensor&) {
+                        const Tensor h = tanh(select(m, 1, 0));
+                        return nn::LuongDecoderState{.h = stack({h, h}, 0), .c = {}};
+                    };
+                    check_searches(d.decode_model(init), memory, padding_mask());
+                    check_searches(d.decode_model(), memory, Tensor());
+                }
+}
+
+TEST_CASE("a recurrent decoder's incremental state refuses another batch size and bad row indices") {
+    Generator gen(41);
+    nn::BahdanauDecoder bahdanau({.vocab_size = 7, .embedding_dim = 5, .hidden_size = 6}, gen);
+    nn::LuongDecoder luong({.vocab_size = 7, .embedding_dim = 5, .hidden_size = 6}, gen);
+    const Tensor memory = randn({3, 5, 6}, gen);
+    for (const nn::IncrementalStart& start : {bahdanau.incremental_start(), luong.incremental_start()}) {
+        const std::unique_ptr<nn::IncrementalState> state = start(memory, padding_mask());
+        CHECK(state->step(index_tensor({1, 1, 1}, {3})).shape() == Shape{3, 7});
+        CHECK_THROWS_WITH_AS(state->step(index_tensor({1, 1}, {2})),
+                             doctest::Contains("incremental step: tokens must be [N] = [3]"), ShapeError);
+        CHECK_THROWS_WITH_AS(state->step(index_tensor({1, 9, 1}, {3})),
+                             doctest::Contains("tokens[1] = 9 is outside the vocabulary [0, 7)"), IndexError);
+        CHECK_THROWS_WITH_AS(state->reorder(index_tensor({0, 3}, {2})),
+                             doctest::Contains("reorder: row index 3 at 1 is outside the state's 3 rows"),
+                             IndexError);
+        state->reorder(index_tensor({2, 2}, {2}));  // two prefixes continue the third
+        CHECK(state->step(index_tensor({4, 5}, {2})).shape() == Shape{2, 7});
+    }
+    CHECK_THROWS_WITH_AS(bahdanau.incremental_start()(randn({3, 5, 4}, gen), Tensor()),
+                         doctest::Contains("BahdanauDecoder: memory must be [B, S, memory_dim]"), ShapeError);
 }
