@@ -110,33 +110,60 @@ void initialise_libxsmm() {
     (void)initialised;
 }
 
-// LIBXSMM 1.17's kernels for a block of C with few rows (2 to 11) and at most two vectors of
-// columns split each dot product over several accumulators and add them at the end, so a row's
-// bits depend on how many rows share the call; with one row, or 12 and more, each sum is one
-// chain of fused multiply-adds in k order (as measured with AVX2 kernels over k = 3 .. 300). Such
-// blocks run one row per call, so a row of C has the same bits whatever the rows around it
-// (incremental decoding's one-row steps then equal the whole-prefix products).
+// Row-independent products. LIBXSMM 1.17's kernels (as measured with its AVX-512 code, vectors of
+// 64 bytes, over k = 3 .. 300 and row counts to 300) compute each element of C as one chain of
+// fused multiply-adds in k order, except in two cases where a kernel splits the dot products over
+// several accumulators added at the end, so that a row's bits depend on how many rows share the
+// call:
+//  - a block of at most one vector of columns with 2 to 11 rows;
+//  - more than four vectors of columns (the kernel's own column blocking) whose last column block
+//    holds at most one vector, at some row counts from 6 up.
+// xsmm_block therefore cuts C into column chunks of four vectors, and runs a chunk of at most one
+// vector with 2 to 11 rows one row per call; every row of C then has the bits of the same row
+// computed alone (incremental decoding's one-row steps equal the whole-prefix products).
+std::int64_t vector_bytes() {
+    static const std::int64_t bytes = libxsmm_get_target_archid() >= LIBXSMM_X86_AVX512 ? 64 : 32;
+    return bytes;
+}
+
+// Columns of T in one chunk of xsmm_block: four vectors.
+template <class T>
+std::int64_t chunk_cols() {
+    return 4 * vector_bytes() / static_cast<std::int64_t>(sizeof(T));
+}
+
 template <class T>
 bool splits_dot_products(std::int64_t rows, std::int64_t cols) {
-    static const std::int64_t vector_bytes = libxsmm_get_target_archid() >= LIBXSMM_X86_AVX512 ? 64 : 32;
-    return rows >= 2 && rows <= 11 && cols * static_cast<std::int64_t>(sizeof(T)) <= 2 * vector_bytes;
+    return rows >= 2 && rows <= 11 && cols * static_cast<std::int64_t>(sizeof(T)) <= vector_bytes();
 }
 
 // C block [rows, cols] (+)= op(A) B on LIBXSMM, B [depth, cols] plain with rows ldb apart, op(A)
-// [rows, depth] (A transposed when trans_a); one row per call where the kernel would split its
-// sums (splits_dot_products). False when LIBXSMM has no kernel (nothing written).
+// [rows, depth] (A transposed when trans_a), in column chunks of chunk_cols(), one row per call
+// where the kernel would split its sums (see above). A chunk LIBXSMM has no kernel for runs on
+// Eigen one row at a time (its GEMM's sums depend on the rows as well). Returns true.
 template <class T>
 bool xsmm_block(std::int64_t rows, std::int64_t cols, std::int64_t depth, const T* a, std::int64_t lda,
                 bool trans_a, const T* b, std::int64_t ldb, T* c, std::int64_t ldc, bool add) {
-    if (!splits_dot_products<T>(rows, cols)) {
-        const auto kernel = xsmm_kernel<T>(cols, rows, depth, ldb, lda, ldc, trans_a, add);
-        if (kernel == nullptr) return false;
-        kernel(b, a, c);
-        return true;
+    for (std::int64_t j = 0; j < cols; j += chunk_cols<T>()) {
+        const std::int64_t width = std::min(chunk_cols<T>(), cols - j);
+        bool by_row = splits_dot_products<T>(rows, width);
+        auto kernel = xsmm_kernel<T>(width, by_row ? 1 : rows, depth, ldb, lda, ldc, trans_a, add);
+        if (kernel == nullptr && !by_row) {  // the one-row kernel, as a row computed alone gets
+            by_row = true;
+            kernel = xsmm_kernel<T>(width, 1, depth, ldb, lda, ldc, trans_a, add);
+        }
+        if (kernel == nullptr) {  // Eigen, one row at a time: its GEMM's sums depend on the rows too
+            for (std::int64_t r = 0; r < rows; ++r)
+                eigen_gemm(1, width, depth, trans_a ? a + r : a + r * lda, lda, trans_a, b + j, ldb, false,
+                           c + r * ldc + j, ldc, add);
+            continue;
+        }
+        if (!by_row) {
+            kernel(b + j, a, c + j);
+            continue;
+        }
+        for (std::int64_t r = 0; r < rows; ++r) kernel(b + j, trans_a ? a + r : a + r * lda, c + r * ldc + j);
     }
-    const auto kernel = xsmm_kernel<T>(cols, 1, depth, ldb, lda, ldc, trans_a, add);
-    if (kernel == nullptr) return false;
-    for (std::int64_t r = 0; r < rows; ++r) kernel(b, trans_a ? a + r : a + r * lda, c + r * ldc);
     return true;
 }
 
@@ -298,7 +325,7 @@ GemmKernel<T>::GemmKernel(std::int64_t m, std::int64_t n, std::int64_t k, std::i
 #ifdef ATTOGRAD_LIBXSMM
     // exactly the one call xsmm_gemm would make: a single block, B used in place
     if (!trans_b && m > 0 && n > 0 && k > 0 && m <= kXsmmBlockRows && n <= kXsmmBlockCols &&
-        k <= kXsmmBlockDepth && !splits_dot_products<T>(m, n)) {
+        k <= kXsmmBlockDepth && n <= chunk_cols<T>() && !splits_dot_products<T>(m, n)) {
         initialise_libxsmm();
         direct_ = xsmm_kernel<T>(n, m, k, ldb, lda, ldc, trans_a, accumulate);
     }

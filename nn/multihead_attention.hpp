@@ -71,6 +71,16 @@ struct MultiHeadAttentionArgs {
     bool average_attn_weights = true;
 };
 
+/// Keyword arguments of MultiHeadAttention::forward_cached / forward_cross_cached: those of
+/// MultiHeadAttentionArgs that apply to one cached position.
+struct CachedAttentionArgs {
+    /// Return the weights. Without them (and no AttentionRecorder), a cache of 2048 keys or more
+    /// takes the flash kernel, as forward does with need_weights = false.
+    bool need_weights = true;
+    /// Weights averaged over the heads [N, 1, t] (true) or per head [N, h, 1, t].
+    bool average_attn_weights = true;
+};
+
 /// What MultiHeadAttention::forward returns.
 struct MultiHeadAttentionOutput {
     Tensor output;   ///< [B, Tq, E]
@@ -150,7 +160,8 @@ public:
     /// Incremental causal self-attention: x [N, 1, E], the position p = cache.length() of each
     /// of N sequences, attends to the cached keys 0..p-1 and itself; its key and value are
     /// appended to the cache -> output [N, 1, E] and the weights [N, h, 1, p + 1] (or averaged
-    /// [N, 1, p + 1]). Equals row p of forward(x_{0..p}, {.is_causal = true}) bit for bit.
+    /// [N, 1, p + 1]; undefined without args.need_weights). Equals row p of
+    /// forward(x_{0..p}, {.is_causal = true}) bit for bit (with the same need_weights).
     /// key_padding_mask bool or float [N, 1] marks the new key (true = padded; undefined: not
     /// padded) and is kept for later steps. Rotary and ALiBi positions count from the cache's
     /// first key. Throws ValueError (an option with no incremental path: a score other than dot
@@ -159,7 +170,7 @@ public:
     /// mask not [N, 1]), DTypeError; messages start with "MultiHeadAttention::forward_cached".
     MultiHeadAttentionOutput forward_cached(const Tensor& x, KeyValueCache& cache,
                                             const Tensor& key_padding_mask = {},
-                                            bool average_attn_weights = true) const;
+                                            const CachedAttentionArgs& args = {}) const;
     /// Incremental cross-attention: query [N, 1, E] over memory [N, S, kdim] (also the value,
     /// as in a Transformer decoder). The first call (empty cache) projects the memory's keys and
     /// values once and keeps them with memory_key_padding_mask bool or float [N, S] (or
@@ -171,7 +182,7 @@ public:
     MultiHeadAttentionOutput forward_cross_cached(const Tensor& query, const Tensor& memory,
                                                   KeyValueCache& cache,
                                                   const Tensor& memory_key_padding_mask = {},
-                                                  bool average_attn_weights = true) const;
+                                                  const CachedAttentionArgs& args = {}) const;
     /// Whether forward_cached / forward_cross_cached support these options (a dot or scaled-dot
     /// score, global attention, no add_bias_kv / add_zero_attn).
     bool supports_cache() const;
@@ -219,7 +230,7 @@ private:
     // The cached paths' common end (nn/multihead_attention_cache.cpp): q [N, 1, E] over the
     // cache's keys with the additive mask [N or 1, h or 1, 1, t] (undefined: none).
     MultiHeadAttentionOutput attend_cached(const Tensor& q, const KeyValueCache& cache, const Tensor& mask,
-                                           bool average_attn_weights) const;
+                                           const CachedAttentionArgs& args) const;
     void check_cache(const char* fn, const Tensor& query, const KeyValueCache& cache, bool cross) const;
     // rotate() of x [N, 1, W] at sequence position `position` (x itself without rotary positions)
     Tensor rotate_at(const Tensor& x, std::int64_t position) const;

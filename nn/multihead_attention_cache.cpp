@@ -82,7 +82,7 @@ void MultiHeadAttention::check_cache(const char* fn, const Tensor& query, const 
 
 MultiHeadAttentionOutput MultiHeadAttention::attend_cached(const Tensor& q, const KeyValueCache& cache,
                                                            const Tensor& mask,
-                                                           bool average_attn_weights) const {
+                                                           const CachedAttentionArgs& args) const {
     const auto& o = options_;
     const bool recording = attention_recording();
     const SdpaOptions sdpa{.attn_mask = mask,
@@ -90,18 +90,19 @@ MultiHeadAttentionOutput MultiHeadAttention::attend_cached(const Tensor& q, cons
                            .dropout_p = o.dropout,
                            .training = is_training(),
                            .generator = generator_,
-                           .need_weights = true};
+                           .need_weights = args.need_weights || recording};
     auto r = scaled_dot_product_attention_heads(q, cache.key, cache.value, o.num_heads, sdpa);
     Tensor heads = r.output, weights = r.weights;
     if (const auto* silenced = silenced_heads(this)) silence_heads(*silenced, heads, weights);
     if (recording) record_attention(this, weights);
-    return {.output = out_proj_->forward(heads),
-            .weights = average_attn_weights ? mean(weights, {1}) : weights};
+    MultiHeadAttentionOutput out{.output = out_proj_->forward(heads), .weights = {}};
+    if (args.need_weights) out.weights = args.average_attn_weights ? mean(weights, {1}) : weights;
+    return out;
 }
 
 MultiHeadAttentionOutput MultiHeadAttention::forward_cached(const Tensor& x, KeyValueCache& cache,
                                                             const Tensor& key_padding_mask,
-                                                            bool average_attn_weights) const {
+                                                            const CachedAttentionArgs& args) const {
     constexpr const char* fn = "forward_cached";
     check_cache(fn, x, cache, false);
     const auto& o = options_;
@@ -146,13 +147,13 @@ MultiHeadAttentionOutput MultiHeadAttention::forward_cached(const Tensor& x, Key
         const Tensor bias = alibi_row(o.num_heads, p, p + 1, o.dtype);
         mask = mask.defined() ? mask + bias : bias;
     }
-    return attend_cached(q, cache, mask, average_attn_weights);
+    return attend_cached(q, cache, mask, args);
 }
 
 MultiHeadAttentionOutput MultiHeadAttention::forward_cross_cached(const Tensor& query, const Tensor& memory,
                                                                   KeyValueCache& cache,
                                                                   const Tensor& memory_key_padding_mask,
-                                                                  bool average_attn_weights) const {
+                                                                  const CachedAttentionArgs& args) const {
     constexpr const char* fn = "forward_cross_cached";
     check_cache(fn, query, cache, true);
     const auto& o = options_;
@@ -186,7 +187,7 @@ MultiHeadAttentionOutput MultiHeadAttention::forward_cross_cached(const Tensor& 
         const Tensor bias = alibi_row(o.num_heads, p, tk, o.dtype);
         mask = mask.defined() ? mask + bias : bias;
     }
-    return attend_cached(q, cache, mask, average_attn_weights);
+    return attend_cached(q, cache, mask, args);
 }
 
 Tensor MultiHeadAttention::rotate_at(const Tensor& x, std::int64_t position) const {

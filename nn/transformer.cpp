@@ -327,11 +327,14 @@ Tensor TransformerDecoderLayer::forward_cached(const Tensor& tgt, const Tensor& 
     return run_blocks(
         tgt,
         [&](const Tensor& x) {
-            return self_attn_->forward_cached(x, cache.self_attn, args.tgt_key_padding_mask).output;
+            return self_attn_
+                ->forward_cached(x, cache.self_attn, args.tgt_key_padding_mask, {.need_weights = false})
+                .output;
         },
         [&](const Tensor& x) {
             return multihead_attn_
-                ->forward_cross_cached(x, memory, cache.multihead_attn, args.memory_key_padding_mask)
+                ->forward_cross_cached(x, memory, cache.multihead_attn, args.memory_key_padding_mask,
+                                       {.need_weights = false})
                 .output;
         });
 }

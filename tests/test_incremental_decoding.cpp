@@ -125,6 +125,44 @@ void check_searches(const nn::DecodeModel& model, const Tensor& memory, const Te
 
 }  // namespace
 
+TEST_CASE(
+    "MultiHeadAttention's cached self- and cross-attention equal forward row by row, weights included") {
+    for (const nn::Positional positional :
+         {nn::Positional::None, nn::Positional::Rotary, nn::Positional::ALiBi}) {
+        INFO(to_string(positional));
+        Generator gen(11);
+        nn::MultiHeadAttention self({.embed_dim = 8, .num_heads = 2, .positional = positional}, gen);
+        // kdim / vdim 6: separate q / k / v projections
+        nn::MultiHeadAttention cross(
+            {.embed_dim = 8, .num_heads = 2, .kdim = 6, .vdim = 6, .positional = positional}, gen);
+        randomize_parameters(self, 12);
+        randomize_parameters(cross, 13);
+        const Tensor x = randn({2, 6, 8}, gen), memory = randn({2, 4, 6}, gen);
+        const Tensor mask =
+            testing::bool_mask({2, 4}, [](std::int64_t b, std::int64_t s) { return b == 1 && s == 3; });
+        const auto full_self = self.forward(x, {.is_causal = true, .average_attn_weights = false});
+        const auto full_cross =
+            cross.forward(x, memory, memory, {.key_padding_mask = mask, .average_attn_weights = false});
+        nn::KeyValueCache self_cache, cross_cache;
+        for (std::int64_t p = 0; p < 6; ++p) {
+            INFO("position " << p);
+            const Tensor row = narrow(x, 1, p, 1);
+            const auto s = self.forward_cached(row, self_cache, {}, {.average_attn_weights = false});
+            CHECK(s.output.to_vector<double>() == narrow(full_self.output, 1, p, 1).to_vector<double>());
+            // the weights over the keys so far; the causal mask zeroes the rest
+            CHECK(s.weights.to_vector<double>() ==
+                  narrow(narrow(full_self.weights, 2, p, 1), 3, 0, p + 1).to_vector<double>());
+            const auto c =
+                cross.forward_cross_cached(row, memory, cross_cache, mask, {.average_attn_weights = false});
+            CHECK(c.output.to_vector<double>() == narrow(full_cross.output, 1, p, 1).to_vector<double>());
+            CHECK(c.weights.to_vector<double>() == narrow(full_cross.weights, 2, p, 1).to_vector<double>());
+        }
+        CHECK(self_cache.key.shape() == Shape{2, 6, 8});
+        CHECK(cross_cache.key.shape() == Shape{2, 4, 8});
+        CHECK(cross_cache.steps == 6);
+    }
+}
+
 TEST_CASE("Seq2SeqTransformer::decode_cached gives decode's logits at every position bit for bit") {
     for (const Variant& v : variants()) {
         INFO(std::string(v.name) << " " << fmt::format("{}", v.transformer.dtype));
@@ -161,6 +199,29 @@ TEST_CASE("greedy and beam search with the cache equal the stateless path: token
         check_searches([&](const nn::DecodeOptions& o) { return model->beam_search(src, o); },
                        [&](const nn::DecodeOptions& o) { return model->greedy_decode(src, o); }, 0.7);
     }
+}
+
+TEST_CASE(
+    "a wider Seq2SeqTransformer decodes bit for bit with the cache: widths past the GEMM kernels' column "
+    "blocks") {
+    // d_model 72 (in_proj 216), feed-forward 130 and 70 target ids: column counts that leave a
+    // few columns after the kernels' blocks of four vectors
+    Generator gen(51);
+    nn::Seq2SeqTransformer model({.vocab_size = 70,
+                                  .pad_id = 0,
+                                  .max_len = 32,
+                                  .transformer = {.d_model = 72,
+                                                  .nhead = 4,
+                                                  .num_encoder_layers = 1,
+                                                  .num_decoder_layers = 2,
+                                                  .dim_feedforward = 130,
+                                                  .dropout = 0.0}},
+                                 gen);
+    randomize_parameters(model, 52, 0.3);
+    model.eval();
+    const Tensor src = randint(3, 70, {3, 9}, gen);
+    check_searches([&](const nn::DecodeOptions& o) { return model.beam_search(src, o); },
+                   [&](const nn::DecodeOptions& o) { return model.greedy_decode(src, o); }, 0.7);
 }
 
 TEST_CASE("decoding with the cache records the chosen output's attention as the stateless path does") {
