@@ -98,7 +98,9 @@ public:
     /// decode_step() and incremental_start(): what beam_search and greedy_decode decode with.
     DecodeModel decode_model() const;
     /// nn::beam_search over encode(src), for src int64 [B, S] (padded with pad_id): per source,
-    /// its best hypotheses, best first. Runs under NoGradGuard; call eval() first. With an
+    /// its best hypotheses, best first, with decode_model() (the key/value cache when
+    /// supports_cache() and options.use_cache; the same output either way). Runs under
+    /// NoGradGuard; call eval() first. With an
     /// AttentionRecorder alive, it holds each source's best output's attention afterwards (see
     /// nn::beam_search). Throws ValueError up front when bos_id or eos_id is outside the target
     /// vocabulary or bos_id equals pad_id, then as encode and nn::beam_search.
