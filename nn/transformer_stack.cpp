@@ -109,6 +109,14 @@ Tensor TransformerDecoder::forward_cached(const Tensor& tgt, const Tensor& memor
     AG_CHECK(cache.layers.size() == layers_.size(), ValueError,
              "{}::forward_cached: the cache holds {} layers but the decoder has {}", type_name(),
              cache.layers.size(), layers_.size());
+    // every layer has answered cache.steps queries, unless calls on single layers were mixed in
+    for (std::size_t i = 0; i < cache.layers.size(); ++i) {
+        const std::int64_t seen = cache.layers[i].multihead_attn.steps;
+        AG_CHECK(seen == cache.steps, ValueError,
+                 "{}::forward_cached: layer {} of the cache has run {} positions but the cache {} (calls on "
+                 "single layers mixed into the decoder's cache)",
+                 type_name(), i, seen, cache.steps);
+    }
     Tensor x = tgt;
     for (std::size_t i = 0; i < layers_.size(); ++i)
         x = layers_[i]->forward_cached(x, memory, cache.layers[i], args);

@@ -334,6 +334,16 @@ TEST_CASE("a misused cache gets a clear error") {
                              doctest::Contains("tgt_mask, memory_mask and memory_is_causal do not apply"),
                              ValueError);
     }
+    SUBCASE("a layer's own cached call mixed into the decoder's cache") {
+        const nn::TransformerDecoder& decoder = model->transformer().decoder();
+        nn::TransformerDecoderCache cache;
+        const Tensor one = zeros({3, 1, 8}, {.dtype = DType::Float64});
+        decoder.forward_cached(one, memory, cache);
+        decoder.layer(1).forward_cached(one, memory, cache.layers[1]);
+        CHECK_THROWS_WITH_AS(decoder.forward_cached(one, memory, cache),
+                             doctest::Contains("layer 1 of the cache has run 2 positions but the cache 1"),
+                             ValueError);
+    }
     SUBCASE("a cache of another decoder depth") {
         nn::TransformerDecoderCache cache;
         cache.layers.resize(1);
