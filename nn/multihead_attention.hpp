@@ -184,7 +184,10 @@ public:
                                                   const Tensor& memory_key_padding_mask = {},
                                                   const CachedAttentionArgs& args = {}) const;
     /// Whether forward_cached / forward_cross_cached support these options (a dot or scaled-dot
-    /// score, global attention, no add_bias_kv / add_zero_attn).
+    /// score, global attention, no add_bias_kv / add_zero_attn). Local attention is left out
+    /// because its windows depend on the whole sequence's length: local-m centres query t of Tq at
+    /// t * Tk / Tq and local-p scales its centres by Tk, so in a decoder earlier positions'
+    /// outputs change as the prefix grows, and no cache of them can equal the whole-prefix run.
     bool supports_cache() const;
 
     std::string type_name() const override { return "MultiHeadAttention"; }
