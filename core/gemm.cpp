@@ -110,6 +110,63 @@ void initialise_libxsmm() {
     (void)initialised;
 }
 
+// Row-independent products. LIBXSMM 1.17's kernels (as measured with its AVX-512 code, vectors of
+// 64 bytes, over k = 3 .. 300 and row counts to 300) compute each element of C as one chain of
+// fused multiply-adds in k order, except in two cases where a kernel splits the dot products over
+// several accumulators added at the end, so that a row's bits depend on how many rows share the
+// call:
+//  - a block of at most one vector of columns with 2 to 11 rows;
+//  - more than four vectors of columns (the kernel's own column blocking) whose last column block
+//    holds at most one vector, at some row counts from 6 up.
+// xsmm_block therefore cuts C into column chunks of four vectors, and runs a chunk of at most one
+// vector with 2 to 11 rows one row per call; every row of C then has the bits of the same row
+// computed alone (incremental decoding's one-row steps equal the whole-prefix products).
+std::int64_t vector_bytes() {
+    static const std::int64_t bytes = libxsmm_get_target_archid() >= LIBXSMM_X86_AVX512 ? 64 : 32;
+    return bytes;
+}
+
+// Columns of T in one chunk of xsmm_block: four vectors.
+template <class T>
+std::int64_t chunk_cols() {
+    return 4 * vector_bytes() / static_cast<std::int64_t>(sizeof(T));
+}
+
+template <class T>
+bool splits_dot_products(std::int64_t rows, std::int64_t cols) {
+    return rows >= 2 && rows <= 11 && cols * static_cast<std::int64_t>(sizeof(T)) <= vector_bytes();
+}
+
+// C block [rows, cols] (+)= op(A) B on LIBXSMM, B [depth, cols] plain with rows ldb apart, op(A)
+// [rows, depth] (A transposed when trans_a), in column chunks of chunk_cols(), one row per call
+// where the kernel would split its sums (see above). A chunk LIBXSMM has no kernel for runs on
+// Eigen one row at a time (its GEMM's sums depend on the rows as well). Returns true.
+template <class T>
+bool xsmm_block(std::int64_t rows, std::int64_t cols, std::int64_t depth, const T* a, std::int64_t lda,
+                bool trans_a, const T* b, std::int64_t ldb, T* c, std::int64_t ldc, bool add) {
+    for (std::int64_t j = 0; j < cols; j += chunk_cols<T>()) {
+        const std::int64_t width = std::min(chunk_cols<T>(), cols - j);
+        bool by_row = splits_dot_products<T>(rows, width);
+        auto kernel = xsmm_kernel<T>(width, by_row ? 1 : rows, depth, ldb, lda, ldc, trans_a, add);
+        if (kernel == nullptr && !by_row) {  // the one-row kernel, as a row computed alone gets
+            by_row = true;
+            kernel = xsmm_kernel<T>(width, 1, depth, ldb, lda, ldc, trans_a, add);
+        }
+        if (kernel == nullptr) {  // Eigen, one row at a time: its GEMM's sums depend on the rows too
+            for (std::int64_t r = 0; r < rows; ++r)
+                eigen_gemm(1, width, depth, trans_a ? a + r : a + r * lda, lda, trans_a, b + j, ldb, false,
+                           c + r * ldc + j, ldc, add);
+            continue;
+        }
+        if (!by_row) {
+            kernel(b + j, a, c + j);
+            continue;
+        }
+        for (std::int64_t r = 0; r < rows; ++r) kernel(b + j, trans_a ? a + r : a + r * lda, c + r * ldc + j);
+    }
+    return true;
+}
+
 // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: LIBXSMM's "A" is our B
 // (read as [n, k] column-major with its rows ldb apart) and its "B" is our A, transposed by a
 // flag when trans_a. Returns false when LIBXSMM has no kernel for a block (nothing written).
@@ -139,14 +196,11 @@ bool xsmm_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::
                 const T* ab = trans_a ? a + l * lda + i : a + i * lda + l;
                 const T* bb = b + l * ldb + j;
                 T* cb = c + i * ldc + j;
-                const auto kernel = xsmm_kernel<T>(cols, rows, depth, ldb, lda, ldc, trans_a, add);
-                if (kernel == nullptr) {
+                if (!xsmm_block(rows, cols, depth, ab, lda, trans_a, bb, ldb, cb, ldc, add)) {
                     if (i == 0 && j == 0 && l == 0) return false;
                     // a later edge block only: Eigen for it (its sums add in the same k order)
                     eigen_gemm(rows, cols, depth, ab, lda, trans_a, bb, ldb, false, cb, ldc, add);
-                    continue;
                 }
-                kernel(bb, ab, cb);
             }
         }
     }
@@ -224,10 +278,7 @@ void gemm_b_panels(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, s
                 const T* panel = panels + j * k + l * cols;
                 T* cb = c + i * ldc + j;
 #ifdef ATTOGRAD_LIBXSMM
-                if (const auto kernel = xsmm_kernel<T>(cols, rows, depth, cols, ld_ab, ldc, false, add)) {
-                    kernel(panel, ab, cb);
-                    continue;
-                }
+                if (xsmm_block(rows, cols, depth, ab, ld_ab, false, panel, cols, cb, ldc, add)) continue;
 #endif
                 eigen_gemm(rows, cols, depth, ab, ld_ab, false, panel, cols, false, cb, ldc, add);
             }
@@ -274,7 +325,7 @@ GemmKernel<T>::GemmKernel(std::int64_t m, std::int64_t n, std::int64_t k, std::i
 #ifdef ATTOGRAD_LIBXSMM
     // exactly the one call xsmm_gemm would make: a single block, B used in place
     if (!trans_b && m > 0 && n > 0 && k > 0 && m <= kXsmmBlockRows && n <= kXsmmBlockCols &&
-        k <= kXsmmBlockDepth) {
+        k <= kXsmmBlockDepth && n <= chunk_cols<T>() && !splits_dot_products<T>(m, n)) {
         initialise_libxsmm();
         direct_ = xsmm_kernel<T>(n, m, k, ldb, lda, ldc, trans_a, accumulate);
     }

@@ -3,6 +3,7 @@
 
 #include "core/error.hpp"
 #include "core/format.hpp"
+#include "core/ops.hpp"
 #include "core/ops_index.hpp"
 #include "core/ops_shape.hpp"
 #include "nn/attention_recorder.hpp"
@@ -73,6 +74,16 @@ std::string BahdanauDecoder::extra_repr() const {
         o.deep_output);
 }
 
+std::pair<Tensor, Tensor> BahdanauDecoder::step(const Tensor& y, Tensor& s, const Tensor& keys,
+                                                const Tensor& memory, const Tensor& additive_mask) const {
+    // e_ij = v^T tanh(W h_j + U s_{i-1}) [B, 1, S]; c_i [B, A]
+    const Tensor scores =
+        attention_->forward_projected(reshape(s, {s.size(0), 1, options_.hidden_size}), keys);
+    auto [context, alpha] = detail::attend(scores, memory, additive_mask);
+    s = cell_->forward(concat({y, context}, 1), s);  // s_i = GRU(s_{i-1}, [E y_{i-1}; c_i])
+    return {options_.deep_output ? concat({s, context, y}, 1) : s, alpha};
+}
+
 Tensor BahdanauDecoder::forward(const Tensor& tgt_in, const Tensor& memory,
                                 const Tensor& memory_key_padding_mask, const Tensor& initial_state) const {
     const auto& o = options_;
@@ -85,13 +96,9 @@ Tensor BahdanauDecoder::forward(const Tensor& tgt_in, const Tensor& memory,
     const bool recording = attention_recording();
     std::vector<Tensor> features, weights;
     for (std::int64_t i = 0; i < in.steps; ++i) {
-        const Tensor y = select(embedded, 1, i);  // E y_{i-1} [B, E]
-        // e_ij = v^T tanh(W h_j + U s_{i-1}) [B, 1, S]; c_i [B, A]
-        const Tensor scores = attention_->forward_projected(reshape(s, {in.batch, 1, o.hidden_size}), keys);
-        const auto [context, alpha] = detail::attend(scores, memory, in.additive_mask);
-        s = cell_->forward(concat({y, context}, 1), s);  // s_i = GRU(s_{i-1}, [E y_{i-1}; c_i])
-        features.push_back(o.deep_output ? concat({s, context, y}, 1) : s);
-        if (recording) weights.push_back(alpha);
+        auto [feature, alpha] = step(select(embedded, 1, i), s, keys, memory, in.additive_mask);
+        features.push_back(std::move(feature));
+        if (recording) weights.push_back(std::move(alpha));
     }
     detail::record_steps(attention_.get(), weights);
     return out_->forward(stack(features, 1));  // [B, T, V]
@@ -99,6 +106,53 @@ Tensor BahdanauDecoder::forward(const Tensor& tgt_in, const Tensor& memory,
 
 DecodeStep BahdanauDecoder::decode_step(InitialState initial_state) const {
     return detail::stateless_step<BahdanauDecoder, Tensor>(this, std::move(initial_state));
+}
+
+/// BahdanauDecoder's incremental decode: s_{i-1}, the projected keys, the memory and its additive
+/// mask, one row per live prefix.
+class BahdanauDecodeState : public IncrementalState {
+public:
+    BahdanauDecodeState(const BahdanauDecoder& decoder, const Tensor& memory, const Tensor& mask,
+                        const BahdanauDecoder::InitialState& init)
+        : decoder_(decoder), memory_(memory) {
+        const auto& o = decoder.options_;
+        // the teacher-forced forward's checks, on a one-step prefix of bos-like ids
+        const detail::DecoderInputs in =
+            detail::check_decoder_inputs(kOp, zeros({memory.size(0), 1}, {.dtype = DType::Int64}), memory,
+                                         mask, o.vocab_size, o.memory_dim, o.dtype);
+        additive_mask_ = in.additive_mask;
+        s_ = init ? init(memory, mask) : zeros({in.batch, o.hidden_size}, {.dtype = o.dtype});
+        detail::check_state(kOp, "initial_state", s_, {in.batch, o.hidden_size}, o.dtype);
+        keys_ = decoder.attention_->project_keys(memory);
+    }
+
+    Tensor step(const Tensor& tokens) override {
+        const auto& o = decoder_.options_;
+        detail::check_step_tokens(kOp, tokens, s_.size(0), o.vocab_size);
+        const Tensor y = decoder_.embedding_->forward(tokens);  // E y_{i-1} [N, E]
+        const Tensor feature = decoder_.step(y, s_, keys_, memory_, additive_mask_).first;
+        return decoder_.out_->forward(feature);  // [N, V]
+    }
+
+    void reorder(const Tensor& rows) override {
+        detail::check_reorder_rows(kOp, rows, s_.size(0));
+        s_ = index_select(s_, 0, rows);
+        keys_ = index_select(keys_, 0, rows);
+        memory_ = index_select(memory_, 0, rows);
+        if (additive_mask_.defined()) additive_mask_ = index_select(additive_mask_, 0, rows);
+    }
+
+private:
+    const BahdanauDecoder& decoder_;
+    Tensor memory_, additive_mask_, s_, keys_;
+};
+
+IncrementalStart BahdanauDecoder::incremental_start(InitialState initial_state) const {
+    return detail::incremental_start<BahdanauDecodeState>(this, std::move(initial_state));
+}
+
+DecodeModel BahdanauDecoder::decode_model(InitialState initial_state) const {
+    return {.step = decode_step(initial_state), .start = incremental_start(std::move(initial_state))};
 }
 
 }  // namespace attograd::nn

@@ -73,6 +73,16 @@ public:
     /// with s_0 = initial_state(memory, mask) (zeros when `initial_state` is empty); it gets the
     /// rows decoding gathered, so it must compute s_0 from them. The module must outlive it.
     DecodeStep decode_step(InitialState initial_state = {}) const;
+    /// The incremental start of greedy_decode / beam_search: a state carrying s_{i-1}, the
+    /// projected keys W h_j (computed once), the memory and its mask, one row per prefix; each
+    /// step runs the decoder over the new token only (forward's step i, bit for bit) and
+    /// reorder keeps the rows of the surviving prefixes. s_0 = initial_state(memory, mask) on the
+    /// memory decoding starts with (zeros when empty). The state's step throws ShapeError (tokens
+    /// not [N] for its N rows), DTypeError, IndexError; its reorder ShapeError / IndexError; the
+    /// messages start with "BahdanauDecoder". The module must outlive it.
+    IncrementalStart incremental_start(InitialState initial_state = {}) const;
+    /// decode_step(initial_state) and incremental_start(initial_state) together.
+    DecodeModel decode_model(InitialState initial_state = {}) const;
 
     std::string type_name() const override { return "BahdanauDecoder"; }
     std::string extra_repr() const override;
@@ -82,6 +92,13 @@ protected:
     void dtype_changed(DType dtype) override { options_.dtype = dtype; }
 
 private:
+    friend class BahdanauDecodeState;
+    // Step i: y = E y_{i-1} [B, E], s = s_{i-1} [B, n] (becomes s_i), keys W h_j [B, S, n'], memory
+    // [B, S, A], the additive mask [B, 1, S] (or undefined) -> (the output features [B, F], the
+    // weights alpha_i [B, 1, S]).
+    std::pair<Tensor, Tensor> step(const Tensor& y, Tensor& s, const Tensor& keys, const Tensor& memory,
+                                   const Tensor& additive_mask) const;
+
     BahdanauDecoderOptions options_;
     std::shared_ptr<Embedding> embedding_;
     std::shared_ptr<AdditiveScore> attention_;

@@ -45,8 +45,9 @@ namespace {
 constexpr double plus_inf = std::numeric_limits<double>::infinity(), minus_inf = -plus_inf;
 
 /// Checks the arguments every decoder shares; returns B.
-std::int64_t check_arguments(const char* op, const Tensor& memory, const Tensor& mask, const DecodeStep& step,
-                             const DecodeOptions& options) {
+std::int64_t check_arguments(const char* op, const Tensor& memory, const Tensor& mask,
+                             const DecodeModel& model, const DecodeOptions& options) {
+    const DecodeStep& step = model.step;
     AG_CHECK(memory.defined(), ShapeError, "{}: memory is undefined (expected [B, S, E])", op);
     AG_CHECK(memory.dim() == 3 && memory.size(0) >= 1, ShapeError,
              "{}: memory must be [B, S, E] with B >= 1, got shape {}", op, memory.shape());
@@ -94,24 +95,35 @@ double normalised_score(const char* op, double log_prob, std::int64_t length, co
     return score;
 }
 
-/// Calls the step and returns its next-token log-probabilities [N, V] row-major as doubles
-/// (-inf for a token of probability 0), checking its output; remembers V.
+/// Calls the step (the incremental state's when there is one) and returns its next-token
+/// log-probabilities [N, V] row-major as doubles (-inf for a token of probability 0), checking
+/// its output; remembers V.
 class Stepper {
 public:
-    Stepper(const char* op, const DecodeStep& step, const Tensor& memory, const Tensor& mask,
+    Stepper(const char* op, const DecodeModel& model, const Tensor& memory, const Tensor& mask,
             const DecodeOptions& options)
         : op_(op),
-          step_(step),
+          step_(model.step),
           memory_(memory),
           mask_(mask),
           bos_id_(options.bos_id),
-          eos_id_(options.eos_id) {}
+          eos_id_(options.eos_id) {
+        // the state starts with every source's row in order, as the first prefixes do
+        if (options.use_cache && model.start) {
+            state_ = model.start(memory, mask);
+            AG_CHECK(state_ != nullptr, ValueError, "{}: the model's incremental start returned no state",
+                     op);
+        }
+    }
 
-    /// prefixes int64 [N, t]; rows int64 [N]: the source of each prefix.
+    /// prefixes int64 [N, t]; rows int64 [N]: the source of each prefix. The incremental state
+    /// gets the last column only: its rows are the previous call's prefixes reordered by keep().
     std::vector<double> operator()(const Tensor& prefixes, const Tensor& rows) {
-        const std::int64_t n = prefixes.size(0), t = prefixes.size(1);
-        Tensor logits = step_(prefixes, index_select(memory_, 0, rows),
-                              mask_.defined() ? index_select(mask_, 0, rows) : Tensor{});
+        const std::int64_t n = prefixes.size(0);
+        const std::int64_t t = state_ ? 1 : prefixes.size(1);  // positions the step returns at most
+        Tensor logits = state_ ? state_->step(select(prefixes, 1, prefixes.size(1) - 1))
+                               : step_(prefixes, index_select(memory_, 0, rows),
+                                       mask_.defined() ? index_select(mask_, 0, rows) : Tensor{});
         AG_CHECK(logits.defined(), ShapeError, "{}: step returned an undefined tensor for prefixes [{}, {}]",
                  op_, n, t);
         AG_CHECK(is_floating(logits.dtype()), DTypeError, "{}: step must return float logits, got {} {}", op_,
@@ -150,9 +162,16 @@ public:
 
     std::int64_t vocab() const { return vocab_; }
 
+    /// The next prefixes continue rows `rows` int64 [N'] of the last call's: the incremental
+    /// state keeps those rows, in that order.
+    void keep(const Tensor& rows) {
+        if (state_) state_->reorder(rows);
+    }
+
 private:
     const char* op_;
     const DecodeStep& step_;
+    std::unique_ptr<IncrementalState> state_;
     Tensor memory_, mask_;
     std::int64_t bos_id_, eos_id_;
     std::int64_t vocab_ = -1;
@@ -223,13 +242,19 @@ private:
 
 std::vector<Hypothesis> greedy_decode(const Tensor& memory, const Tensor& memory_key_padding_mask,
                                       const DecodeStep& step, const DecodeOptions& options) {
+    return greedy_decode(memory, memory_key_padding_mask, DecodeModel{.step = step}, options);
+}
+
+std::vector<Hypothesis> greedy_decode(const Tensor& memory, const Tensor& memory_key_padding_mask,
+                                      const DecodeModel& model, const DecodeOptions& options) {
     constexpr const char* op = "greedy_decode";
-    const std::int64_t batch = check_arguments(op, memory, memory_key_padding_mask, step, options);
+    const std::int64_t batch = check_arguments(op, memory, memory_key_padding_mask, model, options);
+    const DecodeStep& step = model.step;
     NoGradGuard no_grad;
     std::vector<Hypothesis> out(static_cast<std::size_t>(batch));
     {
         RecordingPause pause;
-        Stepper stepper(op, step, memory, memory_key_padding_mask, options);
+        Stepper stepper(op, model, memory, memory_key_padding_mask, options);
         std::vector<std::int64_t> live(static_cast<std::size_t>(batch));  // sources still decoding
         std::iota(live.begin(), live.end(), std::int64_t{0});
         Tensor prefixes = full({batch, 1}, static_cast<double>(options.bos_id), {.dtype = DType::Int64});
@@ -255,8 +280,9 @@ std::vector<Hypothesis> greedy_decode(const Tensor& memory, const Tensor& memory
             }
             if (next_live.empty()) break;
             const auto n = static_cast<std::int64_t>(next_live.size());
-            prefixes =
-                concat({index_select(prefixes, 0, rows_of(kept_rows)), index_tensor(next_tokens, {n, 1})}, 1);
+            const Tensor kept = rows_of(kept_rows);
+            stepper.keep(kept);
+            prefixes = concat({index_select(prefixes, 0, kept), index_tensor(next_tokens, {n, 1})}, 1);
             live = std::move(next_live);
         }
     }
@@ -271,8 +297,14 @@ std::vector<Hypothesis> greedy_decode(const Tensor& memory, const Tensor& memory
 
 std::vector<std::vector<Hypothesis>> beam_search(const Tensor& memory, const Tensor& memory_key_padding_mask,
                                                  const DecodeStep& step, const DecodeOptions& options) {
+    return beam_search(memory, memory_key_padding_mask, DecodeModel{.step = step}, options);
+}
+
+std::vector<std::vector<Hypothesis>> beam_search(const Tensor& memory, const Tensor& memory_key_padding_mask,
+                                                 const DecodeModel& model, const DecodeOptions& options) {
     constexpr const char* op = "beam_search";
-    const std::int64_t batch = check_arguments(op, memory, memory_key_padding_mask, step, options);
+    const std::int64_t batch = check_arguments(op, memory, memory_key_padding_mask, model, options);
+    const DecodeStep& step = model.step;
     AG_CHECK(options.beam_size >= 1, ValueError, "{}: beam_size must be >= 1, got {}", op, options.beam_size);
     AG_CHECK(options.num_return_sequences >= 1 && options.num_return_sequences <= options.beam_size,
              ValueError, "{}: num_return_sequences must be in [1, beam_size = {}], got {}", op,
@@ -287,7 +319,7 @@ std::vector<std::vector<Hypothesis>> beam_search(const Tensor& memory, const Ten
     std::vector<HypothesisPool> pools(static_cast<std::size_t>(batch), HypothesisPool(beam_size));
     {
         RecordingPause pause;
-        Stepper stepper(op, step, memory, memory_key_padding_mask, options);
+        Stepper stepper(op, model, memory, memory_key_padding_mask, options);
         // beams[b]: source b's live prefixes, best first; their rows in `prefixes` are
         // consecutive, sources in order.
         std::vector<std::vector<Beam>> beams(static_cast<std::size_t>(batch), std::vector<Beam>(1));
@@ -366,8 +398,9 @@ std::vector<std::vector<Hypothesis>> beam_search(const Tensor& memory, const Ten
             }
             if (next_sources.empty()) break;
             const auto n = static_cast<std::int64_t>(next_sources.size());
-            prefixes = concat(
-                {index_select(prefixes, 0, rows_of(parent_rows)), index_tensor(next_tokens, {n, 1})}, 1);
+            const Tensor parents = rows_of(parent_rows);
+            stepper.keep(parents);
+            prefixes = concat({index_select(prefixes, 0, parents), index_tensor(next_tokens, {n, 1})}, 1);
             sources = std::move(next_sources);
         }
     }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 namespace attograd::nn {
@@ -23,6 +24,38 @@ namespace attograd::nn {
 /// .tgt_is_causal = true}))`.
 using DecodeStep = std::function<Tensor(const Tensor& prefixes, const Tensor& memory,
                                         const Tensor& memory_key_padding_mask)>;
+
+/// The state of one incremental decode (Hugging Face's `past_key_values`, or a recurrent
+/// decoder's state): one row per live prefix, holding everything the decoder computed for the
+/// prefix so far, so that each step runs the decoder over one new position only.
+class IncrementalState {
+public:
+    virtual ~IncrementalState() = default;
+    /// tokens int64 [N]: the last token of each of the N live prefixes (bos at the first call;
+    /// N = the state's rows) -> logits [N, V] (or log-probabilities) of the token after each
+    /// prefix; appends the position to the state. Throws ShapeError when N is not the state's
+    /// row count, and whatever the model throws.
+    virtual Tensor step(const Tensor& tokens) = 0;
+    /// Keeps rows `rows` int64 [N'] of the state, in that order: row i afterwards is row rows[i]
+    /// before (index_select over the batch rows, Hugging Face's `_reorder_cache`). Throws
+    /// ShapeError / IndexError for indices that are not [N'] in [0, N).
+    virtual void reorder(const Tensor& rows) = 0;
+};
+
+/// Begins an incremental decode: memory [N, S, E] and memory_key_padding_mask [N, S] (undefined
+/// when none) -> a state of N rows holding no position yet.
+using IncrementalStart = std::function<std::unique_ptr<IncrementalState>(
+    const Tensor& memory, const Tensor& memory_key_padding_mask)>;
+
+/// A model as greedy_decode and beam_search call it: the stateless step (required; it also
+/// re-runs teacher-forced on the chosen output to record its attention) and, optionally, an
+/// incremental start, used during the search when DecodeOptions::use_cache is set. Both must
+/// compute the same model: the incremental state's step t returns the stateless step's logits at
+/// the last position of the same prefix.
+struct DecodeModel {
+    DecodeStep step;              ///< the stateless step (see DecodeStep)
+    IncrementalStart start = {};  ///< empty: the model has no incremental path
+};
 
 /// How a hypothesis' log-probability is normalised by its length |y| (the tokens generated,
 /// eos included) into its score.
@@ -57,6 +90,11 @@ struct DecodeOptions {
     /// When an AttentionRecorder is active, re-run the step teacher-forced on each source's best
     /// output so that the recorder holds exactly that output's attention (see beam_search).
     bool record_attention = true;
+    /// Decode with the model's incremental state (a key/value cache or a carried recurrent
+    /// state: each step runs over one new position) when it has one (DecodeModel::start);
+    /// false re-runs the stateless step over the whole prefix at every step (Hugging Face's
+    /// `use_cache`). The output is the same either way.
+    bool use_cache = true;
 };
 
 /// One decoded output.
@@ -100,6 +138,11 @@ double length_penalty(std::int64_t length, double alpha,
 /// "greedy_decode" and names the argument.
 std::vector<Hypothesis> greedy_decode(const Tensor& memory, const Tensor& memory_key_padding_mask,
                                       const DecodeStep& step, const DecodeOptions& options);
+/// greedy_decode with a DecodeModel: its incremental state during the search when it has one and
+/// options.use_cache is set (rows reordered as prefixes finish), its stateless step otherwise and
+/// for recording the attention. Throws as greedy_decode, and as the state's step and reorder.
+std::vector<Hypothesis> greedy_decode(const Tensor& memory, const Tensor& memory_key_padding_mask,
+                                      const DecodeModel& model, const DecodeOptions& options);
 
 /// Beam search (Graves 2012 §2; Sutskever et al. 2014 §3.2; the length penalty of Wu et al. 2016
 /// §7): per source, beam_size prefixes are kept; each step scores every one-token extension of
@@ -129,5 +172,11 @@ std::vector<Hypothesis> greedy_decode(const Tensor& memory, const Tensor& memory
 /// num_return_sequences is outside [1, beam_size].
 std::vector<std::vector<Hypothesis>> beam_search(const Tensor& memory, const Tensor& memory_key_padding_mask,
                                                  const DecodeStep& step, const DecodeOptions& options);
+/// beam_search with a DecodeModel: its incremental state during the search when it has one and
+/// options.use_cache is set (the state's rows reordered with the beams each step, as Hugging
+/// Face's `_reorder_cache`), its stateless step otherwise and for recording the attention. Throws
+/// as beam_search, and as the state's step and reorder.
+std::vector<std::vector<Hypothesis>> beam_search(const Tensor& memory, const Tensor& memory_key_padding_mask,
+                                                 const DecodeModel& model, const DecodeOptions& options);
 
 }  // namespace attograd::nn

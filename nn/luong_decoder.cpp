@@ -3,6 +3,7 @@
 
 #include "core/error.hpp"
 #include "core/format.hpp"
+#include "core/ops.hpp"
 #include "core/ops_elementwise.hpp"
 #include "core/ops_index.hpp"
 #include "core/ops_linear.hpp"
@@ -151,44 +152,58 @@ std::pair<Tensor, Tensor> LuongDecoder::attend_local(const Tensor& query, std::i
     return {context, want_weights ? local_band_to_dense(band, start, src_len) : Tensor()};
 }
 
+Tensor LuongDecoder::step(Tensor x, std::int64_t t, std::vector<Tensor>& h, std::vector<Tensor>& c,
+                          Tensor& feed, const Tensor& memory, const Tensor& memory_key_padding_mask,
+                          const Tensor& additive_mask, bool want_weights) const {
+    const auto& o = options_;
+    if (o.input_feeding) x = concat({x, feed}, 1);
+    for (std::int64_t l = 0; l < o.num_layers; ++l) {
+        const auto i = static_cast<std::size_t>(l);
+        if (o.cell == LuongCell::LSTM)
+            std::tie(h[i], c[i]) = lstm_cells_[i]->forward(x, {h[i], c[i]});
+        else
+            h[i] = gru_cells_[i]->forward(x, h[i]);
+        x = h[i];
+    }
+    auto [context, alpha] = attend(x, t, memory, memory_key_padding_mask, additive_mask, want_weights);
+    feed = tanh(combine_->forward(concat({context, x}, 1)));  // h~_t = tanh(W_c [c_t; h_t])
+    return alpha;
+}
+
+void LuongDecoder::initial_layers(const LuongDecoderState& initial_state, std::int64_t batch,
+                                  std::vector<Tensor>& h, std::vector<Tensor>& c) const {
+    const auto& o = options_;
+    const Shape state_shape{o.num_layers, batch, o.hidden_size};
+    detail::check_state(kOp, "initial_state.h", initial_state.h, state_shape, o.dtype);
+    detail::check_state(kOp, "initial_state.c", initial_state.c, state_shape, o.dtype);
+    AG_CHECK(o.cell == LuongCell::LSTM || !initial_state.c.defined(), ValueError,
+             "{}: initial_state.c is given but the cells are GRUs (they have no cell state)", kOp);
+    const Tensor zero = zeros({batch, o.hidden_size}, {.dtype = o.dtype});
+    auto layer_state = [&](const Tensor& s, std::int64_t l) { return s.defined() ? select(s, 0, l) : zero; };
+    for (std::int64_t l = 0; l < o.num_layers; ++l) {
+        h.push_back(layer_state(initial_state.h, l));
+        c.push_back(layer_state(initial_state.c, l));
+    }
+}
+
 Tensor LuongDecoder::forward(const Tensor& tgt_in, const Tensor& memory,
                              const Tensor& memory_key_padding_mask,
                              const LuongDecoderState& initial_state) const {
     const auto& o = options_;
     const detail::DecoderInputs in = detail::check_decoder_inputs(
         kOp, tgt_in, memory, memory_key_padding_mask, o.vocab_size, o.memory_dim, o.dtype);
-    const Shape state_shape{o.num_layers, in.batch, o.hidden_size};
-    detail::check_state(kOp, "initial_state.h", initial_state.h, state_shape, o.dtype);
-    detail::check_state(kOp, "initial_state.c", initial_state.c, state_shape, o.dtype);
-    AG_CHECK(o.cell == LuongCell::LSTM || !initial_state.c.defined(), ValueError,
-             "{}: initial_state.c is given but the cells are GRUs (they have no cell state)", kOp);
-    const Tensor zero = zeros({in.batch, o.hidden_size}, {.dtype = o.dtype});
-    auto layer_state = [&](const Tensor& s, std::int64_t l) { return s.defined() ? select(s, 0, l) : zero; };
     std::vector<Tensor> h, c;
-    for (std::int64_t l = 0; l < o.num_layers; ++l) {
-        h.push_back(layer_state(initial_state.h, l));
-        c.push_back(layer_state(initial_state.c, l));
-    }
+    initial_layers(initial_state, in.batch, h, c);
+    const Tensor zero = zeros({in.batch, o.hidden_size}, {.dtype = o.dtype});
     const Tensor embedded = embedding_->forward(tgt_in);  // [B, T, E]
     const bool recording = attention_recording();
     Tensor feed = zero;  // h~_{t-1}
     std::vector<Tensor> attentional, weights;
     for (std::int64_t t = 0; t < in.steps; ++t) {
-        Tensor x = select(embedded, 1, t);  // E y_{t-1} [B, E]
-        if (o.input_feeding) x = concat({x, feed}, 1);
-        for (std::int64_t l = 0; l < o.num_layers; ++l) {
-            const auto i = static_cast<std::size_t>(l);
-            if (o.cell == LuongCell::LSTM)
-                std::tie(h[i], c[i]) = lstm_cells_[i]->forward(x, {h[i], c[i]});
-            else
-                h[i] = gru_cells_[i]->forward(x, h[i]);
-            x = h[i];
-        }
-        const auto [context, alpha] =
-            attend(x, t, memory, memory_key_padding_mask, in.additive_mask, recording);
-        feed = tanh(combine_->forward(concat({context, x}, 1)));  // h~_t = tanh(W_c [c_t; h_t])
+        Tensor alpha = step(select(embedded, 1, t), t, h, c, feed, memory, memory_key_padding_mask,
+                            in.additive_mask, recording);
         attentional.push_back(feed);
-        if (recording) weights.push_back(alpha);
+        if (recording) weights.push_back(std::move(alpha));
     }
     detail::record_steps(attention_.get(), weights);
     return out_->forward(stack(attentional, 1));  // [B, T, V]
@@ -196,6 +211,60 @@ Tensor LuongDecoder::forward(const Tensor& tgt_in, const Tensor& memory,
 
 DecodeStep LuongDecoder::decode_step(InitialState initial_state) const {
     return detail::stateless_step<LuongDecoder, LuongDecoderState>(this, std::move(initial_state));
+}
+
+/// LuongDecoder's incremental decode: every layer's h and c, the input-feeding vector, the step
+/// index, the memory and its masks, one row per live prefix.
+class LuongDecodeState : public IncrementalState {
+public:
+    LuongDecodeState(const LuongDecoder& decoder, const Tensor& memory, const Tensor& mask,
+                     const LuongDecoder::InitialState& init)
+        : decoder_(decoder), memory_(memory), mask_(mask) {
+        const auto& o = decoder.options_;
+        // the teacher-forced forward's checks, on a one-step prefix
+        const detail::DecoderInputs in =
+            detail::check_decoder_inputs(kOp, zeros({memory.size(0), 1}, {.dtype = DType::Int64}), memory,
+                                         mask, o.vocab_size, o.memory_dim, o.dtype);
+        additive_mask_ = in.additive_mask;
+        decoder.initial_layers(init ? init(memory, mask) : LuongDecoderState{}, in.batch, h_, c_);
+        feed_ = zeros({in.batch, o.hidden_size}, {.dtype = o.dtype});
+    }
+
+    Tensor step(const Tensor& tokens) override {
+        const auto& o = decoder_.options_;
+        detail::check_step_tokens(kOp, tokens, feed_.size(0), o.vocab_size);
+        decoder_.step(decoder_.embedding_->forward(tokens), t_, h_, c_, feed_, memory_, mask_, additive_mask_,
+                      false);
+        ++t_;
+        return decoder_.out_->forward(feed_);  // [N, V]
+    }
+
+    void reorder(const Tensor& rows) override {
+        detail::check_reorder_rows(kOp, rows, feed_.size(0));
+        const auto keep = [&](Tensor& x) {
+            if (x.defined()) x = index_select(x, 0, rows);
+        };
+        for (Tensor& x : h_) keep(x);
+        for (Tensor& x : c_) keep(x);
+        keep(feed_);
+        keep(memory_);
+        keep(mask_);
+        keep(additive_mask_);
+    }
+
+private:
+    const LuongDecoder& decoder_;
+    Tensor memory_, mask_, additive_mask_, feed_;
+    std::vector<Tensor> h_, c_;
+    std::int64_t t_ = 0;
+};
+
+IncrementalStart LuongDecoder::incremental_start(InitialState initial_state) const {
+    return detail::incremental_start<LuongDecodeState>(this, std::move(initial_state));
+}
+
+DecodeModel LuongDecoder::decode_model(InitialState initial_state) const {
+    return {.step = decode_step(initial_state), .start = incremental_start(std::move(initial_state))};
 }
 
 }  // namespace attograd::nn

@@ -101,6 +101,17 @@ public:
     /// (stateless), initial states from `initial_state` (zeros when empty), computed from the rows
     /// decoding gathered. The module must outlive it.
     DecodeStep decode_step(InitialState initial_state = {}) const;
+    /// The incremental start of greedy_decode / beam_search: a state carrying every layer's h and
+    /// c, the input-feeding vector h~_{t-1}, the step index t (local-m's centre), the memory and
+    /// its mask, one row per prefix; each step runs the cells, the attention and the output over
+    /// the new token only (forward's step t, bit for bit) and reorder keeps the rows of the
+    /// surviving prefixes. The initial state is initial_state(memory, mask) on the memory
+    /// decoding starts with (zeros when empty). The state's step throws ShapeError (tokens not
+    /// [N] for its N rows), DTypeError, IndexError; its reorder ShapeError / IndexError; the
+    /// messages start with "LuongDecoder". The module must outlive it.
+    IncrementalStart incremental_start(InitialState initial_state = {}) const;
+    /// decode_step(initial_state) and incremental_start(initial_state) together.
+    DecodeModel decode_model(InitialState initial_state = {}) const;
 
     std::string type_name() const override { return "LuongDecoder"; }
     std::string extra_repr() const override;
@@ -110,6 +121,15 @@ protected:
     void dtype_changed(DType dtype) override { options_.dtype = dtype; }
 
 private:
+    friend class LuongDecodeState;
+    // Checks initial_state for `batch` rows and appends each layer's h and c (zeros when undefined).
+    void initial_layers(const LuongDecoderState& initial_state, std::int64_t batch, std::vector<Tensor>& h,
+                        std::vector<Tensor>& c) const;
+    // Step t: x = E y_{t-1} [B, E]; h, c (per layer [B, H]) and feed h~_{t-1} [B, H] become step
+    // t's -> the weights alpha_t [B, 1, S] (undefined unless want_weights); feed is h~_t.
+    Tensor step(Tensor x, std::int64_t t, std::vector<Tensor>& h, std::vector<Tensor>& c, Tensor& feed,
+                const Tensor& memory, const Tensor& memory_key_padding_mask, const Tensor& additive_mask,
+                bool want_weights) const;
     /// Attention of one step for the top state h_t [B, H] -> (c_t [B, A], weights [B, 1, S] when
     /// `want_weights` or global, else undefined).
     std::pair<Tensor, Tensor> attend(const Tensor& h_top, std::int64_t t, const Tensor& memory,

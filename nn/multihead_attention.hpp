@@ -71,11 +71,48 @@ struct MultiHeadAttentionArgs {
     bool average_attn_weights = true;
 };
 
+/// Keyword arguments of MultiHeadAttention::forward_cached / forward_cross_cached: those of
+/// MultiHeadAttentionArgs that apply to one cached position.
+struct CachedAttentionArgs {
+    /// Return the weights. Without them (and no AttentionRecorder), a cache of 2048 keys or more
+    /// takes the flash kernel, as forward does with need_weights = false.
+    bool need_weights = true;
+    /// Weights averaged over the heads [N, 1, t] (true) or per head [N, h, 1, t].
+    bool average_attn_weights = true;
+};
+
 /// What MultiHeadAttention::forward returns.
 struct MultiHeadAttentionOutput {
     Tensor output;   ///< [B, Tq, E]
     Tensor weights;  ///< [B, Tq, Tk'] or [B, h, Tq, Tk'] (Tk' counts bias_kv / zero_attn keys); undefined
                      ///< when !need_weights
+};
+
+class MultiHeadAttention;
+
+/// The keys and values one MultiHeadAttention has computed during incremental decoding (one
+/// layer's entry of Hugging Face's `past_key_values`), one row per live prefix. Self-attention
+/// appends the new position's key and value at every step; cross-attention projects the memory
+/// once. The layout is HF's [N, h, t, d] with the heads side by side ([N, t, h * d]: head i in
+/// columns [i * d, (i + 1) * d)), the layout the attention kernel reads in place.
+struct KeyValueCache {
+    Tensor key{};    ///< projected keys [N, t, E] (rotated with positional = Rotary)
+    Tensor value{};  ///< projected values [N, t, E]
+    /// bool or float [N, t]: the key padding mask of the cached keys (undefined: none)
+    Tensor key_padding_mask{};
+    const MultiHeadAttention* owner = nullptr;  ///< the module that filled it (null: empty)
+    bool cross = false;                         ///< filled by forward_cross_cached
+    const void* memory = nullptr;               ///< cross only: the storage of the memory it projected
+    /// Queries answered: the position of the next query (Rotary and ALiBi count from 0).
+    std::int64_t steps = 0;
+    /// Positions (keys) held, t.
+    std::int64_t length() const { return key.defined() ? key.size(1) : 0; }
+    /// Rows N (0 while empty).
+    std::int64_t batch_size() const { return key.defined() ? key.size(0) : 0; }
+    /// Keeps rows `rows` int64 [N'] of every cached tensor, in that order (Hugging Face's
+    /// `_reorder_cache`). Throws ShapeError (rows not int64 [N']), IndexError (an index outside
+    /// [0, N)); does nothing while empty.
+    void reorder(const Tensor& rows);
 };
 
 /// Multi-head attention (Vaswani et al. 2017, §3.2.2) with torch.nn.MultiheadAttention's
@@ -120,6 +157,39 @@ public:
     /// Self-attention: forward(x, x, x, args).
     MultiHeadAttentionOutput forward(const Tensor& x, const MultiHeadAttentionArgs& args = {}) const;
 
+    /// Incremental causal self-attention: x [N, 1, E], the position p = cache.length() of each
+    /// of N sequences, attends to the cached keys 0..p-1 and itself; its key and value are
+    /// appended to the cache -> output [N, 1, E] and the weights [N, h, 1, p + 1] (or averaged
+    /// [N, 1, p + 1]; undefined without args.need_weights). Equals row p of
+    /// forward(x_{0..p}, {.is_causal = true}) bit for bit (with the same need_weights).
+    /// key_padding_mask bool or float [N, 1] marks the new key (true = padded; undefined: not
+    /// padded) and is kept for later steps. Rotary and ALiBi positions count from the cache's
+    /// first key. Throws ValueError (an option with no incremental path: a score other than dot
+    /// or scaled-dot, local attention, add_bias_kv / add_zero_attn; a cache filled by another
+    /// module or by cross-attention), ShapeError (x not [N, 1, E], N not the cache's rows, the
+    /// mask not [N, 1]), DTypeError; messages start with "MultiHeadAttention::forward_cached".
+    MultiHeadAttentionOutput forward_cached(const Tensor& x, KeyValueCache& cache,
+                                            const Tensor& key_padding_mask = {},
+                                            const CachedAttentionArgs& args = {}) const;
+    /// Incremental cross-attention: query [N, 1, E] over memory [N, S, kdim] (also the value,
+    /// as in a Transformer decoder). The first call (empty cache) projects the memory's keys and
+    /// values once and keeps them with memory_key_padding_mask bool or float [N, S] (or
+    /// undefined); later calls reuse them (rows reordered with the cache) and must pass the same
+    /// memory tensor (its mask is then taken from the cache) -> output [N, 1, E] and weights
+    /// [N, h, 1, S] (or [N, 1, S]). Equals forward(query, memory, memory) row for row. Throws as
+    /// forward_cached, and ValueError when the memory is not the one the cache was built from or
+    /// the cache was filled by self-attention.
+    MultiHeadAttentionOutput forward_cross_cached(const Tensor& query, const Tensor& memory,
+                                                  KeyValueCache& cache,
+                                                  const Tensor& memory_key_padding_mask = {},
+                                                  const CachedAttentionArgs& args = {}) const;
+    /// Whether forward_cached / forward_cross_cached support these options (a dot or scaled-dot
+    /// score, global attention, no add_bias_kv / add_zero_attn). Local attention is left out
+    /// because its windows depend on the whole sequence's length: local-m centres query t of Tq at
+    /// t * Tk / Tq and local-p scales its centres by Tk, so in a decoder earlier positions'
+    /// outputs change as the prefix grows, and no cache of them can equal the whole-prefix run.
+    bool supports_cache() const;
+
     std::string type_name() const override { return "MultiHeadAttention"; }
     std::string extra_repr() const override;
 
@@ -160,6 +230,13 @@ private:
                                                 const Tensor& mask) const;
     std::pair<Tensor, Tensor> attend_local(const Tensor& query, const Tensor& key, const Tensor& value,
                                            const AttentionMasks& masks, bool dense_weights) const;
+    // The cached paths' common end (nn/multihead_attention_cache.cpp): q [N, 1, E] over the
+    // cache's keys with the additive mask [N or 1, h or 1, 1, t] (undefined: none).
+    MultiHeadAttentionOutput attend_cached(const Tensor& q, const KeyValueCache& cache, const Tensor& mask,
+                                           const CachedAttentionArgs& args) const;
+    void check_cache(const char* fn, const Tensor& query, const KeyValueCache& cache, bool cross) const;
+    // rotate() of x [N, 1, W] at sequence position `position` (x itself without rotary positions)
+    Tensor rotate_at(const Tensor& x, std::int64_t position) const;
 
     MultiHeadAttentionOptions options_;
     Generator* generator_;

@@ -62,4 +62,30 @@ void record_steps(const Module* layer, const std::vector<Tensor>& step_weights) 
     record_attention(layer, concat(step_weights, 1).detach());
 }
 
+void check_step_tokens(std::string_view op, const Tensor& tokens, std::int64_t rows,
+                       std::int64_t vocab_size) {
+    AG_CHECK(
+        tokens.defined() && tokens.dim() == 1 && tokens.size(0) == rows, ShapeError,
+        "{}::incremental step: tokens must be [N] = [{}] (one per prefix the state holds; reorder the state "
+        "with the prefixes), got {}",
+        op, rows, tokens.defined() ? fmt::format("{}", tokens.shape()) : "an undefined tensor");
+    AG_CHECK(tokens.dtype() == DType::Int64, DTypeError, "{}::incremental step: tokens must be int64, got {}",
+             op, tokens.dtype());
+    const std::int64_t* ids = tokens.data<std::int64_t>();
+    for (std::int64_t i = 0; i < rows; ++i)
+        AG_CHECK(ids[i] >= 0 && ids[i] < vocab_size, IndexError,
+                 "{}::incremental step: tokens[{}] = {} is outside the vocabulary [0, {})", op, i, ids[i],
+                 vocab_size);
+}
+
+void check_reorder_rows(std::string_view op, const Tensor& rows, std::int64_t n) {
+    AG_CHECK(rows.defined() && rows.dtype() == DType::Int64 && rows.dim() == 1, ShapeError,
+             "{}::reorder: rows must be int64 [N'], got {}", op,
+             rows.defined() ? fmt::format("{} {}", rows.dtype(), rows.shape()) : "an undefined tensor");
+    const std::int64_t* r = rows.data<std::int64_t>();
+    for (std::int64_t i = 0; i < rows.numel(); ++i)
+        AG_CHECK(r[i] >= 0 && r[i] < n, IndexError,
+                 "{}::reorder: row index {} at {} is outside the state's {} rows", op, r[i], i, n);
+}
+
 }  // namespace attograd::nn::detail

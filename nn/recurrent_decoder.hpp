@@ -6,6 +6,7 @@
 #include "nn/module.hpp"
 
 #include <functional>
+#include <memory>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -42,6 +43,15 @@ std::pair<Tensor, Tensor> attend(const Tensor& scores, const Tensor& memory, con
 /// [B, T, S] under `layer`, detached. Does nothing when no recorder is active.
 void record_steps(const Module* layer, const std::vector<Tensor>& step_weights);
 
+/// Checks the tokens of an incremental step of decoder `op`: int64 [rows] with ids in
+/// [0, vocab_size). Throws ShapeError (not [rows]: the state holds `rows` prefixes), DTypeError,
+/// IndexError; messages start with "<op>::incremental step".
+void check_step_tokens(std::string_view op, const Tensor& tokens, std::int64_t rows, std::int64_t vocab_size);
+
+/// Checks reorder's `rows` for a state of `n` rows: int64 [N'] with every index in [0, n).
+/// Throws ShapeError, IndexError; messages start with "<op>::reorder".
+void check_reorder_rows(std::string_view op, const Tensor& rows, std::int64_t n);
+
 /// The stateless DecodeStep of a recurrent decoder: decoder->forward(prefixes, memory, mask,
 /// init(memory, mask)) over the whole prefix, with State{} (zeros) when `init` is empty.
 template <class Decoder, class State>
@@ -50,6 +60,16 @@ DecodeStep stateless_step(const Decoder* decoder, std::function<State(const Tens
         [decoder, init = std::move(init)](const Tensor& prefixes, const Tensor& memory, const Tensor& mask) {
             return decoder->forward(prefixes, memory, mask, init ? init(memory, mask) : State{});
         };
+}
+
+/// The IncrementalStart of a recurrent decoder: a fresh State(*decoder, memory, mask, init) per
+/// decode.
+template <class State, class Decoder, class Init>
+IncrementalStart incremental_start(const Decoder* decoder, Init init) {
+    return [decoder, init = std::move(init)](const Tensor& memory,
+                                             const Tensor& mask) -> std::unique_ptr<IncrementalState> {
+        return std::make_unique<State>(*decoder, memory, mask, init);
+    };
 }
 
 }  // namespace attograd::nn::detail

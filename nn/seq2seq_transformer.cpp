@@ -83,7 +83,7 @@ std::string Seq2SeqTransformer::extra_repr() const {
 
 // ids [B, T] -> pe(embed(ids)) [B, T, E], the ids checked first so that messages name the model.
 Tensor Seq2SeqTransformer::embed(const Embedding& embedding, const Tensor& ids, const char* what,
-                                 const char* fn) const {
+                                 const char* fn, std::int64_t offset) const {
     AG_CHECK(ids.defined() && ids.dim() == 2, ShapeError,
              "Seq2SeqTransformer::{}: {} must be ids [batch, length], got {}", fn, what,
              ids.defined() ? fmt::format("{}", ids.shape()) : "an undefined tensor");
@@ -103,7 +103,7 @@ Tensor Seq2SeqTransformer::embed(const Embedding& embedding, const Tensor& ids, 
                  ids.shape(), p[i], i / ids.size(1), i % ids.size(1), vocab);
     Tensor x = embedding.forward(ids);
     if (options_.scale_embedding) x = x * std::sqrt(static_cast<double>(options_.transformer.d_model));
-    return positional_encoding_->forward(x);
+    return positional_encoding_->forward(x, offset);
 }
 
 Tensor Seq2SeqTransformer::key_padding_mask(const Tensor& ids) const {
@@ -138,6 +138,66 @@ DecodeStep Seq2SeqTransformer::decode_step() const {
     };
 }
 
+bool Seq2SeqTransformer::supports_cache() const { return transformer_->decoder().supports_cache(); }
+
+Tensor Seq2SeqTransformer::decode_cached(const Tensor& tokens, const Tensor& memory,
+                                         TransformerDecoderCache& cache,
+                                         const Tensor& memory_key_padding_mask) const {
+    AG_CHECK(tokens.defined() && tokens.dim() == 1, ShapeError,
+             "Seq2SeqTransformer::decode_cached: tokens must be ids [N] (one per prefix), got {}",
+             tokens.defined() ? fmt::format("{}", tokens.shape()) : "an undefined tensor");
+    const std::int64_t n = tokens.size(0), p = cache.steps;
+    AG_CHECK(p < options_.max_len, ShapeError,
+             "Seq2SeqTransformer::decode_cached: the cache holds {} positions; position {} is beyond max_len "
+             "{} of "
+             "the positional encoding",
+             p, p, options_.max_len);
+    const bool started = !cache.layers.empty() && cache.layers.front().multihead_attn.owner != nullptr;
+    const std::int64_t rows = started ? cache.layers.front().multihead_attn.batch_size() : n;
+    AG_CHECK(
+        rows == n, ShapeError,
+        "Seq2SeqTransformer::decode_cached: the cache holds {} rows but tokens {} has {} (reorder the cache "
+        "with the prefixes)",
+        rows, tokens.shape(), n);
+    const Tensor ids = reshape(tokens, {n, 1});
+    const Tensor y = embed(*tgt_embedding_, ids, "tokens", "decode_cached", p);
+    const Tensor x = transformer_->decoder().forward_cached(
+        y, memory, cache,
+        {.tgt_key_padding_mask = key_padding_mask(ids), .memory_key_padding_mask = memory_key_padding_mask});
+    return reshape(generator_->forward(x), {n, generator_->options().out_features});
+}
+
+namespace {
+
+/// Seq2SeqTransformer's incremental decode: the memory, its mask and the decoder's caches.
+class Seq2SeqDecodeState : public IncrementalState {
+public:
+    Seq2SeqDecodeState(const Seq2SeqTransformer& model, Tensor memory, Tensor mask)
+        : model_(model), memory_(std::move(memory)), mask_(std::move(mask)) {}
+    Tensor step(const Tensor& tokens) override {
+        return model_.decode_cached(tokens, memory_, cache_, mask_);
+    }
+    void reorder(const Tensor& rows) override { cache_.reorder(rows); }
+
+private:
+    const Seq2SeqTransformer& model_;
+    Tensor memory_, mask_;
+    TransformerDecoderCache cache_;
+};
+
+}  // namespace
+
+IncrementalStart Seq2SeqTransformer::incremental_start() const {
+    if (!supports_cache()) return {};
+    return [this](const Tensor& memory, const Tensor& mask) -> std::unique_ptr<IncrementalState> {
+        return std::make_unique<Seq2SeqDecodeState>(*this, memory, mask);
+    };
+}
+
+DecodeModel Seq2SeqTransformer::decode_model() const {
+    return {.step = decode_step(), .start = incremental_start()};
+}
+
 void Seq2SeqTransformer::check_decode_options(const DecodeOptions& options, const char* fn) const {
     const std::int64_t vocab = tgt_embedding_->options().num_embeddings;
     AG_CHECK(options.bos_id >= 0 && options.bos_id < vocab, ValueError,
@@ -156,14 +216,14 @@ std::vector<std::vector<Hypothesis>> Seq2SeqTransformer::beam_search(const Tenso
                                                                      const DecodeOptions& options) const {
     check_decode_options(options, "beam_search");
     const NoGradGuard no_grad;
-    return nn::beam_search(encode(src), key_padding_mask(src), decode_step(), options);
+    return nn::beam_search(encode(src), key_padding_mask(src), decode_model(), options);
 }
 
 std::vector<Hypothesis> Seq2SeqTransformer::greedy_decode(const Tensor& src,
                                                           const DecodeOptions& options) const {
     check_decode_options(options, "greedy_decode");
     const NoGradGuard no_grad;
-    return nn::greedy_decode(encode(src), key_padding_mask(src), decode_step(), options);
+    return nn::greedy_decode(encode(src), key_padding_mask(src), decode_model(), options);
 }
 
 }  // namespace attograd::nn

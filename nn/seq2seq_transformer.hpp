@@ -76,8 +76,31 @@ public:
     /// The step function of greedy_decode and beam_search: decode(prefixes, memory, mask)
     /// -> [N, t, V_tgt]. Keeps a reference to the model, which must outlive it.
     DecodeStep decode_step() const;
+    /// One incremental decoding step: tokens int64 [N] (the last token of each of N target
+    /// prefixes, at position p = cache.steps), memory [N, S, E] (the tensor the cache was
+    /// started with), memory_key_padding_mask bool [N, S] (read at the first step) -> logits
+    /// [N, V_tgt], equal to decode(prefixes, memory, mask)[:, p] bit for bit; the position's
+    /// keys and values join `cache` (TransformerDecoder::forward_cached). A token equal to pad_id
+    /// is masked as a key, as decode masks it. Throws ShapeError (tokens not [N], N not the
+    /// cache's rows, position p at or beyond max_len), DTypeError, IndexError (an id outside the
+    /// target vocabulary), ValueError (an architecture supports_cache() refuses, another memory
+    /// than the cache's); messages start with "Seq2SeqTransformer::decode_cached" or name the layer.
+    Tensor decode_cached(const Tensor& tokens, const Tensor& memory, TransformerDecoderCache& cache,
+                         const Tensor& memory_key_padding_mask = {}) const;
+    /// Whether decode_cached supports the architecture: every decoder layer's
+    /// TransformerDecoderLayer::supports_cache (MultiHead attention, dot or scaled-dot score, global
+    /// attention, any positional option).
+    bool supports_cache() const;
+    /// The incremental start of greedy_decode and beam_search: a state holding the memory, its
+    /// mask and a TransformerDecoderCache, stepping with decode_cached and reordering the cache
+    /// with the prefixes. Empty when !supports_cache(). Keeps a reference to the model.
+    IncrementalStart incremental_start() const;
+    /// decode_step() and incremental_start(): what beam_search and greedy_decode decode with.
+    DecodeModel decode_model() const;
     /// nn::beam_search over encode(src), for src int64 [B, S] (padded with pad_id): per source,
-    /// its best hypotheses, best first. Runs under NoGradGuard; call eval() first. With an
+    /// its best hypotheses, best first, with decode_model() (the key/value cache when
+    /// supports_cache() and options.use_cache; the same output either way). Runs under
+    /// NoGradGuard; call eval() first. With an
     /// AttentionRecorder alive, it holds each source's best output's attention afterwards (see
     /// nn::beam_search). Throws ValueError up front when bos_id or eos_id is outside the target
     /// vocabulary or bos_id equals pad_id, then as encode and nn::beam_search.
@@ -98,7 +121,8 @@ protected:
 
 private:
     void check_decode_options(const DecodeOptions& options, const char* fn) const;
-    Tensor embed(const Embedding& embedding, const Tensor& ids, const char* what, const char* fn) const;
+    Tensor embed(const Embedding& embedding, const Tensor& ids, const char* what, const char* fn,
+                 std::int64_t offset = 0) const;
 
     Seq2SeqTransformerOptions options_;
     std::shared_ptr<Embedding> src_embedding_;

@@ -283,12 +283,15 @@ Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory,
                                             .is_causal = args.memory_is_causal,
                                             .need_weights = false};
     const AttentionModule self{self_attn_, self_attn_single_}, cross{multihead_attn_, multihead_attn_single_};
-    const auto self_block = [&](const Tensor& x) {  // [B, Tt, E] -> [B, Tt, E]
-        return dropout1_->forward(attend(self, x, Tensor(), self_args, args.reinforce));
-    };
-    const auto cross_block = [&](const Tensor& x) {  // [B, Tt, E] over memory [B, Tm, E] -> [B, Tt, E]
-        return dropout2_->forward(attend(cross, x, memory, cross_args, args.reinforce));
-    };
+    return run_blocks(
+        tgt, [&](const Tensor& x) { return attend(self, x, Tensor(), self_args, args.reinforce); },
+        [&](const Tensor& x) { return attend(cross, x, memory, cross_args, args.reinforce); });
+}
+
+Tensor TransformerDecoderLayer::run_blocks(const Tensor& tgt, const Block& self_attention,
+                                           const Block& cross_attention) const {
+    const auto self_block = [&](const Tensor& x) { return dropout1_->forward(self_attention(x)); };
+    const auto cross_block = [&](const Tensor& x) { return dropout2_->forward(cross_attention(x)); };
     const auto ff_block = [&](const Tensor& x) {
         return dropout3_->forward(feed_forward(x, *linear1_, *dropout_, *linear2_, options_.activation));
     };
@@ -301,6 +304,39 @@ Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory,
     Tensor x = has_self ? norm1_->forward(tgt + self_block(tgt)) : tgt;
     x = norm2_->forward(x + cross_block(x));
     return ff ? norm3_->forward(x + ff_block(x)) : x;
+}
+
+bool TransformerDecoderLayer::supports_cache() const {
+    return multihead_attn_ != nullptr && multihead_attn_->supports_cache() &&
+           (!options_.self_attention || (self_attn_ != nullptr && self_attn_->supports_cache()));
+}
+
+Tensor TransformerDecoderLayer::forward_cached(const Tensor& tgt, const Tensor& memory,
+                                               TransformerDecoderLayerCache& cache,
+                                               const TransformerDecoderArgs& args) const {
+    AG_CHECK(
+        supports_cache(), ValueError,
+        "{}::forward_cached: incremental decoding needs MultiHead attention with a dot or scaled-dot score, "
+        "global attention and no add_bias_kv / add_zero_attn ({})",
+        type_name(), layer_repr(options_));
+    AG_CHECK(
+        !args.tgt_mask.defined() && !args.memory_mask.defined() && !args.memory_is_causal, ValueError,
+        "{}::forward_cached: tgt_mask, memory_mask and memory_is_causal do not apply to one cached position",
+        type_name());
+    // the same blocks as forward, over one position with the cached keys and values
+    return run_blocks(
+        tgt,
+        [&](const Tensor& x) {
+            return self_attn_
+                ->forward_cached(x, cache.self_attn, args.tgt_key_padding_mask, {.need_weights = false})
+                .output;
+        },
+        [&](const Tensor& x) {
+            return multihead_attn_
+                ->forward_cross_cached(x, memory, cache.multihead_attn, args.memory_key_padding_mask,
+                                       {.need_weights = false})
+                .output;
+        });
 }
 
 }  // namespace attograd::nn

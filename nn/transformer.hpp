@@ -8,8 +8,10 @@
 #include "nn/hard_attention.hpp"
 #include "nn/local_window.hpp"
 #include "nn/module.hpp"
+#include "nn/multihead_attention.hpp"
 #include "nn/positional_bias.hpp"
 
+#include <functional>
 #include <memory>
 #include <string_view>
 #include <vector>
@@ -20,7 +22,6 @@ class Dropout;
 class LayerNorm;
 class Linear;
 class ModuleList;
-class MultiHeadAttention;
 
 /// The activation between a Transformer layer's two feed-forward linears (PyTorch's
 /// `activation` "relu" | "gelu"; GELU is the exact erf form, attograd::gelu).
@@ -170,6 +171,23 @@ private:
     std::shared_ptr<Dropout> dropout_, dropout1_, dropout2_;
 };
 
+/// The caches of one TransformerDecoderLayer during incremental decoding: its self-attention's
+/// keys and values (one per decoded position) and its cross-attention's projected memory.
+struct TransformerDecoderLayerCache {
+    KeyValueCache self_attn{};       ///< the self-attention's (empty without self_attention)
+    KeyValueCache multihead_attn{};  ///< the cross-attention's
+};
+
+/// The caches of a TransformerDecoder (Hugging Face's `past_key_values`: one entry per layer),
+/// one row per live sequence.
+struct TransformerDecoderCache {
+    std::vector<TransformerDecoderLayerCache> layers{};  ///< one per layer, filled by the first step
+    std::int64_t steps = 0;                              ///< positions decoded so far
+    /// Keeps rows `rows` int64 [N'] of every layer's caches, in that order (Hugging Face's
+    /// `_reorder_cache`). Throws as KeyValueCache::reorder.
+    void reorder(const Tensor& rows);
+};
+
 /// torch.nn.TransformerDecoderLayer (Vaswani et al. 2017, §3.1), always batch first (or unbatched [T, E]):
 ///   post-norm: x = norm1(x + dropout1(self_attn(x))); x = norm2(x + dropout2(multihead_attn(x, memory)));
 ///              x = norm3(x + dropout3(ff(x)))
@@ -197,6 +215,20 @@ public:
     /// TransformerEncoderLayer::forward.
     Tensor forward(const Tensor& tgt, const Tensor& memory, const TransformerDecoderArgs& args = {}) const;
 
+    /// Incremental decoding: tgt [N, 1, E], the next position p = cache.self_attn.steps of N
+    /// target sequences, memory [N, S, E] (the tensor the cache was started with) -> [N, 1, E],
+    /// row p of forward(tgt_{0..p}, memory, {.tgt_is_causal = true}) bit for bit; its key and
+    /// value join the cache (MultiHeadAttention::forward_cached / forward_cross_cached).
+    /// args.tgt_key_padding_mask is [N, 1] (the new position's), memory_key_padding_mask [N, S]
+    /// is read at the first step only; tgt_is_causal is implied. Throws ValueError (a
+    /// configuration supports_cache() refuses, tgt_mask, memory_mask or memory_is_causal set,
+    /// and as forward_cached), ShapeError, DTypeError.
+    Tensor forward_cached(const Tensor& tgt, const Tensor& memory, TransformerDecoderLayerCache& cache,
+                          const TransformerDecoderArgs& args = {}) const;
+    /// Whether forward_cached supports this layer: MultiHead attention whose options
+    /// MultiHeadAttention::supports_cache accepts.
+    bool supports_cache() const;
+
     std::string type_name() const override { return "TransformerDecoderLayer"; }
     std::string extra_repr() const override;
 
@@ -212,6 +244,11 @@ protected:
     void dtype_changed(DType dtype) override { options_.dtype = dtype; }
 
 private:
+    // The layer's residual blocks, norms and dropouts around its attentions (each [B, Tt, E] ->
+    // [B, Tt, E], before dropout): what forward and forward_cached share.
+    using Block = std::function<Tensor(const Tensor&)>;
+    Tensor run_blocks(const Tensor& tgt, const Block& self_attention, const Block& cross_attention) const;
+
     TransformerLayerOptions options_;
     std::shared_ptr<MultiHeadAttention> self_attn_, multihead_attn_;
     std::shared_ptr<Attention> self_attn_single_, multihead_attn_single_;
@@ -276,6 +313,18 @@ public:
     /// tgt [B, Tt, E], memory [B, Tm, E] -> [B, Tt, E] (or unbatched [Tt, E], [Tm, E] -> [Tt, E]);
     /// every layer gets the same args. Throws as TransformerDecoderLayer::forward.
     Tensor forward(const Tensor& tgt, const Tensor& memory, const TransformerDecoderArgs& args = {}) const;
+
+    /// Incremental decoding of one new position: tgt [N, 1, E], memory [N, S, E] -> [N, 1, E],
+    /// equal to the last row of forward(tgt_{0..p}, memory, {.tgt_is_causal = true}) with the
+    /// earlier positions' keys and values taken from `cache` (one entry per layer, created at
+    /// the first step) and the new ones appended. Reorder the cache with the sequences
+    /// (TransformerDecoderCache::reorder). Throws ValueError (a cache of another layer count, a
+    /// layer whose cache ran another number of positions than the cache, e.g. after calls on a
+    /// single layer, and as TransformerDecoderLayer::forward_cached).
+    Tensor forward_cached(const Tensor& tgt, const Tensor& memory, TransformerDecoderCache& cache,
+                          const TransformerDecoderArgs& args = {}) const;
+    /// Whether every layer supports_cache().
+    bool supports_cache() const;
 
     std::string type_name() const override { return "TransformerDecoder"; }
     std::string extra_repr() const override;

@@ -6,6 +6,8 @@
 #include "nn/transformer.hpp"
 #include "nn/transformer_inputs.hpp"
 
+#include <algorithm>
+
 namespace attograd::nn {
 namespace {
 
@@ -85,6 +87,40 @@ Tensor TransformerDecoder::forward(const Tensor& tgt, const Tensor& memory,
     check_decoder_inputs(tgt, memory, args, options_.layer, type_name());
     Tensor x = tgt;
     for (const auto& layer : layers_) x = layer->forward(x, memory, args);
+    return norm_ ? norm_->forward(x) : x;
+}
+
+void TransformerDecoderCache::reorder(const Tensor& rows) {
+    for (TransformerDecoderLayerCache& layer : layers) {
+        layer.self_attn.reorder(rows);
+        layer.multihead_attn.reorder(rows);
+    }
+}
+
+bool TransformerDecoder::supports_cache() const {
+    return std::all_of(layers_.begin(), layers_.end(),
+                       [](const auto& layer) { return layer->supports_cache(); });
+}
+
+Tensor TransformerDecoder::forward_cached(const Tensor& tgt, const Tensor& memory,
+                                          TransformerDecoderCache& cache,
+                                          const TransformerDecoderArgs& args) const {
+    if (cache.steps == 0 && cache.layers.empty()) cache.layers.resize(layers_.size());
+    AG_CHECK(cache.layers.size() == layers_.size(), ValueError,
+             "{}::forward_cached: the cache holds {} layers but the decoder has {}", type_name(),
+             cache.layers.size(), layers_.size());
+    // every layer has answered cache.steps queries, unless calls on single layers were mixed in
+    for (std::size_t i = 0; i < cache.layers.size(); ++i) {
+        const std::int64_t seen = cache.layers[i].multihead_attn.steps;
+        AG_CHECK(seen == cache.steps, ValueError,
+                 "{}::forward_cached: layer {} of the cache has run {} positions but the cache {} (calls on "
+                 "single layers mixed into the decoder's cache)",
+                 type_name(), i, seen, cache.steps);
+    }
+    Tensor x = tgt;
+    for (std::size_t i = 0; i < layers_.size(); ++i)
+        x = layers_[i]->forward_cached(x, memory, cache.layers[i], args);
+    ++cache.steps;
     return norm_ ? norm_->forward(x) : x;
 }
 

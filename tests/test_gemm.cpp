@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -214,4 +215,46 @@ TEST_CASE("transpose of row bands side by side (ld_dst) equals the whole transpo
         attograd::detail::transpose<float>(std::min<std::int64_t>(64, rows - first), cols,
                                            src.data() + first * ld, ld, bands.data() + first, rows);
     CHECK(bands == whole);
+}
+
+namespace {
+
+// Whether every row of op(A) B, computed with m rows in one call, has the bits of that row
+// computed alone (m = 1), for m = 1 .. 40.
+template <class T>
+bool rows_independent(std::int64_t n, std::int64_t k, bool trans_a) {
+    std::mt19937 rng(7);
+    std::normal_distribution<double> normal;
+    constexpr std::int64_t kMaxRows = 40;
+    std::vector<T> a(static_cast<std::size_t>(kMaxRows * k)), b(static_cast<std::size_t>(k * n));
+    for (T& x : a) x = static_cast<T>(normal(rng));
+    for (T& x : b) x = static_cast<T>(normal(rng));
+    // A is [m, k] (lda = k), or [k, kMaxRows] read transposed (lda = kMaxRows)
+    const std::int64_t lda = trans_a ? kMaxRows : k;
+    std::vector<T> alone(static_cast<std::size_t>(kMaxRows * n));
+    for (std::int64_t r = 0; r < kMaxRows; ++r)
+        gemm<T>(1, n, k, trans_a ? a.data() + r : a.data() + r * lda, lda, trans_a, b.data(), n, false,
+                alone.data() + r * n, n, false);
+    for (std::int64_t m = 1; m <= kMaxRows; ++m) {
+        std::vector<T> c(static_cast<std::size_t>(m * n));
+        gemm<T>(m, n, k, a.data(), lda, trans_a, b.data(), n, false, c.data(), n, false);
+        if (!std::equal(c.begin(), c.end(), alone.begin())) return false;
+    }
+    return true;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "a row of C has the same bits however many rows share the product (incremental decoding's one-row "
+    "steps)") {
+    // column counts below, at and above one and four vectors (of 32 or 64 bytes), and one with
+    // a remainder of a few columns after four-vector blocks
+    for (const std::int64_t n : {1, 2, 5, 8, 9, 16, 17, 24, 33, 40, 65, 138, 200})
+        for (const std::int64_t k : {3, 64, 300})
+            for (const bool trans_a : {false, true}) {
+                INFO("n " << n << " k " << k << " trans_a " << trans_a);
+                CHECK(rows_independent<float>(n, k, trans_a));
+                CHECK(rows_independent<double>(n, k, trans_a));
+            }
 }
