@@ -23,12 +23,16 @@ std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace
 
-AtomicFile::AtomicFile(const fs::path& path, std::string where) : target_(path), where_(std::move(where)) {
+AtomicFile::AtomicFile(const fs::path& path, std::string where, Symlinks symlinks)
+    : target_(path), where_(std::move(where)) {
     AG_CHECK(!path.empty() && !path.filename().empty(), IoError, "{}: not a file name", where_);
     std::error_code ec;
+    const bool link = fs::is_symlink(fs::symlink_status(path, ec));
+    AG_CHECK(!link || symlinks == Symlinks::follow, IoError,
+             "{}: is a symbolic link; not writing through it (remove it)", where_);
     // A symbolic link is written through, not replaced: the new file goes where it points
     // (renaming over the link itself would turn it into a regular file).
-    if (fs::is_symlink(fs::symlink_status(path, ec))) {
+    if (link) {
         target_ = fs::weakly_canonical(path, ec);
         AG_CHECK(!ec && !target_.filename().empty(), IoError, "{}: cannot resolve the symbolic link: {}",
                  where_, ec.message());
@@ -64,7 +68,8 @@ void AtomicFile::write(const void* data, std::size_t bytes) {
     while (bytes > 0) {
         const ssize_t n = ::write(fd_, p, std::min<std::size_t>(bytes, std::size_t{1} << 30));
         if (n < 0 && errno == EINTR) continue;
-        AG_CHECK(n > 0, IoError, "{}: write failed: {}", where_, n < 0 ? errno_text() : "no progress");
+        AG_CHECK(n > 0, IoError, "{}: write failed: {}{}", where_, n < 0 ? errno_text() : "no progress",
+                 n < 0 && errno == EFBIG ? " (beyond the file-size limit, `ulimit -f`)" : "");
         p += n;
         bytes -= static_cast<std::size_t>(n);
     }
@@ -117,8 +122,8 @@ fs::path replace_directory(const fs::path& staging, const fs::path& target, std:
     return old;
 }
 
-void write_file_atomic(const fs::path& path, std::string_view contents) {
-    AtomicFile file(path, path.string());
+void write_file_atomic(const fs::path& path, std::string_view contents, AtomicFile::Symlinks symlinks) {
+    AtomicFile file(path, path.string(), symlinks);
     file.write(contents.data(), contents.size());
     file.commit();
 }

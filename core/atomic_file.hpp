@@ -16,12 +16,17 @@ namespace attograd {
 /// renaming over a device or FIFO (as root: /dev/null) would replace it. A replaced file keeps
 /// its permission bits. A symbolic link at `target` is written through: the file it points to
 /// (after every link in the chain) is replaced and the link stays; a link to what is not a
-/// regular file (/dev/stdout on a terminal or pipe) is refused like the file itself.
-/// Every failure throws IoError whose message starts with `where` (e.g. "save_safetensors:
-/// 'model.safetensors'").
+/// regular file (/dev/stdout on a terminal or pipe) is refused like the file itself; with
+/// Symlinks::refuse a link at `target` is refused instead (and one made there meanwhile is
+/// replaced by the rename, never written through). Every failure throws IoError whose message
+/// starts with `where` (e.g. "save_safetensors: 'model.safetensors'"); a write beyond the
+/// file-size limit (EFBIG, with SIGXFSZ ignored) says so.
 class AtomicFile {
 public:
-    AtomicFile(const std::filesystem::path& target, std::string where);
+    /// What AtomicFile does with a symbolic link at its target.
+    enum class Symlinks { follow, refuse };
+
+    AtomicFile(const std::filesystem::path& target, std::string where, Symlinks symlinks = Symlinks::follow);
     ~AtomicFile();
     AtomicFile(const AtomicFile&) = delete;
     AtomicFile& operator=(const AtomicFile&) = delete;
@@ -53,7 +58,9 @@ std::filesystem::path replace_directory(const std::filesystem::path& staging,
 void sync_directory(const std::filesystem::path& dir);
 
 /// Writes `contents` to `path` through an AtomicFile; `where` defaults to the path. Throws
-/// IoError naming the path when any step fails (the previous file, if any, is untouched).
-void write_file_atomic(const std::filesystem::path& path, std::string_view contents);
+/// IoError naming the path when any step fails (the previous file, if any, is untouched), or,
+/// with Symlinks::refuse, when `path` is a symbolic link.
+void write_file_atomic(const std::filesystem::path& path, std::string_view contents,
+                       AtomicFile::Symlinks symlinks = AtomicFile::Symlinks::follow);
 
 }  // namespace attograd

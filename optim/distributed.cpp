@@ -44,6 +44,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// abort()'s last words on stderr: a failed write (stderr closed or full) must not keep the
+// process from exiting with its code, so it is not fmt::print's exception.
+void print_abort_message(const std::string& text) {
+    (void)std::fwrite(text.data(), 1, text.size(), stderr);
+    std::fflush(stderr);
+}
+
 }  // namespace
 
 bool mpi_available() {
@@ -185,8 +192,7 @@ void ProcessGroup::barrier() const {
 }
 
 void ProcessGroup::abort(int code, std::string_view message) const {
-    fmt::print(stderr, "attograd: rank {} of {}: {}\n", rank_, size_, message);
-    std::fflush(stderr);
+    print_abort_message(fmt::format("attograd: rank {} of {}: {}\n", rank_, size_, message));
     if (size_ > 1) MPI_Abort(MPI_COMM_WORLD, code);
     std::exit(code);
 }
@@ -218,7 +224,7 @@ void ProcessGroup::broadcast(const std::vector<Tensor>& tensors, int root) const
 }
 void ProcessGroup::barrier() const {}
 void ProcessGroup::abort(int code, std::string_view message) const {
-    fmt::print(stderr, "attograd: rank 0 of 1: {}\n", message);
+    print_abort_message(fmt::format("attograd: rank 0 of 1: {}\n", message));
     std::exit(code);
 }
 void* ProcessGroup::native_handle() const { return nullptr; }

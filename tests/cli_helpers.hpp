@@ -11,11 +11,12 @@
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
-#include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -110,6 +111,18 @@ inline Outcome run(std::vector<std::string> args) {
     outcome.out = out.text();
     outcome.err = err.text();
     return outcome;
+}
+
+/// `attograd train` of a short copy run for `steps` steps into `dir`, --quiet: a constant
+/// learning rate (the schedule then does not depend on --steps), a checkpoint after every step
+/// and the held-out evaluation (the slow part) only at the end, so that tests can run it many
+/// times. Metrics lines come every 10 steps.
+inline std::vector<std::string> train_args(const std::string& dir, const std::string& steps) {
+    std::vector<std::string> args = {"train", "--task", "copy", "--schedule", "constant", "--warmup", "0"};
+    args.insert(args.end(),
+                {"--batch", "8", "--eval-every", "100", "--checkpoint-every", "1", "--seed", "3"});
+    args.insert(args.end(), {"--steps", steps, "--out", dir, "--quiet"});
+    return args;
 }
 
 /// Requires that the program succeeded.
@@ -222,10 +235,23 @@ struct SendSignal {
     int after_ms = 0;
 };
 
-/// Runs the attograd program (ATTOGRAD_PROGRAM) as a child process with `env` added to the
-/// environment ("NAME=VALUE"), stdout and stderr to /dev/null, sends it `send`, and waits.
-inline ChildEnd run_child(std::vector<std::string> args, const std::vector<std::string>& env,
-                          SendSignal send = {}) {
+/// Where a child process's standard output and error go, and its file-size limit.
+struct ChildStreams {
+    static constexpr const char* closed = "";              ///< the descriptor closed (`2>&-`)
+    static constexpr const char* broken_pipe = "|broken";  ///< a pipe whose reader is gone
+    std::string out = "/dev/null", err = "/dev/null";      ///< a path opened for writing, or the above
+    std::uint64_t file_size_limit = 0;                     ///< RLIMIT_FSIZE in bytes (`ulimit -f`); 0: none
+};
+
+/// A child process running the attograd program.
+struct Child {
+    pid_t pid = 0;
+};
+
+/// Starts the attograd program (ATTOGRAD_PROGRAM) as a child process with `env` added to the
+/// environment ("NAME=VALUE") and its streams and limit as `streams` says.
+inline Child start_child(std::vector<std::string> args, const std::vector<std::string>& env,
+                         const ChildStreams& streams = {}) {
     args.insert(args.begin(), ATTOGRAD_PROGRAM);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -235,24 +261,58 @@ inline ChildEnd run_child(std::vector<std::string> args, const std::vector<std::
     std::vector<char*> envp;
     for (auto& e : environment) envp.push_back(e.data());
     envp.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-    pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    REQUIRE(spawned == 0);
-    if (send.signal != 0) {
-        ::usleep(static_cast<useconds_t>(send.after_ms) * 1000);
-        ::kill(pid, send.signal);
+    int broken[2] = {-1, -1};  // its read end closed before the child writes
+    REQUIRE(::pipe(broken) == 0);
+    ::close(broken[0]);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {  // only async-signal-safe calls until exec
+        if (streams.file_size_limit > 0) {
+            const rlimit limit{streams.file_size_limit, streams.file_size_limit};
+            if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(126);
+        }
+        const std::pair<int, const std::string*> targets[] = {{STDOUT_FILENO, &streams.out},
+                                                              {STDERR_FILENO, &streams.err}};
+        for (const auto& [fd, target] : targets) {
+            if (target->empty()) {
+                ::close(fd);
+            } else if (*target == ChildStreams::broken_pipe) {
+                ::dup2(broken[1], fd);
+            } else {
+                const int opened = ::open(target->c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+                if (opened < 0) ::_exit(126);
+                ::dup2(opened, fd);
+                ::close(opened);
+            }
+        }
+        ::close(broken[1]);
+        ::execve(argv[0], argv.data(), envp.data());
+        ::_exit(127);
     }
+    ::close(broken[1]);
+    return {pid};
+}
+
+/// Waits for `child` to end.
+inline ChildEnd wait_child(const Child& child) {
     int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(::waitpid(child.pid, &status, 0) == child.pid);
     ChildEnd end;
     if (WIFEXITED(status)) end.code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) end.signal = WTERMSIG(status);
     return end;
+}
+
+/// Runs the attograd program as a child process (start_child; stdout and stderr to /dev/null
+/// unless `streams` says otherwise), sends it `send`, and waits.
+inline ChildEnd run_child(std::vector<std::string> args, const std::vector<std::string>& env,
+                          SendSignal send = {}, const ChildStreams& streams = {}) {
+    const Child child = start_child(std::move(args), env, streams);
+    if (send.signal != 0) {
+        ::usleep(static_cast<useconds_t>(send.after_ms) * 1000);
+        ::kill(child.pid, send.signal);
+    }
+    return wait_child(child);
 }
 
 }  // namespace cli_test

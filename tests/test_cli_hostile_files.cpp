@@ -253,6 +253,16 @@ TEST_CASE("config.json values outside the range train writes are refused naming 
     check([](json& c) { c["progress"]["window_loss_sum"] = -3; }, {"config.json: progress.window_loss_sum"});
     check([](json& c) { c["progress"]["window_accuracy_sum"] = 50; },
           {"config.json: progress.window_accuracy_sum"});
+    check([](json& c) { c["progress"]["pending_lr"] = -1; },
+          {"config.json: progress.pending_lr must be finite and >= 0", "got -1"});
+    check([](json& c) { c["progress"]["evaluation_pending"] = 1; },
+          {"config.json: field 'progress.evaluation_pending' must be true or false"});
+    check(
+        [](json& c) {
+            c["progress"]["evaluation_pending"] = true;
+            c["progress"]["window_steps"] = 0;
+        },
+        {"config.json: progress.window_steps must be >= 1 while progress.evaluation_pending is true"});
     // The largest seed --seed takes is kept, not refused.
     json config = json::parse(saved);
     config["train"]["seed"] = std::numeric_limits<std::uint64_t>::max();

@@ -19,20 +19,6 @@ namespace {
 
 using namespace cli_test;
 
-// Copy with a constant learning rate (the schedule then does not depend on --steps), a
-// checkpoint after every step and the held-out evaluation (the slow part) only at the end:
-// short enough to run many times. Metrics lines come every 10 steps.
-const std::vector<std::string> kOptions = {
-    "--task", "copy",         "--schedule", "constant",           "--warmup", "0",      "--batch",
-    "8",      "--eval-every", "100",        "--checkpoint-every", "1",        "--seed", "3"};
-
-std::vector<std::string> train_args(const std::string& dir, const std::string& steps) {
-    std::vector<std::string> args = {"train"};
-    args.insert(args.end(), kOptions.begin(), kOptions.end());
-    args.insert(args.end(), {"--steps", steps, "--out", dir, "--quiet"});
-    return args;
-}
-
 /// The bytes that must match between a resumed and an uninterrupted run.
 struct RunBytes {
     std::string model, optimizer, metrics;

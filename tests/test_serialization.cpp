@@ -526,8 +526,37 @@ TEST_CASE("AtomicFile writes through a symbolic link: the link stays, the file i
     // A link to a FIFO is refused like the FIFO itself, and both stay.
     REQUIRE(::mkfifo((dir / "fifo").c_str(), 0600) == 0);
     std::filesystem::create_symlink(dir / "fifo", dir / "to_fifo");
-    CHECK_THROWS_WITH_AS(write_file_atomic(dir / "to_fifo", "x"), doctest::Contains("not a regular file"), IoError);
+    CHECK_THROWS_WITH_AS(write_file_atomic(dir / "to_fifo", "x"), doctest::Contains("not a regular file"),
+                         IoError);
     CHECK(std::filesystem::is_symlink(dir / "to_fifo"));
     CHECK(std::filesystem::is_fifo(dir / "fifo"));
     std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("AtomicFile with Symlinks::refuse never writes through a link: the link and its target stay") {
+    TempDir dir;
+    const fs::path real = dir / "real.txt", link = dir / "link.txt", dangling = dir / "dangling.txt";
+    write_file_atomic(real, "old");
+    fs::create_symlink(real, link);
+    fs::create_symlink(dir / "missing.txt", dangling);
+    for (const fs::path& path : {link, dangling}) {
+        CHECK_THROWS_WITH_AS(write_file_atomic(path, "new", AtomicFile::Symlinks::refuse),
+                             doctest::Contains("is a symbolic link; not writing through it"), IoError);
+        CHECK(fs::is_symlink(path));
+    }
+    CHECK(read_bytes(real) == "old");
+    CHECK_FALSE(fs::exists(dir / "missing.txt"));
+    // A link made after the file was opened is replaced by the rename, not written through.
+    {
+        AtomicFile file(dir / "late.txt", "test", AtomicFile::Symlinks::refuse);
+        file.write("new", 3);
+        fs::create_symlink(real, dir / "late.txt");
+        file.commit();
+    }
+    CHECK_FALSE(fs::is_symlink(dir / "late.txt"));
+    CHECK(read_bytes(dir / "late.txt") == "new");
+    CHECK(read_bytes(real) == "old");
+    // A regular file is replaced as with Symlinks::follow.
+    write_file_atomic(real, "newer", AtomicFile::Symlinks::refuse);
+    CHECK(read_bytes(real) == "newer");
 }

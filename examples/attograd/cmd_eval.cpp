@@ -1,5 +1,6 @@
 // `attograd eval`: held-out accuracy of a run, alignment per head, predictions for --input.
 #include "commands.hpp"
+#include "console.hpp"
 #include "evaluation.hpp"
 #include "run_dir.hpp"
 
@@ -90,27 +91,28 @@ int cmd_eval(const EvalArgs& args) {
                                     {"inputs", std::move(input_json)},
                                     {"alignment", std::move(heads)}};
         // A bad input's "source" is the text as given, which may not be UTF-8: shown with U+FFFD.
-        fmt::print("{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
+        output(stdout, "{}\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
         return code;
     }
 
-    fmt::print("{} ({} held-out examples): token accuracy {:.2f}%, sequence accuracy {:.2f}%\n",
-               run.config.task.name, held_out.size(), 100 * result.token_accuracy,
-               100 * result.sequence_accuracy);
+    output(stdout, "{} ({} held-out examples): token accuracy {:.2f}%, sequence accuracy {:.2f}%\n",
+           run.config.task.name, held_out.size(), 100 * result.token_accuracy,
+           100 * result.sequence_accuracy);
     if (!alignment.empty()) {
-        fmt::print("attention mass on the right source position ({}):\n", task.info().alignment);
+        output(stdout, "attention mass on the right source position ({}):\n", task.info().alignment);
         for (const auto& a : alignment)
-            fmt::print("  layer {} ({}) head {}: {:.3f}\n", a.layer, a.name, a.head, a.share);
+            output(stdout, "  layer {} ({}) head {}: {:.3f}\n", a.layer, a.name, a.head, a.share);
     }
     for (std::size_t i = 0; i < held_out.size() && static_cast<std::int64_t>(i) < args.show; ++i) {
-        fmt::print("  {}\n",
-                   prediction_line(task, held_out[i].source, result.predictions[i], held_out[i].target));
+        output(stdout, "  {}\n",
+               prediction_line(task, held_out[i].source, result.predictions[i], held_out[i].target));
     }
     for (const auto& input : inputs) {
         if (input.error.empty())
-            fmt::print("input: {}\n", prediction_line(task, input.source, input.prediction, input.target));
+            output(stdout, "input: {}\n",
+                   prediction_line(task, input.source, input.prediction, input.target));
         else
-            fmt::print("input: '{}'   (not run: see the error above)\n", shown_text(input.text));
+            output(stdout, "input: '{}'   (not run: see the error above)\n", shown_text(input.text));
     }
     return code;
 }

@@ -1,6 +1,7 @@
 // `attograd inspect`: every layer's and head's attention of a run, drawn in the terminal or
 // written as SVG, HTML, CSV or JSON; knockout of one head; attention vs gradient saliency.
 #include "commands.hpp"
+#include "console.hpp"
 #include "evaluation.hpp"
 #include "file_io.hpp"
 #include "report_builder.hpp"
@@ -20,8 +21,12 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -47,6 +52,26 @@ std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& d
                         "path outside {}",
                         e.what(), shown_path(run_dir)));
     }
+}
+
+/// Refuses (IoError) a symbolic link at `path`, which inspect would write unasked: its default
+/// output inside the run (RUN/inspect/ and the files in it) is never written through a link.
+void refuse_link(const fs::path& path) {
+    std::error_code ec;
+    AG_CHECK(!fs::is_symlink(fs::symlink_status(path, ec)), IoError,
+             "{}: is a symbolic link; inspect does not write its default output through links inside a "
+             "run: remove it, or pass --to PATH",
+             shown_path(path));
+}
+
+/// Makes `dir`, RUN/inspect, when missing: a directory of the run, never a link (refuse_link)
+/// nor a directory made where one points.
+void make_default_dir(const fs::path& dir) {
+    refuse_link(dir);
+    std::error_code ec;
+    if (fs::is_directory(fs::symlink_status(dir, ec))) return;
+    AG_CHECK(::mkdir(dir.c_str(), 0777) == 0, IoError, "{}: cannot create the directory: {}", shown_path(dir),
+             std::strerror(errno));
 }
 
 /// The heads named by "LAYER.HEAD" texts, by layer name (layers numbered as
@@ -177,12 +202,12 @@ int cmd_inspect(const InspectArgs& args) {
     // Summary lines go to stdout, or to stderr when stdout carries the data (--to -).
     std::FILE* summary = args.to == "-" ? stderr : stdout;
     const auto print_summary = [&] {
-        for (const auto& note : notes) fmt::print(summary, "{}\n", note);
+        for (const auto& note : notes) output(summary, "{}\n", note);
         for (std::size_t e = 0; e < examples.size(); ++e) {
             const auto& ex = examples[e];
-            fmt::print(summary, "example {}: {}\n", e + 1,
-                       prediction_line(task, ex.source, ex.prediction, ex.target));
-            for (const auto& map : ex.maps) fmt::print(summary, "{}\n", summary_line(map));
+            output(summary, "example {}: {}\n", e + 1,
+                   prediction_line(task, ex.source, ex.prediction, ex.target));
+            for (const auto& map : ex.maps) output(summary, "{}\n", summary_line(map));
         }
     };
 
@@ -193,38 +218,51 @@ int cmd_inspect(const InspectArgs& args) {
                                                       ? inspect::TermColour::Plain
                                                       : inspect::detect_term_colour(stdout),
                                         .width = std::max<std::int64_t>(20, inspect::terminal_width(stdout))};
-        for (const auto& note : notes) fmt::print("{}\n\n", note);
+        for (const auto& note : notes) output(stdout, "{}\n\n", note);
         for (std::size_t e = 0; e < examples.size(); ++e) {
             const auto& ex = examples[e];
-            fmt::print("example {}: {}\n\n", e + 1,
-                       prediction_line(task, ex.source, ex.prediction, ex.target));
+            output(stdout, "example {}: {}\n\n", e + 1,
+                   prediction_line(task, ex.source, ex.prediction, ex.target));
             for (const auto& map : ex.maps) {
-                fmt::print("layer {}: {}", map.layer, inspect::render_heatmap(map, term));
+                output(stdout, "layer {}: {}", map.layer, inspect::render_heatmap(map, term));
                 if (map.saliency_correlation) {
-                    fmt::print("Spearman correlation with saliency: {:+.3f}\n", *map.saliency_correlation);
+                    output(stdout, "Spearman correlation with saliency: {:+.3f}\n",
+                           *map.saliency_correlation);
                 }
-                fmt::print("\n");
+                output(stdout, "\n");
             }
             for (const auto* extra : {&ex.saliency, &ex.rollout, &ex.flow})
-                if (*extra) fmt::print("{}\n", inspect::render_heatmap(**extra, term));
+                if (*extra) output(stdout, "{}\n", inspect::render_heatmap(**extra, term));
         }
-        if (!task.info().alignment.empty()) fmt::print("right alignment: {}\n", task.info().alignment);
+        if (!task.info().alignment.empty()) output(stdout, "right alignment: {}\n", task.info().alignment);
         return code;
     }
 
+    // Files written where the user did not say (RUN/inspect/) are never written through a link;
+    // a --to path given is the user's, links and all.
+    const bool by_default = args.to.empty();
     const fs::path default_dir = run.dir / "inspect";
+    const auto make_dir = [&](const fs::path& dir) {
+        if (by_default) return make_default_dir(dir);
+        fs::create_directories(dir);
+    };
+    const auto write_output = [&](const fs::path& path, std::string_view contents) {
+        if (by_default) refuse_link(path);
+        write_file_atomic(path, contents,
+                          by_default ? AtomicFile::Symlinks::refuse : AtomicFile::Symlinks::follow);
+    };
     const inspect::SvgOptions svg_options{
         .alignment_legend =
             task.info().alignment.empty() ? "right alignment" : "right alignment: " + task.info().alignment};
     if (args.format == "svg") {
-        const fs::path dir = args.to.empty() ? default_dir : fs::path(args.to);
+        const fs::path dir = by_default ? default_dir : fs::path(args.to);
         const std::optional<RunLock> lock = lock_if_inside(run.dir, dir);
-        fs::create_directories(dir);
+        make_dir(dir);
         std::int64_t written = 0;
         for (std::size_t e = 0; e < examples.size(); ++e) {
             const auto write = [&](const inspect::AttentionMap& map, const std::string& name) {
-                write_file_atomic(dir / name, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" +
-                                                  inspect::render_svg(map, svg_options));
+                write_output(dir / name, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" +
+                                             inspect::render_svg(map, svg_options));
                 ++written;
             };
             for (const auto& map : examples[e].maps) {
@@ -236,7 +274,7 @@ int cmd_inspect(const InspectArgs& args) {
             if (examples[e].flow) write(*examples[e].flow, fmt::format("example{}_flow.svg", e + 1));
         }
         print_summary();
-        fmt::print("wrote {} SVG file(s) to {}/\n", written, shown_path(dir));
+        output(stdout, "wrote {} SVG file(s) to {}/\n", written, shown_path(dir));
         return code;
     }
 
@@ -249,8 +287,8 @@ int cmd_inspect(const InspectArgs& args) {
             try {
                 report.snapshots = inspect::load_snapshots(snapshots);
             } catch (const Error& e) {  // the report is still worth having without them
-                fmt::print(stderr, "attograd: warning: {}; the report has no training replay\n",
-                           data::escape_control(e.what()));
+                output(stderr, "attograd: warning: {}; the report has no training replay\n",
+                       data::escape_control(e.what()));
                 report.notes.push_back(fmt::format("attention snapshots could not be read: {}", e.what()));
             }
         }
@@ -264,16 +302,16 @@ int cmd_inspect(const InspectArgs& args) {
         name = "attention.json";
     }
     if (args.to == "-") {
-        fmt::print("{}", contents);
+        output(stdout, "{}", contents);
         print_summary();
         return code;
     }
-    fs::path path = args.to.empty() ? default_dir / name : fs::path(args.to);
+    fs::path path = by_default ? default_dir / name : fs::path(args.to);
     const std::optional<RunLock> lock = lock_if_inside(run.dir, path);
-    if (!path.parent_path().empty()) fs::create_directories(path.parent_path());
-    write_file_atomic(path, contents);
+    if (!path.parent_path().empty()) make_dir(path.parent_path());
+    write_output(path, contents);
     print_summary();
-    fmt::print("wrote {}\n", shown_path(path));
+    output(stdout, "wrote {}\n", shown_path(path));
     return code;
 }
 

@@ -2,6 +2,7 @@
 // stopping, and writes the run directory (see run_dir.hpp).
 #include "commands.hpp"
 #include "config.hpp"
+#include "console.hpp"
 #include "data_parallel.hpp"
 #include "evaluation.hpp"
 #include "file_io.hpp"
@@ -339,6 +340,9 @@ int cmd_train(const TrainArgs& args) {
         model_generator = std::make_unique<Generator>(config.train.seed);
         model = make_model(config.model, config.vocab, *model_generator);
     }
+    // Every save goes to the directory the lock was taken on (a run reached through a symbolic
+    // link is written where it points, and the link stays).
+    const fs::path run_path = ranks.is_main() ? run_directory_path(out) : out;
     // On --resume the settings are config.json's but for the flags it allows.
     validate(config, task->info(), resuming ? SettingNames::config_file(args.given) : SettingNames::flags());
     const TaskInfo& info = task->info();
@@ -346,10 +350,10 @@ int cmd_train(const TrainArgs& args) {
     // As PyTorch's LinearLR with total_iters beyond the run, a long warm-up is not an error; but
     // it never reaches the peak lr there, and make_schedule cuts it so that the run does.
     if (args.was_given("warmup") && t.steps > 0 && t.warmup >= t.steps && ranks.is_main()) {
-        fmt::print(stderr,
-                   "attograd: warning: --warmup {} is not shorter than --steps {}: the warm-up is cut to {} "
-                   "step(s), so the learning rate reaches --lr {:g} only at the last step\n",
-                   t.warmup, t.steps, t.steps - 1, t.lr);
+        output(stderr,
+               "attograd: warning: --warmup {} is not shorter than --steps {}: the warm-up is cut to {} "
+               "step(s), so the learning rate reaches --lr {:g} only at the last step\n",
+               t.warmup, t.steps, t.steps - 1, t.lr);
     }
 
     auto optimizer = make_optimizer(t, model->parameters());
@@ -380,7 +384,7 @@ int cmd_train(const TrainArgs& args) {
         }
         prior_seconds = counters.seconds;
         metrics = read_file(out / "metrics.csv");
-        if (step >= t.steps) {
+        if (step >= t.steps && !counters.evaluation_pending) {
             throw UsageError(
                 fmt::format("the run in {} has done {} steps already; pass --steps N with N > {}",
                             shown_path(out), step, step));
@@ -467,7 +471,7 @@ int cmd_train(const TrainArgs& args) {
         counters.window_accuracy_sum = accuracy_sum;
         counters.window_steps = logged;
         if (snapshotter) counters.snapshot_period = snapshotter->every();
-        RunWriter writer(out);
+        RunWriter writer(run_path);
         writer.save_tensors("model.safetensors", model->state_dict());
         auto state = prefixed(optimizer->state_dict(), "optimizer.");
         // Saved with or without a schedule, so that a resume whose --steps adds one finds it.
@@ -475,7 +479,9 @@ int cmd_train(const TrainArgs& args) {
                                schedule ? schedule->state_dict().at("last_epoch") : index_tensor({step}, {}));
         writer.save_tensors("optimizer.safetensors", state);
         if (snapshotter) {
-            inspect::save_snapshots(writer.file(snapshot_file), snapshotter->snapshots());
+            writer.write_with(snapshot_file, [&](const fs::path& path) {
+                inspect::save_snapshots(path, snapshotter->snapshots());
+            });
         } else if (resuming && fs::exists(out / snapshot_file)) {
             writer.write_file(snapshot_file, read_file(out / snapshot_file));  // kept from the earlier run
         }
@@ -487,8 +493,61 @@ int cmd_train(const TrainArgs& args) {
         writer.commit(std::move(json));
     };
 
-    model->train();
-    while (step < t.steps) {
+    // A run interrupted in the held-out evaluation of its last step resumes with that
+    // evaluation (and the step's metrics line), then goes on as the uninterrupted run did.
+    bool resume_evaluation = counters.evaluation_pending;
+    const auto stop_for_signal = [&](int signal) {
+        progress.finish();
+        save_run();
+        if (ranks.is_main())
+            output(stderr,
+                   "attograd: {} at step {} of {}: saved the run; continue it with `attograd train "
+                   "--resume {}`\n",
+                   signal_name(signal), step, t.steps, shell_quote(out.string()));
+        return 128 + signal;
+    };
+    // After step `step`: its figures, the metrics line when due, the held-out evaluation when due
+    // (abandoned at a Ctrl-C between batches, Interrupted, to be done again on --resume). True
+    // when training ends at this step (the target reached, or the last step).
+    const auto after_step = [&](double lr) {
+        const bool eval_due = step % t.eval_every == 0 || step == t.steps;
+        counters.evaluation_pending = false;
+        if (step % log_every == 0 || eval_due) {
+            shown_loss = loss_sum / static_cast<double>(logged);
+            shown_accuracy = accuracy_sum / static_cast<double>(logged);
+            std::string heldout = ",";
+            if (eval_due) {
+                counters.evaluation_pending = true;
+                counters.pending_lr = lr;
+                model->eval();
+                last = diverged_if_it_fails([&] {
+                    return evaluate_split(*model, config.vocab, task->held_out(),
+                                          [&] { interrupts.check(); });
+                });
+                model->train();
+                counters.evaluation_pending = false;
+                evaluated = true;
+                heldout = fmt::format("{:.6f},{:.6f}", last.token_accuracy, last.sequence_accuracy);
+                const double metric =
+                    info.metric == Metric::Sequence ? last.sequence_accuracy : last.token_accuracy;
+                reached = metric >= target_accuracy(info.name);
+                progress.line(
+                    fmt::format("step {:>5}  loss {:.4f}  train acc {:.3f}  held-out token {:.3f} sequence "
+                                "{:.3f}  ({:.1f} s)",
+                                step, shown_loss, shown_accuracy, last.token_accuracy, last.sequence_accuracy,
+                                prior_seconds + progress.elapsed()));
+            }
+            metrics += fmt::format("{},{:.6f},{:.6f},{},{:.6g},{:.3f}\n", step, shown_loss, shown_accuracy,
+                                   heldout, lr, prior_seconds + progress.elapsed());
+            loss_sum = accuracy_sum = 0.0;
+            logged = 0;
+            if (reached && t.early_stop) return true;
+        }
+        return step == t.steps;
+    };
+
+    // One training step (step + 1): returns its learning rate.
+    const auto train_step = [&] {
         // The model's own samples (hard attention, dropout) are seeded per step too, so that a
         // resumed run draws what the uninterrupted one would have.
         model_generator->manual_seed(batch_seed(~t.seed + static_cast<std::uint64_t>(ranks.rank()), step));
@@ -525,8 +584,7 @@ int cmd_train(const TrainArgs& args) {
         if (counters.high_loss_steps >= kDivergedSteps) {
             throw_on_every_rank(ValueError(
                 fmt::format("training diverged at step {}: the loss ({:.4g}) has been above {:g}x its first "
-                            "value ({:.4g}) "
-                            "for {} steps; try a lower --lr or --clip",
+                            "value ({:.4g}) for {} steps; try a lower --lr or --clip",
                             step + 1, loss_value, kDivergedFactor, counters.initial_loss, kDivergedSteps)));
         }
         if (!result.reinforce.empty()) {
@@ -550,10 +608,10 @@ int cmd_train(const TrainArgs& args) {
         ++step;
         // The same parameters on every rank (DistributedDataParallel), so the same decision.
         if (const std::string name = first_non_finite(*model); !name.empty()) {
-            throw_on_every_rank(ValueError(fmt::format(
-                "training diverged at step {}: the update made parameter '{}' NaN or infinite; try a lower "
-                "--lr or --clip",
-                step, name)));
+            throw_on_every_rank(
+                ValueError(fmt::format("training diverged at step {}: the update made parameter '{}' NaN "
+                                       "or infinite; try a lower --lr or --clip",
+                                       step, name)));
         }
 
         loss_sum += loss_value;
@@ -561,47 +619,23 @@ int cmd_train(const TrainArgs& args) {
         ++logged;
         progress.update(step, logged > 0 ? loss_sum / static_cast<double>(logged) : shown_loss,
                         logged > 0 ? accuracy_sum / static_cast<double>(logged) : shown_accuracy);
+        return lr;
+    };
 
-        const bool eval_due = step % t.eval_every == 0 || step == t.steps;
-        if (step % log_every == 0 || eval_due) {
-            shown_loss = loss_sum / static_cast<double>(logged);
-            shown_accuracy = accuracy_sum / static_cast<double>(logged);
-            std::string heldout = ",";
-            if (eval_due) {
-                model->eval();
-                last = diverged_if_it_fails(
-                    [&] { return evaluate_split(*model, config.vocab, task->held_out()); });
-                model->train();
-                evaluated = true;
-                heldout = fmt::format("{:.6f},{:.6f}", last.token_accuracy, last.sequence_accuracy);
-                const double metric =
-                    info.metric == Metric::Sequence ? last.sequence_accuracy : last.token_accuracy;
-                reached = metric >= target_accuracy(info.name);
-                progress.line(
-                    fmt::format("step {:>5}  loss {:.4f}  train acc {:.3f}  held-out token {:.3f} sequence "
-                                "{:.3f}  ({:.1f} s)",
-                                step, shown_loss, shown_accuracy, last.token_accuracy, last.sequence_accuracy,
-                                prior_seconds + progress.elapsed()));
-            }
-            metrics += fmt::format("{},{:.6f},{:.6f},{},{:.6g},{:.3f}\n", step, shown_loss, shown_accuracy,
-                                   heldout, lr, prior_seconds + progress.elapsed());
-            loss_sum = accuracy_sum = 0.0;
-            logged = 0;
-            if (reached && t.early_stop) break;
+    model->train();
+    while (step < t.steps || resume_evaluation) {
+        const double lr = resume_evaluation ? counters.pending_lr : train_step();
+        resume_evaluation = false;
+        try {
+            if (after_step(lr)) break;
+        } catch (const Interrupted& interrupted) {  // a single process: see evaluate_split
+            return stop_for_signal(interrupted.signal());
         }
-        if (step == t.steps) break;
         interrupts.test_hook(step);
-        if (const int signal = agreed_signal(interrupts.signal()); signal != 0) {
-            progress.finish();
+        if (const int signal = agreed_signal(interrupts.signal()); signal != 0)
+            return stop_for_signal(signal);
+        if ((t.checkpoint_every > 0 && step % t.checkpoint_every == 0) || step % t.eval_every == 0)
             save_run();
-            if (ranks.is_main())
-                fmt::print(stderr,
-                           "attograd: {} at step {} of {}: saved the run; continue it with `attograd train "
-                           "--resume {}`\n",
-                           signal_name(signal), step, t.steps, shell_quote(out.string()));
-            return 128 + signal;
-        }
-        if ((t.checkpoint_every > 0 && step % t.checkpoint_every == 0) || eval_due) save_run();
     }
     if (snapshotter && (snapshotter->snapshots().empty() || snapshotter->snapshots().back().step < step)) {
         diverged_if_it_fails([&] { snapshotter->snapshot(step); });  // the trained model
@@ -617,14 +651,14 @@ int cmd_train(const TrainArgs& args) {
     save_run();
     if (!ranks.is_main()) return 0;
 
-    fmt::print(
-        "{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
-        info.name, 100 * last.sequence_accuracy, 100 * last.token_accuracy, step, seconds,
-        reached ? fmt::format(" (target {:.0f}% reached)", 100 * target_accuracy(info.name)) : "");
-    fmt::print(
-        "wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}); next: attograd "
-        "inspect --run {}\n",
-        shown_path(out), snapshotter ? ", " + std::string(snapshot_file) : "", shell_quote(out.string()));
+    output(stdout,
+           "{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
+           info.name, 100 * last.sequence_accuracy, 100 * last.token_accuracy, step, seconds,
+           reached ? fmt::format(" (target {:.0f}% reached)", 100 * target_accuracy(info.name)) : "");
+    output(stdout,
+           "wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}); next: attograd "
+           "inspect --run {}\n",
+           shown_path(out), snapshotter ? ", " + std::string(snapshot_file) : "", shell_quote(out.string()));
     return 0;
 }
 

@@ -184,10 +184,16 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
                                                        "train all --steps even after reaching the target"));
     add("checkpoint-every", a.checkpoint_every,
         "also save the run every N steps (it is saved at every evaluation too; 0 = at evaluations only)");
-    with_default(add("out", a.out, "run directory to write; must be new or empty, or --force", "DIR"),
+    with_default(add("out", a.out,
+                     "run directory to write; must be new or empty, or --force (a symbolic link: the "
+                     "directory it points to, the link kept)",
+                     "DIR"),
                  "runs/TASK");
     options.emplace_back("force", app.add_flag("--force", a.force, "let --out replace the run it holds"));
-    add("resume", a.resume, "continue the run in this directory (optimizer state included)", "DIR");
+    add("resume", a.resume,
+        "continue the run in this directory (optimizer state included; a symbolic link: the directory it "
+        "points to)",
+        "DIR");
     options.emplace_back("quiet", app.add_flag("--quiet", a.quiet, "print only the final summary"));
 }
 
@@ -203,6 +209,16 @@ void add_decoding(CLI::App& app, std::int64_t& beam, double& length_penalty) {
                                        "counting <eos> (0: by log P(y); 1: per token; A in [-10, 10])"),
                         "A"),
         length_penalty);
+}
+
+/// `code`, or 2 with a message when output to stdout was lost on the way (a full disk, a closed
+/// pipe): that is a failure, not a success (--help and --version included).
+int checked_stdout(int code) {
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+        report_error("cannot write to standard output");
+        return 2;
+    }
+    return code;
 }
 
 }  // namespace
@@ -289,7 +305,7 @@ int run_cli(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         // Under an MPI launcher every rank parses the same line: only rank 0 prints help or errors.
         if (optim::launcher_rank() != 0) return e.get_exit_code() == 0 ? 0 : 2;
-        return app.exit(e) == 0 ? 0 : 2;
+        return app.exit(e) == 0 ? checked_stdout(0) : 2;
     }
     const auto run_subcommand = [&] {
         // Only train is data-parallel: under a launcher of several processes tasks, eval and
@@ -307,13 +323,7 @@ int run_cli(int argc, char** argv) {
         return cmd_inspect(inspect);
     };
     try {
-        const int code = run_subcommand();
-        // Output lost on the way (a full disk, a closed pipe) is a failure, not a success.
-        if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-            report_error("cannot write to standard output");
-            return 2;
-        }
-        return code;
+        return checked_stdout(run_subcommand());
     } catch (const UsageError& e) {
         report_error(e.what());
         return 2;

@@ -1,5 +1,6 @@
 // Shares of batches and held-out examples per rank, and the sums across the ranks.
 #include "data_parallel.hpp"
+#include "console.hpp"
 
 #include "data/text.hpp"
 #include "optim/distributed.hpp"
@@ -27,9 +28,10 @@ StepFigures whole_batch(const StepFigures& mine) {
     return {.loss = sums[0] / tokens, .accuracy = sums[1] / tokens, .tokens = sums[2]};
 }
 
-Evaluation evaluate_split(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples) {
+Evaluation evaluate_split(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples,
+                          const std::function<void()>& between_batches) {
     const optim::ProcessGroup& group = optim::world();
-    if (group.size() == 1) return evaluate(model, vocab, examples);
+    if (group.size() == 1) return evaluate(model, vocab, examples, {}, between_batches);
     const Share share = share_of(std::ssize(examples), group.rank(), group.size());
     const std::vector<Example> mine(examples.begin() + share.start,
                                     examples.begin() + share.start + share.length);
@@ -69,7 +71,7 @@ bool holding() {
 // Every message is one line that cannot drive the terminal, whatever text it quotes (a library
 // error naming a user's path, e.g.): control characters are escaped (data::escape_control).
 void print_error(const std::string& message) {
-    fmt::print(stderr, "attograd: {}\n", data::escape_control(message));
+    output(stderr, "attograd: {}\n", data::escape_control(message));
 }
 
 // One value per rank, 1 for a rank whose set-up failed: the collective of setup_agreed.

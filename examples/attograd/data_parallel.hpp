@@ -7,6 +7,7 @@
 #include "optim/distributed.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,8 +30,11 @@ struct StepFigures {
 StepFigures whole_batch(const StepFigures& mine);
 
 /// Held-out accuracy with the examples split across the ranks (each evaluates its share; the
-/// counts are summed). Predictions are those of this rank's share only.
-Evaluation evaluate_split(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples);
+/// counts are summed). Predictions are those of this rank's share only. `between_batches` is
+/// evaluate's, in a single process only: several ranks each run their share whole, as each must
+/// take part in the sums (an interrupt is then acted on after the evaluation).
+Evaluation evaluate_split(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples,
+                          const std::function<void()>& between_batches = {});
 
 /// The signal every rank acts on after a step: SIGTERM when any rank got one, else SIGINT
 /// when any did, else 0, so that all ranks stop (and rank 0 saves) at the same step.

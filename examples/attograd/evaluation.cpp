@@ -1,5 +1,6 @@
 // Held-out evaluation, alignment shares per head, attention maps and saliency of one input.
 #include "evaluation.hpp"
+#include "console.hpp"
 
 #include "core/autograd.hpp"
 #include "core/error.hpp"
@@ -84,8 +85,8 @@ std::vector<std::int64_t> encode_tokens(const Vocabulary& vocab, const std::vect
     if (warn && !unknown.empty()) {
         std::vector<std::string> quoted;
         for (const auto& u : unknown) quoted.push_back(fmt::format("'{}'", data::printable(u)));
-        fmt::print(stderr, "attograd: warning: {} not in the vocabulary, read as {}\n",
-                   data::join(quoted, ", "), Vocabulary::unk);
+        output(stderr, "attograd: warning: {} not in the vocabulary, read as {}\n", data::join(quoted, ", "),
+               Vocabulary::unk);
     }
     return ids;
 }
@@ -121,10 +122,10 @@ std::vector<std::string> read_input(const Task& task, const RunConfig& config, c
         throw ValueError(fmt::format("{}: {}", quoted, e.what()));
     }
     if (std::ssize(source) < config.model.min_source_len) {
-        fmt::print(stderr,
-                   "attograd: warning: {} has {} token(s), fewer than any training source ({} or more); the "
-                   "model has not learned such inputs\n",
-                   quoted, source.size(), config.model.min_source_len);
+        output(stderr,
+               "attograd: warning: {} has {} token(s), fewer than any training source ({} or more); the "
+               "model has not learned such inputs\n",
+               quoted, source.size(), config.model.min_source_len);
     }
     return source;
 }
@@ -138,7 +139,7 @@ std::string input_error(const std::function<void()>& body) {
     } catch (const ResourceError& e) {  // e.g. a size that does not fit in memory
         error = e.what();
     }
-    if (!error.empty()) fmt::print(stderr, "attograd: {}\n", data::escape_control(error));
+    if (!error.empty()) output(stderr, "attograd: {}\n", data::escape_control(error));
     return error;
 }
 
@@ -152,10 +153,11 @@ std::string prediction_line(const Task& task, const std::vector<std::string>& so
 }
 
 Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples,
-                    const DecodeSettings& decoding) {
+                    const DecodeSettings& decoding, const std::function<void()>& between_batches) {
     Evaluation result;
     std::int64_t tokens = 0, right_tokens = 0, right_sequences = 0;
     for (std::size_t start = 0; start < examples.size(); start += eval_batch) {
+        if (between_batches) between_batches();
         const std::size_t end = std::min(examples.size(), start + eval_batch);
         std::vector<std::vector<std::int64_t>> sources;
         for (std::size_t i = start; i < end; ++i) sources.push_back(vocab.encode(examples[i].source));

@@ -38,6 +38,10 @@ InterruptGuard::~InterruptGuard() {
 
 int InterruptGuard::signal() const { return g_signal; }
 
+void InterruptGuard::check() const {
+    if (g_signal != 0) throw Interrupted(g_signal);
+}
+
 void InterruptGuard::test_hook(std::int64_t step) const {
     const char* value = std::getenv("ATTOGRAD_TEST_SIGNAL_AT_STEP");
     if (value == nullptr || std::strtoll(value, nullptr, 10) != step) return;

@@ -1,8 +1,10 @@
 // Ctrl-C and `kill` during training: SIGINT / SIGTERM set a flag that the training loop reads
-// between steps, so it can save a resumable checkpoint before exiting.
+// between steps, and the held-out evaluation between batches, so that the run is saved as a
+// resumable checkpoint within moments.
 #pragma once
 
 #include <cstdint>
+#include <exception>
 
 namespace attograd::cli {
 
@@ -18,9 +20,23 @@ public:
 
     /// The signal that arrived (SIGINT or SIGTERM), or 0.
     int signal() const;
+    /// Throws Interrupted when a signal arrived.
+    void check() const;
     /// Test hook: when the environment variable ATTOGRAD_TEST_SIGNAL_AT_STEP is "K" or
     /// "K:TERM", raises SIGINT (or SIGTERM) once `step` equals K, as Ctrl-C during step K would.
     void test_hook(std::int64_t step) const;
+};
+
+/// Thrown out of work that checks for an interrupt between its parts (the held-out evaluation
+/// of train, InterruptGuard::check): the work is abandoned, to be done again on --resume.
+class Interrupted : public std::exception {
+public:
+    explicit Interrupted(int signal) : signal_(signal) {}
+    int signal() const { return signal_; }
+    const char* what() const noexcept override { return "interrupted"; }
+
+private:
+    int signal_;
 };
 
 /// The name of a signal: "SIGINT", "SIGTERM", else "a signal".

@@ -1,5 +1,6 @@
 // Training progress on the terminal: a bar redrawn in place on a TTY, plain lines otherwise.
 #include "progress.hpp"
+#include "console.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -38,21 +39,21 @@ void Progress::update(std::int64_t step, double loss, double accuracy) {
     const int filled = total_steps_ > 0 ? static_cast<int>(width * step / total_steps_) : width;
     std::string bar;
     for (int i = 0; i < width; ++i) bar += i < filled ? "\u2588" : "\u2591";
-    fmt::print(stderr, "\r\x1b[2K{} step {}/{}  loss {:.4f}  acc {:.3f}  {:.0f} steps/s  ETA {}", bar, step,
-               total_steps_, loss, accuracy, rate, format_duration(eta));
+    output(stderr, "\r\x1b[2K{} step {}/{}  loss {:.4f}  acc {:.3f}  {:.0f} steps/s  ETA {}", bar, step,
+           total_steps_, loss, accuracy, rate, format_duration(eta));
     std::fflush(stderr);
     drawn_ = true;
 }
 
 void Progress::line(const std::string& text) {
     if (quiet_) return;
-    if (tty_ && drawn_) fmt::print(stderr, "\r\x1b[2K");
-    fmt::print(stderr, "{}\n", text);
+    if (tty_ && drawn_) output(stderr, "\r\x1b[2K");
+    output(stderr, "{}\n", text);
     drawn_ = false;
 }
 
 void Progress::finish() {
-    if (tty_ && drawn_ && !quiet_) fmt::print(stderr, "\r\x1b[2K");
+    if (tty_ && drawn_ && !quiet_) output(stderr, "\r\x1b[2K");
     drawn_ = false;
 }
 

@@ -99,12 +99,15 @@ RunProgress read_progress(const nlohmann::json& json) {
     number("initial_loss", p.initial_loss);
     number("high_loss_steps", p.high_loss_steps);
     number("snapshot_period", p.snapshot_period);
-    if (j.contains("reached_target")) {
-        AG_CHECK(j["reached_target"].is_boolean(), ValueError,
-                 "config.json: field 'progress.reached_target' must be true or false, got {}",
-                 j["reached_target"].type_name());
-        p.reached_target = j["reached_target"].get<bool>();
-    }
+    number("pending_lr", p.pending_lr);
+    const auto flag = [&](const char* key, bool& value) {
+        if (!j.contains(key)) return;
+        AG_CHECK(j[key].is_boolean(), ValueError,
+                 "config.json: field 'progress.{}' must be true or false, got {}", key, j[key].type_name());
+        value = j[key].get<bool>();
+    };
+    flag("reached_target", p.reached_target);
+    flag("evaluation_pending", p.evaluation_pending);
     return p;
 }
 
@@ -138,6 +141,10 @@ void check_progress(const RunProgress& p, const RunConfig& config) {
           fmt::format("in [0, progress.steps_done = {}]", p.steps_done), count(p.high_loss_steps));
     // Whether it fits the saved snapshots is the snapshotter's check on --resume.
     check(p.snapshot_period >= 0, "snapshot_period", ">= 0", count(p.snapshot_period));
+    check(std::isfinite(p.pending_lr) && p.pending_lr >= 0.0, "pending_lr", "finite and >= 0", p.pending_lr);
+    // The step whose evaluation is pending is in the window (its metrics line comes with it).
+    check(!p.evaluation_pending || p.window_steps >= 1, "window_steps",
+          ">= 1 while progress.evaluation_pending is true", count(p.window_steps));
 }
 
 void check_task_fits(const RunConfig& config, const Task& task) {
@@ -168,7 +175,9 @@ nlohmann::json to_json(const RunProgress& p) {
             {"window_steps", p.window_steps},
             {"initial_loss", p.initial_loss},
             {"high_loss_steps", p.high_loss_steps},
-            {"snapshot_period", p.snapshot_period}};
+            {"snapshot_period", p.snapshot_period},
+            {"evaluation_pending", p.evaluation_pending},
+            {"pending_lr", p.pending_lr}};
 }
 
 DirectoryPin::DirectoryPin(const std::filesystem::path& dir)

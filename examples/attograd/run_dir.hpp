@@ -43,6 +43,11 @@ struct RunProgress {
     /// The attention snapshot period reached (train.snapshot_every doubled each time the
     /// 32-snapshot cap thinned them; 0 = none yet), so that a resumed run thins alike.
     std::int64_t snapshot_period = 0;
+    /// A SIGINT / SIGTERM stopped the held-out evaluation after step steps_done: that step is in
+    /// the window but its metrics line and evaluation are still to come, and a resumed run does
+    /// them first (with pending_lr, the step's learning rate), as the uninterrupted one did.
+    bool evaluation_pending = false;
+    double pending_lr = 0.0;
 };
 
 /// Reads config.json's "progress" (all fields optional). Throws ValueError naming the field
@@ -50,7 +55,8 @@ struct RunProgress {
 RunProgress read_progress(const nlohmann::json& json);
 /// Refuses (ValueError, "config.json: progress.FIELD must be ..., got X") a field outside the
 /// range train writes: counts in [0, steps done] (steps done in [0, train.steps]), accuracies
-/// in [0, 1], seconds finite in [0, 1e9], loss sums and initial_loss finite and >= 0.
+/// in [0, 1], seconds finite in [0, 1e9], loss sums, initial_loss and pending_lr finite and
+/// >= 0, an evaluation pending only with a step in the window.
 void check_progress(const RunProgress& progress, const RunConfig& config);
 /// Refuses (ValueError naming config.json: task.name) a task whose tokens are not all in the
 /// run's vocabulary or whose sources or targets are longer than the model takes: config.json

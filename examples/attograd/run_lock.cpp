@@ -11,6 +11,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -19,9 +21,62 @@ namespace attograd::cli {
 
 namespace fs = std::filesystem;
 
-fs::path RunLock::lock_path(const fs::path& dir) {
-    fs::path full = fs::absolute(dir).lexically_normal();
+namespace {
+
+/// Whether the open file `fd` is what a lock holder leaves: a regular file with one name
+/// (not a hard link to some other file), holding nothing but a PID. Only such a file may be
+/// truncated and rewritten.
+bool is_lock_file(int fd) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_size > 20) return false;
+    char text[21] = {};
+    const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+    return n >= 0 &&
+           std::all_of(text, text + n, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+}
+
+/// Whether `path` (a symbolic link not followed) names the open file `fd`.
+bool names_file(const fs::path& path, int fd) {
+    struct stat held {
+    }, named{};
+    return ::fstat(fd, &held) == 0 && ::lstat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
+           held.st_dev == named.st_dev;
+}
+
+/// Opens the lock file `path`, creating it when missing, never through a symbolic link.
+/// `created` says whether this call made it. -1 with errno on failure.
+int open_lock_file(const fs::path& path, bool& created) {
+    for (;;) {
+        const int fd =
+            ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+        created = fd >= 0;
+        if (fd >= 0 || errno != EEXIST) return fd;
+        const int existing = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (existing >= 0 || errno != ENOENT) return existing;
+        // Removed by its holder between the two calls: create it again.
+    }
+}
+
+}  // namespace
+
+fs::path run_directory_path(const fs::path& dir) {
+    // Not lexically normalised: "link/../x" is where the kernel goes, beside link's target.
+    fs::path full = fs::absolute(dir);
     if (full.filename().empty()) full = full.parent_path();  // "runs/x/" names runs/x
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(full, ec))) {
+        AG_CHECK(fs::is_directory(fs::status(full, ec)), IoError,
+                 "{}: is a symbolic link to {}, which is not a directory; a run directory must be one",
+                 shown_path(dir), shown_path(fs::read_symlink(full, ec)));
+    }
+    fs::path resolved = fs::weakly_canonical(full, ec);
+    AG_CHECK(!ec, IoError, "{}: cannot resolve the path: {}", shown_path(dir), ec.message());
+    if (resolved.filename().empty()) resolved = resolved.parent_path();
+    return resolved;
+}
+
+fs::path RunLock::lock_path(const fs::path& dir) {
+    const fs::path full = run_directory_path(dir);
     return full.parent_path() / fmt::format(".{}.lock", full.filename().string());
 }
 
@@ -32,9 +87,24 @@ RunLock::RunLock(const fs::path& dir) : path_(lock_path(dir)) {
     // The holder removes the file when done: a lock taken on a file removed meanwhile is no
     // lock, so it is taken again on the file the path now names.
     for (;;) {
-        fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        bool created = false;
+        fd_ = open_lock_file(path_, created);
+        if (fd_ < 0 && errno == ELOOP) {
+            throw IoError(
+                fmt::format("{}: the lock file {} is a symbolic link; attograd does not write "
+                            "through it: remove it",
+                            shown_path(dir), shown_path(path_)));
+        }
         AG_CHECK(fd_ >= 0, IoError, "{}: cannot create the lock file {}: {}", shown_path(dir),
                  shown_path(path_), std::strerror(errno));
+        if (!created && !is_lock_file(fd_)) {
+            ::close(fd_);
+            fd_ = -1;
+            throw IoError(
+                fmt::format("{}: {} is not a lock file attograd left (not a regular file with one "
+                            "link holding a PID); attograd does not overwrite it: remove it",
+                            shown_path(dir), shown_path(path_)));
+        }
         if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
             const int error = errno;
             char text[32] = {};
@@ -46,11 +116,7 @@ RunLock::RunLock(const fs::path& dir) : path_(lock_path(dir)) {
             throw IoError(fmt::format("{}: cannot lock {}: {}", shown_path(dir), shown_path(path_),
                                       std::strerror(error)));
         }
-        struct stat held {
-        }, named{};
-        if (::fstat(fd_, &held) == 0 && ::stat(path_.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
-            held.st_dev == named.st_dev)
-            break;
+        if (names_file(path_, fd_)) break;
         ::close(fd_);
         fd_ = -1;
     }
@@ -62,7 +128,9 @@ RunLock::RunLock(const fs::path& dir) : path_(lock_path(dir)) {
 
 RunLock::~RunLock() {
     if (fd_ < 0) return;
-    ::unlink(path_.c_str());  // still locked: whoever opened it meanwhile retries on a new file
+    // Still locked: whoever opened it meanwhile retries on a new file. Only the file this lock
+    // holds is removed, not whatever took its name.
+    if (names_file(path_, fd_)) ::unlink(path_.c_str());
     ::close(fd_);
 }
 

@@ -5,13 +5,24 @@
 
 namespace attograd::cli {
 
+/// The directory a run path names, as the lock and the writer of a run use it: absolute, every
+/// symbolic link resolved (a run reached through `link -> runs/x` is runs/x, and a save
+/// replaces runs/x, never the link), no trailing '/'. Throws IoError naming `dir` when it is a
+/// symbolic link to nothing or to what is not a directory (no directory is created where a
+/// dangling link points).
+std::filesystem::path run_directory_path(const std::filesystem::path& dir);
+
 /// An exclusive flock(2) on `.NAME.lock` beside the run directory DIR (in its parent, created
-/// if missing), held for the life of the object, so that two `train --out DIR` or two
-/// `train --resume DIR` cannot both write DIR (the last writer would silently win). The file
-/// holds the holder's PID; it is removed on release. Readers (eval, inspect) take no lock:
-/// load_run reads one generation whatever a writer does. Throws IoError "DIR is being trained
-/// by another process (pid N)" when another process holds it, or naming the lock file when it
-/// cannot be created (a read-only or missing parent: found before any training).
+/// if missing; DIR as run_directory_path resolves it, so every path to one run takes one lock),
+/// held for the life of the object, so that two `train --out DIR` or two `train --resume DIR`
+/// cannot both write DIR (the last writer would silently win). The file holds the holder's PID;
+/// it is removed on release. Readers (eval, inspect) take no lock: load_run reads one generation
+/// whatever a writer does. The lock file is never written through a symbolic link, and an
+/// existing one is rewritten only when it is what a holder leaves (a regular file with one link,
+/// holding at most a PID). Throws IoError "DIR is being trained by another process (pid N)"
+/// when another process holds it, or naming the lock file when it cannot be created (a
+/// read-only or missing parent: found before any training), is a symbolic link or is not a lock
+/// file.
 class RunLock {
 public:
     explicit RunLock(const std::filesystem::path& dir);
@@ -19,7 +30,7 @@ public:
     RunLock(const RunLock&) = delete;
     RunLock& operator=(const RunLock&) = delete;
 
-    /// The lock file: `.NAME.lock` beside DIR.
+    /// The lock file: `.NAME.lock` beside DIR (resolved by run_directory_path).
     static std::filesystem::path lock_path(const std::filesystem::path& dir);
 
 private:

@@ -1,6 +1,7 @@
 // Writing a run directory: staging directory, checksummed files, config.json last, one swap.
 #include "run_writer.hpp"
 #include "quoting.hpp"
+#include "run_lock.hpp"
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
@@ -11,11 +12,14 @@
 #include <fmt/format.h>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
 #include <set>
 
 namespace attograd::cli {
@@ -72,6 +76,18 @@ void retire(const fs::path& old, const fs::path& dir) {
     fault_point();
 }
 
+/// Runs `write`, one step of saving a generation of the run `dir`: an IoError it throws (a full
+/// disk, a file beyond `ulimit -f`) is rethrown naming the run, whose directory is as it was.
+template <class Write>
+void saving(const fs::path& dir, Write&& write) {
+    try {
+        write();
+    } catch (const IoError& e) {
+        throw IoError(fmt::format("{}: cannot save the run (its directory is left as it was): {}",
+                                  shown_path(dir), e.what()));
+    }
+}
+
 bool plain_name(const std::string& name) {
     return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
            name.find('\0') == std::string::npos;
@@ -88,8 +104,7 @@ void fault_point() {
     if (kill_at > 0 && ++count == kill_at) ::kill(::getpid(), SIGKILL);
 }
 
-RunWriter::RunWriter(fs::path dir) : dir_(fs::absolute(dir).lexically_normal()) {
-    if (dir_.filename().empty()) dir_ = dir_.parent_path();  // "runs/x/" names runs/x
+RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
     AG_CHECK(!dir_.filename().empty() && dir_.has_parent_path() && dir_ != dir_.root_path(), IoError,
              "{}: not a directory name a run can be written to", shown_path(dir));
     std::error_code ec;
@@ -101,25 +116,35 @@ RunWriter::RunWriter(fs::path dir) : dir_(fs::absolute(dir).lexically_normal()) 
     AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", shown_path(dir), ec.message());
     const std::string prefix = staging_prefix(dir_);
     for (const auto& entry : fs::directory_iterator(parent)) {
+        // Only a directory a writer made: anything else of that name (a symbolic link to
+        // another run, say) is not followed, moved from or removed.
         const pid_t pid = staging_pid(entry.path().filename().string(), prefix);
-        if (pid != 0 && pid != ::getpid() && ::kill(pid, 0) != 0 && errno == ESRCH)
+        if (pid != 0 && pid != ::getpid() && entry.symlink_status(ec).type() == fs::file_type::directory &&
+            ::kill(pid, 0) != 0 && errno == ESRCH)
             retire(entry.path(), dir_);
     }
+    // Made here and now (never an existing one, nor one a link points to): every file of the
+    // generation is new in a directory only this writer writes. A name taken (left by an
+    // earlier process of this PID) is passed over.
     static std::atomic<unsigned> counter{0};
-    staging_ = parent / fmt::format("{}{}-{}", prefix, ::getpid(), counter.fetch_add(1));
-    fs::remove_all(staging_, ec);
-    fs::create_directory(staging_);
+    for (int attempt = 0;; ++attempt) {
+        staging_ = parent / fmt::format("{}{}-{}", prefix, ::getpid(), counter.fetch_add(1));
+        if (::mkdir(staging_.c_str(), 0777) == 0) break;
+        AG_CHECK(errno == EEXIST && attempt < 100, IoError, "{}: cannot create the directory {}: {}",
+                 shown_path(dir), shown_path(staging_), std::strerror(errno));
+    }
+    created_ = true;
 }
 
 RunWriter::~RunWriter() {
     std::error_code ec;
-    if (!committed_) fs::remove_all(staging_, ec);
+    if (created_ && !committed_) fs::remove_all(staging_, ec);
 }
 
 void RunWriter::write_file(const std::string& name, std::string_view contents) {
     AG_CHECK(plain_name(name) && name != "config.json", IoError, "RunWriter: '{}' is not a run file name",
              name);
-    write_file_atomic(staging_ / name, contents);
+    saving(dir_, [&] { write_file_atomic(staging_ / name, contents); });
     files_[name] = {{"bytes", contents.size()}, {"fnv1a64", fmt::format("{:016x}", fnv1a64(contents))}};
     fault_point();
 }
@@ -128,16 +153,16 @@ void RunWriter::save_tensors(const std::string& name, const std::map<std::string
     AG_CHECK(plain_name(name) && name != "config.json", IoError, "RunWriter: '{}' is not a run file name",
              name);
     const fs::path path = staging_ / name;
-    save_safetensors(path, tensors);
+    saving(dir_, [&] { save_safetensors(path, tensors); });
     files_[name] = {{"bytes", fs::file_size(path)}, {"fnv1a64", file_checksum(path)}};
     fault_point();
 }
 
-fs::path RunWriter::file(const std::string& name) {
+void RunWriter::write_with(const std::string& name, const std::function<void(const fs::path&)>& write) {
     AG_CHECK(plain_name(name) && name != "config.json", IoError, "RunWriter: '{}' is not a run file name",
              name);
     pending_.push_back(name);
-    return staging_ / name;
+    saving(dir_, [&] { write(staging_ / name); });
 }
 
 void RunWriter::commit(nlohmann::json config) {
@@ -150,7 +175,7 @@ void RunWriter::commit(nlohmann::json config) {
     }
     config["files"] = files_;
     config[config_checksum_field] = config_checksum(config);
-    write_file_atomic(staging_ / "config.json", config.dump(2) + "\n");
+    saving(dir_, [&] { write_file_atomic(staging_ / "config.json", config.dump(2) + "\n"); });
     fault_point();
     const fs::path old = replace_directory(staging_, dir_, shown_path(dir_));
     committed_ = true;

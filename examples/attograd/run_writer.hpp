@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -25,8 +26,10 @@ namespace attograd::cli {
 class RunWriter {
 public:
     /// Creates the staging directory (and DIR's parent), after removing stale staging
-    /// directories of DIR's writers that are no longer running. Throws IoError naming the path
-    /// when DIR exists and is not a directory, or when the directory cannot be created.
+    /// directories of DIR's writers that are no longer running. DIR is resolved by
+    /// run_directory_path: a run reached through a symbolic link is written where the link
+    /// points, and the link stays. Throws IoError naming the path when DIR exists and is not a
+    /// directory, or when the directory cannot be created.
     explicit RunWriter(std::filesystem::path dir);
     /// Removes the staging directory unless commit() succeeded.
     ~RunWriter();
@@ -39,10 +42,11 @@ public:
     /// Saves `tensors` as the safetensors file `name` of the new generation. Throws as
     /// attograd::save_safetensors does.
     void save_tensors(const std::string& name, const std::map<std::string, Tensor>& tensors);
-    /// The path of file `name` in the new generation, for writers that take a path (e.g.
-    /// inspect::save_snapshots); its size and checksum are recorded at commit(). Throws IoError
-    /// for a name that is not a plain file name.
-    std::filesystem::path file(const std::string& name);
+    /// Writes file `name` of the new generation by calling `write(path)`, for writers that take
+    /// a path (e.g. inspect::save_snapshots); its size and checksum are recorded at commit().
+    /// Throws IoError for a name that is not a plain file name, or naming the run when `write`
+    /// throws IoError.
+    void write_with(const std::string& name, const std::function<void(const std::filesystem::path&)>& write);
     /// Adds "files" and config.json's own checksum (config_checksum()) to `config`, writes it as
     /// config.json and swaps the generation in. Throws
     /// IoError when a step fails (DIR is then as it was).
@@ -51,7 +55,8 @@ public:
 private:
     std::filesystem::path dir_, staging_;
     nlohmann::json files_ = nlohmann::json::object();
-    std::vector<std::string> pending_;  ///< names handed out by file(), checksummed at commit()
+    std::vector<std::string> pending_;  ///< names written by write_with(), checksummed at commit()
+    bool created_ = false;              ///< staging_ was made by this writer
     bool committed_ = false;
 };
 
