@@ -144,7 +144,18 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     options.emplace_back("chars",
                          app.add_flag("--chars", a.chars, "--data: characters are tokens (default: words)"));
     add("model", a.model,
-        "seq2seq (encoder + attending decoder) or encoder (self-attention, one output per input)");
+        "seq2seq (encoder + attending decoder), encoder (self-attention, one output per input) or rnn "
+        "(recurrent encoder + Bahdanau or Luong decoder)");
+    add("cell", a.cell, "rnn: recurrent unit of the encoder and the decoder, gru or lstm (luong only)");
+    add("decoder", a.decoder,
+        "rnn: bahdanau (GRU, additive score) or luong (stacked cells, any score, local windows, input "
+        "feeding)");
+    options.emplace_back(
+        "bidirectional",
+        with_default(app.add_flag("--bidirectional", a.bidirectional,
+                                  "rnn: the encoder reads the source both ways (E / 2 per direction)"),
+                     "false"));
+    add("rnn-layers", a.rnn_layers, "rnn: stacked layers of the encoder (and of the luong decoder)");
     add("score", a.score, "attention score: additive, dot, scaled-dot, bilinear");
     add("attention", a.attention, "decoder attention: soft or hard");
     add("estimator", a.estimator, "hard attention's training: gumbel (straight-through) or reinforce");
