@@ -156,7 +156,9 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
                                   "rnn: the encoder reads the source both ways (E / 2 per direction)"),
                      "false"));
     add("rnn-layers", a.rnn_layers, "rnn: stacked layers of the encoder (and of the luong decoder)");
-    add("score", a.score, "attention score: additive, dot, scaled-dot, bilinear");
+    add("score", a.score,
+        "attention score: additive, dot, scaled-dot, bilinear (--model rnn: additive with bahdanau, bilinear "
+        "with luong)");
     add("attention", a.attention, "decoder attention: soft or hard");
     add("estimator", a.estimator, "hard attention's training: gumbel (straight-through) or reinforce");
     add("window", a.window, "local attention: window half-width D (2D + 1 keys)");
