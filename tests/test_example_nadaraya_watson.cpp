@@ -1,12 +1,9 @@
 // The Nadaraya-Watson example (examples/nadaraya_watson.cpp) runs, learns, and draws its heatmap.
+#include "example_program.hpp"
 #include "temp_dir.hpp"
 
 #include <doctest/doctest.h>
 
-#include <sys/wait.h>
-
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -14,16 +11,7 @@
 
 namespace {
 
-// Runs `command` through the shell; returns its exit status and standard output.
-std::pair<int, std::string> run(const std::string& command) {
-    std::FILE* pipe = popen(command.c_str(), "r");
-    REQUIRE(pipe != nullptr);
-    std::string out;
-    std::array<char, 4096> buffer{};
-    while (std::fgets(buffer.data(), buffer.size(), pipe) != nullptr) out += buffer.data();
-    const int status = pclose(pipe);
-    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using testing::run_command;
 
 double number_after(const std::string& text, const std::string& pattern) {
     std::smatch m;
@@ -36,7 +24,7 @@ double number_after(const std::string& text, const std::string& pattern) {
 TEST_CASE("nadaraya_watson trains w by SGD: the parametric loss goes down, and it draws the heatmap") {
     testing::TempDir dir;
     const std::string svg = dir / "weights.svg";
-    const auto [code, out] = run(std::string("NO_COLOR=1 ") + NADARAYA_WATSON_PROGRAM + " " + svg);
+    const auto [code, out] = run_command(std::string("NO_COLOR=1 ") + NADARAYA_WATSON_PROGRAM + " " + svg);
     INFO(out);
     REQUIRE(code == 0);
     CHECK(out.find("non-parametric (Gaussian kernel, w = 1): test MSE against f") != std::string::npos);
@@ -56,7 +44,7 @@ TEST_CASE("nadaraya_watson trains w by SGD: the parametric loss goes down, and i
 }
 
 TEST_CASE("nadaraya_watson refuses extra arguments with a usage line and exit 2") {
-    const auto [code, out] = run(std::string(NADARAYA_WATSON_PROGRAM) + " a.svg b.svg 2>/dev/null");
+    const auto [code, out] = run_command(std::string(NADARAYA_WATSON_PROGRAM) + " a.svg b.svg 2>/dev/null");
     CHECK(code == 2);
     CHECK(out.empty());
 }

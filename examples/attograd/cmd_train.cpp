@@ -109,6 +109,21 @@ std::uint64_t batch_seed(std::uint64_t seed, std::int64_t step) {
     return z ^ (z >> 31);
 }
 
+/// Refuses the flags of another kind of model (`kind`, the --model of the run): the recurrent
+/// model's without --model rnn, the Transformer layers' with it.
+void check_model_flags(const TrainArgs& a, const std::string& kind) {
+    for (const char* name : {"cell", "decoder", "bidirectional", "rnn-layers"}) {
+        if (kind != "rnn" && a.was_given(name))
+            throw UsageError(fmt::format("--{} applies to --model rnn only", name));
+    }
+    for (const char* name : {"layers", "decoder-layers", "ffn-dim", "next-token"}) {
+        if (kind == "rnn" && a.was_given(name))
+            throw UsageError(fmt::format(
+                "--{} sets the Transformer models' layers; --model rnn takes --rnn-layers, --cell, --decoder",
+                name));
+    }
+}
+
 void apply_overrides(const TrainArgs& a, RunConfig& c) {
     ModelConfig& m = c.model;
     TrainConfig& t = c.train;
@@ -124,6 +139,14 @@ void apply_overrides(const TrainArgs& a, RunConfig& c) {
     if (a.was_given("embed-dim")) m.embed_dim = a.embed_dim;
     if (a.was_given("ffn-dim")) m.ffn_dim = a.ffn_dim;
     if (a.was_given("next-token")) m.next_token = a.next_token;
+    if (a.was_given("cell")) m.cell = a.cell;
+    if (a.was_given("decoder")) m.decoder = a.decoder;
+    if (a.was_given("bidirectional")) m.bidirectional = a.bidirectional;
+    if (a.was_given("rnn-layers")) m.rnn_layers = a.rnn_layers;
+    // The recurrent decoders' own scores unless one is asked for: the additive score of Bahdanau
+    // et al. and Luong et al.'s "general" (bilinear) score.
+    if (m.kind == "rnn" && !a.was_given("score")) m.score = m.decoder == "luong" ? "bilinear" : "additive";
+    if (m.kind == "rnn" && !a.was_given("heads")) m.heads = 1;  // a task's Transformer default (dates: 4)
     if (a.was_given("optim")) t.optim = a.optim;
     if (a.was_given("lr")) t.lr = a.lr;
     if (a.was_given("momentum")) t.momentum = a.momentum;
@@ -241,6 +264,12 @@ std::string describe(const RunConfig& c, std::int64_t parameters) {
     const ModelConfig& m = c.model;
     std::string attention = m.score + " " + m.attention;
     if (m.window >= 0) attention += fmt::format(" local-{} (D = {})", m.local, m.window);
+    if (m.kind == "rnn") {
+        return fmt::format(
+            "rnn model: {} {} encoder layer(s){}, {} decoder, {} attention, E = {}, {} parameters",
+            m.rnn_layers, m.cell, m.bidirectional ? " (bidirectional)" : "", m.decoder, attention,
+            m.embed_dim, parameters);
+    }
     if (m.kind == "encoder") {
         return fmt::format(
             "encoder model: {} self-attention layer(s) x {} head(s), {} attention, E = {}, {} parameters",
@@ -332,6 +361,7 @@ int cmd_train(const TrainArgs& args) {
             throw UsageError(fmt::format("--window must be >= 0, got {} (leave it out for global attention)",
                                          args.window));
         }
+        check_model_flags(args, args.was_given("model") ? args.model : config.model.kind);
         apply_overrides(args, config);
         validate(config, task->info());
         check_memory(config, SettingNames::flags(), available_bytes());  // before the model is built

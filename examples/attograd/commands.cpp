@@ -144,8 +144,21 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     options.emplace_back("chars",
                          app.add_flag("--chars", a.chars, "--data: characters are tokens (default: words)"));
     add("model", a.model,
-        "seq2seq (encoder + attending decoder) or encoder (self-attention, one output per input)");
-    add("score", a.score, "attention score: additive, dot, scaled-dot, bilinear");
+        "seq2seq (encoder + attending decoder), encoder (self-attention, one output per input) or rnn "
+        "(recurrent encoder + Bahdanau or Luong decoder)");
+    add("cell", a.cell, "rnn: recurrent unit of the encoder and the decoder, gru or lstm (luong only)");
+    add("decoder", a.decoder,
+        "rnn: bahdanau (GRU, additive score) or luong (stacked cells, any score, local windows, input "
+        "feeding)");
+    options.emplace_back(
+        "bidirectional",
+        with_default(app.add_flag("--bidirectional", a.bidirectional,
+                                  "rnn: the encoder reads the source both ways (E / 2 per direction)"),
+                     "false"));
+    add("rnn-layers", a.rnn_layers, "rnn: stacked layers of the encoder (and of the luong decoder)");
+    add("score", a.score,
+        "attention score: additive, dot, scaled-dot, bilinear (--model rnn: additive with bahdanau, bilinear "
+        "with luong)");
     add("attention", a.attention, "decoder attention: soft or hard");
     add("estimator", a.estimator, "hard attention's training: gumbel (straight-through) or reinforce");
     add("window", a.window, "local attention: window half-width D (2D + 1 keys)");

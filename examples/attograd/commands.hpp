@@ -23,6 +23,9 @@ struct TrainArgs {
     bool chars = false;
     bool next_token = false;
     std::string model, score, attention, local, optim, schedule, estimator;
+    std::string cell, decoder;  ///< --model rnn
+    bool bidirectional = false;
+    std::int64_t rnn_layers = 1;
     std::int64_t window = -1, heads = 1, layers = 0, decoder_layers = 1, embed_dim = 64, ffn_dim = 128;
     double lr = 0.0, momentum = 0.0, weight_decay = 0.0, clip = 0.0;
     std::int64_t batch = 0, steps = 0, warmup = 0, eval_every = 0, snapshot_every = 0;

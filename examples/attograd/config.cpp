@@ -65,6 +65,37 @@ Vocabulary vocabulary_from_json(const nlohmann::json& json) {
     }
 }
 
+/// The combinations --model rnn refuses (ValueError naming the settings as `names` does): the
+/// Bahdanau decoder is a GRU with the additive score and global attention; local attention and
+/// the dot scores are the Luong decoder's; the encoder splits E between two directions.
+void validate_rnn(const ModelConfig& m, const SettingNames& names) {
+    const auto check = [&](bool ok, std::string_view field, const std::string& rest) {
+        AG_CHECK(ok, ValueError, "{}{} {}", names.prefix(field), names(field), rest);
+    };
+    const auto n = [&](std::string_view field) { return names(field); };
+    check(m.rnn_layers >= 1 && m.rnn_layers <= 8, "model.rnn_layers",
+          fmt::format("must be in [1, 8], got {}", m.rnn_layers));
+    check(!m.bidirectional || m.embed_dim % 2 == 0, "model.bidirectional",
+          fmt::format("gives each direction half of {} {}: it must be even", n("model.embed_dim"),
+                      m.embed_dim));
+    check(m.attention == "soft", "model.attention",
+          fmt::format("hard applies to {} seq2seq; the recurrent decoders attend softly", n("model.kind")));
+    check(m.heads == 1, "model.heads",
+          fmt::format("must be 1 with {} rnn (its decoders have one attention), got {}", n("model.kind"),
+                      m.heads));
+    if (m.decoder == "bahdanau") {
+        check(m.cell == "gru", "model.cell",
+              fmt::format("lstm: {} bahdanau is a GRU decoder (Bahdanau et al. 2015); use {} luong",
+                          n("model.decoder"), n("model.decoder")));
+        check(m.score == "additive", "model.score",
+              fmt::format("{}: {} bahdanau scores additively (v^T tanh(W h_j + U s)); use {} luong", m.score,
+                          n("model.decoder"), n("model.decoder")));
+        check(m.window < 0, "model.window",
+              fmt::format("(local attention) applies to {} luong; {} bahdanau attends globally",
+                          n("model.decoder"), n("model.decoder")));
+    }
+}
+
 }  // namespace
 
 RunConfig task_defaults(const std::string& task_name) {
@@ -144,7 +175,9 @@ void validate(const RunConfig& config, const TaskInfo& task, const SettingNames&
         AG_CHECK(ok, ValueError, "{}{} {}", names.prefix(field), names(field), rest);
     };
     const auto n = [&](std::string_view field) { return names(field); };
-    check_choice(m.kind, std::array{"seq2seq", "encoder"}, names, "model.kind");
+    check_choice(m.kind, std::array{"seq2seq", "encoder", "rnn"}, names, "model.kind");
+    check_choice(m.cell, std::array{"gru", "lstm"}, names, "model.cell");
+    check_choice(m.decoder, std::array{"bahdanau", "luong"}, names, "model.decoder");
     check_choice(m.score, std::array{"additive", "dot", "scaled-dot", "bilinear"}, names, "model.score");
     check_choice(m.attention, std::array{"soft", "hard"}, names, "model.attention");
     check_choice(m.local, std::array{"m", "p"}, names, "model.local");
@@ -221,6 +254,7 @@ void validate(const RunConfig& config, const TaskInfo& task, const SettingNames&
               fmt::format("p predicts a centre per decoder query; {} encoder supports {} m only",
                           n("model.kind"), n("model.local")));
     }
+    if (m.kind == "rnn") validate_rnn(m, names);
     if (m.kind == "seq2seq") {
         check(m.heads == 1 || m.attention == "soft", "model.attention",
               fmt::format(
@@ -256,7 +290,11 @@ nlohmann::json to_json(const RunConfig& config) {
               {"local", m.local},
               {"max_source_len", m.max_source_len},
               {"max_target_len", m.max_target_len},
-              {"min_source_len", m.min_source_len}}},
+              {"min_source_len", m.min_source_len},
+              {"cell", m.cell},
+              {"decoder", m.decoder},
+              {"bidirectional", m.bidirectional},
+              {"rnn_layers", m.rnn_layers}}},
             {"train",
              {{"optim", t.optim},
               {"lr", t.lr},
@@ -340,6 +378,13 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     // Runs written before min_source_len was saved keep the default; load_run takes the task's.
     if (json["model"].contains("min_source_len"))
         c.model.min_source_len = field<std::int64_t>(json, "model", "min_source_len");
+    // Runs written before the recurrent model existed have none of its fields: they keep the defaults.
+    if (json["model"].contains("cell")) {
+        c.model.cell = field<std::string>(json, "model", "cell");
+        c.model.decoder = field<std::string>(json, "model", "decoder");
+        c.model.bidirectional = field<bool>(json, "model", "bidirectional");
+        c.model.rnn_layers = field<std::int64_t>(json, "model", "rnn_layers");
+    }
     AG_CHECK(json.contains("vocab"), ValueError, "config.json: missing field 'vocab'");
     c.vocab = vocabulary_from_json(json["vocab"]);
     AG_CHECK(c.model.max_source_len >= 1 && c.model.max_target_len >= 1, ValueError,

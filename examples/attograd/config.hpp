@@ -31,7 +31,7 @@ inline constexpr int run_format_version = 4;
 
 /// Everything needed to rebuild the model (with the vocabulary of RunConfig).
 struct ModelConfig {
-    std::string kind = "seq2seq";  ///< "seq2seq" or "encoder"
+    std::string kind = "seq2seq";  ///< "seq2seq", "encoder" or "rnn" (model_rnn.hpp)
     std::int64_t embed_dim = 64;
     std::int64_t heads = 1;           ///< heads of every attention layer
     std::int64_t layers = 0;          ///< self-attention layers (seq2seq: in the encoder)
@@ -51,6 +51,11 @@ struct ModelConfig {
     /// Runs written before it was saved read it from their task (1 for a "data" run).
     std::int64_t min_source_len = 1;
     std::int64_t max_target_len = 0;  ///< longest output it writes (tokens, without <eos>)
+    // --model rnn only (runs without these fields read the defaults):
+    std::string cell = "gru";          ///< rnn: the encoder's and decoder's recurrent unit, gru or lstm
+    std::string decoder = "bahdanau";  ///< rnn: bahdanau (nn::BahdanauDecoder) or luong (nn::LuongDecoder)
+    bool bidirectional = false;        ///< rnn: the encoder reads the source both ways
+    std::int64_t rnn_layers = 1;       ///< rnn: stacked layers of the encoder (and of the Luong decoder)
 };
 
 /// How the model is trained.

@@ -102,31 +102,9 @@ protected:
         return embed_->forward(batch.source).detach();
     }
 
-    /// Fills the source tensors of `batch` with `sources` (each followed by `suffix` when >= 0),
-    /// padded to the source width.
     void fill_source(Batch& batch, const std::vector<std::vector<std::int64_t>>& sources,
                      std::int64_t suffix) const {
-        AG_CHECK(!sources.empty(), ValueError, "model: empty batch");
-        std::vector<std::vector<std::int64_t>> rows;
-        for (const auto& src : sources) {
-            AG_CHECK(std::ssize(src) <= config_.max_source_len, ValueError,
-                     "the input has {} tokens; this model takes at most {}", src.size(),
-                     config_.max_source_len);
-            rows.push_back(src);
-            if (suffix >= 0) rows.back().push_back(suffix);
-        }
-        const data::PaddedSequences p = pad(rows, source_width_);
-        batch.size = std::ssize(sources);
-        batch.source = p.ids;
-        batch.key_padding_mask = p.key_padding_mask;
-        batch.source_length = p.lengths;
-        batch.source_from_end = nn::positions_from_end(p.key_padding_mask);
-        // the id one position to the right, <pad> after the last column (only the next-token
-        // embedding reads it)
-        const Tensor pads =
-            full({batch.size, 1}, static_cast<double>(Vocabulary::pad_id), {.dtype = DType::Int64});
-        batch.source_next =
-            source_width_ == 1 ? pads : concat({narrow(p.ids, 1, 1, source_width_ - 1), pads}, 1);
+        cli::fill_source(batch, sources, suffix, config_.max_source_len, source_width_);
     }
 
     /// The encoder's output [B, S, E] for embedded source tokens [B, S, E].
@@ -181,19 +159,7 @@ public:
                      const std::vector<std::vector<std::int64_t>>* targets) const override {
         Batch batch;
         fill_source(batch, sources, Vocabulary::eos_id);
-        std::vector<std::vector<std::int64_t>> inputs(sources.size(), {Vocabulary::bos_id}),
-            outputs(sources.size());
-        for (std::size_t i = 0; targets != nullptr && i < sources.size(); ++i) {
-            const auto& y = (*targets)[i];
-            AG_CHECK(std::ssize(y) <= config_.max_target_len, ValueError,
-                     "the target has {} tokens; this model writes at most {}", y.size(),
-                     config_.max_target_len);
-            inputs[i].insert(inputs[i].end(), y.begin(), y.end());  // <bos> y_1 .. y_m
-            outputs[i] = y;
-            outputs[i].push_back(Vocabulary::eos_id);  // y_1 .. y_m <eos>
-        }
-        batch.decoder_input = pad(inputs, target_width_).ids;
-        batch.target = pad(outputs, target_width_).ids;
+        fill_targets(batch, targets, config_.max_target_len);
         return batch;
     }
 
@@ -211,36 +177,15 @@ public:
         NoGradGuard no_grad;
         const Batch batch = make_batch(sources, nullptr);
         const Tensor memory = encode(embed_->forward(batch.source), batch, nullptr);
-        // Up to target_width_ steps: max_target_len tokens and their <eos>. inspect records the
-        // attention itself, teacher-forced on the output (Model::forward), so decoding does not.
-        const nn::DecodeOptions options{.bos_id = Vocabulary::bos_id,
-                                        .eos_id = Vocabulary::eos_id,
-                                        .max_length = target_width_,
-                                        .beam_size = decoding.beam,
-                                        .length_penalty = decoding.length_penalty,
-                                        .record_attention = false};
         const nn::DecodeStep step = [this](const Tensor& prefixes, const Tensor& rows_memory,
                                            const Tensor& rows_mask) {
             return next_logits(prefixes, rows_memory, rows_mask);
         };
-        std::vector<std::vector<std::int64_t>> out;
-        if (decoding.beam == 1) {
-            for (auto& h : nn::greedy_decode(memory, batch.key_padding_mask, step, options))
-                out.push_back(std::move(h.tokens));
-        } else {
-            out = nn::best_tokens(nn::beam_search(memory, batch.key_padding_mask, step, options));
-        }
-        for (auto& y : out) {  // an output that never wrote <eos> is cut to what the model may write
-            if (std::ssize(y) > config_.max_target_len)
-                y.resize(static_cast<std::size_t>(config_.max_target_len));
-        }
-        return out;
+        return decode_outputs(memory, batch.key_padding_mask, step, decoding, config_.max_target_len);
     }
 
     std::vector<std::string> model_source(const std::vector<std::string>& source) const override {
-        std::vector<std::string> out = source;
-        out.emplace_back(Vocabulary::eos);
-        return out;
+        return with_eos(source);
     }
 
     std::int64_t source_column(std::int64_t i) const override { return i; }
@@ -337,6 +282,74 @@ public:
 
 }  // namespace
 
+std::vector<std::string> with_eos(const std::vector<std::string>& source) {
+    std::vector<std::string> out = source;
+    out.emplace_back(Vocabulary::eos);
+    return out;
+}
+
+void fill_source(Batch& batch, const std::vector<std::vector<std::int64_t>>& sources, std::int64_t suffix,
+                 std::int64_t max_source_len, std::int64_t width) {
+    AG_CHECK(!sources.empty(), ValueError, "model: empty batch");
+    std::vector<std::vector<std::int64_t>> rows;
+    for (const auto& src : sources) {
+        AG_CHECK(std::ssize(src) <= max_source_len, ValueError,
+                 "the input has {} tokens; this model takes at most {}", src.size(), max_source_len);
+        rows.push_back(src);
+        if (suffix >= 0) rows.back().push_back(suffix);
+    }
+    const data::PaddedSequences p = pad(rows, width);
+    batch.size = std::ssize(sources);
+    batch.source = p.ids;
+    batch.key_padding_mask = p.key_padding_mask;
+    batch.source_length = p.lengths;
+    batch.source_from_end = nn::positions_from_end(p.key_padding_mask);
+    // the id one position to the right, <pad> after the last column (only the next-token
+    // embedding reads it)
+    const Tensor pads =
+        full({batch.size, 1}, static_cast<double>(Vocabulary::pad_id), {.dtype = DType::Int64});
+    batch.source_next = width == 1 ? pads : concat({narrow(p.ids, 1, 1, width - 1), pads}, 1);
+}
+
+void fill_targets(Batch& batch, const std::vector<std::vector<std::int64_t>>* targets,
+                  std::int64_t max_target_len) {
+    const std::size_t n = static_cast<std::size_t>(batch.size);
+    std::vector<std::vector<std::int64_t>> inputs(n, {Vocabulary::bos_id}), outputs(n);
+    for (std::size_t i = 0; targets != nullptr && i < n; ++i) {
+        const auto& y = (*targets)[i];
+        AG_CHECK(std::ssize(y) <= max_target_len, ValueError,
+                 "the target has {} tokens; this model writes at most {}", y.size(), max_target_len);
+        inputs[i].insert(inputs[i].end(), y.begin(), y.end());  // <bos> y_1 .. y_m
+        outputs[i] = y;
+        outputs[i].push_back(Vocabulary::eos_id);  // y_1 .. y_m <eos>
+    }
+    batch.decoder_input = pad(inputs, max_target_len + 1).ids;
+    batch.target = pad(outputs, max_target_len + 1).ids;
+}
+
+std::vector<std::vector<std::int64_t>> decode_outputs(const Tensor& memory, const Tensor& mask,
+                                                      const nn::DecodeStep& step,
+                                                      const DecodeSettings& decoding,
+                                                      std::int64_t max_target_len) {
+    // Up to max_target_len tokens and their <eos>.
+    const nn::DecodeOptions options{.bos_id = Vocabulary::bos_id,
+                                    .eos_id = Vocabulary::eos_id,
+                                    .max_length = max_target_len + 1,
+                                    .beam_size = decoding.beam,
+                                    .length_penalty = decoding.length_penalty,
+                                    .record_attention = false};
+    std::vector<std::vector<std::int64_t>> out;
+    if (decoding.beam == 1) {
+        for (auto& h : nn::greedy_decode(memory, mask, step, options)) out.push_back(std::move(h.tokens));
+    } else {
+        out = nn::best_tokens(nn::beam_search(memory, mask, step, options));
+    }
+    for (auto& y : out) {  // an output that never wrote <eos> is cut to what the model may write
+        if (std::ssize(y) > max_target_len) y.resize(static_cast<std::size_t>(max_target_len));
+    }
+    return out;
+}
+
 void check_decoding(const DecodeSettings& decoding, const ModelConfig& config) {
     AG_CHECK(decoding.beam >= 1 && decoding.beam <= DecodeSettings::max_beam, ValueError,
              "--beam must be in [1, {}], got {}", DecodeSettings::max_beam, decoding.beam);
@@ -356,7 +369,8 @@ void check_decoding(const DecodeSettings& decoding, const ModelConfig& config) {
 
 std::shared_ptr<Model> make_model(const ModelConfig& config, const Vocabulary& vocab, Generator& generator) {
     if (config.kind == "encoder") return std::make_shared<EncoderModel>(config, vocab, generator);
-    AG_CHECK(config.kind == "seq2seq", ValueError, "--model must be seq2seq or encoder, got '{}'",
+    if (config.kind == "rnn") return make_rnn_model(config, vocab, generator);
+    AG_CHECK(config.kind == "seq2seq", ValueError, "--model must be seq2seq, encoder or rnn, got '{}'",
              config.kind);
     return std::make_shared<Seq2SeqModel>(config, vocab, generator);
 }

@@ -29,6 +29,7 @@
 #include "core/generator.hpp"
 #include "core/tensor.hpp"
 #include "nn/attention.hpp"
+#include "nn/decoding.hpp"
 #include "nn/module.hpp"
 
 #include <cstdint>
@@ -109,6 +110,19 @@ protected:
     std::vector<AttentionLayerInfo> layers_info_;
 };
 
+/// `source` followed by <eos>: what the seq2seq models read (their attention maps' columns).
+std::vector<std::string> with_eos(const std::vector<std::string>& source);
+
+/// Fills the source tensors of `batch` with `sources` (each followed by `suffix` when >= 0),
+/// padded to `width`. Throws ValueError for no source or one longer than max_source_len.
+void fill_source(Batch& batch, const std::vector<std::vector<std::int64_t>>& sources, std::int64_t suffix,
+                 std::int64_t max_source_len, std::int64_t width);
+/// Fills decoder_input (<bos> y) and target (y <eos>) of a batch of batch.size rows from
+/// `targets` (<bos> alone and no target when null), padded to max_target_len + 1. Throws
+/// ValueError for a target longer than max_target_len.
+void fill_targets(Batch& batch, const std::vector<std::vector<std::int64_t>>* targets,
+                  std::int64_t max_target_len);
+
 /// ValueError, naming the flag (--beam, --length-penalty), unless `decoding` is one a model of
 /// `config` can run: beam in [1, DecodeSettings::max_beam], 1 for the encoder model; a
 /// length penalty in [-max_length_penalty, max_length_penalty].
@@ -116,6 +130,19 @@ void check_decoding(const DecodeSettings& decoding, const ModelConfig& config);
 
 /// The model `config` describes, its parameters drawn from `generator` (which must outlive it:
 /// hard attention samples from it). Throws ValueError on bad options.
+/// The outputs (ids without <eos>, cut to max_target_len) of a seq2seq model's decoder `step`
+/// over `memory` [B, S, E] and its padding mask [B, S]: nn::greedy_decode when decoding.beam is
+/// 1, else the best hypothesis of nn::beam_search; at most max_target_len + 1 steps, no attention
+/// recorded (inspect records it teacher-forced on the output).
+std::vector<std::vector<std::int64_t>> decode_outputs(const Tensor& memory, const Tensor& mask,
+                                                      const nn::DecodeStep& step,
+                                                      const DecodeSettings& decoding,
+                                                      std::int64_t max_target_len);
+
+/// The recurrent encoder-decoder of `--model rnn` (model_rnn.cpp).
+std::shared_ptr<Model> make_rnn_model(const ModelConfig& config, const Vocabulary& vocab,
+                                      Generator& generator);
+
 std::shared_ptr<Model> make_model(const ModelConfig& config, const Vocabulary& vocab, Generator& generator);
 
 }  // namespace attograd::cli

@@ -38,8 +38,14 @@ bool applies(const RunConfig& c, const std::string& key) {
     if (key == "model.estimator") return hard;
     if (key == "model.local") return local;
     if (key == "model.window") return local;
-    if (key == "model.decoder_layers" || key == "model.attention" || key == "model.max_target_len")
-        return c.model.kind == "seq2seq";
+    if (key == "model.decoder_layers" || key == "model.attention") return c.model.kind == "seq2seq";
+    if (key == "model.max_target_len") return c.model.kind != "encoder";
+    const bool rnn = c.model.kind == "rnn";
+    if (key == "model.cell" || key == "model.decoder" || key == "model.bidirectional" ||
+        key == "model.rnn_layers")
+        return rnn;
+    if (key == "model.layers" || key == "model.ffn_dim" || key == "model.next_token" || key == "model.heads")
+        return !rnn;
     if (key == "train.momentum") return c.train.optim == "sgd";
     if (key == "task.data" || key == "task.chars") return c.task.name == "data";
     return true;
