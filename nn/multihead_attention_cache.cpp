@@ -7,8 +7,8 @@
 #include "core/ops.hpp"
 #include "core/ops_linear.hpp"
 #include "core/ops_positional.hpp"
+#include "nn/attention_intervention.hpp"
 #include "nn/attention_recorder.hpp"
-#include "nn/head_silencing.hpp"
 #include "nn/linear.hpp"
 #include "nn/multihead_attention.hpp"
 
@@ -85,15 +85,23 @@ MultiHeadAttentionOutput MultiHeadAttention::attend_cached(const Tensor& q, cons
                                                            const CachedAttentionArgs& args) const {
     const auto& o = options_;
     const bool recording = attention_recording();
+    const auto* interventions = head_interventions(this);
+    const bool replacing = replaces_weights(interventions);
     const SdpaOptions sdpa{.attn_mask = mask,
                            .scale = o.score == Score::Dot ? std::optional<double>(1.0) : std::nullopt,
                            .dropout_p = o.dropout,
                            .training = is_training(),
                            .generator = generator_,
-                           .need_weights = args.need_weights || recording};
+                           .need_weights = args.need_weights || recording || replacing};
     auto r = scaled_dot_product_attention_heads(q, cache.key, cache.value, o.num_heads, sdpa);
     Tensor heads = r.output, weights = r.weights;
-    if (const auto* silenced = silenced_heads(this)) silence_heads(*silenced, heads, weights);
+    if (replacing) {  // as forward's unfused path, over the cached values
+        const std::int64_t n = q.size(0), tkv = cache.value.size(1), h = o.num_heads;
+        const Tensor values = permute(reshape(cache.value, {n, tkv, h, head_dim()}), {0, 2, 1, 3});
+        replace_head_weights(*interventions, values, allowed_keys(mask, n, h, 1, tkv), heads, weights);
+    } else if (interventions != nullptr) {
+        silence_heads(*interventions, heads, weights);
+    }
     if (recording) record_attention(this, weights);
     MultiHeadAttentionOutput out{.output = out_proj_->forward(heads), .weights = {}};
     if (args.need_weights) out.weights = args.average_attn_weights ? mean(weights, {1}) : weights;
