@@ -1,5 +1,5 @@
 // Training time on one thread against the default thread setting, on an idle machine and beside
-// a busy process this program starts and stops itself (issue 12, point 6).
+// a busy process this program starts and stops itself.
 //
 //   bench_threads_under_load [--rounds N] [--program PATH]
 //

@@ -8,7 +8,7 @@
 // other processes load, each parallel region waits for a descheduled worker; --threads 1
 // compares the frameworks' own work. The load average is printed first for that reason.
 //
-// Configurations (issue 3 point 10): small B 32, T 32, E 64, h 4; large B 8, T 256, E 256, h 8;
+// Configurations: small B 32, T 32, E 64, h 4; large B 8, T 256, E 256, h 8;
 // local B 4, T 512, E 64, h 4 with local-m attention of window D = 8 (LibTorch: a band mask
 // over the full T x T scores). Each measurement is the median ms/step over 7 runs after warm-up.
 // A configuration takes R rounds (default 3), each timing attograd and then LibTorch, so that a slow

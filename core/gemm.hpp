@@ -12,7 +12,7 @@ namespace attograd::detail {
 /// (core/parallel.hpp). A row block may differ from the whole product in the last bits (Eigen's
 /// GEMM sizes its cache blocks from m, n and k; a [300, 256] x [256, 200] product split in two
 /// differed on LIBXSMM too), so callers cut rows into blocks fixed by the shape, never by the
-/// thread count (issue 12, point 7).
+/// thread count.
 ///
 /// Kernel choice (measured on a 2-core AMD EPYC with AVX-512, fp32, one thread; figures in
 /// bench/README.md): LIBXSMM's kernels, JIT-compiled for the running CPU (AVX2 or AVX-512) and

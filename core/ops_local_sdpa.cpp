@@ -195,7 +195,7 @@ void forward_rows(const LocalGeometry& g, const ForwardArgs<T>& a, std::int64_t 
 
 // Queries [t0, t1) of sequence n as one block over the keys [keys.lo, keys.hi) they see: scores
 // S = Q K^T [nq, L] by one GEMM, each row masked to its band and normalised, then out = P V by
-// one GEMM with P's entries outside each band exactly 0 (issue 13: products through the GEMM
+// one GEMM with P's entries outside each band exactly 0 (products through the GEMM
 // layer).
 template <class T>
 void forward_block(const LocalGeometry& g, const ForwardArgs<T>& a, std::int64_t n, std::int64_t t0,

@@ -80,7 +80,7 @@ MatmulBlocks::MatmulBlocks(const Tensor& a, const Tensor& b, bool transpose_a, b
     // core/parallel.hpp). The blocks are fixed by the shape alone, not by the thread count, and
     // run the same on one thread: Eigen's GEMM (and LIBXSMM's edge kernels) may round a row
     // differently in another block, so splitting by threads would make the result depend on the
-    // thread count (issue 12, point 7). Up to 32 blocks, handed out as threads come free: on a
+    // thread count. Up to 32 blocks, handed out as threads come free: on a
     // shared machine one core may run slower for a while, and equal static halves would leave
     // the other waiting; and the last block's wait is shorter the smaller the blocks (8 blocks
     // of 128 rows against 21 of 48 made the small training step ~2.4 % slower, a quiet A/B;

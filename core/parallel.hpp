@@ -17,7 +17,7 @@ namespace attograd::detail {
 // thread, idle or not. Eigen's own GEMM threading is off (EIGEN_DONT_PARALLELIZE) so that GEMMs
 // follow this policy.
 //
-// Under load (issue 12, point 6): libgomp's idle workers spin (GOMP_SPINCOUNT, 300,000 polls)
+// Under load: libgomp's idle workers spin (GOMP_SPINCOUNT, 300,000 polls)
 // between regions, and a region cannot finish while a worker waits for a core, so beside other
 // busy processes every region stalls: on 2 cores at a load average of ~16, 200 CLI steps took
 // 11x (idle-ish) to 26x (one more busy process) one thread's time (bench_threads_under_load).
@@ -90,8 +90,8 @@ inline constexpr std::int64_t kMaxReductionBlocks = 4;
 /// Fixed blocks a reduction over `work` units is cut into: 1 below twice `min_work`, else one
 /// per `min_work` units, at most kMaxReductionBlocks. Unlike threads_for it never looks at the
 /// thread count: each block's partial result is combined with the others in block order, on one
-/// thread as on many, so the same inputs give the same bits on any thread count (issue 12,
-/// point 7). Threads then take whole blocks.
+/// thread as on many, so the same inputs give the same bits on any thread count.
+/// Threads then take whole blocks.
 inline std::int64_t blocks_for(std::int64_t work, std::int64_t min_work) {
     if (work < 2 * min_work) return 1;
     return std::min(kMaxReductionBlocks, work / min_work);

@@ -1,5 +1,5 @@
-// `attograd train` writes byte-identical checkpoints on 1, 2 and 4 threads (issue 12, point 7;
-// the --seed help text promises it), set by omp_set_num_threads and by OMP_NUM_THREADS.
+// `attograd train` writes byte-identical checkpoints on 1, 2 and 4 threads (the
+// --seed help text promises it), set by omp_set_num_threads and by OMP_NUM_THREADS.
 #include "cli_helpers.hpp"
 
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// The fused local attention's query blocks (GEMMs over each block's keys, issue 13) against the
+// The fused local attention's query blocks (GEMMs over each block's keys) against the
 // banded kernels composed per head: lengths that are not a multiple of the block, D = 0, D >= T,
 // padding, Tq != Tk, scattered windows, and the same bits on 1 and 2 threads.
 #include "core/ops_local_sdpa.hpp"

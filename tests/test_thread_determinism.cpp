@@ -1,4 +1,4 @@
-// The same seed gives the same bits on 1, 2 and 4 threads (issue 12, point 7): the ops whose
+// The same seed gives the same bits on 1, 2 and 4 threads: the ops whose
 // reductions are split over threads, and small models trained with the library.
 #include "attograd.hpp"
 #include "core/parallel.hpp"
