@@ -6,3 +6,4 @@
 #include "optim/optim.hpp"
 #include "data/data.hpp"
 #include "inspect/inspect.hpp"
+#include "train/train.hpp"

@@ -5,7 +5,7 @@
 // checksums in config.json (and config.json's own), so the fuzzer gets past them to the readers
 // behind.
 #include "run_dir.hpp"
-#include "run_writer.hpp"
+#include "train/run_writer.hpp"
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
@@ -73,7 +73,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
                 json["files"][names[i]] = {{"bytes", parts[i].size()},
                                            {"fnv1a64", attograd::file_checksum(dir / names[i])}};
             }
-            json[attograd::cli::config_checksum_field] = attograd::cli::config_checksum(json);
+            json[attograd::train::config_checksum_field] = attograd::train::config_checksum(json);
             config = json.dump();
         }
     } catch (const std::exception&) {  // not JSON: the loader sees it as it is

@@ -4,7 +4,7 @@
 
 #include "commands.hpp"
 #include "core/input_file.hpp"
-#include "run_writer.hpp"
+#include "train/run_writer.hpp"
 #include "temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -201,7 +201,7 @@ inline std::set<std::string> entries(const fs::path& dir) {
 /// Writes `config` as `dir`/config.json with its own checksum recorded, as train would have:
 /// tests that plant bad settings the checksum would catch use it to reach the later checks.
 inline void write_config(const fs::path& dir, json config) {
-    config[attograd::cli::config_checksum_field] = attograd::cli::config_checksum(config);
+    config[attograd::train::config_checksum_field] = attograd::train::config_checksum(config);
     write_text(dir / "config.json", config.dump(2));
 }
 

@@ -198,20 +198,20 @@ TEST_CASE("a changed byte in config.json or a deleted files entry is refused, na
     check_refused(run({"eval", "--run", tmp / "run"}), {"config.json", "checksum"});
     // Without the field (a byte of its name changed) too.
     json unsealed = original;
-    unsealed.erase(attograd::cli::config_checksum_field);
+    unsealed.erase(attograd::train::config_checksum_field);
     write_text(config, unsealed.dump(2));
     check_refused(run({"eval", "--run", tmp / "run"}), {"config.json", "config_fnv1a64"});
 
     // The documented way to edit it by hand: "config_fnv1a64": "unchecked"; the next save seals it.
     json edited = original;
     edited["train"]["seed"] = 99;
-    edited[attograd::cli::config_checksum_field] = attograd::cli::config_unchecked;
+    edited[attograd::train::config_checksum_field] = attograd::train::config_unchecked;
     write_text(config, edited.dump(2));
     require_ok(run({"eval", "--run", tmp / "run"}));
     require_ok(run({"train", "--resume", tmp / "run", "--steps", "3", "--quiet"}));
     const json resealed = read_config(tmp / "run");
     CHECK(resealed["train"]["seed"] == 99);
-    CHECK(resealed[attograd::cli::config_checksum_field] == attograd::cli::config_checksum(resealed));
+    CHECK(resealed[attograd::train::config_checksum_field] == attograd::train::config_checksum(resealed));
     require_ok(run({"eval", "--run", tmp / "run"}));
 }
 

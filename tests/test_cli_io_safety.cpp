@@ -5,7 +5,7 @@
 // held-out evaluation saves the run at once.
 #include "cli_helpers.hpp"
 #include "run_dir.hpp"
-#include "run_lock.hpp"
+#include "train/run_lock.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -89,14 +89,14 @@ TEST_CASE(
     fs::create_directory(tmp / "links");
     fs::create_directory_symlink("../run", tmp / "links/relative");
     {
-        const attograd::cli::RunLock held(tmp / "run");  // as a train in another process holds it
+        const attograd::train::RunLock held(tmp / "run");  // as a train in another process holds it
         for (const std::string& path : {tmp / "link", tmp / "links/relative", tmp / "links/../link/"}) {
             check_refused(run({"train", "--resume", path, "--steps", "4", "--quiet"}),
                           {"being trained by another process"});
         }
     }
     {
-        const attograd::cli::RunLock held(tmp / "link");
+        const attograd::train::RunLock held(tmp / "link");
         check_refused(run({"train", "--resume", tmp / "run", "--steps", "4", "--quiet"}),
                       {"being trained by another process"});
     }
@@ -119,7 +119,7 @@ TEST_CASE(
     require_ok(run(train_args(tmp / "deep/../run2", "1")));
     CHECK(steps_done(tmp / "a/run2") == 1);
     CHECK_FALSE(fs::exists(tmp / "run2"));
-    const attograd::cli::RunLock held(tmp / "a/run2");
+    const attograd::train::RunLock held(tmp / "a/run2");
     check_refused(run({"train", "--resume", tmp / "deep/../run2", "--steps", "2", "--quiet"}),
                   {"being trained by another process"});
 }

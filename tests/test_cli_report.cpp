@@ -1,7 +1,7 @@
 // The attograd program's report pieces (configuration rows that apply, training charts from
 // metrics.csv, the layer it opens on), its file helpers, and the report of a trained run.
 #include "cli_helpers.hpp"
-#include "file_io.hpp"
+#include "train/file_io.hpp"
 #include "report_builder.hpp"
 #include "snapshot_probes.hpp"
 
@@ -105,7 +105,7 @@ TEST_CASE("atomic writes refuse to replace what is not a regular file (a FIFO st
     std::filesystem::create_directories(dir);
     const auto fifo = dir / "device";
     REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-    CHECK_THROWS_WITH_AS(attograd::cli::write_file_atomic(fifo, "x"), doctest::Contains("not a regular file"),
+    CHECK_THROWS_WITH_AS(attograd::train::write_file_atomic(fifo, "x"), doctest::Contains("not a regular file"),
                          attograd::IoError);
     CHECK(std::filesystem::is_fifo(fifo));
     std::filesystem::remove_all(dir);

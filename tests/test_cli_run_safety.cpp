@@ -4,7 +4,7 @@
 #include "cli_helpers.hpp"
 #include "core/atomic_file.hpp"
 #include "run_dir.hpp"
-#include "run_lock.hpp"
+#include "train/run_lock.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -267,7 +267,7 @@ TEST_CASE("train refuses a run directory another train is writing, naming its pi
     require_ok(run(train_args(tmp / "run", "2")));
     const RunBytes before = run_bytes(tmp / "run");
     {
-        const attograd::cli::RunLock other(tmp / "run");  // as a train in another process holds it
+        const attograd::train::RunLock other(tmp / "run");  // as a train in another process holds it
         const std::string pid = fmt::format("(pid {})", ::getpid());
         check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}),
                       {"run is being trained by another process", pid});
@@ -287,7 +287,7 @@ TEST_CASE("inspect does not write into a run a train is writing (the next save w
     TempDir tmp;
     require_ok(run(train_args(tmp / "run", "2")));
     {
-        const attograd::cli::RunLock training(tmp / "run");  // as a train in another process holds it
+        const attograd::train::RunLock training(tmp / "run");  // as a train in another process holds it
         check_refused(run({"inspect", "--run", tmp / "run", "--format", "html"}),
                       {"run is being trained by another process", "pass --to a path outside"});
         check_refused(run({"inspect", "--run", tmp / "run", "--format", "svg", "--to", tmp / "run/svg"}),

@@ -2,10 +2,10 @@
 #include "commands.hpp"
 #include "console.hpp"
 #include "evaluation.hpp"
-#include "file_io.hpp"
+#include "train/file_io.hpp"
 #include "quoting.hpp"
 #include "run_dir.hpp"
-#include "run_lock.hpp"
+#include "train/run_lock.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -109,7 +109,7 @@ int cmd_eval(const EvalArgs& args) {
             return code;
         }
         const fs::path path(args.to);
-        const std::optional<RunLock> lock = lock_if_inside(run.dir, path, "eval");
+        const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "eval");
         if (!path.parent_path().empty()) fs::create_directories(path.parent_path());
         write_file_atomic(path, text);
         if (args.json) {  // --json --to FILE: the JSON goes to FILE only

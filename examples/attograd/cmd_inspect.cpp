@@ -3,10 +3,10 @@
 #include "commands.hpp"
 #include "console.hpp"
 #include "evaluation.hpp"
-#include "file_io.hpp"
+#include "train/file_io.hpp"
 #include "report_builder.hpp"
 #include "run_dir.hpp"
-#include "run_lock.hpp"
+#include "train/run_lock.hpp"
 #include "snapshot_probes.hpp"
 
 #include "data/text.hpp"
@@ -239,7 +239,7 @@ int cmd_inspect(const InspectArgs& args) {
             task.info().alignment.empty() ? "right alignment" : "right alignment: " + task.info().alignment};
     if (args.format == "svg") {
         const fs::path dir = by_default ? default_dir : fs::path(args.to);
-        const std::optional<RunLock> lock = lock_if_inside(run.dir, dir, "inspect");
+        const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, dir, "inspect");
         make_dir(dir);
         std::int64_t written = 0;
         for (std::size_t e = 0; e < examples.size(); ++e) {
@@ -290,7 +290,7 @@ int cmd_inspect(const InspectArgs& args) {
         return code;
     }
     fs::path path = by_default ? default_dir / name : fs::path(args.to);
-    const std::optional<RunLock> lock = lock_if_inside(run.dir, path, "inspect");
+    const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "inspect");
     if (!path.parent_path().empty()) make_dir(path.parent_path());
     write_output(path, contents);
     print_summary();

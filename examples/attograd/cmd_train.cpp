@@ -5,14 +5,14 @@
 #include "console.hpp"
 #include "data_parallel.hpp"
 #include "evaluation.hpp"
-#include "file_io.hpp"
-#include "interrupt.hpp"
+#include "train/file_io.hpp"
+#include "train/interrupt.hpp"
 #include "memory_check.hpp"
 #include "models.hpp"
-#include "progress.hpp"
+#include "train/progress.hpp"
 #include "run_dir.hpp"
-#include "run_lock.hpp"
-#include "run_writer.hpp"
+#include "train/run_lock.hpp"
+#include "train/run_writer.hpp"
 #include "snapshot_probes.hpp"
 
 #include "core/autograd.hpp"
@@ -292,8 +292,8 @@ int cmd_train(const TrainArgs& args) {
     RunProgress counters;
     std::int64_t run_snapshot_every = 0;  // a resumed run's saved train.snapshot_every
     fs::path out;
-    std::optional<RunLock> lock;  // held until the last save: one writer per run directory
-    InterruptGuard interrupts;    // from here on Ctrl-C saves the run instead of losing it
+    std::optional<train::RunLock> lock;  // held until the last save: one writer per run directory
+    train::InterruptGuard interrupts;    // from here on Ctrl-C saves the run instead of losing it
     // Under mpirun every rank trains on its share of each batch; rank 0 prints and writes.
     const optim::ProcessGroup& ranks = train_world();
 
@@ -370,14 +370,14 @@ int cmd_train(const TrainArgs& args) {
             check_not_cwd(out, "--out");
             lock.emplace(out);  // a second `train --out` of the same DIR exits here
             check_out_is_free(out, args.force);
-            RunWriter probe(out);  // a bad --out fails now, not after training
+            train::RunWriter probe(out);  // a bad --out fails now, not after training
         }
         model_generator = std::make_unique<Generator>(config.train.seed);
         model = make_model(config.model, config.vocab, *model_generator);
     }
     // Every save goes to the directory the lock was taken on (a run reached through a symbolic
     // link is written where it points, and the link stays).
-    const fs::path run_path = ranks.is_main() ? run_directory_path(out) : out;
+    const fs::path run_path = ranks.is_main() ? train::run_directory_path(out) : out;
     // On --resume the settings are config.json's but for the flags it allows.
     validate(config, task->info(), resuming ? SettingNames::config_file(args.given) : SettingNames::flags());
     const TaskInfo& info = task->info();
@@ -418,7 +418,7 @@ int cmd_train(const TrainArgs& args) {
                      shown_path(out / "optimizer.safetensors"), name, tensor.item(), step);
         }
         prior_seconds = counters.seconds;
-        metrics = read_file(out / "metrics.csv");
+        metrics = train::read_file(out / "metrics.csv");
         if (step >= t.steps && !counters.evaluation_pending) {
             throw UsageError(
                 fmt::format("the run in {} has done {} steps already; pass --steps N with N > {}",
@@ -450,7 +450,7 @@ int cmd_train(const TrainArgs& args) {
     };
     std::int64_t parameters = 0;
     for (const auto& p : model->parameters()) parameters += p.numel();
-    Progress progress(step, t.steps, args.quiet || !ranks.is_main());
+    train::Progress progress(step, t.steps, args.quiet || !ranks.is_main());
     progress.line(fmt::format("{} {}: {}", resuming ? "resuming" : "training", info.name,
                               describe(config, parameters)));
     progress.line(
@@ -506,7 +506,7 @@ int cmd_train(const TrainArgs& args) {
         counters.window_accuracy_sum = accuracy_sum;
         counters.window_steps = logged;
         if (snapshotter) counters.snapshot_period = snapshotter->every();
-        RunWriter writer(run_path);
+        train::RunWriter writer(run_path);
         writer.save_tensors("model.safetensors", model->state_dict());
         auto state = prefixed(optimizer->state_dict(), "optimizer.");
         // Saved with or without a schedule, so that a resume whose --steps adds one finds it.
@@ -518,7 +518,7 @@ int cmd_train(const TrainArgs& args) {
                 inspect::save_snapshots(path, snapshotter->snapshots());
             });
         } else if (resuming && fs::exists(out / snapshot_file)) {
-            writer.write_file(snapshot_file, read_file(out / snapshot_file));  // kept from the earlier run
+            writer.write_file(snapshot_file, train::read_file(out / snapshot_file));  // kept from the earlier run
         }
         writer.write_file("metrics.csv", metrics);
         if (config.task.name == "data")
@@ -538,11 +538,11 @@ int cmd_train(const TrainArgs& args) {
             output(stderr,
                    "attograd: {} at step {} of {}: saved the run; continue it with `attograd train "
                    "--resume {}`\n",
-                   signal_name(signal), step, t.steps, shell_quote(out.string()));
+                   train::signal_name(signal), step, t.steps, shell_quote(out.string()));
         return 128 + signal;
     };
     // After step `step`: its figures, the metrics line when due, the held-out evaluation when due
-    // (abandoned at a Ctrl-C between batches, Interrupted, to be done again on --resume). True
+    // (abandoned at a Ctrl-C between batches, train::Interrupted, to be done again on --resume). True
     // when training ends at this step (the target reached, or the last step).
     const auto after_step = [&](double lr) {
         const bool eval_due = step % t.eval_every == 0 || step == t.steps;
@@ -663,7 +663,7 @@ int cmd_train(const TrainArgs& args) {
         resume_evaluation = false;
         try {
             if (after_step(lr)) break;
-        } catch (const Interrupted& interrupted) {  // a single process: see evaluate_split
+        } catch (const train::Interrupted& interrupted) {  // a single process: see evaluate_split
             return stop_for_signal(interrupted.signal());
         }
         interrupts.test_hook(step);

@@ -7,10 +7,6 @@
 
 namespace attograd::cli {
 
-void write_stream(std::FILE* stream, std::string_view text) noexcept {
-    if (!text.empty()) (void)std::fwrite(text.data(), 1, text.size(), stream);
-}
-
 void prepare_process() noexcept {
     for (int fd = 0; fd <= 2; ++fd) {
         if (::fcntl(fd, F_GETFD) != -1) continue;

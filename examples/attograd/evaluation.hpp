@@ -57,7 +57,7 @@ std::string prediction_line(const Task& task, const std::vector<std::string>& so
 /// Predictions of `model` for `examples` (in batches; greedy, or beam search per `decoding`) and
 /// their accuracies (an inspect::HeadKnockout alive around the call silences its heads).
 /// `between_batches`, when given, is called before each batch and may throw to abandon the
-/// evaluation (train's InterruptGuard::check: a Ctrl-C during a long evaluation).
+/// evaluation (train::InterruptGuard::check: a Ctrl-C during a long evaluation).
 Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples,
                     const DecodeSettings& decoding = {}, const std::function<void()>& between_batches = {});
 

@@ -56,6 +56,4 @@ std::string shell_quote(const std::string& text) {
     return quoted + "'";
 }
 
-std::string shown_path(const std::filesystem::path& path) { return data::escape_control(path.string()); }
-
 }  // namespace attograd::cli

@@ -1,6 +1,8 @@
 // User-given text (paths, run names) as the program's messages and suggested commands show it.
 #pragma once
 
+#include "train/file_io.hpp"
+
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -15,9 +17,7 @@ namespace attograd::cli {
 /// printable; otherwise in single quotes (a `'` inside as `'\''`).
 std::string shell_quote(const std::string& text);
 
-/// A path as every message and "wrote" line shows it: data::escape_control of its bytes (C0
-/// and DEL as `\xhh`, `\t` `\n` `\r` by name, C1 as `\u00hh`, bytes that are not UTF-8 as
-/// `\xhh`), so that a message is one line of valid UTF-8 that cannot drive the terminal.
-std::string shown_path(const std::filesystem::path& path);
+/// Paths in messages: train::shown_path (escaped control bytes, one line of valid UTF-8).
+using train::shown_path;
 
 }  // namespace attograd::cli

@@ -3,7 +3,7 @@
 #include "report_builder.hpp"
 #include "quoting.hpp"
 
-#include "file_io.hpp"
+#include "train/file_io.hpp"
 
 #include "core/error.hpp"
 
@@ -173,7 +173,7 @@ inspect::Report build_report(const LoadedRun& run, std::vector<inspect::Inspecte
     report.config = config_rows(run.config, run.progress);
     const std::filesystem::path metrics = run.dir / "metrics.csv";
     try {
-        report.charts = training_charts(read_file(metrics));
+        report.charts = training_charts(train::read_file(metrics));
     } catch (const Error& e) {
         report.charts_error = e.what();  // the page says the curves could not be drawn, and why
     }

@@ -9,13 +9,9 @@
 #include "core/serialization.hpp"
 #include "data/text.hpp"
 #include "data/tsv.hpp"
-#include "file_io.hpp"
 #include "memory_check.hpp"
-#include "run_writer.hpp"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "train/file_io.hpp"
+#include "train/run_writer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -68,25 +64,9 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
 }
 
 TrainingData read_training_data(const std::filesystem::path& path, bool chars) {
-    const std::string text = read_file(path, std::size_t{256} << 20);
+    const std::string text = train::read_file(path, std::size_t{256} << 20);
     return {data::TsvDataset::parse(text, chars, shown_path(path)), text.size(),
             fmt::format("{:016x}", fnv1a64(text))};
-}
-
-void check_all_finite(const std::map<std::string, Tensor>& state, const std::filesystem::path& file) {
-    for (const auto& [name, tensor] : state)
-        AG_CHECK(all_finite(tensor), IoError,
-                 "{}: tensor '{}' holds NaN or Inf values (a corrupt checkpoint)", shown_path(file), name);
-}
-
-nlohmann::json read_run_json(const std::filesystem::path& path) {
-    const std::string text = read_file(path, std::size_t{64} << 20);
-    check_json_depth(text, 64, shown_path(path));  // deeper JSON would overflow the stack when copied
-    try {
-        return nlohmann::json::parse(text);
-    } catch (const nlohmann::json::exception& e) {
-        throw IoError(fmt::format("{}: not valid JSON: {}", shown_path(path), excerpt(e.what(), 200)));
-    }
 }
 
 RunProgress read_progress(const nlohmann::json& json) {
@@ -202,40 +182,11 @@ nlohmann::json to_json(const RunProgress& p) {
             {"pending_lr", p.pending_lr}};
 }
 
-DirectoryPin::DirectoryPin(const std::filesystem::path& dir)
-    : dir_(dir), fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {}
-
-DirectoryPin::~DirectoryPin() {
-    if (fd_ >= 0) ::close(fd_);
-}
-
-bool DirectoryPin::moved() const {
-    if (fd_ < 0) return false;
-    struct stat held {
-    }, now{};
-    if (::fstat(fd_, &held) != 0) return false;
-    return ::stat(dir_.c_str(), &now) != 0 || now.st_ino != held.st_ino || now.st_dev != held.st_dev;
-}
-
 namespace {
 
 LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
-    std::error_code ec;
-    const auto status = std::filesystem::status(dir, ec);
-    AG_CHECK(std::filesystem::exists(status), IoError, "{}: no such run directory", shown_path(dir));
-    AG_CHECK(std::filesystem::is_directory(status), IoError, "{}: is {}, not a run directory",
-             shown_path(dir),
-             std::filesystem::is_fifo(status)           ? "a FIFO"
-             : std::filesystem::is_regular_file(status) ? "a regular file"
-             : std::filesystem::is_socket(status)       ? "a socket"
-                                                        : "a device");
+    const nlohmann::json json = train::open_run(dir);
     const auto config_path = dir / "config.json";
-    AG_CHECK(std::filesystem::exists(config_path), IoError,
-             "{}: not a run directory (no config.json; `attograd train --out DIR` writes one)",
-             shown_path(dir));
-    const nlohmann::json json = read_run_json(config_path);
-    verify_config_checksum(json, config_path);  // a changed setting or a deleted "files" entry
-    verify_run_files(json, dir);                // a flipped byte in any file of the run is refused here
     LoadedRun run;
     run.dir = dir;
     try {
@@ -256,8 +207,7 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     run.generator = std::make_unique<Generator>(run.config.train.seed);
     run.model = make_model(run.config.model, run.config.vocab, *run.generator);
     const auto weights = dir / "model.safetensors";
-    const auto state = load_safetensors(weights);  // IoError naming the file when corrupt
-    check_all_finite(state, weights);
+    const auto state = train::load_checkpoint(weights);
     try {
         run.model->load_state_dict(state);
     } catch (const Error& e) {

@@ -17,6 +17,7 @@
 #include "core/error.hpp"
 #include "data/tsv.hpp"
 #include "models.hpp"
+#include "train/run_dir.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -26,6 +27,10 @@
 #include <string>
 
 namespace attograd::cli {
+
+using train::check_all_finite;
+using train::read_consistently;
+using train::read_run_json;
 
 /// config.json's "progress": how far training got, and what a resumed run needs to continue
 /// exactly as the uninterrupted one would have.
@@ -65,10 +70,6 @@ void check_task_fits(const RunConfig& config, const Task& task);
 /// The "progress" object of config.json.
 nlohmann::json to_json(const RunProgress& progress);
 
-/// Reads and parses a config.json: a regular file of at most 64 MiB, JSON nested at most 64
-/// levels. Throws IoError naming the path otherwise, or when it is not valid JSON.
-nlohmann::json read_run_json(const std::filesystem::path& path);
-
 /// A run opened from its directory.
 struct LoadedRun {
     std::filesystem::path dir;
@@ -97,57 +98,6 @@ TrainingData read_training_data(const std::filesystem::path& path, bool chars);
 /// differs from config.json's), which a resumed run would silently train and evaluate on.
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir,
                                    bool for_training);
-
-/// Throws IoError naming `file` and the tensor when a floating tensor of `state` holds NaN or
-/// Inf: a flipped byte can leave a well-formed checkpoint whose weights would be drawn as
-/// confident garbage, or whose optimizer state would look like a diverged run.
-void check_all_finite(const std::map<std::string, Tensor>& state, const std::filesystem::path& file);
-
-/// Holds the directory at `dir` open (O_DIRECTORY) so that a reader can tell whether `dir`
-/// still names it: a writer swaps in each new generation as a new directory (run_writer.hpp),
-/// and the held one cannot be replaced by a later directory of the same inode while open.
-class DirectoryPin {
-public:
-    /// Opens `dir`; when that fails the pin is empty and moved() is false (the reader reports
-    /// the missing directory itself).
-    explicit DirectoryPin(const std::filesystem::path& dir);
-    ~DirectoryPin();
-    DirectoryPin(const DirectoryPin&) = delete;
-    DirectoryPin& operator=(const DirectoryPin&) = delete;
-    /// True when `dir` now names another directory (or none) than the one opened.
-    bool moved() const;
-
-private:
-    std::filesystem::path dir_;
-    int fd_ = -1;
-};
-
-/// Runs `read()`, which reads files of the run directory `dir` by path, so that all it reads
-/// comes from one generation: when `dir` was swapped for a new generation while it ran (a
-/// `train` writing the run), its result or IoError is discarded and it runs again. Without this
-/// a reader could check an old config.json against a new optimizer file and report false
-/// corruption. Each retry means a whole new save landed meanwhile, so only a writer saving
-/// continuously exhausts the kRunReadAttempts attempts; then it throws IoError saying the run
-/// kept changing (never a mixed generation, never a false "corrupted"). Rethrows what `read()`
-/// throws when `dir` did not move.
-inline constexpr int kRunReadAttempts = 64;
-
-template <class Read>
-auto read_consistently(const std::filesystem::path& dir, Read&& read) -> decltype(read()) {
-    for (int attempt = 1; attempt <= kRunReadAttempts; ++attempt) {
-        const DirectoryPin pin(dir);
-        try {
-            auto result = read();
-            if (!pin.moved()) return result;
-        } catch (const IoError&) {
-            if (!pin.moved()) throw;
-        }
-    }
-    throw IoError(
-        fmt::format("{}: the run was saved again {} times while being read (a train is writing it "
-                    "without pause); try again",
-                    dir.string(), kRunReadAttempts));
-}
 
 /// Opens `dir`: reads config.json (refusing other format versions), checks every file's size
 /// and checksum against it, rebuilds the task and the model and loads model.safetensors.

@@ -1,6 +1,6 @@
 // The lock that lets one `train` at a time write a run directory: flock on `.NAME.lock`.
-#include "run_lock.hpp"
-#include "quoting.hpp"
+#include "train/run_lock.hpp"
+#include "train/file_io.hpp"
 
 #include "core/error.hpp"
 
@@ -17,7 +17,7 @@
 #include <cstring>
 #include <string>
 
-namespace attograd::cli {
+namespace attograd::train {
 
 namespace fs = std::filesystem;
 
@@ -148,4 +148,4 @@ std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& d
     }
 }
 
-}  // namespace attograd::cli
+}  // namespace attograd::train

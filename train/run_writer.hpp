@@ -13,7 +13,7 @@
 #include <string_view>
 #include <vector>
 
-namespace attograd::cli {
+namespace attograd::train {
 
 /// One generation of a run directory DIR (see run_dir.hpp). Files go into `.NAME.staging-PID-N`
 /// next to DIR; commit() writes config.json last, recording every file's size and checksum in
@@ -87,4 +87,4 @@ void verify_run_files(const nlohmann::json& config, const std::filesystem::path&
 /// instant. Without the variable it does nothing.
 void fault_point();
 
-}  // namespace attograd::cli
+}  // namespace attograd::train

@@ -1,13 +1,12 @@
 // Writing a run directory: staging directory, checksummed files, config.json last, one swap.
-#include "run_writer.hpp"
-#include "quoting.hpp"
-#include "run_lock.hpp"
+#include "train/run_writer.hpp"
+#include "train/file_io.hpp"
+#include "train/run_lock.hpp"
 
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/serialization.hpp"
-#include "file_io.hpp"
 
 #include <fmt/format.h>
 
@@ -22,7 +21,7 @@
 #include <cstring>
 #include <set>
 
-namespace attograd::cli {
+namespace attograd::train {
 
 namespace {
 
@@ -240,4 +239,4 @@ void verify_run_files(const nlohmann::json& config, const fs::path& dir) {
     }
 }
 
-}  // namespace attograd::cli
+}  // namespace attograd::train

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-namespace attograd::cli {
+namespace attograd::train {
 
 /// Reports training progress on stderr. On a TTY a one-line bar (step, loss, accuracy,
 /// steps/s, ETA) is redrawn at most 10 times a second; otherwise nothing is drawn and only
@@ -32,4 +32,4 @@ private:
 /// "1:05" for 65 seconds.
 std::string format_duration(double seconds);
 
-}  // namespace attograd::cli
+}  // namespace attograd::train

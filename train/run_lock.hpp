@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <optional>
 
-namespace attograd::cli {
+namespace attograd::train {
 
 /// The directory a run path names, as the lock and the writer of a run use it: absolute, every
 /// symbolic link resolved (a run reached through `link -> runs/x` is runs/x, and a save
@@ -47,4 +47,4 @@ private:
 std::optional<RunLock> lock_if_inside(const std::filesystem::path& run_dir,
                                       const std::filesystem::path& destination, const char* command);
 
-}  // namespace attograd::cli
+}  // namespace attograd::train

@@ -1,6 +1,6 @@
 // Training progress on the terminal: a bar redrawn in place on a TTY, plain lines otherwise.
-#include "progress.hpp"
-#include "console.hpp"
+#include "train/progress.hpp"
+#include "train/output.hpp"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
-namespace attograd::cli {
+namespace attograd::train {
 
 std::string format_duration(double seconds) {
     const auto s = static_cast<std::int64_t>(std::max(0.0, std::round(seconds)));
@@ -57,4 +57,4 @@ void Progress::finish() {
     drawn_ = false;
 }
 
-}  // namespace attograd::cli
+}  // namespace attograd::train

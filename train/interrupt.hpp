@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <exception>
 
-namespace attograd::cli {
+namespace attograd::train {
 
 /// While alive, SIGINT and SIGTERM only record that they arrived (the first one; a second
 /// one gets the default action and ends the process at once, which the run directory
@@ -42,4 +42,4 @@ private:
 /// The name of a signal: "SIGINT", "SIGTERM", else "a signal".
 const char* signal_name(int signal);
 
-}  // namespace attograd::cli
+}  // namespace attograd::train

@@ -1,5 +1,5 @@
 // SIGINT / SIGTERM during training: recorded in a flag, read by the training loop.
-#include "interrupt.hpp"
+#include "train/interrupt.hpp"
 
 #include <signal.h>
 
@@ -8,7 +8,7 @@
 #include <cstring>
 #include <string>
 
-namespace attograd::cli {
+namespace attograd::train {
 
 namespace {
 
@@ -54,4 +54,4 @@ const char* signal_name(int signal) {
     return "a signal";
 }
 
-}  // namespace attograd::cli
+}  // namespace attograd::train

@@ -1,0 +1,244 @@
+// The Trainer's callbacks: checkpoints, early stopping, divergence, CSV rows, progress, snapshots.
+#include "train/callbacks.hpp"
+
+#include "core/ops_reduce.hpp"
+#include "train/file_io.hpp"
+#include "train/interrupt.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace attograd::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+double progress_value(const nlohmann::json& progress, const char* key, double fallback) {
+    if (!progress.contains(key)) return fallback;
+    AG_CHECK(progress[key].is_number(), ValueError,
+             "config.json: field 'progress.{}' must be a number, got {}", key, progress[key].dump());
+    return progress[key].get<double>();
+}
+
+}  // namespace
+
+ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options) : options_(options) {
+    AG_CHECK(options_.every_n_train_steps >= 0, ValueError,
+             "ModelCheckpoint: every_n_train_steps must be >= 0 (0: at validations only), got {}",
+             options_.every_n_train_steps);
+}
+
+void ModelCheckpoint::on_train_batch_end(Trainer& trainer) {
+    const std::int64_t step = trainer.global_step(), every = options_.every_n_train_steps;
+    const std::int64_t validation = trainer.options().val_check_interval;
+    if ((every > 0 && step % every == 0) ||
+        (options_.save_on_validation && validation > 0 && step % validation == 0))
+        trainer.save_checkpoint();
+}
+
+EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(options)) {
+    AG_CHECK(!options_.monitor.empty(), ValueError,
+             "EarlyStopping: monitor (a validation metric's name) is empty");
+    AG_CHECK(options_.mode == "max" || options_.mode == "min", ValueError,
+             "EarlyStopping: mode must be \"max\" or \"min\", got \"{}\"", options_.mode);
+}
+
+void EarlyStopping::on_fit_start(Trainer& trainer) {
+    if (reached_) trainer.should_stop = true;  // a resumed run that had reached its target
+}
+
+void EarlyStopping::on_validation_end(Trainer& trainer, const Metrics& metrics) {
+    const auto it = metrics.find(options_.monitor);
+    if (it == metrics.end()) {
+        std::string names;
+        for (const auto& [name, value] : metrics) names += (names.empty() ? "" : ", ") + name;
+        throw ValueError(fmt::format("EarlyStopping: monitor '{}' is not among the validation metrics ({})",
+                                     options_.monitor, names.empty() ? "none" : names));
+    }
+    reached_ = options_.mode == "max" ? it->second >= options_.stopping_threshold
+                                      : it->second <= options_.stopping_threshold;
+    if (reached_) trainer.should_stop = true;
+}
+
+nlohmann::json EarlyStopping::state_dict() const { return {{"reached_target", reached_}}; }
+
+void EarlyStopping::load_state_dict(const nlohmann::json& progress) {
+    if (!progress.contains("reached_target")) return;
+    AG_CHECK(progress["reached_target"].is_boolean(), ValueError,
+             "config.json: field 'progress.reached_target' must be true or false, got {}",
+             progress["reached_target"].dump());
+    reached_ = progress["reached_target"].get<bool>();
+}
+
+DivergenceMonitor::DivergenceMonitor(DivergenceMonitorOptions options) : options_(std::move(options)) {
+    AG_CHECK(std::isfinite(options_.factor) && options_.factor > 1.0, ValueError,
+             "DivergenceMonitor: factor must be finite and > 1, got {}", options_.factor);
+    AG_CHECK(options_.patience >= 1, ValueError, "DivergenceMonitor: patience must be >= 1, got {}",
+             options_.patience);
+}
+
+void DivergenceMonitor::on_before_backward(Trainer& trainer, const StepOutput& output) {
+    const double loss = output.logs.at("loss");
+    const std::int64_t step = trainer.global_step() + 1;
+    if (!std::isfinite(loss))
+        throw Diverged(fmt::format("training diverged at step {} (loss {}); {}", step, loss, options_.hint));
+    if (initial_loss_ == 0.0) initial_loss_ = loss;
+    high_loss_steps_ = loss > options_.factor * initial_loss_ ? high_loss_steps_ + 1 : 0;
+    if (high_loss_steps_ >= options_.patience) {
+        throw Diverged(
+            fmt::format("training diverged at step {}: the loss ({:.4g}) has been above {:g}x its first "
+                        "value ({:.4g}) for "
+                        "{} steps; {}",
+                        step, loss, options_.factor, initial_loss_, options_.patience, options_.hint));
+    }
+}
+
+void DivergenceMonitor::on_after_optimizer_step(Trainer& trainer, const StepOutput&) {
+    // An update that overflows shows here before the next loss.
+    for (const auto& [name, parameter] : trainer.model().named_parameters()) {
+        if (!all_finite(parameter)) {
+            throw Diverged(fmt::format(
+                "training diverged at step {}: the update made parameter '{}' NaN or infinite; {}",
+                trainer.global_step(), name, options_.hint));
+        }
+    }
+}
+
+nlohmann::json DivergenceMonitor::state_dict() const {
+    return {{"initial_loss", initial_loss_}, {"high_loss_steps", high_loss_steps_}};
+}
+
+void DivergenceMonitor::load_state_dict(const nlohmann::json& progress) {
+    initial_loss_ = progress_value(progress, "initial_loss", 0.0);
+    const double high = progress_value(progress, "high_loss_steps", 0.0);
+    AG_CHECK(std::isfinite(initial_loss_) && initial_loss_ >= 0.0, ValueError,
+             "config.json: progress.initial_loss must be finite and >= 0, got {}", initial_loss_);
+    AG_CHECK(high >= 0.0 && high == std::floor(high) && high < 9.0e15, ValueError,
+             "config.json: progress.high_loss_steps must be a count >= 0, got {}", high);
+    high_loss_steps_ = static_cast<std::int64_t>(high);
+}
+
+CSVLogger::CSVLogger(CSVLoggerOptions options) : options_(std::move(options)) {
+    const std::string& name = options_.filename;
+    AG_CHECK(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+                 name != "config.json",
+             ValueError, "CSVLogger: filename '{}' is not a plain file name of the run directory", name);
+    for (const auto* columns : {&options_.train_columns, &options_.val_columns})
+        for (const CSVColumn& column : *columns)
+            AG_CHECK(!column.key.empty() && !column.header.empty(), ValueError,
+                     "CSVLogger: a column needs a key and a header, got '{}' / '{}'", column.key,
+                     column.header);
+    text_ = header();
+}
+
+std::string CSVLogger::header() const {
+    std::string line = "step";
+    for (const auto* columns : {&options_.train_columns, &options_.val_columns})
+        for (const CSVColumn& column : *columns) line += "," + column.header;
+    return line + ",lr,seconds\n";
+}
+
+void CSVLogger::on_log(Trainer& trainer, const Metrics& means, const std::optional<Metrics>& validation,
+                       double lr) {
+    std::string row = fmt::format("{}", trainer.global_step());
+    for (const CSVColumn& column : options_.train_columns) {
+        const auto it = means.find(column.key);
+        row += it == means.end() ? std::string(",") : fmt::format(",{:.6f}", it->second);
+    }
+    for (const CSVColumn& column : options_.val_columns) {
+        const auto it = validation ? validation->find(column.key) : Metrics::const_iterator{};
+        row += !validation || it == validation->end() ? std::string(",") : fmt::format(",{:.6f}", it->second);
+    }
+    text_ += row + fmt::format(",{:.6g},{:.3f}\n", lr, trainer.seconds());
+}
+
+void CSVLogger::save_files(Trainer&, RunWriter& writer) { writer.write_file(options_.filename, text_); }
+
+void CSVLogger::load_files(Trainer&, const fs::path& dir) {
+    const fs::path path = dir / options_.filename;
+    AG_CHECK(fs::exists(path), IoError, "{}: missing; this run cannot be resumed", shown_path(path));
+    text_ = read_file(path, std::size_t{1} << 30);
+    AG_CHECK(text_.starts_with(header()), IoError, "{}: does not start with the header {}", shown_path(path),
+             header().substr(0, header().size() - 1));
+}
+
+ProgressBar::ProgressBar(std::string metric, bool quiet) : metric_(std::move(metric)), quiet_(quiet) {}
+
+void ProgressBar::on_fit_start(Trainer& trainer) {
+    progress_ = std::make_unique<Progress>(trainer.global_step(), trainer.options().max_steps,
+                                           quiet_ || !trainer.options().is_global_zero);
+}
+
+void ProgressBar::on_after_optimizer_step(Trainer& trainer, const StepOutput& output) {
+    for (const auto& [key, value] : output.logs) sums_[key] += value;
+    ++steps_;
+    const auto mean = [&](const std::string& key) {
+        const auto it = sums_.find(key);
+        return it == sums_.end() ? 0.0 : it->second / static_cast<double>(steps_);
+    };
+    if (progress_)
+        progress_->update(trainer.global_step(), mean("loss"), metric_.empty() ? 0.0 : mean(metric_));
+}
+
+void ProgressBar::on_log(Trainer&, const Metrics&, const std::optional<Metrics>&, double) {
+    sums_.clear();
+    steps_ = 0;
+}
+
+void ProgressBar::on_fit_end(Trainer&) {
+    if (progress_) progress_->finish();
+}
+
+void ProgressBar::on_signal(Trainer&, int) {
+    if (progress_) progress_->finish();
+}
+
+void ProgressBar::line(const std::string& text) {
+    if (progress_)
+        progress_->line(text);
+    else if (!quiet_)
+        Progress(0, 0, false).line(text);
+}
+
+AttentionSnapshots::AttentionSnapshots(nn::Module& model, std::vector<inspect::SnapshotProbe> probes,
+                                       inspect::SnapshotOptions options, std::string filename)
+    : snapshotter_(model, std::move(probes), options), filename_(std::move(filename)) {}
+
+void AttentionSnapshots::on_train_batch_start(Trainer&, std::int64_t step) {
+    snapshotter_.maybe_snapshot(step);
+}
+
+void AttentionSnapshots::on_fit_end(Trainer& trainer) {
+    const auto& taken = snapshotter_.snapshots();
+    if (taken.empty() || taken.back().step < trainer.global_step())
+        snapshotter_.snapshot(trainer.global_step());  // the trained model
+}
+
+nlohmann::json AttentionSnapshots::state_dict() const { return {{"snapshot_period", snapshotter_.every()}}; }
+
+void AttentionSnapshots::load_state_dict(const nlohmann::json& progress) {
+    saved_period_ = static_cast<std::int64_t>(progress_value(progress, "snapshot_period", 0.0));
+}
+
+void AttentionSnapshots::save_files(Trainer&, RunWriter& writer) {
+    writer.write_with(filename_,
+                      [&](const fs::path& path) { inspect::save_snapshots(path, snapshotter_.snapshots()); });
+}
+
+void AttentionSnapshots::load_files(Trainer& trainer, const fs::path& dir) {
+    if (!fs::exists(dir / filename_)) return;
+    auto earlier = inspect::load_snapshots(dir / filename_);
+    std::erase_if(earlier,
+                  [&](const inspect::AttentionSnapshot& s) { return s.step > trainer.global_step(); });
+    try {
+        snapshotter_.resume(std::move(earlier), saved_period_);
+    } catch (const ValueError& e) {
+        throw IoError(
+            fmt::format("config.json: progress.snapshot_period does not fit this run: {}", e.what()));
+    }
+}
+
+}  // namespace attograd::train

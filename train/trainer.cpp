@@ -1,0 +1,351 @@
+// The Trainer: the step loop, validation and logging cadence, checkpoints and resume.
+#include "train/trainer.hpp"
+
+#include "core/autograd.hpp"
+#include "optim/clip_grad.hpp"
+#include "train/file_io.hpp"
+#include "train/run_dir.hpp"
+#include "train/run_lock.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+namespace attograd::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* window_prefix = "window_";
+constexpr const char* window_suffix = "_sum";
+
+std::map<std::string, Tensor> prefixed(const std::map<std::string, Tensor>& state,
+                                       const std::string& prefix) {
+    std::map<std::string, Tensor> out;
+    for (const auto& [name, tensor] : state) out.emplace(prefix + name, tensor);
+    return out;
+}
+
+std::map<std::string, Tensor> unprefixed(const std::map<std::string, Tensor>& state,
+                                         const std::string& prefix) {
+    std::map<std::string, Tensor> out;
+    for (const auto& [name, tensor] : state)
+        if (name.starts_with(prefix)) out.emplace(name.substr(prefix.size()), tensor);
+    return out;
+}
+
+/// A number of config.json's "progress", named when it has the wrong type.
+double progress_number(const nlohmann::json& progress, const std::string& key) {
+    AG_CHECK(progress[key].is_number(), ValueError,
+             "config.json: field 'progress.{}' must be a number, got {}", key, progress[key].dump());
+    return progress[key].get<double>();
+}
+
+/// The checkpoint files of a run directory, read from one generation.
+struct SavedRun {
+    nlohmann::json config;
+    std::map<std::string, Tensor> model, optimizer;
+};
+
+}  // namespace
+
+std::uint64_t step_seed(std::uint64_t seed, std::int64_t step) {
+    std::uint64_t z = seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(step) + 0x632BE59BD9B4E019ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+}
+
+Trainer::Trainer(nn::Module& model, optim::Optimizer& optimizer, TrainerOptions options)
+    : model_(&model), optimizer_(&optimizer), options_(std::move(options)) {
+    AG_CHECK(options_.max_steps >= 1, ValueError, "Trainer: max_steps must be >= 1, got {}",
+             options_.max_steps);
+    AG_CHECK(options_.val_check_interval >= 0, ValueError,
+             "Trainer: val_check_interval must be >= 0 (0: after the last step only), got {}",
+             options_.val_check_interval);
+    AG_CHECK(options_.log_every_n_steps >= 1, ValueError, "Trainer: log_every_n_steps must be >= 1, got {}",
+             options_.log_every_n_steps);
+    AG_CHECK(std::isfinite(options_.gradient_clip_val) && options_.gradient_clip_val >= 0.0, ValueError,
+             "Trainer: gradient_clip_val must be finite and >= 0 (0: no clipping), got {}",
+             options_.gradient_clip_val);
+}
+
+Trainer::~Trainer() = default;
+
+Trainer& Trainer::add_callback(std::shared_ptr<Callback> callback) {
+    AG_CHECK(callback != nullptr, ValueError, "Trainer::add_callback: the callback is null");
+    callbacks_.push_back(std::move(callback));
+    return *this;
+}
+
+Trainer& Trainer::set_scheduler(optim::LRScheduler* scheduler) {
+    scheduler_ = scheduler;
+    return *this;
+}
+
+Trainer& Trainer::set_config(nlohmann::json config) {
+    AG_CHECK(config.is_object(), ValueError, "Trainer::set_config: the config must be a JSON object, got {}",
+             config.type_name());
+    for (const char* reserved : {"progress", "files", config_checksum_field}) {
+        AG_CHECK(
+            !config.contains(reserved), ValueError,
+            "Trainer::set_config: key '{}' is the run directory's own (config.json: progress, files, {})",
+            reserved, config_checksum_field);
+    }
+    config_ = std::move(config);
+    return *this;
+}
+
+double Trainer::seconds() const {
+    return prior_seconds_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+void Trainer::check_interrupt() const {
+    if (interrupts_) interrupts_->check();
+}
+
+nlohmann::json Trainer::state_dict() const {
+    nlohmann::json state = {{"steps_done", global_step_},
+                            {"seconds", seconds()},
+                            {"window_steps", window_steps_},
+                            {"evaluation_pending", validation_pending_},
+                            {"pending_lr", pending_lr_}};
+    for (const auto& [key, sum] : window_sums_) state[window_prefix + key + window_suffix] = sum;
+    for (const auto& [key, value] : callback_metrics_) state[key] = value;
+    for (const auto& callback : callbacks_) state.update(callback->state_dict());
+    return state;
+}
+
+void Trainer::load_state_dict(const nlohmann::json& progress) {
+    AG_CHECK(progress.is_object(), ValueError, "config.json: field 'progress' must be an object, got {}",
+             progress.type_name());
+    std::set<std::string> own = {"steps_done", "seconds", "window_steps", "evaluation_pending", "pending_lr"};
+    for (const auto& callback : callbacks_) {
+        callback->load_state_dict(progress);
+        const nlohmann::json state = callback->state_dict();
+        for (const auto& [key, value] : state.items()) own.insert(key);
+    }
+    const auto count = [&](const char* key) {
+        const double value = progress.contains(key) ? progress_number(progress, key) : 0.0;
+        AG_CHECK(value >= 0.0 && value == std::floor(value) && value < 9.0e15, ValueError,
+                 "config.json: field 'progress.{}' must be a count >= 0, got {}", key, progress[key].dump());
+        return static_cast<std::int64_t>(value);
+    };
+    global_step_ = count("steps_done");
+    window_steps_ = count("window_steps");
+    prior_seconds_ = progress.contains("seconds") ? progress_number(progress, "seconds") : 0.0;
+    pending_lr_ = progress.contains("pending_lr") ? progress_number(progress, "pending_lr") : 0.0;
+    validation_pending_ = progress.value("evaluation_pending", false) == true;
+    window_sums_.clear();
+    callback_metrics_.clear();
+    for (const auto& [key, value] : progress.items()) {
+        if (own.contains(key)) continue;
+        if (key.starts_with(window_prefix) && key.ends_with(window_suffix) && key.size() > 11) {
+            window_sums_[key.substr(7, key.size() - 11)] = progress_number(progress, key);
+        } else if (value.is_number()) {
+            callback_metrics_[key] = value.get<double>();  // a validation metric
+        }
+    }
+    AG_CHECK(global_step_ <= options_.max_steps, ValueError,
+             "config.json: the run has done {} steps, more than the Trainer's max_steps {}", global_step_,
+             options_.max_steps);
+    AG_CHECK(window_steps_ <= global_step_ && (!validation_pending_ || window_steps_ >= 1), ValueError,
+             "config.json: progress.window_steps {} does not fit progress.steps_done {}", window_steps_,
+             global_step_);
+}
+
+void Trainer::load_run(const fs::path& dir) {
+    const SavedRun saved = read_consistently(dir, [&] {
+        SavedRun run;
+        run.config = open_run(dir);
+        for (const char* file : {"model.safetensors", "optimizer.safetensors"})
+            AG_CHECK(fs::exists(dir / file), IoError, "{}: missing; this run cannot be resumed",
+                     shown_path(dir / file));
+        run.model = load_checkpoint(dir / "model.safetensors");
+        run.optimizer = load_checkpoint(dir / "optimizer.safetensors");
+        return run;
+    });
+    const fs::path optimizer_file = dir / "optimizer.safetensors";
+    try {
+        load_state_dict(saved.config.value("progress", nlohmann::json::object()));
+    } catch (const ValueError& e) {
+        throw IoError(fmt::format("{}: {}", shown_path(dir / "config.json"), e.what()));
+    }
+    const auto epoch = saved.optimizer.find("schedule.last_epoch");
+    AG_CHECK(epoch != saved.optimizer.end() && epoch->second.numel() == 1 &&
+                 epoch->second.item() == static_cast<double>(global_step_),
+             IoError,
+             "{}: 'schedule.last_epoch' is {}, but the run has done {} steps (config.json: "
+             "progress.steps_done)",
+             shown_path(optimizer_file),
+             epoch != saved.optimizer.end() && epoch->second.numel() == 1 ? epoch->second.item() : -1.0,
+             global_step_);
+    try {
+        model_->load_state_dict(saved.model);
+    } catch (const Error& e) {
+        throw IoError(
+            fmt::format("{}: does not fit the model: {}", shown_path(dir / "model.safetensors"), e.what()));
+    }
+    try {
+        optimizer_->load_state_dict(unprefixed(saved.optimizer, "optimizer."));
+        if (scheduler_) scheduler_->load_state_dict(unprefixed(saved.optimizer, "schedule."));
+    } catch (const Error& e) {
+        throw IoError(fmt::format("{}: does not fit this run: {}", shown_path(optimizer_file), e.what()));
+    }
+    for (const auto& callback : callbacks_) callback->load_files(*this, dir);
+    resumed_ = true;
+}
+
+void Trainer::save_checkpoint() {
+    if (!options_.is_global_zero || run_path_.empty()) return;
+    RunWriter writer(run_path_);
+    writer.save_tensors("model.safetensors", model_->state_dict());
+    auto state = prefixed(optimizer_->state_dict(), "optimizer.");
+    // Saved with or without a schedule: it is the check that the files are of one generation.
+    state.insert_or_assign("schedule.last_epoch", scheduler_ ? scheduler_->state_dict().at("last_epoch")
+                                                             : index_tensor({global_step_}, {}));
+    writer.save_tensors("optimizer.safetensors", state);
+    for (const auto& callback : callbacks_) callback->save_files(*this, writer);
+    nlohmann::json config = config_;
+    config["progress"] = state_dict();
+    writer.commit(std::move(config));
+}
+
+int Trainer::validate_now(const ValidationFunction& validate) {
+    validation_pending_ = true;
+    model_->eval();
+    Metrics metrics;
+    try {
+        metrics = validate();
+    } catch (const Interrupted& interrupted) {
+        model_->train();
+        return interrupted.signal();  // still pending: a resumed run validates this step first
+    }
+    model_->train();
+    validation_pending_ = false;
+    callback_metrics_ = metrics;
+    for (const auto& callback : callbacks_) callback->on_validation_end(*this, metrics);
+    return 0;
+}
+
+void Trainer::log_row(double lr, const std::optional<Metrics>& validation) {
+    Metrics means;
+    for (const auto& [key, sum] : window_sums_)
+        means[key] = window_steps_ > 0 ? sum / static_cast<double>(window_steps_) : 0.0;
+    for (const auto& callback : callbacks_) callback->on_log(*this, means, validation, lr);
+    window_sums_.clear();
+    window_steps_ = 0;
+}
+
+FitResult Trainer::fit(const StepFunction& step, const ValidationFunction& validate,
+                       const fs::path& ckpt_path) {
+    AG_CHECK(static_cast<bool>(step), ValueError, "Trainer::fit: the step function is empty");
+    const fs::path& dir = options_.default_root_dir;
+    const bool last = ckpt_path == ckpt_last;
+    AG_CHECK(!last || !dir.empty(), ValueError,
+             "Trainer::fit: ckpt_path \"last\" resumes the run in default_root_dir, which is not set");
+    std::optional<RunLock> lock;  // one writer per run directory, held until the last save
+    if (!dir.empty() && options_.is_global_zero) {
+        lock.emplace(dir);
+        run_path_ = run_directory_path(dir);
+    }
+    const bool holds_run = !dir.empty() && fs::exists(dir / "config.json");
+    resumed_ = false;
+    if (!ckpt_path.empty() && !last) {
+        load_run(ckpt_path);
+    } else if (last && holds_run) {
+        load_run(dir);
+    } else {
+        AG_CHECK(!holds_run, IoError,
+                 "{}: holds a run already; fit(..., train::ckpt_last) resumes it, or choose another "
+                 "default_root_dir",
+                 shown_path(dir));
+        if (!run_path_.empty()) RunWriter probe(run_path_);  // a bad directory fails now, not after training
+    }
+    FitResult result;
+    if (global_step_ >= options_.max_steps && !validation_pending_) {  // nothing left to do
+        result.global_step = global_step_;
+        result.validation = callback_metrics_;
+        return result;
+    }
+    if (options_.handle_signals) interrupts_ = std::make_unique<InterruptGuard>();
+    start_ = std::chrono::steady_clock::now();
+    should_stop = false;
+    const auto stop_for_signal = [&](int signal) {
+        save_checkpoint();
+        for (const auto& callback : callbacks_) callback->on_signal(*this, signal);
+        interrupts_.reset();
+        result.global_step = global_step_;
+        result.validation = callback_metrics_;
+        result.signal = signal;
+        return result;
+    };
+    const auto due = [&](std::int64_t every) { return every > 0 && global_step_ % every == 0; };
+
+    for (const auto& callback : callbacks_) callback->on_fit_start(*this);
+    Generator generator(options_.seed);
+    model_->train();
+    bool validated = false;
+    double lr = pending_lr_;
+    while (!should_stop && (global_step_ < options_.max_steps || validation_pending_)) {
+        if (!validation_pending_) {
+            for (const auto& callback : callbacks_) callback->on_train_batch_start(*this, global_step_);
+            generator.manual_seed(step_seed(options_.seed, global_step_));
+            optimizer_->zero_grad();
+            StepOutput out = step(global_step_, generator);
+            AG_CHECK(out.loss.defined() && out.loss.numel() == 1, ValueError,
+                     "Trainer::fit: the step function must return a scalar loss, got {}",
+                     out.loss.defined() ? fmt::format("shape {}", out.loss.shape()) : std::string("none"));
+            if (!out.logs.contains("loss")) out.logs["loss"] = out.loss.item();
+            for (const auto& callback : callbacks_) callback->on_before_backward(*this, out);
+            out.loss.backward();
+            for (const auto& callback : callbacks_) callback->on_after_backward(*this, out);
+            if (options_.gradient_clip_val > 0.0)
+                optim::clip_grad_norm(optimizer_->parameters(), options_.gradient_clip_val);
+            lr = optimizer_->lr();
+            optimizer_->step();
+            if (scheduler_) scheduler_->step();
+            ++global_step_;
+            for (const auto& [key, value] : out.logs) window_sums_[key] += value;
+            ++window_steps_;
+            for (const auto& callback : callbacks_) callback->on_after_optimizer_step(*this, out);
+        }
+        const bool validation_due =
+            due(options_.val_check_interval) || global_step_ == options_.max_steps || validation_pending_;
+        if (due(options_.log_every_n_steps) || validation_due) {
+            std::optional<Metrics> validation;
+            if (validation_due && validate) {
+                pending_lr_ = lr;
+                if (const int signal = validate_now(validate); signal != 0) return stop_for_signal(signal);
+                validated = true;
+                validation = callback_metrics_;
+            }
+            validation_pending_ = false;
+            log_row(lr, validation);
+        }
+        if (should_stop || global_step_ == options_.max_steps) break;
+        if (interrupts_) {
+            interrupts_->test_hook(global_step_);
+            if (const int signal = interrupts_->signal(); signal != 0) return stop_for_signal(signal);
+        }
+        for (const auto& callback : callbacks_) callback->on_train_batch_end(*this);
+    }
+    if (!validated && validate && global_step_ > 0) {
+        pending_lr_ = lr;
+        model_->eval();
+        callback_metrics_ = validate();
+        model_->train();
+        for (const auto& callback : callbacks_) callback->on_validation_end(*this, callback_metrics_);
+    }
+    for (const auto& callback : callbacks_) callback->on_fit_end(*this);
+    save_checkpoint();
+    interrupts_.reset();
+    result.global_step = global_step_;
+    result.validation = callback_metrics_;
+    result.stopped_early = should_stop;
+    return result;
+}
+
+}  // namespace attograd::train
