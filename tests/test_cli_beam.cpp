@@ -38,7 +38,7 @@ std::vector<double> log_probs(const Model& model, const std::vector<std::vector<
 }
 
 /// A sort run trained part of the way: greedy and beam search then disagree on some outputs.
-void train_partly(const std::string& dir) { train(dir, {"--task", "sort", "--steps", "150", "--seed", "3"}); }
+void train_partly(const std::string& dir) { cli_test::train(dir, {"--task", "sort", "--steps", "150", "--seed", "3"}); }
 
 }  // namespace
 
@@ -149,7 +149,7 @@ TEST_CASE(
 
 TEST_CASE("eval and inspect refuse a bad --beam or --length-penalty in one line naming the flag") {
     TempDir tmp;
-    train(tmp / "run", {"--task", "sort", "--steps", "5"});
+    cli_test::train(tmp / "run", {"--task", "sort", "--steps", "5"});
     const std::string run_dir = tmp / "run";
     for (const char* command : {"eval", "inspect"}) {
         for (const char* beam : {"0", "-2", "65", "1.5", "four"})
@@ -167,7 +167,7 @@ TEST_CASE("eval and inspect refuse a bad --beam or --length-penalty in one line 
 
 TEST_CASE("eval and inspect refuse --beam above 1 for the encoder model, which does not decode") {
     TempDir tmp;
-    train(tmp / "run", {"--task", "copy", "--model", "encoder", "--layers", "1", "--steps", "5"});
+    cli_test::train(tmp / "run", {"--task", "copy", "--model", "encoder", "--layers", "1", "--steps", "5"});
     const std::string run_dir = tmp / "run";
     for (const char* command : {"eval", "inspect"}) {
         check_refused(run({command, "--run", run_dir, "--beam", "2"}), {"--beam", "seq2seq", "encoder"});

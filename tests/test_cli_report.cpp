@@ -89,13 +89,13 @@ TEST_CASE("atomic writes replace the file whole and leave no temporary behind, f
     std::filesystem::create_directories(dir);
     write_file_atomic(dir / "a.txt", "first");
     write_file_atomic(dir / "a.txt", "second");
-    CHECK(read_file(dir / "a.txt") == "second");
+    CHECK(train::read_file(dir / "a.txt") == "second");
     int files = 0;
     for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir)) ++files;
     CHECK(files == 1);
     CHECK_THROWS_WITH_AS(write_file_atomic(dir / "missing" / "b.txt", "x"), doctest::Contains("missing"),
                          IoError);
-    CHECK_THROWS_WITH_AS(read_file(dir / "nope.txt"), doctest::Contains("nope.txt: cannot open"), IoError);
+    CHECK_THROWS_WITH_AS(train::read_file(dir / "nope.txt"), doctest::Contains("nope.txt: cannot open"), IoError);
     std::filesystem::remove_all(dir);
 }
 
@@ -130,7 +130,7 @@ TEST_CASE(
     const std::string page = tmp / "report.html";
     cli_test::require_ok(
         cli_test::run({"inspect", "--run", dir, "--samples", "2", "--format", "html", "--to", page}));
-    const std::string html = read_file(page);
+    const std::string html = train::read_file(page);
     const std::string open = "<script type=\"application/json\" id=\"report-data\">";
     const auto begin = html.find(open);
     REQUIRE(begin != std::string::npos);

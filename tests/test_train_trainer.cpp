@@ -292,8 +292,8 @@ TEST_CASE("Trainer: bad run directories and options give a clear attograd::Error
     Generator init(1);
     TinyRegressor model(init);
     optim::SGD sgd(model.parameters(), {.lr = 0.1});
-    CHECK_THROWS_WITH_AS(train::Trainer(model, sgd, {.max_steps = 0}),
-                         doctest::Contains("max_steps must be >= 1"), ValueError);
+    CHECK_THROWS_WITH_AS(train::Trainer(model, sgd, {.max_steps = -1}),
+                         doctest::Contains("max_steps must be >= 0"), ValueError);
     CHECK_THROWS_WITH_AS(train::Trainer(model, sgd, {.gradient_clip_val = -1}),
                          doctest::Contains("gradient_clip_val must be finite and >= 0"), ValueError);
     train::Trainer trainer(model, sgd, {.max_steps = 2});

@@ -47,7 +47,7 @@ EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(
 }
 
 void EarlyStopping::on_fit_start(Trainer& trainer) {
-    if (reached_) trainer.should_stop = true;  // a resumed run that had reached its target
+    if (reached_ && options_.stop) trainer.should_stop = true;  // a resumed run that had reached its target
 }
 
 void EarlyStopping::on_validation_end(Trainer& trainer, const Metrics& metrics) {
@@ -60,7 +60,7 @@ void EarlyStopping::on_validation_end(Trainer& trainer, const Metrics& metrics) 
     }
     reached_ = options_.mode == "max" ? it->second >= options_.stopping_threshold
                                       : it->second <= options_.stopping_threshold;
-    if (reached_) trainer.should_stop = true;
+    if (reached_ && options_.stop) trainer.should_stop = true;
 }
 
 nlohmann::json EarlyStopping::state_dict() const { return {{"reached_target", reached_}}; }
@@ -172,20 +172,14 @@ void ProgressBar::on_fit_start(Trainer& trainer) {
                                            quiet_ || !trainer.options().is_global_zero);
 }
 
-void ProgressBar::on_after_optimizer_step(Trainer& trainer, const StepOutput& output) {
-    for (const auto& [key, value] : output.logs) sums_[key] += value;
-    ++steps_;
+void ProgressBar::on_after_optimizer_step(Trainer& trainer, const StepOutput&) {
+    const Metrics means = trainer.logged_metrics();
     const auto mean = [&](const std::string& key) {
-        const auto it = sums_.find(key);
-        return it == sums_.end() ? 0.0 : it->second / static_cast<double>(steps_);
+        const auto it = means.find(key);
+        return it == means.end() ? 0.0 : it->second;
     };
     if (progress_)
         progress_->update(trainer.global_step(), mean("loss"), metric_.empty() ? 0.0 : mean(metric_));
-}
-
-void ProgressBar::on_log(Trainer&, const Metrics&, const std::optional<Metrics>&, double) {
-    sums_.clear();
-    steps_ = 0;
 }
 
 void ProgressBar::on_fit_end(Trainer&) {
@@ -204,8 +198,8 @@ void ProgressBar::line(const std::string& text) {
 }
 
 AttentionSnapshots::AttentionSnapshots(nn::Module& model, std::vector<inspect::SnapshotProbe> probes,
-                                       inspect::SnapshotOptions options, std::string filename)
-    : snapshotter_(model, std::move(probes), options), filename_(std::move(filename)) {}
+                                       AttentionSnapshotsOptions options)
+    : snapshotter_(model, std::move(probes), options.snapshot), options_(std::move(options)) {}
 
 void AttentionSnapshots::on_train_batch_start(Trainer&, std::int64_t step) {
     snapshotter_.maybe_snapshot(step);
@@ -220,17 +214,20 @@ void AttentionSnapshots::on_fit_end(Trainer& trainer) {
 nlohmann::json AttentionSnapshots::state_dict() const { return {{"snapshot_period", snapshotter_.every()}}; }
 
 void AttentionSnapshots::load_state_dict(const nlohmann::json& progress) {
-    saved_period_ = static_cast<std::int64_t>(progress_value(progress, "snapshot_period", 0.0));
+    const double period = progress_value(progress, "snapshot_period", 0.0);
+    AG_CHECK(period >= 0.0 && period == std::floor(period) && period < 9.0e15, ValueError,
+             "config.json: progress.snapshot_period must be a count >= 0, got {}", period);
+    saved_period_ = options_.resume_period ? static_cast<std::int64_t>(period) : 0;
 }
 
 void AttentionSnapshots::save_files(Trainer&, RunWriter& writer) {
-    writer.write_with(filename_,
+    writer.write_with(options_.filename,
                       [&](const fs::path& path) { inspect::save_snapshots(path, snapshotter_.snapshots()); });
 }
 
 void AttentionSnapshots::load_files(Trainer& trainer, const fs::path& dir) {
-    if (!fs::exists(dir / filename_)) return;
-    auto earlier = inspect::load_snapshots(dir / filename_);
+    if (!fs::exists(dir / options_.filename)) return;
+    auto earlier = inspect::load_snapshots(dir / options_.filename);
     std::erase_if(earlier,
                   [&](const inspect::AttentionSnapshot& s) { return s.step > trainer.global_step(); });
     try {

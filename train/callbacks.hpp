@@ -38,6 +38,7 @@ struct EarlyStoppingOptions {
     std::string monitor;            ///< a validation metric's name
     double stopping_threshold = 0;  ///< stop once the metric reaches it
     std::string mode = "max";       ///< "max": reached when >= the threshold; "min": when <=
+    bool stop = true;               ///< false: only record whether the target was reached
 };
 
 /// Stops training once a validation metric reaches its target (Lightning's EarlyStopping with
@@ -132,8 +133,6 @@ public:
     explicit ProgressBar(std::string metric = "accuracy", bool quiet = false);
     void on_fit_start(Trainer& trainer) override;
     void on_after_optimizer_step(Trainer& trainer, const StepOutput& output) override;
-    void on_log(Trainer& trainer, const Metrics& means, const std::optional<Metrics>& validation,
-                double lr) override;
     void on_fit_end(Trainer& trainer) override;
     void on_signal(Trainer& trainer, int signal) override;
     /// Prints a whole line above the bar (nothing when quiet).
@@ -143,8 +142,15 @@ private:
     std::string metric_;
     bool quiet_;
     std::unique_ptr<Progress> progress_;
-    Metrics sums_;
-    std::int64_t steps_ = 0;
+};
+
+/// AttentionSnapshots' settings.
+struct AttentionSnapshotsOptions {
+    inspect::SnapshotOptions snapshot{};  ///< the period and the most snapshots kept
+    std::string filename = "attention_snapshots.safetensors";
+    /// On resume, continue with the period the earlier run had reached (it doubles as the
+    /// snapshots are thinned); false when the period was changed for the resumed run.
+    bool resume_period = true;
 };
 
 /// Attention snapshots over training (inspect::AttentionSnapshotter): the probes' attention
@@ -156,8 +162,7 @@ class AttentionSnapshots : public Callback {
 public:
     /// `model` must outlive the callback.
     AttentionSnapshots(nn::Module& model, std::vector<inspect::SnapshotProbe> probes,
-                       inspect::SnapshotOptions options,
-                       std::string filename = "attention_snapshots.safetensors");
+                       AttentionSnapshotsOptions options = {});
     void on_train_batch_start(Trainer& trainer, std::int64_t step) override;
     void on_fit_end(Trainer& trainer) override;
     nlohmann::json state_dict() const override;
@@ -168,7 +173,7 @@ public:
 
 private:
     inspect::AttentionSnapshotter snapshotter_;
-    std::string filename_;
+    AttentionSnapshotsOptions options_;
     std::int64_t saved_period_ = 0;  ///< a resumed run's period (0: none)
 };
 

@@ -58,9 +58,19 @@ std::uint64_t step_seed(std::uint64_t seed, std::int64_t step) {
     return z ^ (z >> 31);
 }
 
+void load_optimizer_state(optim::Optimizer& optimizer, optim::LRScheduler* scheduler,
+                          const std::map<std::string, Tensor>& state, const fs::path& file) {
+    try {
+        optimizer.load_state_dict(unprefixed(state, "optimizer."));
+        if (scheduler) scheduler->load_state_dict(unprefixed(state, "schedule."));
+    } catch (const Error& e) {
+        throw IoError(fmt::format("{}: does not fit this run: {}", shown_path(file), e.what()));
+    }
+}
+
 Trainer::Trainer(nn::Module& model, optim::Optimizer& optimizer, TrainerOptions options)
     : model_(&model), optimizer_(&optimizer), options_(std::move(options)) {
-    AG_CHECK(options_.max_steps >= 1, ValueError, "Trainer: max_steps must be >= 1, got {}",
+    AG_CHECK(options_.max_steps >= 0, ValueError, "Trainer: max_steps must be >= 0, got {}",
              options_.max_steps);
     AG_CHECK(options_.val_check_interval >= 0, ValueError,
              "Trainer: val_check_interval must be >= 0 (0: after the last step only), got {}",
@@ -78,6 +88,18 @@ Trainer& Trainer::add_callback(std::shared_ptr<Callback> callback) {
     AG_CHECK(callback != nullptr, ValueError, "Trainer::add_callback: the callback is null");
     callbacks_.push_back(std::move(callback));
     return *this;
+}
+
+Trainer& Trainer::set_lock(std::unique_ptr<RunLock> lock) {
+    lock_ = std::move(lock);
+    return *this;
+}
+
+Metrics Trainer::logged_metrics() const {
+    Metrics means;
+    for (const auto& [key, sum] : window_sums_)
+        means[key] = window_steps_ > 0 ? sum / static_cast<double>(window_steps_) : 0.0;
+    return means;
 }
 
 Trainer& Trainer::set_scheduler(optim::LRScheduler* scheduler) {
@@ -188,12 +210,7 @@ void Trainer::load_run(const fs::path& dir) {
         throw IoError(
             fmt::format("{}: does not fit the model: {}", shown_path(dir / "model.safetensors"), e.what()));
     }
-    try {
-        optimizer_->load_state_dict(unprefixed(saved.optimizer, "optimizer."));
-        if (scheduler_) scheduler_->load_state_dict(unprefixed(saved.optimizer, "schedule."));
-    } catch (const Error& e) {
-        throw IoError(fmt::format("{}: does not fit this run: {}", shown_path(optimizer_file), e.what()));
-    }
+    load_optimizer_state(*optimizer_, scheduler_, saved.optimizer, optimizer_file);
     for (const auto& callback : callbacks_) callback->load_files(*this, dir);
     resumed_ = true;
 }
@@ -231,9 +248,7 @@ int Trainer::validate_now(const ValidationFunction& validate) {
 }
 
 void Trainer::log_row(double lr, const std::optional<Metrics>& validation) {
-    Metrics means;
-    for (const auto& [key, sum] : window_sums_)
-        means[key] = window_steps_ > 0 ? sum / static_cast<double>(window_steps_) : 0.0;
+    const Metrics means = logged_metrics();
     for (const auto& callback : callbacks_) callback->on_log(*this, means, validation, lr);
     window_sums_.clear();
     window_steps_ = 0;
@@ -242,13 +257,21 @@ void Trainer::log_row(double lr, const std::optional<Metrics>& validation) {
 FitResult Trainer::fit(const StepFunction& step, const ValidationFunction& validate,
                        const fs::path& ckpt_path) {
     AG_CHECK(static_cast<bool>(step), ValueError, "Trainer::fit: the step function is empty");
+    // However fit() ends, the lock and the signal handlers go with it.
+    struct Release {
+        Trainer* trainer;
+        ~Release() {
+            trainer->interrupts_.reset();
+            trainer->lock_.reset();
+        }
+    } release{this};
     const fs::path& dir = options_.default_root_dir;
     const bool last = ckpt_path == ckpt_last;
     AG_CHECK(!last || !dir.empty(), ValueError,
              "Trainer::fit: ckpt_path \"last\" resumes the run in default_root_dir, which is not set");
-    std::optional<RunLock> lock;  // one writer per run directory, held until the last save
     if (!dir.empty() && options_.is_global_zero) {
-        lock.emplace(dir);
+        if (!lock_)
+            lock_ = std::make_unique<RunLock>(dir);  // one writer per run directory, until the last save
         run_path_ = run_directory_path(dir);
     }
     const bool holds_run = !dir.empty() && fs::exists(dir / "config.json");
@@ -258,14 +281,14 @@ FitResult Trainer::fit(const StepFunction& step, const ValidationFunction& valid
     } else if (last && holds_run) {
         load_run(dir);
     } else {
-        AG_CHECK(!holds_run, IoError,
+        AG_CHECK(!holds_run || options_.replace_run, IoError,
                  "{}: holds a run already; fit(..., train::ckpt_last) resumes it, or choose another "
                  "default_root_dir",
                  shown_path(dir));
         if (!run_path_.empty()) RunWriter probe(run_path_);  // a bad directory fails now, not after training
     }
     FitResult result;
-    if (global_step_ >= options_.max_steps && !validation_pending_) {  // nothing left to do
+    if (resumed_ && global_step_ >= options_.max_steps && !validation_pending_) {  // nothing left to do
         result.global_step = global_step_;
         result.validation = callback_metrics_;
         return result;
@@ -276,7 +299,6 @@ FitResult Trainer::fit(const StepFunction& step, const ValidationFunction& valid
     const auto stop_for_signal = [&](int signal) {
         save_checkpoint();
         for (const auto& callback : callbacks_) callback->on_signal(*this, signal);
-        interrupts_.reset();
         result.global_step = global_step_;
         result.validation = callback_metrics_;
         result.signal = signal;
@@ -326,22 +348,18 @@ FitResult Trainer::fit(const StepFunction& step, const ValidationFunction& valid
             log_row(lr, validation);
         }
         if (should_stop || global_step_ == options_.max_steps) break;
-        if (interrupts_) {
-            interrupts_->test_hook(global_step_);
-            if (const int signal = interrupts_->signal(); signal != 0) return stop_for_signal(signal);
-        }
+        if (interrupts_) interrupts_->test_hook(global_step_);
+        int signal = interrupts_ ? interrupts_->signal() : 0;
+        if (options_.sync_signal) signal = options_.sync_signal(signal);
+        if (signal != 0) return stop_for_signal(signal);
         for (const auto& callback : callbacks_) callback->on_train_batch_end(*this);
     }
-    if (!validated && validate && global_step_ > 0) {
+    if (!validated && validate) {
         pending_lr_ = lr;
-        model_->eval();
-        callback_metrics_ = validate();
-        model_->train();
-        for (const auto& callback : callbacks_) callback->on_validation_end(*this, callback_metrics_);
+        if (const int signal = validate_now(validate); signal != 0) return stop_for_signal(signal);
     }
     for (const auto& callback : callbacks_) callback->on_fit_end(*this);
     save_checkpoint();
-    interrupts_.reset();
     result.global_step = global_step_;
     result.validation = callback_metrics_;
     result.stopped_early = should_stop;

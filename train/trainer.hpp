@@ -14,6 +14,7 @@
 #include "optim/lr_scheduler.hpp"
 #include "optim/optimizer.hpp"
 #include "train/interrupt.hpp"
+#include "train/run_lock.hpp"
 #include "train/run_writer.hpp"
 
 #include <nlohmann/json.hpp>
@@ -58,13 +59,20 @@ using ValidationFunction = std::function<Metrics()>;
 /// 2014), so that each step's randomness depends on the step, not on the steps before it.
 std::uint64_t step_seed(std::uint64_t seed, std::int64_t step);
 
+/// Loads a run's optimizer.safetensors contents `state` (as read from `file`) into `optimizer`
+/// (its "optimizer." entries) and `scheduler` (its "schedule." entries; null for none), as
+/// fit() does on resume; a program may call it first to report a bad file before it starts.
+/// Throws IoError "FILE: does not fit this run: ..." with what the optimizer or schedule refused.
+void load_optimizer_state(optim::Optimizer& optimizer, optim::LRScheduler* scheduler,
+                          const std::map<std::string, Tensor>& state, const std::filesystem::path& file);
+
 /// fit()'s `ckpt_path` that resumes the run in TrainerOptions::default_root_dir when it holds
 /// one and starts a new run there otherwise (Lightning's `ckpt_path="last"`).
 inline constexpr const char* ckpt_last = "last";
 
 /// The Trainer's settings, named as PyTorch Lightning's Trainer arguments where it has them.
 struct TrainerOptions {
-    std::int64_t max_steps = 1000;  ///< optimizer steps of the whole run (>= 1)
+    std::int64_t max_steps = 1000;  ///< optimizer steps of the whole run (>= 0)
     /// Validate every this many steps and after the last step; 0: after the last step only.
     std::int64_t val_check_interval = 0;
     /// Log (callbacks' on_log, e.g. a CSVLogger row) every this many steps and at every
@@ -81,6 +89,13 @@ struct TrainerOptions {
     bool handle_signals = true;
     /// This process writes the run (false on the other ranks of a data-parallel run).
     bool is_global_zero = true;
+    /// A new run (fit() without ckpt_path) may replace a run in default_root_dir (files there
+    /// that are not the run's are kept); otherwise that is refused.
+    bool replace_run = false;
+    /// Data-parallel runs: turns this process's signal (0 for none) into the one every rank
+    /// acts on, called by every rank after every step (a collective, e.g. the highest signal
+    /// of any rank), so that all ranks stop at the same step. Empty: this process's own.
+    std::function<int(int)> sync_signal{};
 };
 
 /// What fit() did.
@@ -148,13 +163,16 @@ public:
 class Trainer {
 public:
     /// `model` and `optimizer` (over the model's parameters) must outlive the Trainer. Throws
-    /// ValueError naming the option when max_steps < 1, val_check_interval < 0,
+    /// ValueError naming the option when max_steps < 0, val_check_interval < 0,
     /// log_every_n_steps < 1 or gradient_clip_val < 0.
     Trainer(nn::Module& model, optim::Optimizer& optimizer, TrainerOptions options = {});
     ~Trainer();
     Trainer(const Trainer&) = delete;
     Trainer& operator=(const Trainer&) = delete;
 
+    /// A lock on default_root_dir taken before the Trainer was made, by a program that reads
+    /// or checks the run first; fit() holds it (and takes one itself when none was given).
+    Trainer& set_lock(std::unique_ptr<RunLock> lock);
     /// Adds a callback; hooks run in the order callbacks were added. Returns *this.
     Trainer& add_callback(std::shared_ptr<Callback> callback);
     /// The learning-rate schedule stepped after each optimizer step (saved and resumed with
@@ -168,7 +186,7 @@ public:
     /// Trains until max_steps (or a callback sets should_stop, or a signal). `ckpt_path`: empty
     /// starts a new run (refused with IoError when default_root_dir holds a run already); a
     /// run directory resumes it; ckpt_last resumes default_root_dir's run when there is one.
-    /// A run that has done max_steps returns at once. Throws IoError for a run directory that
+    /// A resumed run that has done max_steps returns at once. Throws IoError for a run directory that
     /// another process trains ("is being trained by another process"), that is not a
     /// directory, or that is corrupt; ValueError / Diverged from the step, validation and
     /// callbacks. Each saved generation is complete: an exception leaves the last one.
@@ -185,6 +203,8 @@ public:
     std::int64_t global_step() const { return global_step_; }
     /// Seconds of training in total (wall clock; a resumed run's included).
     double seconds() const;
+    /// The means of the step logs since the last logged row (Lightning's logged_metrics).
+    Metrics logged_metrics() const;
     /// The last validation's metrics (empty before one).
     const Metrics& callback_metrics() const { return callback_metrics_; }
     /// Set by a callback to end fit() after the current step (EarlyStopping).
@@ -221,6 +241,7 @@ private:
     double pending_lr_ = 0.0;
     bool resumed_ = false;
     std::unique_ptr<InterruptGuard> interrupts_;
+    std::unique_ptr<RunLock> lock_;
     std::filesystem::path run_path_;  ///< default_root_dir as the lock resolved it
 };
 

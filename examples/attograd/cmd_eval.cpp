@@ -2,9 +2,9 @@
 #include "commands.hpp"
 #include "console.hpp"
 #include "evaluation.hpp"
-#include "train/file_io.hpp"
 #include "quoting.hpp"
 #include "run_dir.hpp"
+#include "train/file_io.hpp"
 #include "train/run_lock.hpp"
 
 #include <fmt/format.h>

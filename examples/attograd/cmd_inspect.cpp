@@ -3,11 +3,11 @@
 #include "commands.hpp"
 #include "console.hpp"
 #include "evaluation.hpp"
-#include "train/file_io.hpp"
 #include "report_builder.hpp"
 #include "run_dir.hpp"
-#include "train/run_lock.hpp"
 #include "snapshot_probes.hpp"
+#include "train/file_io.hpp"
+#include "train/run_lock.hpp"
 
 #include "data/text.hpp"
 

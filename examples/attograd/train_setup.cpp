@@ -1,0 +1,337 @@
+// `attograd train`: the run it trains (new or resumed), checked and locked before training.
+#include "train_setup.hpp"
+#include "console.hpp"
+#include "memory_check.hpp"
+
+#include "core/error.hpp"
+#include "data/tsv.hpp"
+#include "optim/adam.hpp"
+#include "optim/sgd.hpp"
+#include "train/run_dir.hpp"
+#include "train/run_writer.hpp"
+#include "train/trainer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <optional>
+
+namespace attograd::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// The options --resume accepts (the rest would change the saved run).
+constexpr std::array resume_options = {"resume",         "steps",         "eval-every", "checkpoint-every",
+                                       "snapshot-every", "no-early-stop", "quiet"};
+
+/// Refuses an --out that holds anything but nothing or, with --force, a run: re-running a
+/// command must not silently replace the result of the last one.
+void check_out_is_free(const fs::path& out, bool force) {
+    std::error_code ec;
+    if (!fs::exists(fs::symlink_status(out, ec))) return;
+    if (!fs::is_directory(out, ec))
+        throw UsageError(fmt::format("--out {}: exists and is not a directory", shown_path(out)));
+    if (fs::is_empty(out, ec)) return;
+    if (!fs::exists(out / "config.json")) {
+        throw UsageError(fmt::format(
+            "--out {}: holds files that are not an attograd run; choose another --out", shown_path(out)));
+    }
+    if (!force) {
+        throw UsageError(
+            fmt::format("--out {}: holds a run already; pass --force to replace it, --resume {} to "
+                        "continue it, or choose another --out",
+                        shown_path(out), shell_quote(out.string())));
+    }
+}
+
+/// Refuses a run directory that is the current directory or holds it: each save swaps a new
+/// directory in place of DIR, which would leave the calling shell in a deleted directory.
+void check_not_cwd(const fs::path& dir, const char* option) {
+    std::error_code ec;
+    const fs::path cwd = fs::current_path(ec), full = fs::weakly_canonical(fs::absolute(dir), ec);
+    if (ec || cwd.empty()) return;
+    auto c = cwd.begin();
+    for (auto d = full.begin(); d != full.end(); ++d, ++c) {
+        if (d->empty()) continue;  // a trailing "/"
+        if (c == cwd.end() || *c != *d) return;
+    }
+    throw UsageError(fmt::format(
+        "{} {}: is the current directory or holds it; each save replaces the run directory, which "
+        "would leave your shell in a deleted directory: run attograd from outside it",
+        option, shown_path(dir)));
+}
+
+/// Refuses the flags of another kind of model (`kind`, the --model of the run): the recurrent
+/// model's without --model rnn, the Transformer layers' with it.
+void check_model_flags(const TrainArgs& a, const std::string& kind) {
+    for (const char* name : {"cell", "decoder", "bidirectional", "rnn-layers"}) {
+        if (kind != "rnn" && a.was_given(name))
+            throw UsageError(fmt::format("--{} applies to --model rnn only", name));
+    }
+    for (const char* name : {"layers", "decoder-layers", "ffn-dim", "next-token"}) {
+        if (kind == "rnn" && a.was_given(name))
+            throw UsageError(fmt::format(
+                "--{} sets the Transformer models' layers; --model rnn takes --rnn-layers, --cell, --decoder",
+                name));
+    }
+}
+
+void apply_overrides(const TrainArgs& a, RunConfig& c) {
+    ModelConfig& m = c.model;
+    TrainConfig& t = c.train;
+    if (a.was_given("model")) m.kind = a.model;
+    if (a.was_given("score")) m.score = a.score;
+    if (a.was_given("attention")) m.attention = a.attention;
+    if (a.was_given("estimator")) m.estimator = a.estimator;
+    if (a.was_given("window")) m.window = a.window;
+    if (a.was_given("local")) m.local = a.local;
+    if (a.was_given("heads")) m.heads = a.heads;
+    if (a.was_given("layers")) m.layers = a.layers;
+    if (a.was_given("decoder-layers")) m.decoder_layers = a.decoder_layers;
+    if (a.was_given("embed-dim")) m.embed_dim = a.embed_dim;
+    if (a.was_given("ffn-dim")) m.ffn_dim = a.ffn_dim;
+    if (a.was_given("next-token")) m.next_token = a.next_token;
+    if (a.was_given("cell")) m.cell = a.cell;
+    if (a.was_given("decoder")) m.decoder = a.decoder;
+    if (a.was_given("bidirectional")) m.bidirectional = a.bidirectional;
+    if (a.was_given("rnn-layers")) m.rnn_layers = a.rnn_layers;
+    // The recurrent decoders' own scores unless one is asked for: the additive score of Bahdanau
+    // et al. and Luong et al.'s "general" (bilinear) score.
+    if (m.kind == "rnn" && !a.was_given("score")) m.score = m.decoder == "luong" ? "bilinear" : "additive";
+    if (m.kind == "rnn" && !a.was_given("heads")) m.heads = 1;  // a task's Transformer default (dates: 4)
+    if (a.was_given("optim")) t.optim = a.optim;
+    if (a.was_given("lr")) t.lr = a.lr;
+    if (a.was_given("momentum")) t.momentum = a.momentum;
+    if (a.was_given("weight-decay")) t.weight_decay = a.weight_decay;
+    if (a.was_given("clip")) t.clip = a.clip;
+    if (a.was_given("batch")) t.batch = a.batch;
+    if (a.was_given("steps")) t.steps = a.steps;
+    if (a.was_given("seed")) t.seed = a.seed;
+    if (a.was_given("warmup")) t.warmup = a.warmup;
+    if (a.was_given("schedule")) t.schedule = a.schedule;
+    if (a.was_given("eval-every")) t.eval_every = a.eval_every;
+    t.checkpoint_every = a.checkpoint_every;  // its default is the flag's
+    if (a.was_given("snapshot-every")) t.snapshot_every = a.snapshot_every;
+    if (a.no_early_stop) t.early_stop = false;
+    if (m.kind == "encoder" && !a.was_given("layers")) m.layers = std::max<std::int64_t>(m.layers, 1);
+}
+
+/// Refuses schedule state in optimizer.safetensors that this run cannot have written:
+/// schedule.last_epoch must be the steps done (the schedule steps once per training step) and
+/// optimizer.initial_lr (set by a schedule), or optimizer.lr when saved without a schedule, the
+/// configured lr. Throws IoError naming the field.
+void check_schedule_state(const std::map<std::string, Tensor>& state, const fs::path& file,
+                          std::int64_t steps_done, const TrainConfig& t) {
+    const auto it = state.find("schedule.last_epoch");
+    AG_CHECK(it != state.end(), IoError, "{}: 'schedule.last_epoch' is missing", shown_path(file));
+    AG_CHECK(
+        it->second.shape().empty() && it->second.dtype() == DType::Int64 &&
+            it->second.data<std::int64_t>()[0] == steps_done,
+        IoError,
+        "{}: 'schedule.last_epoch' is {}, but the run has done {} steps (config.json: progress.steps_done)",
+        shown_path(file), it->second.numel() == 1 ? it->second.item() : -1.0, steps_done);
+    // Saved with a schedule, the lr it started from is initial_lr; saved without one, the lr
+    // never changed from train.lr.
+    const auto initial_lr = state.find("optimizer.initial_lr");
+    const char* key = initial_lr != state.end() ? "optimizer.initial_lr" : "optimizer.lr";
+    if (const auto lr = state.find(key); lr != state.end()) {
+        AG_CHECK(lr->second.numel() == 1 && lr->second.item() == t.lr, IoError,
+                 "{}: '{}' is {}, but the run's lr is {} (config.json: train.lr)", shown_path(file), key,
+                 lr->second.numel() == 1 ? lr->second.item() : -1.0, t.lr);
+    }
+}
+
+}  // namespace
+
+TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& ranks) {
+    TrainSetup s;
+    s.resuming = !args.resume.empty();
+    const bool resuming = s.resuming;
+    RunConfig& config = s.config;
+    std::unique_ptr<Task>& task = s.task;
+    fs::path& out = s.out;
+    if (resuming) {
+        for (const auto& name : args.given) {
+            if (std::find(resume_options.begin(), resume_options.end(), name) == resume_options.end() &&
+                !(name == "out" && fs::path(args.out) == fs::path(args.resume))) {
+                throw UsageError(fmt::format(
+                    "--resume continues a run with its saved configuration; --{} cannot be given "
+                    "with it (allowed: --steps, --eval-every, --checkpoint-every, --snapshot-every, "
+                    "--no-early-stop, --quiet)",
+                    name));
+            }
+        }
+        check_not_cwd(args.resume, "--resume");
+        if (ranks.is_main())
+            s.lock =
+                std::make_unique<train::RunLock>(args.resume);  // before reading: no save slips in between
+        LoadedRun run = load_run(args.resume, true);
+        config = run.config;
+        s.run_snapshot_every = config.train.snapshot_every;
+        task = std::move(run.task);
+        s.model = run.model;
+        s.model_generator = std::move(run.generator);
+        s.counters = run.counters;
+        out = run.dir;
+        if (args.was_given("steps")) config.train.steps = args.steps;
+        if (args.was_given("eval-every")) config.train.eval_every = args.eval_every;
+        if (args.was_given("checkpoint-every")) config.train.checkpoint_every = args.checkpoint_every;
+        if (args.was_given("snapshot-every")) config.train.snapshot_every = args.snapshot_every;
+        if (args.no_early_stop) config.train.early_stop = false;
+        for (const char* file : {"optimizer.safetensors", "metrics.csv"}) {
+            AG_CHECK(fs::exists(out / file), IoError, "{}: missing; this run cannot be resumed",
+                     shown_path(out / file));
+        }
+    } else {
+        std::optional<TrainingData> training_data;
+        if (!args.data.empty()) {
+            if (args.was_given("task") && args.task != "data") {
+                throw UsageError(fmt::format(
+                    "--task {} and --data do not combine: --data trains on your file", args.task));
+            }
+            training_data = read_training_data(args.data, args.chars);
+            task = data::make_data_task(std::move(training_data->dataset));
+        } else {
+            if (args.chars) throw UsageError("--chars applies to --data files only");
+            if (args.task.empty())
+                throw UsageError("train needs --task NAME (see `attograd tasks`) or --data FILE.tsv");
+            if (args.task == "data") throw UsageError("--task data needs --data FILE.tsv");
+            task = data::make_task(args.task);
+        }
+        config = default_config(*task);
+        if (!args.data.empty()) {
+            config.task.data = fs::absolute(args.data).string();
+            config.task.chars = args.chars;
+            config.task.data_bytes = training_data->bytes;  // what --resume checks the file against
+            config.task.data_fnv1a64 = training_data->fnv1a64;
+        }
+        if (args.was_given("local") && !args.was_given("window")) {
+            throw UsageError("--local needs --window D (the half-width of the local window)");
+        }
+        if (args.was_given("estimator") &&
+            (args.was_given("attention") ? args.attention : config.model.attention) != "hard") {
+            throw UsageError("--estimator applies to --attention hard only");
+        }
+        if (args.was_given("window") && args.window < 0) {
+            throw UsageError(fmt::format("--window must be >= 0, got {} (leave it out for global attention)",
+                                         args.window));
+        }
+        check_model_flags(args, args.was_given("model") ? args.model : config.model.kind);
+        apply_overrides(args, config);
+        validate(config, task->info());
+        check_memory(config, SettingNames::flags(), available_bytes());  // before the model is built
+        out = args.out.empty() ? fs::path("runs") / config.task.name : fs::path(args.out);
+        if (ranks.is_main()) {
+            check_not_cwd(out, "--out");
+            s.lock =
+                std::make_unique<train::RunLock>(out);  // a second `train --out` of the same DIR exits here
+            check_out_is_free(out, args.force);
+            train::RunWriter probe(out);  // a bad --out fails now, not after training
+        }
+        s.model_generator = std::make_unique<Generator>(config.train.seed);
+        s.model = make_model(config.model, config.vocab, *s.model_generator);
+    }
+    // On --resume the settings are config.json's but for the flags it allows.
+    validate(config, task->info(), resuming ? SettingNames::config_file(args.given) : SettingNames::flags());
+    const TrainConfig& t = config.train;
+    // As PyTorch's LinearLR with total_iters beyond the run, a long warm-up is not an error; but
+    // it never reaches the peak lr there, and make_schedule cuts it so that the run does.
+    if (args.was_given("warmup") && t.steps > 0 && t.warmup >= t.steps && ranks.is_main()) {
+        output(stderr,
+               "attograd: warning: --warmup {} is not shorter than --steps {}: the warm-up is cut to {} "
+               "step(s), so the learning rate reaches --lr {:g} only at the last step\n",
+               t.warmup, t.steps, t.steps - 1, t.lr);
+    }
+    if (t.batch < ranks.size())
+        throw UsageError(
+            fmt::format("--batch {} is smaller than the number of ranks ({})", t.batch, ranks.size()));
+    return s;
+}
+
+std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, std::vector<Tensor> params) {
+    if (t.optim == "sgd") {
+        return std::make_unique<optim::SGD>(
+            std::move(params),
+            optim::SGDOptions{.lr = t.lr, .momentum = t.momentum, .weight_decay = t.weight_decay});
+    }
+    if (t.optim == "adamw") {
+        return std::make_unique<optim::AdamW>(
+            std::move(params), optim::AdamWOptions{.lr = t.lr, .weight_decay = t.weight_decay});
+    }
+    return std::make_unique<optim::Adam>(std::move(params),
+                                         optim::AdamOptions{.lr = t.lr, .weight_decay = t.weight_decay});
+}
+
+/// Linear warm-up from lr / (warmup + 1), then cosine annealing to 0 at the last step, or
+/// constant. Null when the lr never changes.
+std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, const TrainConfig& t) {
+    const std::int64_t warmup = std::min(t.warmup, std::max<std::int64_t>(t.steps - 1, 0));
+    const bool cosine = t.schedule == "cosine" && t.steps - warmup >= 1;
+    if (warmup == 0 && !cosine) return nullptr;
+    const optim::LinearWarmupOptions ramp{.start_factor = 1.0 / static_cast<double>(warmup + 1),
+                                          .warmup_steps = std::max<std::int64_t>(warmup, 1)};
+    if (!cosine) return std::make_unique<optim::LinearWarmup>(optimizer, ramp);
+    const optim::CosineAnnealingLROptions anneal{.T_max = t.steps - warmup};
+    if (warmup == 0) return std::make_unique<optim::CosineAnnealingLR>(optimizer, anneal);
+    auto warm = std::make_shared<optim::LinearWarmup>(optimizer, ramp);
+    auto cos = std::make_shared<optim::CosineAnnealingLR>(optimizer, anneal);
+    return std::make_unique<optim::SequentialLR>(optimizer,
+                                                 std::vector<std::shared_ptr<optim::LRScheduler>>{warm, cos},
+                                                 std::vector<std::int64_t>{warmup});
+}
+
+void check_resume_state(const TrainSetup& s, optim::Optimizer& optimizer, optim::LRScheduler* schedule) {
+    const TrainConfig& t = s.config.train;
+    const fs::path& out = s.out;
+    const RunProgress& counters = s.counters;
+    const std::int64_t step = counters.steps_done;
+    if (!s.resuming) return;
+    const auto state = train::load_checkpoint(out / "optimizer.safetensors");
+    check_schedule_state(state, out / "optimizer.safetensors", step, t);
+    train::load_optimizer_state(optimizer, schedule, state, out / "optimizer.safetensors");
+    // A parameter's update count cannot exceed the run's steps (config.json's progress).
+    for (const auto& [name, tensor] : state) {
+        if (!name.starts_with("optimizer.state.") || !name.ends_with(".step") || tensor.numel() != 1)
+            continue;
+        AG_CHECK(tensor.item() <= static_cast<double>(step), IoError,
+                 "{}: '{}' counts {} updates, but the run has done {} steps (config.json: "
+                 "progress.steps_done)",
+                 shown_path(out / "optimizer.safetensors"), name, tensor.item(), step);
+    }
+    if (step >= t.steps && !counters.evaluation_pending) {
+        throw UsageError(fmt::format("the run in {} has done {} steps already; pass --steps N with N > {}",
+                                     shown_path(out), step, step));
+    }
+    if (counters.reached_target && t.early_stop) {
+        throw UsageError(
+            fmt::format("the run in {} reached its target at step {} and stopped early; pass "
+                        "--no-early-stop to train it further",
+                        shown_path(out), step));
+    }
+}
+
+std::string describe(const RunConfig& c, std::int64_t parameters) {
+    const ModelConfig& m = c.model;
+    std::string attention = m.score + " " + m.attention;
+    if (m.window >= 0) attention += fmt::format(" local-{} (D = {})", m.local, m.window);
+    if (m.kind == "rnn") {
+        return fmt::format(
+            "rnn model: {} {} encoder layer(s){}, {} decoder, {} attention, E = {}, {} parameters",
+            m.rnn_layers, m.cell, m.bidirectional ? " (bidirectional)" : "", m.decoder, attention,
+            m.embed_dim, parameters);
+    }
+    if (m.kind == "encoder") {
+        return fmt::format(
+            "encoder model: {} self-attention layer(s) x {} head(s), {} attention, E = {}, {} parameters",
+            m.layers, m.heads, attention, m.embed_dim, parameters);
+    }
+    return fmt::format(
+        "seq2seq model: {} encoder layer(s), {} decoder layer(s), {} head(s), {} attention, E = {}, {} "
+        "parameters",
+        m.layers, m.decoder_layers, m.heads, attention, m.embed_dim, parameters);
+}
+
+}  // namespace attograd::cli

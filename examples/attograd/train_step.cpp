@@ -1,0 +1,129 @@
+// The program's step, validation and callbacks for the library's Trainer.
+#include "train_step.hpp"
+#include "data_parallel.hpp"
+#include "snapshot_probes.hpp"
+
+#include "core/autograd.hpp"
+#include "core/ops.hpp"
+#include "data/tsv.hpp"
+#include "train/file_io.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace attograd::cli {
+
+namespace {
+
+/// Teacher-forced token accuracy of logits [B, T, V] against target [B, T] (pads skipped).
+double batch_accuracy(const Tensor& logits, const Tensor& target) {
+    const std::int64_t n = target.numel(), v = logits.size(-1);
+    const Tensor l = to_dtype(logits.detach(), DType::Float32);
+    const float* data = l.data<float>();
+    const std::int64_t* y = target.data<std::int64_t>();
+    std::int64_t right = 0, counted = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        if (y[i] == Vocabulary::pad_id) continue;
+        const float* row = data + i * v;
+        right += (std::max_element(row, row + v) - row) == y[i];
+        ++counted;
+    }
+    return counted > 0 ? static_cast<double>(right) / static_cast<double>(counted) : 0.0;
+}
+
+/// Target tokens of target [B, T] that are not padding (the weight of a rank's mean loss).
+double target_tokens(const Tensor& target) {
+    const std::int64_t* y = target.data<std::int64_t>();
+    return static_cast<double>(
+        std::count_if(y, y + target.numel(), [](std::int64_t id) { return id != Vocabulary::pad_id; }));
+}
+
+}  // namespace
+
+TrainStep::TrainStep(Model& model, Generator& model_generator, const RunConfig& config, const Task& task,
+                     const optim::ProcessGroup& ranks)
+    : model_(&model), model_generator_(&model_generator), config_(&config), task_(&task), ranks_(&ranks) {}
+
+train::StepOutput TrainStep::operator()(std::int64_t step, Generator& batch_generator) {
+    const TrainConfig& t = config_->train;
+    // The model's own samples (hard attention, dropout) are seeded per step too.
+    model_generator_->manual_seed(
+        train::step_seed(~t.seed + static_cast<std::uint64_t>(ranks_->rank()), step));
+    std::vector<std::vector<std::int64_t>> sources, targets;
+    const Share share = share_of(t.batch, ranks_->rank(), ranks_->size());  // all of it in one process
+    for (std::int64_t i = 0; i < t.batch; ++i) {
+        const Example example = task_->train_example(batch_generator);
+        if (i < share.start || i >= share.start + share.length) continue;
+        sources.push_back(config_->vocab.encode(example.source));
+        targets.push_back(config_->vocab.encode(example.target));
+    }
+    const Batch batch = model_->make_batch(sources, &targets);
+    const ForwardResult result = model_->forward(batch);
+    const Tensor flat_logits = reshape(result.logits, {-1, result.logits.size(-1)});
+    const Tensor flat_target = reshape(batch.target, {-1});
+    Tensor loss = cross_entropy(flat_logits, flat_target, {.ignore_index = Vocabulary::pad_id});
+    const StepFigures mine{.loss = loss.item(),
+                           .accuracy = batch_accuracy(result.logits, batch.target),
+                           .tokens = target_tokens(batch.target)};
+    tokens_ = mine.tokens;
+    const StepFigures figures = whole_batch(mine);  // the same on every rank: so are the decisions
+    if (!result.reinforce.empty()) {
+        // REINFORCE reward: minus each sequence's summed token loss (a constant, off the tape;
+        // the surrogate loss itself must be recorded).
+        const Tensor reward = [&] {
+            NoGradGuard no_grad;
+            const Tensor per_token =
+                cross_entropy(flat_logits.detach(), flat_target,
+                              {.reduction = Reduction::None, .ignore_index = Vocabulary::pad_id});
+            return -sum(reshape(per_token, {batch.size, -1}), {1});
+        }();
+        loss = loss + result.reinforce.loss(reward);
+    }
+    return {.loss = loss, .logs = {{"loss", figures.loss}, {"accuracy", figures.accuracy}}};
+}
+
+AverageGradients::AverageGradients(Model& model, const TrainStep& step)
+    : ddp_(model.parameters()), step_(&step) {}
+
+void AverageGradients::on_after_backward(train::Trainer&, const train::StepOutput&) {
+    ddp_.average_gradients(step_->tokens());  // the whole batch's mean-loss gradient on every rank
+}
+
+void KeptSnapshots::save_files(train::Trainer&, train::RunWriter& writer) {
+    if (!bytes_.empty()) writer.write_file(snapshot_file, bytes_);
+}
+
+void KeptSnapshots::load_files(train::Trainer&, const std::filesystem::path& dir) {
+    if (std::filesystem::exists(dir / snapshot_file)) bytes_ = train::read_file(dir / snapshot_file);
+}
+
+void HeldoutFile::save_files(train::Trainer&, train::RunWriter& writer) {
+    if (config_->task.name == "data")
+        writer.write_file("heldout.tsv", data::to_tsv(task_->held_out(), config_->task.chars));
+}
+
+void ValidationLine::on_validation_end(train::Trainer& trainer, const train::Metrics& metrics) {
+    const train::Metrics window = trainer.logged_metrics();
+    const auto value = [](const train::Metrics& figures, const char* key) {
+        const auto it = figures.find(key);
+        return it == figures.end() ? 0.0 : it->second;
+    };
+    bar_->line(fmt::format(
+        "step {:>5}  loss {:.4f}  train acc {:.3f}  held-out token {:.3f} sequence {:.3f}  ({:.1f} s)",
+        trainer.global_step(), value(window, "loss"), value(window, "accuracy"),
+        value(metrics, "heldout_token_accuracy"), value(metrics, "heldout_sequence_accuracy"),
+        trainer.seconds()));
+}
+
+train::ValidationFunction heldout_validation(const Model& model, const RunConfig& config, const Task& task,
+                                             const train::Trainer& trainer) {
+    return [&model, &config, &task, &trainer] {
+        const Evaluation last =
+            evaluate_split(model, config.vocab, task.held_out(), [&] { trainer.check_interrupt(); });
+        return train::Metrics{{"heldout_token_accuracy", last.token_accuracy},
+                              {"heldout_sequence_accuracy", last.sequence_accuracy}};
+    };
+}
+
+}  // namespace attograd::cli
