@@ -28,7 +28,7 @@ public:
 };
 
 /// Thrown out of work that checks for an interrupt between its parts (the held-out evaluation
-/// of train, InterruptGuard::check): the work is abandoned, to be done again on --resume.
+/// of a Trainer, InterruptGuard::check): the work is abandoned, to be done again on resume.
 class Interrupted : public std::exception {
 public:
     explicit Interrupted(int signal) : signal_(signal) {}

@@ -1,4 +1,4 @@
-// The lock that lets one `train` at a time write a run directory.
+// The lock that lets one training process at a time write a run directory.
 #pragma once
 
 #include <filesystem>
@@ -15,9 +15,9 @@ std::filesystem::path run_directory_path(const std::filesystem::path& dir);
 
 /// An exclusive flock(2) on `.NAME.lock` beside the run directory DIR (in its parent, created
 /// if missing; DIR as run_directory_path resolves it, so every path to one run takes one lock),
-/// held for the life of the object, so that two `train --out DIR` or two `train --resume DIR`
-/// cannot both write DIR (the last writer would silently win). The file holds the holder's PID;
-/// it is removed on release. Readers (eval, inspect) take no lock: load_run reads one generation
+/// held for the life of the object, so that two training processes (two Trainers, two
+/// `attograd train --out DIR`) cannot both write DIR (the last writer would silently win). The file holds the
+/// holder's PID; it is removed on release. Readers take no lock: read_consistently reads one generation
 /// whatever a writer does. The lock file is never written through a symbolic link, and an
 /// existing one is rewritten only when it is what a holder leaves (a regular file with one link,
 /// holding at most a PID). Throws IoError "DIR is being trained by another process (pid N)"
@@ -39,11 +39,11 @@ private:
     int fd_ = -1;
 };
 
-/// The run's lock, held while `command` (eval, inspect) writes `destination` inside the run
-/// directory `run_dir`; nullopt when `destination` is outside it. A train saving the run swaps
-/// the directory whole, so a file written into it meanwhile could land in the generation being
-/// replaced and be lost (exit 0, no file): the lock refuses that while a train holds it (IoError
-/// saying to write outside the run), and keeps a train from starting until the file is written.
+/// The run's lock, held while `command` (e.g. a program's eval or inspect) writes `destination` inside the
+/// run directory `run_dir`; nullopt when `destination` is outside it. A train saving the run swaps the
+/// directory whole, so a file written into it meanwhile could land in the generation being replaced and be
+/// lost (exit 0, no file): the lock refuses that while a train holds it (IoError saying to write outside the
+/// run), and keeps a train from starting until the file is written.
 std::optional<RunLock> lock_if_inside(const std::filesystem::path& run_dir,
                                       const std::filesystem::path& destination, const char* command);
 
