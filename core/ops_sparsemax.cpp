@@ -2,7 +2,8 @@
 #include "core/ops_sparsemax.hpp"
 
 #include "core/autograd.hpp"
-#include "core/parallel.hpp"
+#include "core/detail/parallel.hpp"
+#include "core/detail/scratch.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -79,9 +80,9 @@ Tensor sparsemax(const Tensor& x, std::int64_t axis) {
         T* po = out.data<T>();
         const int threads = detail::threads_for(rows.count() * rows.n, detail::kMinParallelWork);
         detail::parallel_for(rows.count(), threads, [&](std::int64_t row) {
-            thread_local std::vector<T> sorted;  // each thread's scratch, kept between rows
+            thread_local detail::Scratch<T> sorted;  // each thread's scratch, kept between rows
             const std::int64_t base = rows.base(row);
-            sparsemax_row(px + base, po + base, rows.n, rows.inner, sorted);
+            sparsemax_row(px + base, po + base, rows.n, rows.inner, sorted.buffer);
         });
     });
     if (autograd::needs_record({&x})) {
