@@ -7,7 +7,7 @@
 // One thread by default, timed by the thread's CPU time (bench/timing.hpp: the machine is shared).
 // eos gets an output bias of -1e9, so every output runs to exactly L tokens.
 #include "attograd.hpp"
-#include "core/gemm.hpp"
+#include "core/detail/gemm.hpp"
 #include "timing.hpp"
 
 #include <omp.h>

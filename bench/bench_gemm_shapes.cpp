@@ -1,13 +1,14 @@
-// GEMM efficiency by shape on one thread: attograd's GEMM layer (core/gemm.hpp: LIBXSMM, or
+// GEMM efficiency by shape on one thread: attograd's GEMM layer (core/detail/gemm.hpp: LIBXSMM, or
 // Eigen when built with -DATTOGRAD_USE_LIBXSMM=OFF), raw Eigen GEMM and, when the build found
 // it, OpenBLAS, on the shapes the training steps and the flash kernel run, as a share of the
 // core's measured multiply-add peak (bench::fma_gflops(1)). Thread CPU time, best of the
 // interleaved medians: immune to other processes on this shared machine. The last column is
 // the whole matmul op on single products (detail::matmul_kernel: row blocks, and on LIBXSMM
-// op(B) packed into panels once, core/gemm.hpp), the path linear and matmul take.
+// op(B) packed into panels once, core/detail/gemm.hpp), the path linear and matmul take.
 //
 //   bench_gemm_shapes [--repeats R]
-#include "core/gemm.hpp"
+#include "core/detail/gemm.hpp"
+#include "core/detail/matmul_blocks.hpp"
 #include "core/ops_matmul.hpp"
 #include "core/tensor.hpp"
 #include "timing.hpp"

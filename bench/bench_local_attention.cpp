@@ -6,7 +6,7 @@
 //
 //   bench_local_attention [--max-global T]   (global runs up to T = 8192 by default, ~1.5 GB)
 #include "attograd.hpp"
-#include "core/gemm.hpp"
+#include "core/detail/gemm.hpp"
 
 #include <fmt/core.h>
 

@@ -6,7 +6,7 @@
 // Each workload is a run of the `attograd` program (default: ../examples/attograd/attograd
 // from this program's directory), started fresh for every measurement because OpenMP reads its
 // environment once, at start-up. Settings: OMP_NUM_THREADS=1; the default (all cores, with the
-// load governor of core/parallel.hpp); the default without the governor
+// load governor of core/detail/parallel.hpp); the default without the governor
 // (ATTOGRAD_LOAD_GOVERNOR=0, the behaviour before it); and OMP_WAIT_POLICY=passive without it.
 // Loads: none, and one competing process spinning on a core (forked here, killed after each
 // round's runs). Rounds alternate the loads and run every setting in turn, so a slow spell of the

@@ -18,7 +18,7 @@
 // own speed before and after it (bench::fma_gflops): on this VM another guest sometimes slows
 // one core by up to 40 % without any steal showing, and then every multi-threaded figure moves.
 #include "attograd.hpp"
-#include "core/gemm.hpp"
+#include "core/detail/gemm.hpp"
 #include "optim/optim.hpp"
 #include "side_by_side.hpp"
 #include "timing.hpp"

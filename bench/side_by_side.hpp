@@ -3,7 +3,7 @@
 // the FLOP floor and the ratios), then the BLAS the peer loaded and the peak samples.
 #pragma once
 
-#include "core/gemm.hpp"
+#include "core/detail/gemm.hpp"
 #include "peer.hpp"
 #include "timing.hpp"
 

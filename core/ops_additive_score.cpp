@@ -2,9 +2,11 @@
 #include "core/ops_additive_score.hpp"
 
 #include "core/autograd.hpp"
+#include "core/detail/key_window.hpp"
+#include "core/detail/parallel.hpp"
+#include "core/detail/parallel_rows.hpp"
+#include "core/detail/scratch.hpp"
 #include "core/ops_local_attention.hpp"
-#include "core/parallel.hpp"
-#include "core/parallel_rows.hpp"
 
 #include <Eigen/Core>
 
@@ -29,11 +31,10 @@ struct Dims {
 template <class T>
 Eigen::Map<RowMatrix<T>> tanh_block(const T* uq, const T* wx, const Dims& d, std::int64_t row,
                                     std::int64_t lo, std::int64_t hi) {
-    thread_local std::vector<T> scratch;
-    scratch.resize(static_cast<std::size_t>((hi - lo) * d.h));
+    thread_local detail::Scratch<T> scratch;
     const Eigen::Map<const RowMatrix<T>> keys(wx + ((row / d.tq) * d.tk + lo) * d.h, hi - lo, d.h);
     const Eigen::Map<const RowVector<T>> query(uq + row * d.h, d.h);
-    Eigen::Map<RowMatrix<T>> z(scratch.data(), hi - lo, d.h);
+    Eigen::Map<RowMatrix<T>> z(scratch.at_least(static_cast<std::size_t>((hi - lo) * d.h)), hi - lo, d.h);
     z = (keys.rowwise() + query).array().tanh();
     return z;
 }

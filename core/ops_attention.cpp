@@ -3,12 +3,12 @@
 #include "core/ops_attention.hpp"
 
 #include "core/autograd.hpp"
-#include "core/flash_attention.hpp"
-#include "core/fused_attention_common.hpp"
-#include "core/gemm.hpp"
-#include "core/parallel.hpp"
-#include "core/sdpa_common.hpp"
-#include "core/softmax_row.hpp"
+#include "core/detail/flash_attention.hpp"
+#include "core/detail/fused_attention_common.hpp"
+#include "core/detail/gemm.hpp"
+#include "core/detail/parallel.hpp"
+#include "core/detail/sdpa_common.hpp"
+#include "core/detail/softmax_row.hpp"
 
 #include <Eigen/Core>
 
@@ -44,7 +44,7 @@ T* scratch(int slot, std::int64_t n) {
 }
 
 // Scales the scores q k^T of block (b, h) and adds the mask, then softmax over each row in
-// place; a row that is all -inf becomes all zero (core/softmax_row.hpp).
+// place; a row that is all -inf becomes all zero (core/detail/softmax_row.hpp).
 template <class T>
 void masked_softmax_rows(const Geometry& g, std::int64_t b, std::int64_t h, const T* mask, T* scores) {
     detail::softmax_rows(scores, g.tq, g.tk, static_cast<T>(g.scale),
@@ -53,7 +53,7 @@ void masked_softmax_rows(const Geometry& g, std::int64_t b, std::int64_t h, cons
 
 // Y^T of every (batch, head) block of an operand Y [tk, width] (K, or V in backward) into yt,
 // block bh at bh * width * tk as a dense [width, tk], for the products X Y^T: LIBXSMM copies a
-// transposed B on every call (core/gemm.hpp), here one copy per batch row when the heads sit
+// transposed B on every call (core/detail/gemm.hpp), here one copy per batch row when the heads sit
 // side by side ([B, T, h * width]: one [tk, h * width] transpose holds all heads), so a 32-key,
 // 16-wide head does not pay a transpose call per product. Inside a parallel region: the
 // threads share the work (the copies are exact, so the bits do not depend on who copies).
@@ -105,7 +105,7 @@ std::int64_t dense_ld(const detail::HeadLayout& l, std::int64_t rows, std::int64
     return dense_heads(l, rows, width) ? width : l.row;
 }
 
-// The products of forward_block, resolved once per call (core/gemm.hpp): S = Q K^T (from K^T
+// The products of forward_block, resolved once per call (core/detail/gemm.hpp): S = Q K^T (from K^T
 // when transpose_blocks made it) and O = Pd V (V dense when dense_heads).
 template <class T>
 struct ForwardProducts {
@@ -116,7 +116,7 @@ struct ForwardProducts {
 };
 
 // scores P = softmax(scale q k^T + mask) -> weights; output = dropout(P) v. Every product
-// writes its whole block (core/gemm.hpp), so no output needs zeroing first.
+// writes its whole block (core/detail/gemm.hpp), so no output needs zeroing first.
 // Block bh of forward_kernel; kt (may be null) holds every block's K^T (transpose_blocks).
 template <class T>
 void forward_block(const Geometry& g, const ForwardProducts<T>& products, std::int64_t bh, const T* q,
@@ -168,7 +168,7 @@ struct BackwardArgs {
     T *dq, *dk, *dv;
 };
 
-// The products of backward_kernel, resolved once per call (core/gemm.hpp); dO, K and Q dense
+// The products of backward_kernel, resolved once per call (core/detail/gemm.hpp); dO, K and Q dense
 // when dense_heads (the output gradient has the output's layout).
 template <class T>
 struct BackwardProducts {
@@ -296,7 +296,7 @@ struct InputGrads {
     }
 };
 
-// The flash path (core/flash_attention.hpp): no [Tq, Tk] weights; the output entry saves the
+// The flash path (core/detail/flash_attention.hpp): no [Tq, Tk] weights; the output entry saves the
 // output and the log-sum-exp of each query's scores, and backward recomputes the scores tile
 // by tile.
 SdpaResult run_flash(const char* op, const Tensor& q, const Tensor& k, const Tensor& v, bool packed,

@@ -3,11 +3,11 @@
 #include "core/ops_index.hpp"
 
 #include "core/autograd.hpp"
-#include "core/broadcast_iter.hpp"
+#include "core/detail/broadcast_iter.hpp"
+#include "core/detail/parallel.hpp"
 #include "core/ops_elementwise.hpp"
 #include "core/ops_reduce.hpp"
 #include "core/ops_shape.hpp"
-#include "core/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -2,6 +2,7 @@
 #include "core/ops_linear.hpp"
 
 #include "core/autograd.hpp"
+#include "core/detail/matmul_blocks.hpp"
 #include "core/ops_matmul.hpp"
 #include "core/ops_shape.hpp"
 

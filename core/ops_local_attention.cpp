@@ -2,9 +2,10 @@
 #include "core/ops_local_attention.hpp"
 
 #include "core/autograd.hpp"
-#include "core/fused_attention_common.hpp"
-#include "core/parallel.hpp"
-#include "core/parallel_rows.hpp"
+#include "core/detail/fused_attention_common.hpp"
+#include "core/detail/key_window.hpp"
+#include "core/detail/parallel.hpp"
+#include "core/detail/parallel_rows.hpp"
 
 #include <Eigen/Core>
 

@@ -2,11 +2,13 @@
 #include "core/ops_local_sdpa.hpp"
 
 #include "core/autograd.hpp"
-#include "core/fused_attention_common.hpp"
-#include "core/gemm.hpp"
+#include "core/detail/fused_attention_common.hpp"
+#include "core/detail/gemm.hpp"
+#include "core/detail/key_window.hpp"
+#include "core/detail/parallel.hpp"
+#include "core/detail/scratch.hpp"
 #include "core/ops_attention.hpp"
 #include "core/ops_local_attention.hpp"
-#include "core/parallel.hpp"
 
 #include <Eigen/Core>
 
@@ -62,9 +64,8 @@ void axpy(T alpha, const T* x, T* y, std::int64_t runtime_n) {
 // Per-thread scratch of at least n elements, kept across calls (no allocation per step).
 template <class T>
 T* row_scratch(std::int64_t n) {
-    thread_local std::vector<T> buffer;
-    if (buffer.size() < static_cast<std::size_t>(n)) buffer.resize(static_cast<std::size_t>(n));
-    return buffer.data();
+    thread_local detail::Scratch<T> buffer;
+    return buffer.at_least(static_cast<std::size_t>(n));
 }
 
 // Softmax of the scores ps[lo, hi) (indexed by key) in place, `top` their max; slots the mask

@@ -6,9 +6,9 @@
 #include "core/ops_loss.hpp"
 
 #include "core/autograd.hpp"
-#include "core/cross_entropy_rows.hpp"
+#include "core/detail/cross_entropy_rows.hpp"
+#include "core/detail/softmax_kernel.hpp"
 #include "core/ops_elementwise.hpp"
-#include "core/softmax_kernel.hpp"
 
 #include <Eigen/Core>
 
@@ -72,8 +72,28 @@ struct Upstream {
     T operator()(std::int64_t j) const { return reduction == Reduction::None ? dy[j] : dy[0] * scale; }
 };
 
+// dlogits[j, c] = dloss_j * factor[j, c] (zero rows where t_j is ignored): factor [N, C] from
+// cross_entropy_rows, dy the upstream gradient of the reduced (or per-row) losses -> [N, C].
+Tensor cross_entropy_contiguous_backward(const Tensor& dy, const Tensor& factor, const AxisSplit& s,
+                                         Reduction reduction, std::int64_t count) {
+    Tensor dx = empty(factor.shape(), {.dtype = dy.dtype()});
+    dispatch_floating(dy.dtype(), "cross_entropy", [&]<class T>(T) {
+        const Upstream<T> upstream(dy, reduction, count);
+        using Rows = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+        using ConstRows = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+        Rows d(dx.data<T>(), s.outer, s.size);
+        const ConstRows f(factor.data<T>(), s.outer, s.size);
+        if (reduction != Reduction::None) {
+            d = f * upstream(0);
+            return;
+        }
+        for (std::int64_t j = 0; j < s.outer; ++j) d.row(j) = f.row(j) * upstream(j);
+    });
+    return dx;
+}
+
 // cross_entropy over contiguous classes (the last axis; s.inner == 1): losses and the
-// gradient's row factor in one parallel pass (core/cross_entropy_rows.hpp), so that backward
+// gradient's row factor in one parallel pass (core/detail/cross_entropy_rows.hpp), so that backward
 // only scales the factor by the upstream gradient.
 Tensor cross_entropy_contiguous(const Tensor& logits, const Tensor& targets,
                                 const CrossEntropyOptions& options, const AxisSplit& s) {
@@ -97,25 +117,68 @@ Tensor cross_entropy_contiguous(const Tensor& logits, const Tensor& targets,
         autograd::record(
             "cross_entropy", {logits}, out,
             [factor, s, reduction = options.reduction, count](const Tensor& dy, autograd::Gradients& g) {
-                // dlogits[j, c] = dloss_j * factor[j, c] (zero rows where t_j is ignored)
-                Tensor dx = empty(factor.shape(), {.dtype = dy.dtype()});
-                dispatch_floating(dy.dtype(), "cross_entropy", [&]<class T>(T) {
-                    const Upstream<T> upstream(dy, reduction, count);
-                    using Rows = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
-                    using ConstRows =
-                        Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
-                    Rows d(dx.data<T>(), s.outer, s.size);
-                    const ConstRows f(factor.data<T>(), s.outer, s.size);
-                    if (reduction != Reduction::None) {
-                        d = f * upstream(0);
-                        return;
-                    }
-                    for (std::int64_t j = 0; j < s.outer; ++j) d.row(j) = f.row(j) * upstream(j);
-                });
-                g.add(0, dx);
+                g.add(0, cross_entropy_contiguous_backward(dy, factor, s, reduction, count));
             });
     }
     return out;
+}
+
+// Classes `inner` apart: logits [N, C, D] -> log_probs [N, C, D] and losses [N, D] (label
+// smoothing eps: (1 - eps) * -lp[t_j] + eps / C * sum_c -lp[c]; 0 where t_j is ignored).
+// Returns the count of positions not ignored.
+template <class T>
+std::int64_t cross_entropy_forward(const T* logits, const std::int64_t* t, const AxisSplit& s,
+                                   const CrossEntropyOptions& options, T* lp, T* losses) {
+    detail::log_softmax_rows(logits, lp, s);
+    const T eps = static_cast<T>(options.label_smoothing);
+    const T per_class = eps / static_cast<T>(s.size);
+    std::int64_t count = 0;
+    for (std::int64_t n = 0; n < s.outer; ++n) {
+        const T* lpn = lp + n * s.size * s.inner;
+        for (std::int64_t i = 0; i < s.inner; ++i) {
+            const std::int64_t j = n * s.inner + i;
+            if (t[j] == options.ignore_index) {
+                losses[j] = T(0);
+                continue;
+            }
+            ++count;
+            T loss = -lpn[t[j] * s.inner + i];
+            if (eps != T(0)) {
+                T smooth = T(0);
+                for (std::int64_t c = 0; c < s.size; ++c) smooth -= lpn[c * s.inner + i];
+                loss = (T(1) - eps) * loss + per_class * smooth;
+            }
+            losses[j] = loss;
+        }
+    }
+    return count;
+}
+
+// log_probs [N, C, D] -> dlogits [N, C, D]:
+//   dlogits[n, c, i] = dloss_j * (p[n, c, i] - (1 - eps) [c == t_j] - eps / C), j = (n, i);
+//   zero where t_j is ignored.
+template <class T>
+void cross_entropy_backward(const T* lp, const std::int64_t* t, const AxisSplit& s,
+                            const CrossEntropyOptions& options, const Upstream<T>& upstream, T* dx) {
+    const T eps = static_cast<T>(options.label_smoothing);
+    const T per_class = eps / static_cast<T>(s.size);
+    // Position by position, so that its target, ignore test and upstream factor are read once,
+    // not once per class.
+    for (std::int64_t n = 0; n < s.outer; ++n)
+        for (std::int64_t i = 0; i < s.inner; ++i) {
+            const std::int64_t j = n * s.inner + i, tj = t[j];
+            const T* lpj = lp + n * s.size * s.inner + i;
+            T* dxj = dx + n * s.size * s.inner + i;
+            if (tj == options.ignore_index) {
+                for (std::int64_t c = 0; c < s.size; ++c) dxj[c * s.inner] = T(0);
+                continue;
+            }
+            const T up = upstream(j);
+            for (std::int64_t c = 0; c < s.size; ++c) {
+                const T hit = c == tj ? T(1) - eps : T(0);
+                dxj[c * s.inner] = up * (std::exp(lpj[c * s.inner]) - hit - per_class);
+            }
+        }
 }
 
 }  // namespace
@@ -126,66 +189,20 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, CrossEntropyOp
     // classes `inner` apart ([N, C, d...]): log-softmax rows, then the losses
     Tensor log_probs = empty(logits.shape(), {.dtype = logits.dtype()});
     Tensor losses = empty(targets.shape(), {.dtype = logits.dtype()});
-    const auto* t = targets.data<std::int64_t>();
     std::int64_t count = 0;
     dispatch_floating(logits.dtype(), "cross_entropy", [&]<class T>(T) {
-        T* lp = log_probs.data<T>();
-        T* pl = losses.data<T>();
-        detail::log_softmax_rows(logits.data<T>(), lp, s);
-        const T eps = static_cast<T>(options.label_smoothing);
-        const T per_class = eps / static_cast<T>(s.size);
-        for (std::int64_t n = 0; n < s.outer; ++n) {
-            const T* lpn = lp + n * s.size * s.inner;
-            for (std::int64_t i = 0; i < s.inner; ++i) {
-                const std::int64_t j = n * s.inner + i;
-                if (t[j] == options.ignore_index) {
-                    pl[j] = T(0);
-                    continue;
-                }
-                ++count;
-                T loss = -lpn[t[j] * s.inner + i];
-                if (eps != T(0)) {
-                    T smooth = T(0);
-                    for (std::int64_t c = 0; c < s.size; ++c) smooth -= lpn[c * s.inner + i];
-                    loss = (T(1) - eps) * loss + per_class * smooth;
-                }
-                pl[j] = loss;
-            }
-        }
+        count = cross_entropy_forward(logits.data<T>(), targets.data<std::int64_t>(), s, options,
+                                      log_probs.data<T>(), losses.data<T>());
     });
     Tensor out = reduce_losses(losses, options.reduction, count);
     if (autograd::needs_record({&logits})) {
         autograd::record("cross_entropy", {logits}, out,
                          [log_probs, targets, s, options, count](const Tensor& dy, autograd::Gradients& g) {
-                             // dlogits[n, c, i] = dloss_j * (p[n, c, i] - (1 - eps) [c == t_j] - eps / C), j
-                             // = (n, i); zero where t_j is ignored
                              Tensor dx = empty(log_probs.shape(), {.dtype = dy.dtype()});
-                             const auto* t = targets.data<std::int64_t>();
                              dispatch_floating(dy.dtype(), "cross_entropy", [&]<class T>(T) {
-                                 const Upstream<T> upstream(dy, options.reduction, count);
-                                 const T eps = static_cast<T>(options.label_smoothing);
-                                 const T per_class = eps / static_cast<T>(s.size);
-                                 const T* lp = log_probs.data<T>();
-                                 T* px = dx.data<T>();
-                                 // Position by position, so that its target, ignore test and upstream
-                                 // factor are read once, not once per class.
-                                 for (std::int64_t n = 0; n < s.outer; ++n)
-                                     for (std::int64_t i = 0; i < s.inner; ++i) {
-                                         const std::int64_t j = n * s.inner + i, tj = t[j];
-                                         const T* lpj = lp + n * s.size * s.inner + i;
-                                         T* pxj = px + n * s.size * s.inner + i;
-                                         if (tj == options.ignore_index) {
-                                             for (std::int64_t c = 0; c < s.size; ++c)
-                                                 pxj[c * s.inner] = T(0);
-                                             continue;
-                                         }
-                                         const T up = upstream(j);
-                                         for (std::int64_t c = 0; c < s.size; ++c) {
-                                             const T hit = c == tj ? T(1) - eps : T(0);
-                                             pxj[c * s.inner] =
-                                                 up * (std::exp(lpj[c * s.inner]) - hit - per_class);
-                                         }
-                                     }
+                                 cross_entropy_backward(log_probs.data<T>(), targets.data<std::int64_t>(), s,
+                                                        options, Upstream<T>(dy, options.reduction, count),
+                                                        dx.data<T>());
                              });
                              g.add(0, dx);
                          });

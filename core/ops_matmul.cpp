@@ -2,10 +2,11 @@
 #include "core/ops_matmul.hpp"
 
 #include "core/autograd.hpp"
-#include "core/gemm.hpp"
+#include "core/detail/gemm.hpp"
+#include "core/detail/matmul_blocks.hpp"
+#include "core/detail/parallel.hpp"
 #include "core/ops_reduce.hpp"
 #include "core/ops_shape.hpp"
-#include "core/parallel.hpp"
 
 #include <Eigen/Core>
 
@@ -77,7 +78,7 @@ MatmulBlocks::MatmulBlocks(const Tensor& a, const Tensor& b, bool transpose_a, b
     AG_ASSERT(!row_init.defined() || row_init.numel() == m_,
               "MatmulBlocks: row_init needs one value per column");
     // Large products are split into row blocks (Eigen's own threading is off, see
-    // core/parallel.hpp). The blocks are fixed by the shape alone, not by the thread count, and
+    // core/detail/parallel.hpp). The blocks are fixed by the shape alone, not by the thread count, and
     // run the same on one thread: Eigen's GEMM (and LIBXSMM's edge kernels) may round a row
     // differently in another block, so splitting by threads would make the result depend on the
     // thread count. Up to 32 blocks, handed out as threads come free: on a
@@ -96,7 +97,7 @@ MatmulBlocks::MatmulBlocks(const Tensor& a, const Tensor& b, bool transpose_a, b
             ? 1
             : std::clamp<std::int64_t>(std::max(n_ / min_chunk_rows, std::min<std::int64_t>(4, n_ / 16)), 1,
                                        std::min(max_chunks, w / kMinParallelGemmWork));
-    // On LIBXSMM every block reads op(B) from panels packed here once (core/gemm.hpp: in place,
+    // On LIBXSMM every block reads op(B) from panels packed here once (core/detail/gemm.hpp: in place,
     // a large B ran at 41-63 % of the peak on Zen 3), on the threads: the large training step's
     // [768, 256] weight took ~80 µs to transpose on one.
     if (chunks_ > 1 && gemm_reads_b_panels()) {

@@ -2,7 +2,7 @@
 #include "core/ops_reduce.hpp"
 
 #include "core/autograd.hpp"
-#include "core/broadcast_iter.hpp"
+#include "core/detail/broadcast_iter.hpp"
 #include "core/ops_elementwise.hpp"
 #include "core/ops_index.hpp"
 #include "core/ops_shape.hpp"

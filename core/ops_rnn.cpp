@@ -3,11 +3,12 @@
 #include "core/ops_rnn.hpp"
 
 #include "core/autograd.hpp"
+#include "core/detail/matmul_blocks.hpp"
+#include "core/detail/rnn_kernel.hpp"
 #include "core/ops_elementwise.hpp"
 #include "core/ops_index.hpp"
 #include "core/ops_matmul.hpp"
 #include "core/ops_shape.hpp"
-#include "core/rnn_kernel.hpp"
 
 #include <Eigen/Core>
 

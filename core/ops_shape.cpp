@@ -2,7 +2,7 @@
 #include "core/ops_shape.hpp"
 
 #include "core/autograd.hpp"
-#include "core/broadcast_iter.hpp"
+#include "core/detail/broadcast_iter.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -5,7 +5,7 @@
 #include "core/ops_softmax.hpp"
 
 #include "core/autograd.hpp"
-#include "core/softmax_kernel.hpp"
+#include "core/detail/softmax_kernel.hpp"
 
 #include <cmath>
 

@@ -2,7 +2,8 @@
 #include "core/ops_sparsemax.hpp"
 
 #include "core/autograd.hpp"
-#include "core/parallel.hpp"
+#include "core/detail/parallel.hpp"
+#include "core/detail/scratch.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -62,6 +63,22 @@ void sparsemax_row(const T* x, T* p, std::int64_t n, std::int64_t stride, std::v
         p[i * stride] = static_cast<T>(std::max(static_cast<double>(x[i * stride]) - top - tau, 0.0));
 }
 
+// One row's backward (n elements `stride` apart): p the row's sparsemax, dy its gradient ->
+//   dx_i = s_i (dy_i - sum_{j in S} dy_j / |S|), S = support of p, s_i = [p_i > 0]
+template <class T>
+void sparsemax_backward_row(const T* p, const T* dy, T* dx, std::int64_t n, std::int64_t stride) {
+    T total = 0;
+    std::int64_t support = 0;
+    for (std::int64_t i = 0; i < n; ++i) {
+        if (p[i * stride] > T(0)) {
+            total += dy[i * stride];
+            ++support;
+        }
+    }
+    const T mean = support > 0 ? total / static_cast<T>(support) : T(0);
+    for (std::int64_t i = 0; i < n; ++i) dx[i * stride] = p[i * stride] > T(0) ? dy[i * stride] - mean : T(0);
+}
+
 }  // namespace
 
 Tensor sparsemax(const Tensor& x, std::int64_t axis) {
@@ -79,14 +96,13 @@ Tensor sparsemax(const Tensor& x, std::int64_t axis) {
         T* po = out.data<T>();
         const int threads = detail::threads_for(rows.count() * rows.n, detail::kMinParallelWork);
         detail::parallel_for(rows.count(), threads, [&](std::int64_t row) {
-            thread_local std::vector<T> sorted;  // each thread's scratch, kept between rows
+            thread_local detail::Scratch<T> sorted;  // each thread's scratch, kept between rows
             const std::int64_t base = rows.base(row);
-            sparsemax_row(px + base, po + base, rows.n, rows.inner, sorted);
+            sparsemax_row(px + base, po + base, rows.n, rows.inner, sorted.buffer);
         });
     });
     if (autograd::needs_record({&x})) {
         autograd::record("sparsemax", {x}, out, [p = out, rows](const Tensor& dy, autograd::Gradients& g) {
-            // dx_i = s_i (dy_i - sum_{j in S} dy_j / |S|), S = support of p
             Tensor dx = empty(dy.shape(), {.dtype = dy.dtype()});
             dispatch_floating(dy.dtype(), "sparsemax backward", [&]<class T>(T) {
                 const T* pp = p.data<T>();
@@ -95,20 +111,7 @@ Tensor sparsemax(const Tensor& x, std::int64_t axis) {
                 const int threads = detail::threads_for(rows.count() * rows.n, detail::kMinParallelWork);
                 detail::parallel_for(rows.count(), threads, [&](std::int64_t row) {
                     const std::int64_t base = rows.base(row);
-                    T total = 0;
-                    std::int64_t support = 0;
-                    for (std::int64_t i = 0; i < rows.n; ++i) {
-                        const std::int64_t k = base + i * rows.inner;
-                        if (pp[k] > T(0)) {
-                            total += pd[k];
-                            ++support;
-                        }
-                    }
-                    const T mean = support > 0 ? total / static_cast<T>(support) : T(0);
-                    for (std::int64_t i = 0; i < rows.n; ++i) {
-                        const std::int64_t k = base + i * rows.inner;
-                        pdx[k] = pp[k] > T(0) ? pd[k] - mean : T(0);
-                    }
+                    sparsemax_backward_row(pp + base, pd + base, pdx + base, rows.n, rows.inner);
                 });
             });
             g.add(0, dx);

@@ -1,6 +1,10 @@
 // Caching allocator: freed blocks go to per-size-class free lists and are handed out again.
 #include "core/storage.hpp"
 
+#include "core/detail/scratch.hpp"
+
+#include <omp.h>
+
 #include <array>
 #include <bit>
 #include <cstdlib>
@@ -141,7 +145,11 @@ Storage::~Storage() {
     c.stats.cached_bytes += rounded;
 }
 
-AllocatorStats allocator_stats() { return cache().stats; }
+AllocatorStats allocator_stats() {
+    AllocatorStats stats = cache().stats;
+    stats.scratch_bytes = detail::thread_scratch_bytes();
+    return stats;
+}
 
 namespace detail {
 
@@ -173,6 +181,20 @@ void small_block_free(void* block, std::size_t bytes) noexcept {
 
 }  // namespace detail
 
-void empty_cache() { cache().release(); }
+void empty_cache() {
+    const auto release = [] {
+        cache().release();
+        detail::release_thread_scratch();
+    };
+    release();
+    const int threads = omp_get_max_threads();
+    if (omp_in_parallel() || threads <= 1) return;
+        // libgomp keeps its workers between regions: a region over the most threads reaches each of
+        // them, and each releases its own caches (another thread's are not safe to touch).
+#pragma omp parallel num_threads(threads)
+    {
+        if (omp_get_thread_num() != 0) release();
+    }
+}
 
 }  // namespace attograd

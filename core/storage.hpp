@@ -38,12 +38,19 @@ struct AllocatorStats {
     std::size_t cached_bytes = 0;   ///< bytes held in free lists, ready for reuse
     std::size_t system_allocs = 0;  ///< calls that reached the system allocator
     std::size_t cache_hits = 0;     ///< allocations served from the cache
+    std::size_t scratch_bytes = 0;  ///< bytes held by the kernels' scratch buffers (not tensors)
 };
 
 /// The calling thread's allocator statistics.
 AllocatorStats allocator_stats();
 
-/// Returns every cached block of the calling thread to the system.
+/// Releases the memory attograd keeps for reuse: the calling thread's cached tensor blocks and
+/// its kernels' scratch buffers (per-thread buffers the attention, GEMM and softmax kernels keep
+/// across calls), then the same for OpenMP's worker threads, reached through one parallel region
+/// over omp_get_max_threads() threads (from inside a parallel region: the calling thread only).
+/// Tensors alive are untouched; the next ops allocate afresh. PyTorch's
+/// `torch.cuda.empty_cache()` for the CPU's caches: call it after a large model or batch is done
+/// with, before a long phase of smaller work. allocator_stats() shows the effect per thread.
 void empty_cache();
 
 namespace detail {

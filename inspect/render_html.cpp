@@ -1,9 +1,10 @@
 // The interactive, self-contained HTML report of inspected attention: the page around the
-// embedded data (report_data.cpp), the charts (chart_svg.cpp) and the script (html_assets.cpp).
+// embedded data (report_data.cpp), the charts (chart_svg.cpp) and the stylesheet and script
+// (inspect/report/).
 #include "inspect/render_html.hpp"
 
 #include "inspect/chart_svg.hpp"
-#include "inspect/html_assets.hpp"
+#include "inspect/detail/report_assets.hpp"
 #include "inspect/render_svg.hpp"
 #include "inspect/report_data.hpp"
 
@@ -101,7 +102,7 @@ std::string render_html(const Report& report) {
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{0}</title>\n"
         "<style>{1}</style>\n</head>\n<body>\n<h1>{0}</h1>\n",
-        title, report_css());
+        title, detail::report_css());
     for (const auto& note : report.notes) out += "<p class=\"note\">" + xml_escape(note) + "</p>\n";
     // The attention first: the page opens on the answer, the curves and settings follow.
     out += attention_html(report);
@@ -109,7 +110,7 @@ std::string render_html(const Report& report) {
     out += config_html(report);
     if (!data.empty()) {
         out += "<script type=\"application/json\" id=\"report-data\">" + data + "</script>\n";
-        out += fmt::format("<script>{}</script>\n", report_js());
+        out += fmt::format("<script>{}</script>\n", detail::report_js());
     }
     return out + "</body>\n</html>\n";
 }

@@ -2,7 +2,7 @@
 #include "inspect/rollout.hpp"
 
 #include "core/error.hpp"
-#include "core/parallel.hpp"
+#include "core/detail/parallel.hpp"
 #include "inspect/max_flow.hpp"
 
 #include <fmt/format.h>

@@ -2,7 +2,7 @@
 #include "optim/adam.hpp"
 
 #include "core/error.hpp"
-#include "core/parallel.hpp"
+#include "core/detail/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -29,7 +29,7 @@ struct AdamStep {
 // and NaN for +inf), and its select() that worked around that is not vectorised in Eigen 3.4
 // (that made the small training step's Adam 50 us instead of 5). Every multiply-add is spelled
 // as std::fma so that the vectorised body and the scalar tail round alike. Elementwise, so a
-// large parameter's blocks are split over the threads (core/parallel.hpp) with the same bits on
+// large parameter's blocks are split over the threads (core/detail/parallel.hpp) with the same bits on
 // any thread count: a [768, 256] weight was ~0.1 ms of serial work in the large training step.
 template <class T, bool AMSGrad>
 void adam_kernel(T* p, const T* g, T* m, T* v, T* v_max, std::int64_t n, const AdamStep<T>& c) {

@@ -1,11 +1,11 @@
-// The softmax kernels' packet exp (core/exp_packet.hpp): accuracy over its whole range against
+// The softmax kernels' packet exp (core/detail/exp_packet.hpp): accuracy over its whole range against
 // std::exp in float64, and its special values.
 // GCC 12 warns inside its own AVX-512 intrinsics once they are inlined here (the
 // self-initialised value of _mm512_undefined_*, GCC bug 105593): about its header, not this code.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-#include "core/exp_packet.hpp"
+#include "core/detail/exp_packet.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,5 +1,5 @@
-// The GEMM layer (core/gemm.hpp): every transpose, strided operands, accumulation, block edges.
-#include "core/gemm.hpp"
+// The GEMM layer (core/detail/gemm.hpp): every transpose, strided operands, accumulation, block edges.
+#include "core/detail/gemm.hpp"
 
 #include <doctest/doctest.h>
 
@@ -103,7 +103,7 @@ TEST_CASE("gemm with k = 0 writes zeros or leaves C unchanged when accumulating"
 
 TEST_CASE("gemm on LIBXSMM gives the rows of 40- and 256-column products the same bits in a row block") {
     // Only for some widths: with n = 40 or 256 a row block matches the whole product, with
-    // n = 200 it may not (core/gemm.hpp), which is why callers cut blocks by shape alone. Eigen's
+    // n = 200 it may not (core/detail/gemm.hpp), which is why callers cut blocks by shape alone. Eigen's
     // GEMM sizes its cache blocks from all three sizes, so it promises this for no width.
     if (std::string(attograd::detail::gemm_backend()) != "libxsmm") return;
     const std::int64_t m = 300;
@@ -184,7 +184,7 @@ TEST_CASE("GemmKernel gives gemm()'s bits for every transpose and accumulation, 
 }
 
 TEST_CASE("transpose writes the transpose of a strided matrix densely, edge tiles included") {
-    // 70 x 300: LIBXSMM's 32 x 32 tiles with partial ones on both edges (core/gemm.cpp)
+    // 70 x 300: LIBXSMM's 32 x 32 tiles with partial ones on both edges (core/detail/gemm.cpp)
     const auto check = [&]<class T>(T, std::int64_t rows, std::int64_t cols) {
         const std::int64_t ld = cols + 3;
         const auto src = random_values<T>(static_cast<std::size_t>(rows * ld), 6);

@@ -218,3 +218,66 @@ TEST_CASE("the HTML report draws odd inputs without a script error in headless C
                       {"first_token", "<b>x</b>"},
                       {"saliency_title", odd.saliency->title()}});
 }
+
+TEST_CASE("the report's stylesheet and script files are embedded whole and lint clean in headless Chromium") {
+    const fs::path assets = fs::path(ATTOGRAD_FIXTURE_DIR) / ".." / ".." / "inspect" / "report";
+    const std::string css = headless::read_text(assets / "report.css");
+    const std::string js = headless::read_text(assets / "report.js");
+    REQUIRE(!css.empty());
+    REQUIRE(!js.empty());
+    // The page carries the files byte for byte (embedded at build time, not copied by hand).
+    const std::string html = render_html(testing::synthetic_report());
+    CHECK(html.find(css) != std::string::npos);
+    CHECK(html.find(js) != std::string::npos);
+    CHECK(js.find("</script") == std::string::npos);  // would end the page's <script> early
+    SKIP_WITHOUT_CHROMIUM();
+    // The script compiles (a SyntaxError throws from new Function); every rule of the stylesheet
+    // survives Chromium's parser (a dropped rule is missing from cssRules), every selector parses
+    // and every declaration is one Chromium supports (CSS.supports).
+    const std::string lint = R"js(
+(function () {
+  const out = {errors: window.__lintErrors, blocks: 0, rules: document.styleSheets[0].cssRules.length,
+               unsupported: []};
+  try { new Function(document.getElementById('js').textContent); } catch (e) { out.errors.push(String(e)); }
+  const text = document.getElementById('css').textContent.replace(/\/\*[\s\S]*?\*\//g, '');
+  for (const block of text.split('}')) {
+    const open = block.indexOf('{');
+    if (open < 0) continue;
+    ++out.blocks;
+    const selector = block.slice(0, open).trim();
+    try { document.querySelector(selector); } catch (e) { out.unsupported.push('selector ' + selector); }
+    for (const declaration of block.slice(open + 1).split(';')) {
+      const colon = declaration.indexOf(':');
+      if (colon < 0) continue;
+      const property = declaration.slice(0, colon).trim(), value = declaration.slice(colon + 1).trim();
+      if (!CSS.supports(property, value)) out.unsupported.push(property + ': ' + value);
+    }
+  }
+  document.getElementById('lint').textContent = JSON.stringify(out);
+})();
+)js";
+    const std::string page =
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+        "<script>window.__lintErrors = []; window.addEventListener('error', (e) => "
+        "window.__lintErrors.push(String(e.message)));</script>\n<style id=\"css\">" +
+        css + "</style>\n</head>\n<body>\n<pre id=\"lint\"></pre>\n<script id=\"js\" type=\"text/plain\">" +
+        js + "</script>\n<script>" + lint + "</script>\n</body>\n</html>\n";
+    const fs::path file =
+        fs::temp_directory_path() / ("attograd_report_lint_" + std::to_string(::getpid()) + ".html");
+    {
+        std::ofstream out(file, std::ios::binary);
+        out << page;
+    }
+    const headless::DumpedPage dumped = headless::dump_dom(file, 0);
+    fs::remove(file);
+    REQUIRE(dumped.status == 0);
+    const std::string verdict_text = headless::element_text(dumped.dom, "pre", "lint");
+    REQUIRE_MESSAGE(!verdict_text.empty(), "the lint script wrote no verdict");
+    const auto verdict = nlohmann::json::parse(verdict_text);
+    INFO("verdict: ", verdict.dump(1));
+    CHECK(verdict["errors"].empty());
+    CHECK(verdict["unsupported"].empty());
+    CHECK(verdict["blocks"].get<int>() >= 30);
+    CHECK(verdict["rules"] == verdict["blocks"]);
+    CHECK(dumped.log.find("Uncaught") == std::string::npos);
+}

@@ -91,7 +91,7 @@ TEST_CASE("cross_entropy is exact and finite for logits of magnitude 1e8 and ver
 }
 
 TEST_CASE("cross_entropy over contiguous classes matches the strided path, packet edges and odd rows too") {
-    // [N, C] takes the fused row pass (core/cross_entropy_rows.hpp); the same rows as column 0 of
+    // [N, C] takes the fused row pass (core/detail/cross_entropy_rows.hpp); the same rows as column 0 of
     // [N, C, 2] take the strided path (column 1's targets all ignored, so they add nothing).
     // Class counts around the packet widths, row counts around the row groups; a row with -inf
     // entries, an all -inf row (infinite loss) and a NaN row.

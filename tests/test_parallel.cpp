@@ -1,5 +1,5 @@
-// The threading policy's pieces: fixed reduction blocks and the load governor (core/parallel.hpp).
-#include "core/parallel.hpp"
+// The threading policy's pieces: fixed reduction blocks and the load governor (core/detail/parallel.hpp).
+#include "core/detail/parallel.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
-// The packet softmax rows of the fused attention kernels (core/softmax_row.hpp) against the
+// The packet softmax rows of the fused attention kernels (core/detail/softmax_row.hpp) against the
 // definition: every length around the SIMD width, masks, -inf keys, all-masked rows, NaN.
-#include "core/softmax_row.hpp"
+#include "core/detail/softmax_row.hpp"
 
 #include <doctest/doctest.h>
 

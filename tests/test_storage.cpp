@@ -1,7 +1,9 @@
 // The caching allocator behind tensor storage (core/storage.hpp): reuse on the allocating
-// thread, and no growth on a thread that only frees what others made.
+// thread, no growth on a thread that only frees what others made, and empty_cache().
 #include "core/storage.hpp"
 #include "helpers.hpp"
+
+#include <omp.h>
 
 #include <cstdint>
 #include <thread>
@@ -45,5 +47,62 @@ TEST_CASE("buffers of 2 MB and more start on a 2 MB boundary (huge pages), small
         }
         held.push_back(empty({1000}));
         CHECK(offset(held.back(), 64) == 0);
+    }
+}
+
+namespace {
+
+// A kernel that keeps per-thread scratch: log_softmax over a strided axis copies each row into
+// the calling thread's scratch buffer (core/detail/softmax_kernel.hpp). One outer row: the
+// calling thread does all of it.
+void fill_scratch(std::int64_t rows) {
+    NoGradGuard no_grad;
+    const Tensor x = ones({rows, 4});
+    const Tensor y = log_softmax(x, 0);  // rows elements, 4 apart
+    REQUIRE(y.shape() == Shape{rows, 4});
+}
+
+}  // namespace
+
+TEST_CASE("empty_cache releases the calling thread's kernel scratch buffers and cached blocks") {
+    fill_scratch(1 << 16);
+    { Tensor t = empty({1 << 16}); }
+    const AllocatorStats before = allocator_stats();
+    CHECK(before.scratch_bytes >= (std::size_t{1} << 16) * sizeof(float));
+    CHECK(before.cached_bytes >= (std::size_t{1} << 16) * sizeof(float));
+    empty_cache();
+    const AllocatorStats after = allocator_stats();
+    CHECK(after.scratch_bytes == 0);
+    CHECK(after.cached_bytes == 0);
+    fill_scratch(8);  // the kernels still work, on a fresh buffer
+    CHECK(allocator_stats().scratch_bytes > 0);
+    CHECK(allocator_stats().scratch_bytes < before.scratch_bytes);
+}
+
+TEST_CASE("empty_cache releases the OpenMP worker threads' scratch buffers too") {
+    const int threads = omp_get_max_threads();
+    if (threads < 2) {
+        MESSAGE("SKIPPED: one OpenMP thread, no workers to release");
+        return;
+    }
+    // Each worker fills its own scratch, then reports what it holds before and after.
+    std::vector<std::size_t> held(static_cast<std::size_t>(threads), 0);
+    const auto per_thread = [&](bool fill) {
+#pragma omp parallel num_threads(threads)
+        {
+            if (fill) fill_scratch(1 << 14);
+            held[static_cast<std::size_t>(omp_get_thread_num())] = allocator_stats().scratch_bytes;
+        }
+    };
+    per_thread(true);
+    for (int i = 0; i < threads; ++i) {
+        INFO("thread ", i);
+        CHECK(held[static_cast<std::size_t>(i)] >= (std::size_t{1} << 14) * sizeof(float));
+    }
+    empty_cache();
+    per_thread(false);
+    for (int i = 0; i < threads; ++i) {
+        INFO("thread ", i);
+        CHECK(held[static_cast<std::size_t>(i)] == 0);
     }
 }

@@ -1,7 +1,7 @@
 // The same seed gives the same bits on 1, 2 and 4 threads: the ops whose
 // reductions are split over threads, and small models trained with the library.
 #include "attograd.hpp"
-#include "core/parallel.hpp"
+#include "core/detail/parallel.hpp"
 #include "optim/optim.hpp"
 
 #include <doctest/doctest.h>

@@ -26,7 +26,8 @@ std::optional<T> json_integer(const nlohmann::json& value) {
     if (value.is_number_integer()) {  // a negative integer (nlohmann stores those as int64)
         const auto i = value.get<std::int64_t>();
         if constexpr (std::is_signed_v<T>) {
-            if (i >= std::numeric_limits<T>::min() && i <= std::numeric_limits<T>::max()) return static_cast<T>(i);
+            if (i >= std::numeric_limits<T>::min() && i <= std::numeric_limits<T>::max())
+                return static_cast<T>(i);
         } else if (i >= 0 && static_cast<std::uint64_t>(i) <= std::numeric_limits<T>::max()) {
             return static_cast<T>(i);
         }

@@ -1,7 +1,7 @@
 // Internal: a parallel loop over rows whose backward scatters into a shared gradient.
 #pragma once
 
-#include "core/parallel.hpp"
+#include "core/detail/parallel.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -10,7 +10,7 @@
 namespace attograd::detail {
 
 /// Runs `fn(row, acc)` for every row in [0, rows), with the rows cut into `blocks` contiguous
-/// blocks (from blocks_for, core/parallel.hpp) run in parallel. Rows of a banded or all-pairs
+/// blocks (from blocks_for, core/detail/parallel.hpp) run in parallel. Rows of a banded or all-pairs
 /// kernel scatter into overlapping parts of one gradient, so block 0 adds into `acc` itself and
 /// every other block into its own zeroed copy of the `size` accumulators; the copies are then
 /// added into `acc` in block order. The blocks depend on the work alone, never on the thread

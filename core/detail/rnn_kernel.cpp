@@ -1,9 +1,9 @@
 // Internal: one direction of a recurrent layer over a whole sequence, forward and backward
 // through time (BPTT), for core/ops_rnn.cpp.
-#include "core/rnn_kernel.hpp"
+#include "core/detail/rnn_kernel.hpp"
 
-#include "core/gemm.hpp"
-#include "core/parallel.hpp"
+#include "core/detail/gemm.hpp"
+#include "core/detail/parallel.hpp"
 
 #include <Eigen/Core>
 

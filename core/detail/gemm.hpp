@@ -9,7 +9,7 @@ namespace attograd::detail {
 /// C [m, n] = op(A) [m, k] op(B) [k, n], or C += op(A) op(B) when `accumulate`. Every operand is
 /// row-major with its rows `ld*` elements apart; op(X) = X^T when `trans_*` (A is then stored
 /// [k, m], B [n, k]). Serial: callers split their work over threads themselves
-/// (core/parallel.hpp). A row block may differ from the whole product in the last bits (Eigen's
+/// (core/detail/parallel.hpp). A row block may differ from the whole product in the last bits (Eigen's
 /// GEMM sizes its cache blocks from m, n and k; a [300, 256] x [256, 200] product split in two
 /// differed on LIBXSMM too), so callers cut rows into blocks fixed by the shape, never by the
 /// thread count.

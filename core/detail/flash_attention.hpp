@@ -3,7 +3,7 @@
 // that no [Tq, Tk] matrix is ever stored.
 #pragma once
 
-#include "core/sdpa_common.hpp"
+#include "core/detail/sdpa_common.hpp"
 
 namespace attograd::detail {
 

@@ -1,65 +1,8 @@
-// The inline stylesheet and script of the HTML report: the grid of heads, the heatmap on a
-// canvas, the head view, the step slider. No network access: everything is in the page.
-#include "inspect/html_assets.hpp"
-
-namespace attograd::inspect {
-
-std::string_view report_css() {
-    return R"css(
-body { font-family: system-ui, sans-serif; margin: 1.5em 2em; color: #222; }
-h1 { margin-bottom: 0.2em; }
-h2 { border-bottom: 1px solid #ccc; margin-top: 1.6em; }
-h3 { margin: 0.4em 0; font-size: 1.05em; word-break: break-all; }
-details#config { margin-top: 1.6em; }
-details#config summary { cursor: pointer; border-bottom: 1px solid #ccc; }
-details#config summary h2 { display: inline; border: 0; font-size: 1.5em; }
-table.config { border-collapse: collapse; }
-table.config td { padding: 2px 10px; border-bottom: 1px solid #eee; vertical-align: top; }
-table.config code { word-break: break-all; }
-.charts { display: flex; flex-wrap: wrap; gap: 16px; align-items: flex-start; }
-.error { color: #a33; background: #fdecea; padding: 6px 10px; border-radius: 4px; }
-.empty { color: #666; font-style: italic; }
-.controls { display: flex; flex-wrap: wrap; gap: 1.2em; align-items: center; margin: 0.6em 0;
-  position: sticky; top: 0; background: #fff; padding: 6px 0; z-index: 2; border-bottom: 1px solid #eee; }
-.controls select { max-width: 40em; }
-#step { width: 18em; vertical-align: middle; }
-.tokens p { margin: 0.2em 0; max-height: 4.8em; overflow: auto; }
-.tok { font-family: monospace; background: #eef; margin: 1px; padding: 1px 4px; border-radius: 3px;
-  display: inline-block; }
-.views { display: flex; flex-wrap: wrap; gap: 24px; align-items: flex-start; }
-#grid { display: grid; gap: 6px; }
-.grid-row { display: flex; gap: 6px; align-items: center; }
-.row-label { width: 9em; font-size: 12px; word-break: break-all; }
-.row-label small { color: #666; }
-.thumbs { display: flex; flex-wrap: wrap; gap: 4px; }
-.thumb { margin: 0; padding: 3px; border: 2px solid transparent; border-radius: 4px; cursor: pointer;
-  text-align: center; font-size: 11px; }
-.thumb:hover { border-color: #bbb; }
-.thumb.selected { border-color: #e67e22; background: #fdf2e9; }
-.thumb canvas { display: block; margin: auto; image-rendering: pixelated; }
-#heatmap { display: block; max-width: 100%; }
-#map-info { font-size: 13px; color: #444; margin-bottom: 4px; }
-.legend { font-size: 12px; color: #333; margin-top: 6px; }
-.legend div { margin: 3px 0; }
-.scale { display: inline-flex; align-items: center; gap: 6px; }
-.scale canvas { border: 1px solid #ccc; }
-.outline-swatch { display: inline-block; width: 12px; height: 12px; border: 2px solid red;
-  vertical-align: middle; margin-right: 4px; }
-#tooltip { position: absolute; pointer-events: none; background: rgba(30, 30, 30, 0.9); color: #fff;
-  font: 12px monospace; padding: 3px 6px; border-radius: 3px; z-index: 5; white-space: pre; }
-#headview { max-height: 640px; overflow: auto; border: 1px solid #eee; display: inline-block; }
-#headview text.tok-label { font: 12px monospace; cursor: default; }
-#headview text.tok-label.active { font-weight: bold; fill: #d35400; }
-#headview text.weight { font: 11px monospace; fill: #d35400; }
-#headview line { stroke: #2471a3; }
-#headview svg.hovering line { stroke-opacity: 0.04; }
-#headview svg.hovering line.hl { stroke: #e67e22; stroke-opacity: 1; }
-.hint { font-size: 12px; color: #666; }
-)css";
-}
-
-std::string_view report_js() {
-    return R"js(
+// The HTML report's script (inspect/render_html.cpp places it after the report's data): it reads
+// the JSON of report_data_json from the script element with id report-data and draws the layer x
+// head grid, the selected map's heatmap with tooltips, the head view and the step slider. It sets
+// data-first-render-ms (grid and heatmap drawn) and data-head-view-ms on the body element
+// (performance.now() at those moments) for the benchmark.
 (function () {
   'use strict';
   const $ = (id) => document.getElementById(id);
@@ -517,7 +460,3 @@ std::string_view report_js() {
     throw e;
   }
 })();
-)js";
-}
-
-}  // namespace attograd::inspect

@@ -1,5 +1,5 @@
 // Internal: cross-entropy over rows of contiguous classes ([N, C] logits), the loss of every row
-// and the gradient's row factor in one pass on Eigen's SIMD packets (core/cross_entropy_rows.cpp).
+// and the gradient's row factor in one pass on Eigen's SIMD packets (core/detail/cross_entropy_rows.cpp).
 #pragma once
 
 #include <cstdint>

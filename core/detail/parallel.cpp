@@ -1,5 +1,5 @@
 // The load governor behind threads_for: one thread while this thread waits for a core.
-#include "core/parallel.hpp"
+#include "core/detail/parallel.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -42,7 +42,7 @@ inline constexpr std::int64_t kMinParallelGemmWork = std::int64_t{1} << 18;
 /// that looks (at most every 5 ms) reads how long the calling thread has waited on a run queue
 /// (/proc/thread-self/schedstat); above 10 % of the wall time in two looks in a row, the cores
 /// are taken by other processes and the framework runs on one thread for 200 ms, doubling up to
-/// 6.4 s while each probe with all threads still finds them contended (core/parallel.cpp).
+/// 6.4 s while each probe with all threads still finds them contended (core/detail/parallel.cpp).
 int available_threads();
 
 /// Threads worth starting for `work` units: 1 below twice `min_work`, else one per `min_work`

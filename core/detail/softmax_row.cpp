@@ -1,9 +1,9 @@
 // Softmax rows on Eigen's SIMD packets: three passes of whole packets per row.
-#include "core/softmax_row.hpp"
+#include "core/detail/softmax_row.hpp"
 
+#include "core/detail/exp_packet.hpp"
+#include "core/detail/gcc12_avx512_warning.hpp"
 #include "core/error.hpp"
-#include "core/exp_packet.hpp"
-#include "core/gcc12_avx512_warning.hpp"
 
 #include <Eigen/Core>
 

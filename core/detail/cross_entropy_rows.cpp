@@ -1,8 +1,8 @@
 // Cross-entropy rows of contiguous classes on Eigen's SIMD packets.
-#include "core/cross_entropy_rows.hpp"
+#include "core/detail/cross_entropy_rows.hpp"
 
-#include "core/gcc12_avx512_warning.hpp"
-#include "core/parallel.hpp"
+#include "core/detail/gcc12_avx512_warning.hpp"
+#include "core/detail/parallel.hpp"
 
 #include <Eigen/Core>
 

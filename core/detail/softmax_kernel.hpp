@@ -2,7 +2,8 @@
 // cross_entropy.
 #pragma once
 
-#include "core/parallel.hpp"
+#include "core/detail/parallel.hpp"
+#include "core/detail/scratch.hpp"
 #include "core/shape.hpp"
 
 #include <Eigen/Core>
@@ -55,10 +56,10 @@ void log_softmax_row(const T* x, T* y, std::int64_t n, Stride stride) {
     // row still gives -inf.
     const T* row = x;
     if constexpr (!std::is_same_v<Stride, UnitStride>) {
-        thread_local std::vector<T> gathered;
-        gathered.resize(static_cast<std::size_t>(n));
-        for (std::int64_t k = 0; k < n; ++k) gathered[static_cast<std::size_t>(k)] = x[k * stride];
-        row = gathered.data();
+        thread_local Scratch<T> gathered;
+        T* copy = gathered.at_least(static_cast<std::size_t>(n));
+        for (std::int64_t k = 0; k < n; ++k) copy[k] = x[k * stride];
+        row = copy;
     }
     const T total = (Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>(row, n) - shift).exp().sum();
     const T log_total = total == T(0) ? T(0) : std::log(total);

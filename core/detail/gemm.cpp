@@ -1,6 +1,7 @@
 // The GEMM layer: LIBXSMM's JIT kernels in cache-sized blocks, Eigen's GEMM as the fallback.
-#include "core/gemm.hpp"
+#include "core/detail/gemm.hpp"
 
+#include "core/detail/scratch.hpp"
 #include "core/error.hpp"
 
 #include <Eigen/Core>
@@ -45,9 +46,8 @@ void eigen_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std:
 // in gemm_b_panels()), kept across calls.
 template <class T>
 T* transpose_buffer(std::size_t n) {
-    thread_local std::vector<T> buffer;
-    if (buffer.size() < n) buffer.resize(n);
-    return buffer.data();
+    thread_local Scratch<T> buffer;
+    return buffer.at_least(n);
 }
 
 #ifdef ATTOGRAD_LIBXSMM

@@ -1,7 +1,7 @@
 // Flash-style global attention: forward and backward over key tiles with an online softmax.
-#include "core/flash_attention.hpp"
+#include "core/detail/flash_attention.hpp"
 
-#include "core/gemm.hpp"
+#include "core/detail/gemm.hpp"
 
 #include <Eigen/Core>
 

@@ -1,10 +1,11 @@
 // Internal: what the two global fused attention kernels (core/ops_attention.cpp keeps the
-// [Tq, Tk] weights, core/flash_attention.cpp does not) share: the call's geometry, dropout
+// [Tq, Tk] weights, core/detail/flash_attention.cpp does not) share: the call's geometry, dropout
 // masks regenerated from a seed, and per-thread scratch.
 #pragma once
 
-#include "core/fused_attention_common.hpp"
-#include "core/parallel.hpp"
+#include "core/detail/fused_attention_common.hpp"
+#include "core/detail/parallel.hpp"
+#include "core/detail/scratch.hpp"
 
 #include <Eigen/Core>
 
@@ -71,10 +72,8 @@ void apply_dropout(const T* src, T* dst, std::int64_t n, double p, std::uint64_t
 /// an order that depends on which thread's buffer holds it, and results on the thread count.
 template <class T>
 T* sdpa_scratch(int slot, std::int64_t n) {
-    thread_local std::vector<T, Eigen::aligned_allocator<T>> buffers[6];
-    auto& buffer = buffers[slot];
-    if (buffer.size() < static_cast<std::size_t>(n)) buffer.resize(static_cast<std::size_t>(n));
-    return buffer.data();
+    thread_local Scratch<T, Eigen::aligned_allocator<T>> buffers[6];
+    return buffers[slot].at_least(static_cast<std::size_t>(n));
 }
 
 }  // namespace attograd::detail
