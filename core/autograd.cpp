@@ -250,6 +250,8 @@ Tensor Gradients::accumulator(std::size_t i) {
     return Tensor(target.grad);
 }
 
+bool Gradients::has_gradient(std::size_t i) const { return needs(i) && inputs_[i]->grad != nullptr; }
+
 void Gradients::check_accumulators() const {
     for (const std::size_t i : handed_out_)
         AG_CHECK(all_finite(Tensor(inputs_[i]->grad)), AutogradError,

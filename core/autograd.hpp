@@ -72,6 +72,9 @@ public:
     /// memory, then adds only what it touches instead of a full-size zero-filled gradient.
     /// Call only when needs(i). In anomaly mode the buffer is checked after the backward.
     Tensor accumulator(std::size_t i);
+    /// Whether input `i` already holds a gradient, so that accumulator() needs no zero fill (a
+    /// backward whose product covers the whole input writes it fresh through add() otherwise).
+    bool has_gradient(std::size_t i) const;
 
     // Used by the tape.
     Gradients(std::span<const std::shared_ptr<detail::TensorImpl>> inputs, std::string_view op)

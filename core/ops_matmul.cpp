@@ -255,11 +255,12 @@ void add_product_into(const Tensor& a, const Tensor& b, bool transpose_a, bool t
     });
 }
 
-// Adds op(a) op(b), reduced over broadcast batch dimensions, into input i's gradient.
+// Adds op(a) op(b), reduced over broadcast batch dimensions, into input i's gradient: in place
+// when the input has a gradient already, else as a fresh product the gradient takes over.
 void add_product_gradient(autograd::Gradients& g, std::size_t i, const Tensor& a, const Tensor& b,
                           bool transpose_a, bool transpose_b, const Shape& target) {
     if (!g.needs(i)) return;
-    if (target.size() > 2 && batch_of(a.shape()) == batch_of(target) &&
+    if (g.has_gradient(i) && target.size() > 2 && batch_of(a.shape()) == batch_of(target) &&
         batch_of(b.shape()) == batch_of(target)) {
         Tensor grad = g.accumulator(i);
         add_product_into(a, b, transpose_a, transpose_b, grad);
