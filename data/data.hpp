@@ -1,7 +1,8 @@
-// attograd::data: the bundled toy tasks, Vocabulary, TSV datasets and batching, in one include.
+// attograd::data: the bundled toy tasks, Vocabulary, TSV datasets, batching and BLEU, in one include.
 #pragma once
 
 #include "data/batcher.hpp"
+#include "data/bleu.hpp"
 #include "data/dates.hpp"
 #include "data/evaluation.hpp"
 #include "data/task.hpp"
