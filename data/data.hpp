@@ -6,6 +6,7 @@
 #include "data/bleu.hpp"
 #include "data/dates.hpp"
 #include "data/evaluation.hpp"
+#include "data/example_vocabulary.hpp"
 #include "data/gettext_catalog.hpp"
 #include "data/task.hpp"
 #include "data/teacher_forcing.hpp"

@@ -3,6 +3,7 @@
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "data/bleu.hpp"
 #include "data/text.hpp"
 
 #include <algorithm>
@@ -107,6 +108,22 @@ CatalogPairs catalog_pairs(const CatalogPairsOptions& options) {
         split.push_back(std::move(pair));
     }
     return result;
+}
+
+std::vector<std::string> tokenize_text(std::string_view text, TokenLevel level) {
+    return level == TokenLevel::Word ? tokenize_13a(text) : split_chars(text);
+}
+
+std::vector<Example> translation_examples(const std::vector<TranslationPair>& pairs, TokenLevel level) {
+    std::vector<Example> examples;
+    examples.reserve(pairs.size());
+    for (const TranslationPair& pair : pairs) {
+        AG_CHECK(!pair.references.empty(), ValueError, "translation_examples: \"{}\" has no reference",
+                 escape_control(excerpt(pair.source)));
+        examples.push_back(
+            {tokenize_text(pair.source, level), tokenize_text(pair.references.front(), level)});
+    }
+    return examples;
 }
 
 }  // namespace attograd::data

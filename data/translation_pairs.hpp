@@ -3,6 +3,7 @@
 #pragma once
 
 #include "data/gettext_catalog.hpp"
+#include "data/task.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -70,5 +71,19 @@ std::vector<TranslationPair> translation_pairs(const std::vector<GettextCatalog>
 /// not exist or holds no .mo file, and IoError naming the file for a catalog that cannot be read
 /// or is not a .mo file (read_gettext_catalog). Too few pairs is the caller's judgement.
 CatalogPairs catalog_pairs(const CatalogPairsOptions& options);
+
+/// How translation text is cut into tokens.
+enum class TokenLevel {
+    Word,  ///< tokenize_13a: words, with punctuation split off as BLEU's default tokeniser does
+    Char,  ///< split_chars: UTF-8 characters, a space is a token too
+};
+
+/// The tokens of `text` at `level`. Word level uses BLEU's own tokeniser so that a word-level
+/// output joined with spaces is scored on the very tokens it was trained on.
+std::vector<std::string> tokenize_text(std::string_view text, TokenLevel level);
+
+/// One example per pair: tokenize_text of the source and of references[0] (the most frequent
+/// translation). Throws ValueError naming the source when a pair has no reference.
+std::vector<Example> translation_examples(const std::vector<TranslationPair>& pairs, TokenLevel level);
 
 }  // namespace attograd::data

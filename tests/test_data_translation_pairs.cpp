@@ -132,6 +132,19 @@ TEST_CASE("catalog_pairs reads every .mo of LANG/LC_MESSAGES and splits by sourc
                          doctest::Contains(not_mo.c_str()), IoError);
 }
 
+TEST_CASE("translation_examples: word level by the 13a tokeniser, character level by character") {
+    const std::vector<TranslationPair> pairs{
+        {"Invalid argument.", {"Argument invalide.", "Mauvais argument."}}, {"Open", {"Ouvrir"}}};
+    const std::vector<Example> words = translation_examples(pairs, TokenLevel::Word);
+    REQUIRE(words.size() == 2);
+    CHECK(words[0] == Example{{"Invalid", "argument", "."}, {"Argument", "invalide", "."}});
+    CHECK(words[1] == Example{{"Open"}, {"Ouvrir"}});
+    const std::vector<Example> chars = translation_examples({{"Où é", {"Where é"}}}, TokenLevel::Char);
+    CHECK(chars == std::vector<Example>{{{"O", "ù", " ", "é"}, {"W", "h", "e", "r", "e", " ", "é"}}});
+    CHECK_THROWS_WITH_AS(translation_examples({{"Open", {}}}, TokenLevel::Word),
+                         doctest::Contains("translation_examples: \"Open\" has no reference"), ValueError);
+}
+
 TEST_CASE("catalog_pairs over this machine's French catalogs") {
     const std::filesystem::path french = "/usr/share/locale/fr/LC_MESSAGES";
     std::error_code error;
