@@ -1,8 +1,10 @@
 // Temperature, top-k and top-p sampling of one token per row of logits.
 #include "nn/sampling.hpp"
 
+#include "core/autograd.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
+#include "core/ops.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -101,6 +103,40 @@ Tensor sample_logits(const Tensor& logits, const SamplingOptions& options, Gener
         tokens[static_cast<std::size_t>(r)] = draw(row, generator.uniform());
     }
     return index_tensor(tokens, {rows});
+}
+
+std::vector<std::int64_t> generate(const NextTokenLogits& model, const std::vector<std::int64_t>& prompt,
+                                   const GenerateOptions& options, Generator& generator) {
+    check_options(options.sampling);
+    AG_CHECK(!prompt.empty(), ValueError, "generate: the prompt is empty; it needs at least one token");
+    AG_CHECK(std::all_of(prompt.begin(), prompt.end(), [](std::int64_t id) { return id >= 0; }), ValueError,
+             "generate: the prompt holds a negative id");
+    AG_CHECK(options.max_new_tokens >= 0, ValueError, "generate: max_new_tokens must be >= 0, got {}",
+             options.max_new_tokens);
+    AG_CHECK(!options.max_context || *options.max_context >= 1, ValueError,
+             "generate: max_context must be >= 1, got {}", options.max_context.value_or(0));
+    const NoGradGuard no_grad;
+    std::vector<std::int64_t> ids = prompt;
+    for (std::int64_t step = 0; step < options.max_new_tokens; ++step) {
+        const auto length = static_cast<std::int64_t>(ids.size());
+        const std::int64_t context = options.max_context ? std::min(length, *options.max_context) : length;
+        const Tensor input =
+            index_tensor(std::vector<std::int64_t>(ids.end() - context, ids.end()), {1, context});
+        Tensor logits = model(input);
+        AG_CHECK(
+            logits.defined() && ((logits.dim() == 2 && logits.size(0) == 1) ||
+                                 (logits.dim() == 3 && logits.size(0) == 1 && logits.size(1) == context)),
+            ShapeError,
+            "generate: the model returned logits of shape {} for ids [1, {}]; expected [1, V] or [1, {}, V]",
+            logits.defined() ? fmt::format("{}", logits.shape()) : std::string("(undefined)"), context,
+            context);
+        if (logits.dim() == 3) logits = select(logits, 1, context - 1);
+        const std::int64_t next =
+            sample_logits(logits, options.sampling, generator).to_vector<std::int64_t>()[0];
+        ids.push_back(next);
+        if (options.eos_id && next == *options.eos_id) break;
+    }
+    return ids;
 }
 
 }  // namespace attograd::nn

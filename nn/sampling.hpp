@@ -1,12 +1,14 @@
 // Sampling the next token from logits: temperature, top-k and top-p (nucleus), with Hugging Face
-// transformers' semantics, from an explicit generator.
+// transformers' semantics, from an explicit generator; and a sampling loop for language models.
 #pragma once
 
 #include "core/generator.hpp"
 #include "core/tensor.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <vector>
 
 namespace attograd::nn {
 
@@ -38,5 +40,31 @@ struct SamplingOptions {
 /// outside [0, 1], or a row holding NaN or +inf or only -inf (naming the row); DTypeError for
 /// logits that are not float; ShapeError when logits are not [N, V] with V >= 1.
 Tensor sample_logits(const Tensor& logits, const SamplingOptions& options, Generator& generator);
+
+/// A decoder-only language model as generate calls it: ids int64 [1, t] (the context, t >= 1)
+/// -> logits of the next token, [1, V] or [1, t, V] (the last position is used). It must be causal
+/// and stateless (the whole context is passed each step).
+using NextTokenLogits = std::function<Tensor(const Tensor& ids)>;
+
+/// Options of generate (Hugging Face's `generate(max_new_tokens, eos_token_id, do_sample=True)`).
+struct GenerateOptions {
+    std::int64_t max_new_tokens = 64;      ///< most tokens appended (>= 0)
+    std::optional<std::int64_t> eos_id{};  ///< stop after drawing this token (kept in the output)
+    /// The model sees at most this many of the last tokens (a model with learned positions has a
+    /// longest sequence; nanoGPT's block_size crop). nullopt: the whole sequence. Must be >= 1.
+    std::optional<std::int64_t> max_context{};
+    SamplingOptions sampling{};  ///< how each token is drawn
+};
+
+/// Autoregressive sampling: starting from `prompt`, call `model` on the (cropped) sequence, draw the
+/// next token with sample_logits, append it, until max_new_tokens tokens were appended or eos_id
+/// was drawn. Returns the prompt followed by the new tokens. Runs under NoGradGuard; put the model
+/// in eval mode first (dropout would add randomness the generator does not control). The same
+/// generator state gives the same output. Throws ValueError for an empty prompt, a negative id in
+/// it, max_new_tokens < 0, max_context < 1 or options sample_logits refuses; ShapeError when the
+/// model's output is not [1, V] or [1, t, V] (t the context length), and as sample_logits for its
+/// logits.
+std::vector<std::int64_t> generate(const NextTokenLogits& model, const std::vector<std::int64_t>& prompt,
+                                   const GenerateOptions& options, Generator& generator);
 
 }  // namespace attograd::nn

@@ -1,5 +1,6 @@
 // nn/sampling: greedy limits, reproducibility, and the empirical distribution of many draws
-// against softmax(logits / T) restricted to the kept tokens, by a chi-square statistic.
+// against softmax(logits / T) restricted to the kept tokens, by a chi-square statistic; the
+// generate loop over a model whose next token is known.
 #include "nn/sampling.hpp"
 
 #include "core/error.hpp"
@@ -9,6 +10,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 #include <vector>
 
 using namespace attograd;
@@ -209,4 +211,73 @@ TEST_CASE("sample_logits: bad options and logits are refused, naming the problem
                          doctest::Contains("holds NaN or +inf"), ValueError);
     CHECK_THROWS_WITH_AS(sample_logits(tensor({-inf, -inf}, {1, 2}), {}, g),
                          doctest::Contains("row 0 of logits [1, 2] has no finite logit"), ValueError);
+}
+
+namespace {
+
+// A language model over V = 5 tokens that predicts (last + 1) mod 5 with logit 4 (others 0), as
+// [1, t, V] logits; `seen` records each context length it was called with.
+NextTokenLogits counting_model(std::vector<std::int64_t>& seen) {
+    return [&seen](const Tensor& ids) {
+        const std::vector<std::int64_t> context = ids.to_vector<std::int64_t>();
+        seen.push_back(static_cast<std::int64_t>(context.size()));
+        std::vector<double> logits(context.size() * 5, 0.0);
+        logits[(context.size() - 1) * 5 + static_cast<std::size_t>((context.back() + 1) % 5)] = 4.0;
+        return tensor(logits, {1, static_cast<std::int64_t>(context.size()), 5});
+    };
+}
+
+}  // namespace
+
+TEST_CASE("generate: appends sampled tokens to the prompt, stops at eos, crops the context") {
+    std::vector<std::int64_t> seen;
+    Generator generator(0);
+    const GenerateOptions greedy{.max_new_tokens = 6, .sampling = {.top_k = 1}};
+    CHECK(generate(counting_model(seen), {1, 2}, greedy, generator) ==
+          std::vector<std::int64_t>{1, 2, 3, 4, 0, 1, 2, 3});
+    CHECK(seen == std::vector<std::int64_t>{2, 3, 4, 5, 6, 7});
+    // eos is kept and ends the output.
+    GenerateOptions with_eos = greedy;
+    with_eos.eos_id = 0;
+    CHECK(generate(counting_model(seen), {2}, with_eos, generator) == std::vector<std::int64_t>{2, 3, 4, 0});
+    // The model sees at most the last 2 tokens.
+    seen.clear();
+    GenerateOptions cropped = greedy;
+    cropped.max_context = 2;
+    cropped.max_new_tokens = 4;
+    CHECK(generate(counting_model(seen), {0, 1, 2}, cropped, generator) ==
+          std::vector<std::int64_t>{0, 1, 2, 3, 4, 0, 1});
+    CHECK(seen == std::vector<std::int64_t>{2, 2, 2, 2});
+    CHECK(generate(counting_model(seen), {3}, {.max_new_tokens = 0}, generator) ==
+          std::vector<std::int64_t>{3});
+}
+
+TEST_CASE("generate: sampled output is reproducible from the seed, and [1, V] logits are accepted") {
+    const NextTokenLogits flat = [](const Tensor&) { return tensor({0.0, 0.0, 0.0, 0.0}, {1, 4}); };
+    Generator a(21), b(21);
+    const auto first = generate(flat, {0}, {.max_new_tokens = 50}, a);
+    CHECK(first.size() == 51);
+    CHECK(generate(flat, {0}, {.max_new_tokens = 50}, b) == first);
+    CHECK(std::set<std::int64_t>(first.begin(), first.end()).size() == 4);  // 50 uniform draws over 4 tokens
+}
+
+TEST_CASE("generate: an empty prompt, bad options or logits of the wrong shape are refused") {
+    std::vector<std::int64_t> seen;
+    Generator g(0);
+    CHECK_THROWS_WITH_AS(generate(counting_model(seen), {}, {}, g),
+                         doctest::Contains("generate: the prompt is empty"), ValueError);
+    CHECK_THROWS_WITH_AS(generate(counting_model(seen), {-1}, {}, g), doctest::Contains("negative id"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(generate(counting_model(seen), {1}, {.max_new_tokens = -1}, g),
+                         doctest::Contains("max_new_tokens must be >= 0, got -1"), ValueError);
+    CHECK_THROWS_WITH_AS(generate(counting_model(seen), {1}, {.max_context = 0}, g),
+                         doctest::Contains("max_context must be >= 1, got 0"), ValueError);
+    CHECK_THROWS_WITH_AS(generate(counting_model(seen), {1}, {.sampling = {.temperature = -1.0}}, g),
+                         doctest::Contains("temperature must be a finite number > 0"), ValueError);
+    const NextTokenLogits wrong = [](const Tensor&) { return tensor({0.0, 0.0, 0.0, 0.0}, {2, 2}); };
+    CHECK_THROWS_WITH_AS(
+        generate(wrong, {1, 2, 3}, {}, g),
+        doctest::Contains("generate: the model returned logits of shape [2, 2] for ids [1, 3]"), ShapeError);
+    const NextTokenLogits undefined = [](const Tensor&) { return Tensor(); };
+    CHECK_THROWS_WITH_AS(generate(undefined, {1}, {}, g), doctest::Contains("(undefined)"), ShapeError);
 }
