@@ -123,7 +123,9 @@ TEST_CASE("sample_logits: many draws follow softmax(logits / T) over the top k")
         sample_logits(repeat_row(logits, draws), {.temperature = 0.7, .top_k = 4}, generator);
     const std::vector<std::int64_t> counts = histogram(tokens, logits.size());
     CHECK(counts[3] + counts[4] + counts[5] == 0);
-    const auto [chi2, df] = chi_square(counts, expected(logits, 0.7, top4));
+    const auto chi2_result = chi_square(counts, expected(logits, 0.7, top4));
+    const double chi2 = chi2_result.first;
+    const int df = chi2_result.second;
     CAPTURE(chi2);
     CHECK(df == 3);
     CHECK(chi2 < chi_square_bound(df));
@@ -134,7 +136,9 @@ TEST_CASE("sample_logits: many draws follow softmax(logits / T) over the top k")
     const auto all_counts =
         histogram(sample_logits(repeat_row(logits, draws), {.temperature = 1.5, .top_k = 100}, all_generator),
                   logits.size());
-    const auto [chi2_all, df_all] = chi_square(all_counts, expected(logits, 1.5, std::vector<bool>(7, true)));
+    const auto chi2_all_result = chi_square(all_counts, expected(logits, 1.5, std::vector<bool>(7, true)));
+    const double chi2_all = chi2_all_result.first;
+    const int df_all = chi2_all_result.second;
     CHECK(df_all == 6);
     CHECK(chi2_all < chi_square_bound(df_all));
 }
@@ -146,7 +150,9 @@ TEST_CASE("sample_logits: top_p keeps the smallest set of most probable tokens t
     const std::vector<double> logits{std::log(0.25), std::log(0.5), std::log(0.1), std::log(0.15)};
     const std::vector<std::pair<double, std::vector<bool>>> cases{{0.7, {true, true, false, false}},
                                                                   {0.8, {true, true, false, true}}};
-    for (const auto& [top_p, kept] : cases) {
+    for (const auto& test_case : cases) {
+        const double top_p = test_case.first;
+        const std::vector<bool>& kept = test_case.second;
         CAPTURE(top_p);
         Generator generator(11);
         const auto counts =
@@ -154,7 +160,9 @@ TEST_CASE("sample_logits: top_p keeps the smallest set of most probable tokens t
         const std::vector<double> p = expected(logits, 1.0, kept);
         for (std::size_t i = 0; i < 4; ++i)
             if (!kept[i]) CHECK(counts[i] == 0);
-        const auto [chi2, df] = chi_square(counts, p);
+        const auto chi2_result = chi_square(counts, p);
+        const double chi2 = chi2_result.first;
+        const int df = chi2_result.second;
         CAPTURE(chi2);
         CHECK(chi2 < chi_square_bound(df));
     }
@@ -168,7 +176,9 @@ TEST_CASE("sample_logits: tokens tied with the k-th largest logit are kept, -inf
     const auto counts = histogram(
         sample_logits(repeat_row({1.0, 3.0, 3.0, minus_inf, 0.0}, draws), {.top_k = 1}, generator), 5);
     CHECK(counts[0] + counts[3] + counts[4] == 0);
-    const auto [chi2, df] = chi_square(counts, {0.0, 0.5, 0.5, 0.0, 0.0});
+    const auto chi2_result = chi_square(counts, {0.0, 0.5, 0.5, 0.0, 0.0});
+    const double chi2 = chi2_result.first;
+    const int df = chi2_result.second;
     CHECK(chi2 < chi_square_bound(df));
     // Without top_k, -inf is still never drawn.
     Generator other(6);
