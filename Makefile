@@ -40,14 +40,14 @@ bench: deps
 	cmake --build $(BUILD) -j$(JOBS) --target attograd_benchmarks
 	@for b in $(BUILD)/bench/bench_*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done
 
-# libFuzzer targets (clang, ASan + UBSan) for the checkpoint reader, the TSV reader and the
-# run-directory loader, each run for FUZZ_SECONDS from the committed seed corpus and dictionary
+# libFuzzer targets (clang, ASan + UBSan) for the checkpoint reader, the TSV reader, the
+# run-directory loader and the gettext .mo reader, each run for FUZZ_SECONDS from the committed seed corpus and dictionary
 # (fuzz/corpus/NAME, fuzz/NAME.dict); new inputs go to $(FUZZ)/corpus/NAME, findings to $(FUZZ)/.
 fuzz:
 	@$(MAKE) --no-print-directory deps PACKAGES="$(FUZZ_PACKAGES)"
 	CC=clang-14 CXX=clang++-14 cmake -S . -B $(FUZZ) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DATTOGRAD_FUZZ=ON -DATTOGRAD_BUILD_TESTS=OFF -DATTOGRAD_BUILD_BENCH=OFF -DATTOGRAD_NATIVE=OFF
-	cmake --build $(FUZZ) -j$(JOBS) --target fuzz_safetensors fuzz_tsv fuzz_run_dir
-	@for f in safetensors tsv run_dir; do \
+	cmake --build $(FUZZ) -j$(JOBS) --target fuzz_safetensors fuzz_tsv fuzz_run_dir fuzz_gettext
+	@for f in safetensors tsv run_dir gettext; do \
 	  mkdir -p $(FUZZ)/corpus/$$f; \
 	  echo "== fuzz_$$f for $(FUZZ_SECONDS) s"; \
 	  $(FUZZ)/fuzz/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -dict=fuzz/$$f.dict \

@@ -89,11 +89,16 @@ Batcher::Batcher(std::vector<std::vector<std::int64_t>> sources,
 }
 
 Batcher::Batcher(const std::vector<Example>& examples, const Vocabulary& vocab, BatcherOptions options)
-    : Batcher(encode_all(examples, vocab, false), encode_all(examples, vocab, true), options) {
+    : Batcher(examples, vocab, vocab, options) {}
+
+Batcher::Batcher(const std::vector<Example>& examples, const Vocabulary& source_vocab,
+                 const Vocabulary& target_vocab, BatcherOptions options)
+    : Batcher(encode_all(examples, source_vocab, false), encode_all(examples, target_vocab, true), options) {
     // Any other pad id is a real token's id: padding would read as that token.
     AG_CHECK(options_.pad_id == Vocabulary::pad_id, ValueError,
              "Batcher: pad_id {} with a Vocabulary is the id of '{}'; it must be Vocabulary::pad_id ({})",
-             options_.pad_id, options_.pad_id < vocab.size() ? vocab.token(options_.pad_id) : "<none>",
+             options_.pad_id,
+             options_.pad_id < source_vocab.size() ? source_vocab.token(options_.pad_id) : "<none>",
              Vocabulary::pad_id);
 }
 
@@ -180,8 +185,14 @@ void BatchStream::advance() {
 }
 
 Batch collate(const std::vector<Example>& examples, const Vocabulary& vocab) {
+    return collate(examples, vocab, vocab);
+}
+
+Batch collate(const std::vector<Example>& examples, const Vocabulary& source_vocab,
+              const Vocabulary& target_vocab) {
     AG_CHECK(!examples.empty(), ValueError, "collate: no examples");
-    const Batcher all(examples, vocab, {.batch_size = static_cast<std::int64_t>(examples.size())});
+    const Batcher all(examples, source_vocab, target_vocab,
+                      {.batch_size = static_cast<std::int64_t>(examples.size())});
     std::vector<std::int64_t> indices(examples.size());
     std::iota(indices.begin(), indices.end(), std::int64_t{0});
     return all.collate(indices);

@@ -80,6 +80,12 @@ public:
     /// token throws ValueError as Vocabulary::encode does). Throws as the constructor above, and
     /// ValueError when options.pad_id is not Vocabulary::pad_id.
     Batcher(const std::vector<Example>& examples, const Vocabulary& vocab, BatcherOptions options);
+    /// A batcher over `examples` with separate vocabularies: sources encoded with
+    /// `source_vocab`, targets with `target_vocab` (unknown tokens become <unk> of each; the
+    /// special tokens have the same ids 0-3 in both, so padding and masks do not change). Throws
+    /// as the constructor above.
+    Batcher(const std::vector<Example>& examples, const Vocabulary& source_vocab,
+            const Vocabulary& target_vocab, BatcherOptions options);
 
     /// Number of examples.
     std::int64_t size() const { return static_cast<std::int64_t>(sources_.size()); }
@@ -157,5 +163,9 @@ private:
 /// with batch_size examples.size(), then collate of every index), e.g. a held-out split decoded
 /// in one call. Throws ValueError when `examples` is empty, and as Vocabulary::encode.
 Batch collate(const std::vector<Example>& examples, const Vocabulary& vocab);
+/// collate with separate vocabularies: sources encoded with `source_vocab`, targets with
+/// `target_vocab`. Throws as the one-vocabulary collate.
+Batch collate(const std::vector<Example>& examples, const Vocabulary& source_vocab,
+              const Vocabulary& target_vocab);
 
 }  // namespace attograd::data

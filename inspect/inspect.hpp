@@ -1,5 +1,5 @@
 // Umbrella header of inspect/: attention maps, alignment, saliency, knockout, rollout and flow,
-// renderers, snapshots over training.
+// renderers, snapshots over training, previous-token and induction head scores.
 #pragma once
 
 #include "inspect/attention_map.hpp"
@@ -8,6 +8,7 @@
 #include "inspect/faithfulness.hpp"
 #include "inspect/faithfulness_stats.hpp"
 #include "inspect/faithfulness_table.hpp"
+#include "inspect/head_scores.hpp"
 #include "inspect/intervention.hpp"
 #include "inspect/knockout.hpp"
 #include "inspect/max_flow.hpp"

@@ -24,6 +24,7 @@
 #include "nn/positional_encoding.hpp"
 #include "nn/rnn.hpp"
 #include "nn/rnn_cell.hpp"
+#include "nn/sampling.hpp"
 #include "nn/seq2seq_transformer.hpp"
 #include "nn/sequential.hpp"
 #include "nn/transformer.hpp"

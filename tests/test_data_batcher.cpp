@@ -163,6 +163,30 @@ TEST_CASE("batcher: built from examples and a vocabulary") {
     CHECK_THROWS_WITH_AS(Batcher({{{"<eos>"}, {"a"}}}, vocab, {}), doctest::Contains("reserved"), ValueError);
 }
 
+TEST_CASE("batcher and collate with separate source and target vocabularies") {
+    // English sources, French targets: "the" has id 4 in the source vocabulary, "le" id 4 in the
+    // target one; a word of one language is <unk> in the other's vocabulary.
+    const Vocabulary english({"the", "cat"}), french({"le", "chat", "noir"});
+    const std::vector<Example> examples{{{"the", "cat"}, {"le", "chat", "noir"}},
+                                        {{"cat", "le"}, {"chat", "the"}}};
+    const std::int64_t unk = Vocabulary::unk_id, pad = Vocabulary::pad_id;
+    const Batcher batcher(examples, english, french, {.batch_size = 2});
+    const Batch batch = batcher.collate({0, 1});
+    CHECK(batch.source.ids.to_vector<std::int64_t>() == std::vector<std::int64_t>{4, 5, 5, unk});
+    CHECK(batch.target.ids.to_vector<std::int64_t>() == std::vector<std::int64_t>{4, 5, 6, 5, unk, pad});
+    // The shared-vocabulary batcher reads both sides with one vocabulary.
+    const Batch shared = Batcher(examples, french, {.batch_size = 2}).collate({0, 1});
+    CHECK(shared.source.ids.to_vector<std::int64_t>() == std::vector<std::int64_t>{unk, unk, unk, 4});
+    const Batch all = collate(examples, english, french);
+    CHECK(all.source.ids.to_vector<std::int64_t>() == batch.source.ids.to_vector<std::int64_t>());
+    CHECK(all.target.ids.to_vector<std::int64_t>() == batch.target.ids.to_vector<std::int64_t>());
+    CHECK_THROWS_WITH_AS(Batcher(examples, english, french, {.pad_id = 4}),
+                         doctest::Contains("Batcher: pad_id 4 with a Vocabulary is the id of 'the'"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(collate({{{"a"}, {"<eos>"}}}, english, french), doctest::Contains("reserved"),
+                         ValueError);
+}
+
 TEST_CASE("batcher: batches(count) are successive epochs cut after count, collated lazily") {
     // 10 examples in batches of 4: 3 per epoch (the last short), so 8 batches cross two epoch ends.
     const Batcher batcher = make_batcher(10, {.batch_size = 4, .shuffle = true});
