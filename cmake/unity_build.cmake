@@ -8,7 +8,15 @@ set(ATTOGRAD_UNITY_BATCH 8 CACHE STRING "Sources per unity translation unit (0: 
 if(ATTOGRAD_UNITY_BATCH GREATER 0)
   foreach(target attograd attograd_cli)
     if(TARGET ${target})
-      set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${ATTOGRAD_UNITY_BATCH})
+      set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${ATTOGRAD_UNITY_BATCH}
+                                                 UNITY_BUILD_UNIQUE_ID ATTOGRAD_UNITY_ID)
+      # Each op's file names itself in its messages with a file-local `kOp`; in a unity translation
+      # unit the name gets a suffix unique to its source file (CMake's ATTOGRAD_UNITY_ID), so two
+      # such files can share a batch.
+      set_property(TARGET ${target} PROPERTY UNITY_BUILD_CODE_BEFORE_INCLUDE
+                   "#define ATTOGRAD_UNITY_CAT2(a, b) a##_##b\n#define ATTOGRAD_UNITY_CAT(a, b) ATTOGRAD_UNITY_CAT2(a, b)\n#define kOp ATTOGRAD_UNITY_CAT(kOp, ATTOGRAD_UNITY_ID)")
+      set_property(TARGET ${target} PROPERTY UNITY_BUILD_CODE_AFTER_INCLUDE
+                   "#undef kOp\n#undef ATTOGRAD_UNITY_CAT\n#undef ATTOGRAD_UNITY_CAT2")
     endif()
   endforeach()
 endif()
