@@ -4,6 +4,7 @@
 # its bash completion), then purges the packages and checks that only dpkg's own database is left.
 # -DBUILD_DIR=<attograd build tree> -DCONSUMER_DIR=<tests/install/consumer> -DWORK_DIR=<scratch>
 # -DCXX=<C++ compiler> -DVERSION=<project version>
+cmake_minimum_required(VERSION 3.20)
 file(REMOVE_RECURSE ${WORK_DIR})
 set(root ${WORK_DIR}/root)
 function(run)
@@ -54,7 +55,8 @@ expect_file(usr/share/bash-completion/completions/attograd)
 if(attograd-doc IN_LIST names)
   expect_file(usr/share/doc/attograd-doc/html/index.html)
 endif()
-file(GLOB_RECURSE detail LIST_DIRECTORIES true ${root}/usr/include/*/detail)
+file(GLOB_RECURSE detail LIST_DIRECTORIES true RELATIVE ${root} ${root}/usr/include/*)
+list(FILTER detail INCLUDE REGEX "/detail(/|$)")
 if(detail)
   message(FATAL_ERROR "packages: internal headers installed: ${detail}")
 endif()
@@ -104,15 +106,19 @@ if(NOT last_output MATCHES "^attograd ${VERSION} ")
   message(FATAL_ERROR "attograd --version printed: ${last_output}")
 endif()
 run(gzip -dc ${root}/usr/share/man/man1/attograd.1.gz)
-foreach(expected ".SH COMMANDS" ".SS train" "\\fB\\-\\-task\\fR NAME" ".SS inspect")
+foreach(expected ".SH COMMANDS" ".SS tasks" ".SS train" "\\fB\\-\\-task\\fR \\fINAME\\fR" ".SS inspect")
   string(FIND "${last_output}" "${expected}" at)
   if(at EQUAL -1)
     message(FATAL_ERROR "man page: no '${expected}' in\n${last_output}")
   endif()
 endforeach()
-run(bash -c "PATH='${root}/usr/bin':$PATH; source '${root}/usr/share/bash-completion/completions/attograd'
-             COMP_WORDS=(attograd tr); COMP_CWORD=1; _attograd; echo \"\${COMPREPLY[*]}\"
-             COMP_WORDS=(attograd train --ta); COMP_CWORD=2; _attograd; echo \"\${COMPREPLY[*]}\"")
+# (a script file: run() takes a list, which a ';' in the script would split)
+file(WRITE ${WORK_DIR}/completion.sh "PATH='${root}/usr/bin':\"$PATH\"
+source '${root}/usr/share/bash-completion/completions/attograd'
+COMP_WORDS=(attograd tr) COMP_CWORD=1 && _attograd && echo \"\${COMPREPLY[*]}\"
+COMP_WORDS=(attograd train --ta) COMP_CWORD=2 && _attograd && echo \"\${COMPREPLY[*]}\"
+")
+run(bash ${WORK_DIR}/completion.sh)
 if(NOT last_output STREQUAL "train\n--task\n")
   message(FATAL_ERROR "bash completion of 'attograd tr' and 'attograd train --ta' gave: ${last_output}")
 endif()
