@@ -6,6 +6,17 @@
 # optim/distributed.cpp) are compiled alone, as CMake does for every such source.
 set(ATTOGRAD_UNITY_BATCH 8 CACHE STRING "Sources per unity translation unit (0: no unity build)")
 if(ATTOGRAD_UNITY_BATCH GREATER 0)
+  # GCC 12's false warnings (bugs 105593 on its own AVX-512 intrinsics, 105651 -Wrestrict in
+  # std::string) follow its inlining, which sees a whole batch: core/gcc12_avx512_warning.hpp
+  # silences the first for one source file, so a batch needs it for all of them.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    target_compile_options(attograd PRIVATE -Wno-uninitialized -Wno-restrict)
+  endif()
+  # GCC's -Wsubobject-linkage is meant for headers, and in a batch every source but the first is
+  # an included file: a kernel that captures a file-local type would warn there and nowhere else.
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(attograd PRIVATE -Wno-subobject-linkage)
+  endif()
   foreach(target attograd attograd_cli)
     if(TARGET ${target})
       set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE ${ATTOGRAD_UNITY_BATCH}
