@@ -1,7 +1,7 @@
 # Thin wrapper over CMake: `make demo` and `make test` are the README's two quick-start commands.
 # Both install any missing Debian packages first (apt-get; through sudo when not root).
 
-PACKAGES := cmake g++ make ccache libeigen3-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev libtinyxml2-dev chromium libxsmm-dev libopenmpi-dev openmpi-bin
+PACKAGES := cmake g++ make ccache libeigen3-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev libtinyxml2-dev chromium libxsmm-dev libopenmpi-dev openmpi-bin help2man
 FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
 FUZZ      := build-fuzz
 FUZZ_SECONDS ?= 60
@@ -10,7 +10,7 @@ BUILD    := build
 SANITIZE := build-sanitize
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-sanitize build deps bench clean fuzz
+.PHONY: demo test test-sanitize build deps bench clean fuzz package
 
 # Trains `reverse`, draws the attention it learned in the terminal, and writes the HTML report.
 # Builds only the program (not the tests and benchmarks); --force: re-running replaces the run.
@@ -39,6 +39,14 @@ bench: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j$(JOBS) --target attograd_benchmarks
 	@for b in $(BUILD)/bench/bench_*; do [ -x "$$b" ] && echo "== $$b" && "$$b"; done
+
+# Debian packages in $(BUILD)/packages: libattograd-dev, attograd, and attograd-doc when the
+# documentation site ($(BUILD)/site) is built. Builds only the library, the program and its man
+# page (cmake/package.cmake).
+package: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j$(JOBS) --target attograd attograd_program attograd_man
+	cd $(BUILD) && cpack
 
 # libFuzzer targets (clang, ASan + UBSan) for the checkpoint reader, the TSV reader, the
 # run-directory loader and the gettext .mo reader, each run for FUZZ_SECONDS from the committed seed corpus and dictionary
