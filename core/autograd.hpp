@@ -68,6 +68,7 @@ public:
     void add(std::size_t i, const Tensor& grad);
 
     // Used by the tape.
+    /// Made by the tape for one op's `inputs` (`op` names it in internal errors).
     Gradients(std::span<const std::shared_ptr<detail::TensorImpl>> inputs, std::string_view op)
         : inputs_(inputs), op_(op) {}
 
@@ -83,8 +84,11 @@ private:
 /// recording an op does not allocate for its backward.
 class BackwardFn {
 public:
+    /// An empty function.
     BackwardFn() = default;
+    /// An empty function, as from `nullptr` (calling it throws AutogradError).
     BackwardFn(std::nullptr_t) {}
+    /// Wraps any copyable callable `void(const Tensor&, Gradients&)`, inline when it fits 64 bytes.
     template <class F>
     requires(!std::is_same_v<std::remove_cvref_t<F>, BackwardFn> &&
              std::is_invocable_v<std::remove_cvref_t<F>&, const Tensor&, Gradients&>)
@@ -98,8 +102,10 @@ public:
         }
         ops_ = &ops_for<Fn>;
     }
-    BackwardFn(const BackwardFn& other) { copy_from(other); }
+    BackwardFn(const BackwardFn& other) { copy_from(other); }  ///< Copies the callable.
+    /// Takes the callable; `other` is left empty.
     BackwardFn(BackwardFn&& other) noexcept { move_from(other); }
+    /// Copies the callable.
     BackwardFn& operator=(const BackwardFn& other) {
         if (this != &other) {
             BackwardFn copy(other);
@@ -107,6 +113,7 @@ public:
         }
         return *this;
     }
+    /// Takes the callable; `other` is left empty.
     BackwardFn& operator=(BackwardFn&& other) noexcept {
         if (this != &other) {
             reset();
@@ -118,6 +125,7 @@ public:
 
     /// Calls the function. Throws AutogradError when empty.
     void operator()(const Tensor& grad_output, Gradients& grads) const;
+    /// True when it holds a callable.
     explicit operator bool() const { return ops_ != nullptr; }
 
 private:
