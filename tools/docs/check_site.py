@@ -67,12 +67,16 @@ def main():
     with tempfile.NamedTemporaryFile("w", suffix=".ini") as config:
         config.write("[checking]\nthreads=4\n[filtering]\ncheckextern=0\n[AnchorCheck]\n")
         config.flush()
-        result = subprocess.run(["linkchecker", "--config", config.name, "--no-status", "--no-warnings",
+        result = subprocess.run(["linkchecker", "--config", config.name, "--no-status",
                                  "--ignore-url=^https?:", "--ignore-url=^mailto:",
                                  "--no-follow-url=/api/", str(args.out / "index.html")],
                                 text=True, capture_output=True)
-    if result.returncode != 0:
+    # A missing anchor is only a warning to linkchecker: every warning fails the test.
+    summary = re.search(r"(\d+) warnings? found.*?(\d+) errors? found", result.stdout)
+    if result.returncode != 0 or not summary or summary.groups() != ("0", "0"):
         failures.append("linkchecker found broken links or anchors:\n" + result.stdout[-6000:])
+    else:
+        print(re.search(r"\d+ links in \d+ URLs checked", result.stdout).group(0))
 
     for program in filter(None, args.snippets.split(",")):
         with tempfile.TemporaryDirectory(prefix="attograd-snippet-") as cwd:
