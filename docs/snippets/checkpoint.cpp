@@ -1,6 +1,6 @@
 // Checkpoints are safetensors files keyed by PyTorch's state_dict names, so they load into
 // torch.nn.MultiheadAttention with `load_state_dict(safetensors.torch.load_file(path))`.
-#include "attograd.hpp"
+#include <attograd/attograd.hpp>
 #include <filesystem>
 using namespace attograd;
 

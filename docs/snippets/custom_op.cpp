@@ -1,6 +1,6 @@
 // A new differentiable op: compute the forward, and when the tape records, give the backward
 // that adds the input's gradient. Then check it against central differences in float64.
-#include "attograd.hpp"
+#include <attograd/attograd.hpp>
 using namespace attograd;
 
 /// softplus(x) = log(1 + exp(x)), elementwise; PyTorch's torch.nn.functional.softplus (beta 1).

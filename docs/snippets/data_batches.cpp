@@ -1,6 +1,6 @@
 // A bundled task, a vocabulary and padded batches with their masks (PyTorch's DataLoader +
 // pad_sequence semantics).
-#include "attograd.hpp"
+#include <attograd/attograd.hpp>
 using namespace attograd;
 
 int main() {

@@ -1,7 +1,7 @@
 // Data-parallel training in your own program: each rank trains on its share of the batch and
 // the ranks average their gradients, so each step is the step of one process on the whole batch.
 // Run it as `mpirun -np 2 ./distributed`; alone it is rank 0 of 1 and makes no MPI call.
-#include "attograd.hpp"
+#include <attograd/attograd.hpp>
 using namespace attograd;
 
 int main() {

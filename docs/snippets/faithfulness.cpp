@@ -1,7 +1,7 @@
 // Is a head's attention an explanation of the output? A small attention classifier learns which
 // position holds the largest first feature; then its head's weights are compared with gradient
 // and leave-one-out importance (Kendall tau-b) and permuted (Jain & Wallace 2019).
-#include "attograd.hpp"
+#include <attograd/attograd.hpp>
 using namespace attograd;
 
 int main() {

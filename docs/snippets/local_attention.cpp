@@ -1,7 +1,7 @@
 // Local attention (Luong et al. 2015): each query sees only the 2D + 1 keys around its centre
 // p_t, and only that band is computed. local-m: p_t = t; local-p: p_t is predicted and the
 // weights are multiplied by a Gaussian around it.
-#include "attograd.hpp"
+#include <attograd/attograd.hpp>
 #include <iostream>
 using namespace attograd;
 

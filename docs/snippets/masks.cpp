@@ -1,6 +1,6 @@
 // Masks have PyTorch's semantics: a bool mask is true where attention is NOT allowed, a float
 // mask is added to the scores. A query whose keys are all masked gets weights 0 and output 0.
-#include "attograd.hpp"
+#include <attograd/attograd.hpp>
 #include <iostream>
 using namespace attograd;
 

@@ -1,5 +1,5 @@
 // Tensors, indexing, reductions and printing, as in PyTorch.
-#include "attograd.hpp"
+#include <attograd/attograd.hpp>
 #include <iostream>
 using namespace attograd;
 using namespace attograd::indexing;  // Slice, All, None, Ellipsis

@@ -1,5 +1,5 @@
 // Token and position embeddings and one self-attention layer learn to reverse 8 digits.
-#include "attograd.hpp"
+#include <attograd/attograd.hpp>
 using namespace attograd;
 
 int main() {
@@ -20,6 +20,6 @@ int main() {
         adam.zero_grad();
         loss.backward();
         adam.step();
-        if (step % 100 == 0) fmt::print("step {}  loss {:.4f}\n", step, loss.item());
+        if (step % 100 == 0) fmt::print("step {}  loss {:.3g}\n", step, loss.item());
     }
 }
