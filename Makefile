@@ -2,6 +2,7 @@
 # Both install any missing Debian packages first (apt-get; through sudo when not root).
 
 PACKAGES := cmake g++ make ccache libeigen3-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev libtinyxml2-dev chromium libxsmm-dev libopenmpi-dev openmpi-bin help2man
+DOCS_PACKAGES := mkdocs mkdocs-material doxygen linkchecker
 FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
 FUZZ      := build-fuzz
 FUZZ_SECONDS ?= 60
@@ -10,7 +11,7 @@ BUILD    := build
 SANITIZE := build-sanitize
 SUDO     := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: demo test test-sanitize build deps bench clean fuzz package
+.PHONY: demo test test-sanitize build deps bench clean fuzz docs package
 
 # Trains `reverse`, draws the attention it learned in the terminal, and writes the HTML report.
 # Builds only the program (not the tests and benchmarks); --force: re-running replaces the run.
@@ -21,6 +22,8 @@ demo: deps
 	./$(BUILD)/examples/attograd/attograd inspect --run runs/reverse --input "a b c d e f g"
 	./$(BUILD)/examples/attograd/attograd inspect --run runs/reverse --samples 3 --format html
 
+# The documentation tools too, so that ctest runs the docs_site test.
+test: PACKAGES += $(DOCS_PACKAGES)
 test: build
 	ctest --test-dir $(BUILD) -j$(JOBS) --output-on-failure
 
@@ -33,6 +36,14 @@ test-sanitize: deps
 build: deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j$(JOBS)
+
+# The documentation site, offline, in build/site: the guides (MkDocs), the command-line reference
+# from --help, the gallery of reports (trains a few short runs) and the API reference (Doxygen).
+docs: PACKAGES += $(DOCS_PACKAGES)
+docs: deps
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j$(JOBS) --target attograd_program
+	/usr/bin/python3 tools/docs/build_site.py --program $(BUILD)/examples/attograd/attograd --out $(BUILD)/site
 
 # The benchmark programs are outside the default build (`make build` / `make test` skip them).
 bench: deps

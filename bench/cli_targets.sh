@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The README's "Measured targets": trains each row's run with the `attograd` program (default
-# settings, seed 0) and prints a Markdown table (command, steps, seconds, result). Steps and
-# results are deterministic for a build and CPU; seconds depend on the machine's load (the
-# README's table: a 2-core AMD EPYC, about 2 minutes for the whole script). Not a test.
+# The table of docs/tutorials/bundled-task.md and docs/performance.md: trains each row's run with
+# the `attograd` program (default settings, seed 0) and prints a Markdown table (command, steps,
+# seconds, result). Steps and results are deterministic for a build and CPU; seconds depend on
+# the machine and its load (the CPU and date of the published table are on the performance
+# page). Not a test.
 #   bench/cli_targets.sh [BUILD_DIR]     (default build; needs python3 for the JSON)
 set -euo pipefail
 build=${1:-build}

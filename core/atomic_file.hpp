@@ -26,6 +26,8 @@ public:
     /// What AtomicFile does with a symbolic link at its target.
     enum class Symlinks { follow, refuse };
 
+    /// Opens a temporary file beside `target` for writing; the error messages start with `where`.
+    /// Throws IoError when it cannot be created.
     AtomicFile(const std::filesystem::path& target, std::string where, Symlinks symlinks = Symlinks::follow);
     ~AtomicFile();
     AtomicFile(const AtomicFile&) = delete;

@@ -76,6 +76,7 @@ public:
     bool has_gradient(std::size_t i) const;
 
     // Used by the tape.
+    /// Made by the tape for one op's `inputs` (`op` names it in internal errors).
     Gradients(std::span<const std::shared_ptr<detail::TensorImpl>> inputs, std::string_view op)
         : inputs_(inputs), op_(op) {}
 

@@ -73,9 +73,13 @@ decltype(auto) dispatch_all(DType dtype, Fn&& fn) {
 
 }  // namespace attograd
 
+// fmt's formatter specialisations sit outside attograd's namespaces, where Doxygen cannot
+// place them; the reference documents them with to_string.
+/// @cond
 template <>
 struct fmt::formatter<attograd::DType> : fmt::formatter<std::string_view> {
     auto format(attograd::DType d, fmt::format_context& ctx) const {
         return fmt::formatter<std::string_view>::format(attograd::dtype_name(d), ctx);
     }
 };
+/// @endcond

@@ -45,6 +45,9 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 }  // namespace attograd
 
+// fmt's formatter specialisations sit outside attograd's namespaces, where Doxygen cannot
+// place them; the reference documents them with to_string.
+/// @cond
 /// `fmt::format("{}", t)`: the same text as to_string / operator<<.
 template <>
 struct fmt::formatter<attograd::Tensor> : fmt::formatter<std::string_view> {
@@ -52,3 +55,4 @@ struct fmt::formatter<attograd::Tensor> : fmt::formatter<std::string_view> {
         return fmt::formatter<std::string_view>::format(attograd::to_string(t), ctx);
     }
 };
+/// @endcond

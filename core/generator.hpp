@@ -7,7 +7,7 @@
 namespace attograd {
 
 /// A seeded pseudo-random source (64-bit Mersenne Twister). The same seed gives the same
-/// numbers on every platform: normals and uniforms are derived here, not by <random>'s
+/// numbers on every platform: normals and uniforms are derived here, not by `<random>`'s
 /// implementation-defined distributions.
 class Generator {
 public:

@@ -20,7 +20,7 @@ struct GradcheckOptions {
 
 /// Outcome of gradcheck; `report` names the worst input and element.
 struct GradcheckResult {
-    bool ok = true;
+    bool ok = true;              ///< every checked element within atol + rtol * |numeric|
     double max_abs_error = 0.0;  ///< worst |analytic - numeric| over all checked elements
     std::string report;          ///< e.g. "input 1 element [0, 2]: analytic 0.5 numeric 0.25 ..."
 };

@@ -17,6 +17,7 @@ namespace attograd {
 /// text when it cannot be opened.
 class InputFile {
 public:
+    /// Opens `path` for reading (see the class for what it refuses).
     InputFile(const std::filesystem::path& path, std::string where);
     ~InputFile();
     InputFile(const InputFile&) = delete;

@@ -10,9 +10,9 @@ enum class Reduction { Mean, Sum, None };
 
 /// Options of cross_entropy and nll_loss, with PyTorch's defaults.
 struct CrossEntropyOptions {
-    Reduction reduction = Reduction::Mean;
-    std::int64_t ignore_index = -100;  ///< targets equal to this contribute nothing
-    double label_smoothing = 0.0;      ///< in [0, 1]; mixes the target with the uniform distribution
+    Reduction reduction = Reduction::Mean;  ///< mean over the counted targets, sum, or none ([N] per target)
+    std::int64_t ignore_index = -100;       ///< targets equal to this contribute nothing
+    double label_smoothing = 0.0;           ///< in [0, 1]; mixes the target with the uniform distribution
 };
 
 /// PyTorch's `F.cross_entropy` with class-index targets: logits [N, C] (or [N, C, d...], or

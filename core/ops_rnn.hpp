@@ -23,7 +23,10 @@ std::int64_t rnn_gate_count(RnnMode mode);
 /// b_ih and b_hh [G*H] (both undefined for a layer without bias), w_hr [P, H] (LSTM with a
 /// projection only, else undefined). P, the width of h, is H without a projection.
 struct RnnDirectionWeights {
+    /// the weights named above, in that order
+    /// @{
     Tensor w_ih, w_hh, b_ih, b_hh, w_hr;
+    /// @}
 };
 
 /// The results of rnn_layer. D is the number of directions (1 or 2).

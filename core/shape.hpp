@@ -39,9 +39,9 @@ Shape broadcast_strides(const Shape& shape, const Shape& out);
 /// the sizes before it, `inner` of those after it. Kernels that work along an axis read
 /// element (o, k, i) at offset (o * size + k) * inner + i.
 struct AxisSplit {
-    std::int64_t outer = 1;
-    std::int64_t size = 1;
-    std::int64_t inner = 1;
+    std::int64_t outer = 1;  ///< product of the sizes before the axis
+    std::int64_t size = 1;   ///< the axis's size
+    std::int64_t inner = 1;  ///< product of the sizes after the axis
 };
 
 /// Splits `shape` around `axis` (already normalised; a 0-d shape gives 1, 1, 1).

@@ -23,9 +23,9 @@ public:
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
 
-    void* data() { return data_; }
-    const void* data() const { return data_; }
-    std::size_t bytes() const { return bytes_; }
+    void* data() { return data_; }                ///< the first byte
+    const void* data() const { return data_; }    ///< the first byte
+    std::size_t bytes() const { return bytes_; }  ///< the size allocated
 
 private:
     void* data_;

@@ -60,25 +60,32 @@ struct TensorOptions {
 class Tensor {
 public:
     Tensor() = default;
+    /// A handle to `impl` (used by the library's own constructors).
     explicit Tensor(std::shared_ptr<detail::TensorImpl> impl) : impl_(std::move(impl)) {}
 
     /// True unless default-constructed.
     bool defined() const { return impl_ != nullptr; }
 
+    /// The sizes of its dimensions, e.g. [B, T, E].
     const Shape& shape() const { return checked().shape; }
     /// Number of dimensions (0 for a scalar).
     std::int64_t dim() const { return static_cast<std::int64_t>(shape().size()); }
     /// Size of one dimension; negative axes count from the end. Throws IndexError.
     std::int64_t size(std::int64_t axis) const;
+    /// Number of elements (the product of the sizes; 1 for a scalar).
     std::int64_t numel() const { return attograd::numel(shape()); }
+    /// Element type.
     DType dtype() const { return checked().dtype; }
 
     /// Typed pointer to the first element. Throws DTypeError when T does not match dtype().
     template <class T>
     T* data();
     template <class T>
+    /// As data(), read-only.
     const T* data() const;
+    /// Untyped pointer to the first element.
     void* raw_data() { return checked().storage->data(); }
+    /// Untyped read-only pointer to the first element.
     const void* raw_data() const { return checked().storage->data(); }
 
     /// The single element of a one-element tensor, converted to double. Throws ValueError.

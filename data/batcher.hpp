@@ -53,8 +53,8 @@ struct BatcherOptions {
 
 /// One batch: the dataset indices of its rows and their padded sources and targets. Both hold
 /// exactly the ids given to the Batcher (or Vocabulary::encode of the examples' tokens): no
-/// <bos> and no <eos> is added. For a decoder, teacher_forcing(batch.target) builds the input
-/// (<bos> y) and the labels (y <eos>).
+/// `<bos>` and no `<eos>` is added. For a decoder, teacher_forcing(batch.target) builds the input
+/// (`<bos>` y) and the labels (y `<eos>`).
 struct Batch {
     std::vector<std::int64_t> indices;  ///< dataset index of row b
     PaddedSequences source;             ///< [B, S] each, padded to the batch's longest source
@@ -76,7 +76,7 @@ public:
     /// batch_size (an epoch without batches).
     Batcher(std::vector<std::vector<std::int64_t>> sources, std::vector<std::vector<std::int64_t>> targets,
             BatcherOptions options);
-    /// A batcher over `examples` encoded with `vocab` (unknown tokens become <unk>; a reserved
+    /// A batcher over `examples` encoded with `vocab` (unknown tokens become `<unk>`; a reserved
     /// token throws ValueError as Vocabulary::encode does). Throws as the constructor above, and
     /// ValueError when options.pad_id is not Vocabulary::pad_id.
     Batcher(const std::vector<Example>& examples, const Vocabulary& vocab, BatcherOptions options);
@@ -122,15 +122,17 @@ public:
     /// Reads the stream's current batch; equal to end() once `count` batches were read.
     class iterator {
     public:
-        using value_type = Batch;
-        using difference_type = std::ptrdiff_t;
-        const Batch& operator*() const { return stream_->batch_; }
-        const Batch* operator->() const { return &stream_->batch_; }
+        using value_type = Batch;                                     ///< what it reads
+        using difference_type = std::ptrdiff_t;                       ///< as std::input_iterator requires
+        const Batch& operator*() const { return stream_->batch_; }    ///< the current batch
+        const Batch* operator->() const { return &stream_->batch_; }  ///< the current batch
+        /// Collates the next batch (drawing the next epoch when one ends).
         iterator& operator++() {
             stream_->advance();
             return *this;
         }
-        void operator++(int) { stream_->advance(); }
+        void operator++(int) { stream_->advance(); }  ///< as prefix ++
+        /// True once `count` batches were read.
         bool operator==(std::default_sentinel_t) const { return stream_->remaining_ == 0; }
 
     private:

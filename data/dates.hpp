@@ -12,9 +12,10 @@ namespace attograd::data {
 
 /// A calendar date.
 struct Date {
-    int year = 2000;
-    int month = 1;  ///< 1-12
-    int day = 1;    ///< 1-31
+    int year = 2000;  ///< e.g. 2024
+    int month = 1;    ///< 1-12
+    int day = 1;      ///< 1-31
+    /// Same year, month and day.
     bool operator==(const Date&) const = default;
 };
 

@@ -16,8 +16,9 @@ namespace attograd::data {
 
 /// One source/target pair, as tokens (strings; a Vocabulary turns them into ids).
 struct Example {
-    std::vector<std::string> source;
-    std::vector<std::string> target;
+    std::vector<std::string> source;  ///< the input tokens
+    std::vector<std::string> target;  ///< the expected output tokens
+    /// Same source and target.
     bool operator==(const Example&) const = default;
 };
 
@@ -28,16 +29,16 @@ enum class Metric { Token, Sequence };
 /// What a task is: its name, a description and an example for listings, how it is judged and
 /// tokenised, and its length limits.
 struct TaskInfo {
-    std::string name;
-    std::string description;
-    std::string example;  ///< one "source -> target" line
-    Metric metric = Metric::Sequence;
-    std::string alignment;            ///< the right alignment in words ("" when none is defined)
-    bool char_level = false;          ///< characters are tokens (otherwise whitespace-separated)
-    std::int64_t max_source_len = 0;  ///< longest source in tokens
-    std::int64_t min_source_len = 1;  ///< shortest source of a training example in tokens
-    std::int64_t max_target_len = 0;  ///< longest target in tokens
-    bool same_length = false;         ///< target length == source length for every example
+    std::string name;                  ///< the name make_task() takes, e.g. "reverse"
+    std::string description;           ///< one line for listings
+    std::string example;               ///< one "source -> target" line
+    Metric metric = Metric::Sequence;  ///< how held-out accuracy is judged: per token or per whole sequence
+    std::string alignment;             ///< the right alignment in words ("" when none is defined)
+    bool char_level = false;           ///< characters are tokens (otherwise whitespace-separated)
+    std::int64_t max_source_len = 0;   ///< longest source in tokens
+    std::int64_t min_source_len = 1;   ///< shortest source of a training example in tokens
+    std::int64_t max_target_len = 0;   ///< longest target in tokens
+    bool same_length = false;          ///< target length == source length for every example
 };
 
 /// A task: a source of training examples, a fixed held-out split, a tokenizer and, where the
@@ -75,8 +76,8 @@ public:
     virtual std::optional<std::vector<std::string>> solve(const std::vector<std::string>& source) const;
 
 protected:
-    TaskInfo info_;
-    std::vector<Example> held_out_;
+    TaskInfo info_;                  ///< what info() returns; set by the subclass's constructor
+    std::vector<Example> held_out_;  ///< what held_out() returns; set by the subclass's constructor
 };
 
 /// A task whose examples come from a seeded generator. The held-out split is generated once

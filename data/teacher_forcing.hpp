@@ -22,7 +22,7 @@ struct TeacherForcing {
     Tensor labels;  ///< int64 [B, T+1]: pad where nothing is predicted (the loss's ignore_index)
 };
 
-/// Teacher-forcing tensors of `targets` (target id sequences without <bos> or <eos>, as
+/// Teacher-forcing tensors of `targets` (target id sequences without `<bos>` or `<eos>`, as
 /// Batch::target and Vocabulary::encode give them). Throws ValueError when there is no
 /// sequence, an id is negative (naming the sequence index and position), an id is bos_id or
 /// eos_id (the target would already hold one), or bos_id, eos_id or pad_id is negative, or

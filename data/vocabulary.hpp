@@ -13,7 +13,7 @@ namespace attograd::data {
 /// How Vocabulary::build_from_sequences chooses its tokens (torchtext's
 /// `build_vocab_from_iterator(..., min_freq, specials, special_first=True, max_tokens)`).
 struct VocabularyOptions {
-    std::int64_t min_freq = 1;  ///< tokens seen fewer times are left out (read as <unk>); >= 1
+    std::int64_t min_freq = 1;  ///< tokens seen fewer times are left out (read as `<unk>`); >= 1
     std::optional<std::int64_t> max_tokens =
         std::nullopt;  ///< at most this many ids, the 4 special tokens included
 };
@@ -29,19 +29,19 @@ struct VocabularyOptions {
 /// decode() (which may be special tokens) back into ids.
 class Vocabulary {
 public:
-    static constexpr std::int64_t pad_id = 0;
-    static constexpr std::int64_t bos_id = 1;
-    static constexpr std::int64_t eos_id = 2;
-    static constexpr std::int64_t unk_id = 3;
-    static constexpr const char* pad = "<pad>";
-    static constexpr const char* bos = "<bos>";
-    static constexpr const char* eos = "<eos>";
-    static constexpr const char* unk = "<unk>";
+    static constexpr std::int64_t pad_id = 0;    ///< id of `<pad>`, the padding of batches
+    static constexpr std::int64_t bos_id = 1;    ///< id of `<bos>`, the first decoder input
+    static constexpr std::int64_t eos_id = 2;    ///< id of `<eos>`, the end of an output
+    static constexpr std::int64_t unk_id = 3;    ///< id of `<unk>`, a token not in the vocabulary
+    static constexpr const char* pad = "<pad>";  ///< the padding token
+    static constexpr const char* bos = "<bos>";  ///< the beginning-of-sequence token
+    static constexpr const char* eos = "<eos>";  ///< the end-of-sequence token
+    static constexpr const char* unk = "<unk>";  ///< the unknown token
     /// Number of reserved ids (0 .. reserved_count - 1).
     static constexpr std::int64_t reserved_count = 4;
 
-    /// Whether `token` is the literal text of a special token ("<pad>", "<bos>", "<eos>",
-    /// "<unk>").
+    /// Whether `token` is the literal text of a special token ("`<pad>`", "`<bos>`", "`<eos>`",
+    /// "`<unk>`").
     static bool is_reserved(std::string_view token);
     /// Why `token` cannot be a vocabulary entry, or an empty string when it can. Token rule: a
     /// token is not empty, is well-formed UTF-8 (is_valid_utf8), holds no control character (C0
@@ -62,7 +62,7 @@ public:
     /// `specials` = the four special tokens first): each distinct token's count, tokens seen
     /// fewer than `min_freq` times left out, the rest ordered by count, most frequent first,
     /// ties in byte order (torchtext sorts by (-count, token)), and cut to the first
-    /// `max_tokens - 4` so that size() <= max_tokens. Left-out tokens are encoded as <unk>.
+    /// `max_tokens - 4` so that size() <= max_tokens. Left-out tokens are encoded as `<unk>`.
     /// Throws ValueError when min_freq < 1 or max_tokens < 4 (the special tokens alone), and,
     /// naming the sequence and position, for a reserved or malformed token (as the constructor).
     static Vocabulary build_from_sequences(const std::vector<std::vector<std::string>>& sequences,
@@ -82,7 +82,7 @@ public:
     /// such as decode()'s output or labels padded with `<pad>`, never for user text.
     std::vector<std::int64_t> lookup_indices(const std::vector<std::string>& tokens) const;
     /// token() of each id, special tokens included (torchtext's `Vocab.lookup_tokens`; unlike
-    /// decode, nothing is skipped and <eos> does not stop it): labels for what a decoder wrote,
+    /// decode, nothing is skipped and `<eos>` does not stop it): labels for what a decoder wrote,
     /// such as nn::Hypothesis::output_ids. Throws IndexError for an id outside [0, size()).
     std::vector<std::string> lookup_tokens(const std::vector<std::int64_t>& ids) const;
     /// Whether `token` has its own id.

@@ -11,20 +11,22 @@ namespace attograd::inspect {
 /// One matrix to draw for one example: a head's attention weights (rows: queries, columns:
 /// keys), or a derived map (rollout, flow, saliency) with `head` = -1.
 struct AttentionMap {
-    std::string module{};                ///< module name, e.g. "decoder.layers.0.multihead_attn", or "rollout"
-    std::int64_t layer = 0;              ///< index of the layer in the order the recorder first saw it
-    std::int64_t head = 0;               ///< head index within the layer; -1 for a map that is not a head
-    std::vector<std::string> queries{};  ///< row labels, one per query
-    std::vector<std::string> keys{};     ///< column labels, one per key
-    std::vector<double> weights{};       ///< [queries, keys] row-major
-    std::vector<std::int64_t> right{};   ///< per row, the right key column or -1 (may be empty)
+    std::string module{};    ///< module name, e.g. "decoder.layers.0.multihead_attn", or "rollout"
+    std::int64_t layer = 0;  ///< index of the layer in the order the recorder first saw it
+    std::int64_t head = 0;   ///< head index within the layer; -1 for a map that is not a head
+    std::vector<std::string> queries{};       ///< row labels, one per query
+    std::vector<std::string> keys{};          ///< column labels, one per key
+    std::vector<double> weights{};            ///< [queries, keys] row-major
+    std::vector<std::int64_t> right{};        ///< per row, the right key column or -1 (may be empty)
     std::optional<double> alignment_share{};  ///< mass on the right keys, when defined
     /// Mean over rows of the Spearman rank correlation between this head's weights and the
     /// gradient x input saliency of the same output (inspect::saliency_correlation).
     std::optional<double> saliency_correlation{};
 
+    /// Tq, the number of queries.
     std::int64_t rows() const { return static_cast<std::int64_t>(queries.size()); }
-    std::int64_t cols() const { return static_cast<std::int64_t>(keys.size()); }
+    std::int64_t cols() const { return static_cast<std::int64_t>(keys.size()); }  ///< Tk, the number of keys
+    /// The weight of query `row` on key `col` (unchecked).
     double at(std::int64_t row, std::int64_t col) const {
         return weights[static_cast<std::size_t>(row * cols() + col)];
     }
@@ -52,7 +54,10 @@ struct InspectedExample {
 
 /// An RGB colour.
 struct Rgb {
+    /// red, green and blue, 0-255
+    /// @{
     int r = 0, g = 0, b = 0;
+    /// @}
 };
 /// The colour of weight `w` in [0, 1] on matplotlib's viridis (dark blue -> yellow; NaN -> 0).
 Rgb weight_colour(double w);

@@ -26,9 +26,10 @@ namespace attograd::inspect {
 /// The measures intervene on that query row of one head only (the head's other rows and every
 /// other head keep their own weights) through AttentionIntervention.
 struct ExplainedModel {
-    const nn::Module* model = nullptr;
+    const nn::Module* model = nullptr;  ///< the module tree holding the attention layers
+    /// Inputs [B, T, E] -> output distribution [B, C], differentiable.
     std::function<Tensor(const Tensor& inputs)> probabilities{};
-    std::int64_t query = 0;
+    std::int64_t query = 0;  ///< the head's query row that explains the output
 };
 
 /// One head of one attention layer.
@@ -83,7 +84,10 @@ std::vector<std::optional<double>> attention_agreement(const HeadObservation& ob
 /// weight.
 struct PermutationResult {
     std::vector<double> tvd;  ///< the N TVDs
+    /// median and interquartile range of the TVDs; the row's largest weight
+    /// @{
     double median = 0, iqr = 0, max_weight = 0;
+    /// @}
 };
 /// One result per example of `inputs` [B, T, E]. Throws ValueError when n < 1 (naming n).
 std::vector<PermutationResult> permutation_test(const ExplainedModel& m, const Tensor& inputs,
@@ -119,9 +123,18 @@ std::vector<AdversarialResult> adversarial_attention(const ExplainedModel& m, co
 /// the fraction k / n of the n allowed keys removed, top first, before the decision flips
 /// (nullopt when it does not flip with n - 1 removed).
 struct ErasureResult {
+    /// JSD of the output with the top-weighted key, or a random allowed key, removed
+    /// @{
     double jsd_top = 0, jsd_random = 0;
+    /// @}
+    /// whether the decision flips with that key removed
+    /// @{
     bool flip_top = false, flip_random = false;
+    /// @}
+    /// fraction of keys removed, by each ranking, before the decision flips
+    /// @{
     std::optional<double> fraction_attention, fraction_gradient, fraction_product, fraction_random;
+    /// @}
 };
 /// One result per example. Rows with one allowed key get no removal (jsd 0, no flip, nullopt).
 std::vector<ErasureResult> erasure(const ExplainedModel& m, const Tensor& inputs, const HeadId& head,

@@ -19,10 +19,10 @@ struct FaithfulnessData {
 
 /// Options of faithfulness_table.
 struct FaithfulnessOptions {
-    std::vector<HeadId> heads{};      ///< the heads to summarise; empty = every head of every layer
-    std::int64_t permutations = 100;  ///< N of permutation_test (>= 1)
-    bool adversarial = true;          ///< run adversarial_attention (its cost dominates)
-    AdversarialOptions adversarial_options{};
+    std::vector<HeadId> heads{};               ///< the heads to summarise; empty = every head of every layer
+    std::int64_t permutations = 100;           ///< N of permutation_test (>= 1)
+    bool adversarial = true;                   ///< run adversarial_attention (its cost dominates)
+    AdversarialOptions adversarial_options{};  ///< options of adversarial_attention
     std::int64_t chunk = 64;  ///< examples per batch (>= 1); memory grows with chunk * max(N, 4 Tk)
     std::uint64_t seed = 0;   ///< of the permutations and the random erasure
 };
@@ -30,7 +30,7 @@ struct FaithfulnessOptions {
 /// One head's summary over the data set (means over examples unless noted; nullopt when the data
 /// does not allow it).
 struct HeadFaithfulness {
-    HeadId head;
+    HeadId head;                              ///< the head summarised
     std::optional<double> alignment;          ///< mean weight on the aligned key (needs alignment)
     double entropy = 0;                       ///< mean entropy of the weights, -sum w ln w (nats)
     double max_weight = 0;                    ///< mean of the largest weight
@@ -41,18 +41,23 @@ struct HeadFaithfulness {
     double permutation_median = 0;            ///< median over examples of the per-example median TVD
     double permutation_iqr = 0;               ///< mean per-example IQR of the TVD
     std::optional<double> adversarial_jsd;    ///< mean epsilon-max JSD (when run)
-    double flip_top = 0, flip_random = 0;     ///< fraction of examples whose decision flips (erasure)
+    /// fraction of examples whose decision flips (erasure)
+    /// @{
+    double flip_top = 0, flip_random = 0;
+    /// @}
     /// mean fraction of keys removed before the decision flips, over the examples where it flips
+    /// @{
     std::optional<double> fraction_attention, fraction_gradient, fraction_product, fraction_random;
+    /// @}
     std::string verdict;  ///< see faithfulness_verdict
 };
 
 /// The summary of every head, and the seconds each measure took (keys "observe", "gradient",
 /// "leave-one-out", "permutation", "adversarial", "erasure", "knockout").
 struct FaithfulnessTable {
-    std::vector<HeadFaithfulness> heads;
-    std::map<std::string, double> seconds;
-    double epsilon = 0.01;  ///< the adversarial TVD bound used
+    std::vector<HeadFaithfulness> heads;    ///< one row per head summarised
+    std::map<std::string, double> seconds;  ///< seconds per measure (keys above)
+    double epsilon = 0.01;                  ///< the adversarial TVD bound used
 };
 
 /// Summarises every chosen head over the data (Jain & Wallace 2019 §4; Serrano & Smith 2019 §4;

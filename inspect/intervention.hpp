@@ -94,6 +94,8 @@ struct InterventionOptions {
 /// weight is negative or not finite, lies on a masked key, or a row does not sum to 1.
 class AttentionIntervention {
 public:
+    /// While alive, the heads named in `heads` (layer name under `root` -> head -> replacement)
+    /// attend with their replacements; throws as described above.
     AttentionIntervention(const nn::Module& root,
                           const std::map<std::string, std::map<std::int64_t, Replacement>>& heads,
                           InterventionOptions options = {});

@@ -28,6 +28,8 @@ namespace attograd::inspect {
 /// IndexError when a head is outside [0, num_heads).
 class HeadKnockout {
 public:
+    /// While alive, the heads named in `heads` (layer name under `root` -> head indices) are
+    /// silenced; throws as described above.
     HeadKnockout(const nn::Module& root, const std::map<std::string, std::vector<std::int64_t>>& heads);
 
 private:

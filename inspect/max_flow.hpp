@@ -23,7 +23,8 @@ public:
     /// `nodes` is outside [0, 2^31 - 1).
     explicit FlowNetwork(std::int64_t nodes);
 
-    std::int64_t nodes() const { return nodes_; }
+    std::int64_t nodes() const { return nodes_; }  ///< number of nodes
+    /// Number of edges added.
     std::int64_t edges() const { return static_cast<std::int64_t>(edges_.size()); }
 
     /// Adds the edge `from` -> `to` and returns its id (0, 1, ... in order of addition).
@@ -33,6 +34,7 @@ public:
     /// Changes edge `edge`'s capacity (for the next max_flow). Throws IndexError / ValueError
     /// as add_edge.
     void set_capacity(std::int64_t edge, double capacity);
+    /// Edge `edge`'s capacity. Throws IndexError as add_edge.
     double capacity(std::int64_t edge) const;
 
     /// The value of a maximum flow from `source` to `sink` (0 when source == sink). Throws

@@ -34,6 +34,7 @@ inline constexpr std::int64_t term_label_width = 16;
 
 /// How render_heatmap draws.
 struct TermOptions {
+    /// True colour, 256 colours or plain shades (see detect_term_colour).
     TermColour colour = TermColour::Plain;
     std::int64_t width = 80;     ///< columns available (>= 20); wider maps have their keys pooled to fit
     std::int64_t max_rows = 64;  ///< query rows drawn at most (>= 1); more are averaged in groups

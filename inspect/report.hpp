@@ -16,17 +16,23 @@ namespace attograd::inspect {
 struct Series {
     std::string name{};    ///< legend label
     std::string colour{};  ///< CSS colour, e.g. "#2471a3"
+    /// the points, x[i] and y[i] (same length)
+    /// @{
     std::vector<double> x{}, y{};
+    /// @}
 };
 
 /// A line chart with labelled axes. Every series of a chart shares one y scale: [y_min, y_max]
 /// when both are given, else the range of all series' finite values.
 struct Chart {
-    std::string title{};    ///< e.g. "held-out accuracy"
-    std::string x_label{};  ///< e.g. "step"
-    std::string y_label{};  ///< e.g. "accuracy"
-    std::vector<Series> series{};
+    std::string title{};           ///< e.g. "held-out accuracy"
+    std::string x_label{};         ///< e.g. "step"
+    std::string y_label{};         ///< e.g. "accuracy"
+    std::vector<Series> series{};  ///< the lines, drawn in order
+    /// the y range, when both are given
+    /// @{
     std::optional<double> y_min{}, y_max{};
+    /// @}
 };
 
 /// The attention of fixed probe inputs at one training step (inspect::AttentionSnapshotter).

@@ -13,8 +13,11 @@ namespace attograd::inspect {
 /// `lo + code_i * (hi - lo) / (2^bits - 1)`, within `max_error` = (hi - lo) / (2 (2^bits - 1))
 /// of the weight (0.002 for 8-bit attention weights, whose range is at most [0, 1]).
 struct QuantisedWeights {
-    int bits = 8;
+    int bits = 8;  ///< bits per code: 8 or 16
+    /// the decoding range [lo, hi] and the largest decoding error (see above)
+    /// @{
     double lo = 0.0, hi = 0.0, max_error = 0.0;
+    /// @}
     std::string base64;  ///< the codes, little-endian for 16 bits, RFC 4648 base64
 };
 

@@ -30,25 +30,25 @@ std::string_view to_string(Normalizer normalizer);
 
 /// Options of Attention. Widths of 0 default as noted; the others take PyTorch-like defaults.
 struct AttentionOptions {
-    std::int64_t query_dim = 0;  ///< Dq, width of the query input (> 0)
-    std::int64_t key_dim = 0;    ///< Dk, width of the key input; 0 = query_dim
-    std::int64_t value_dim = 0;  ///< Dv, width of the value input; 0 = key_dim
-    Score score = Score::ScaledDot;
+    std::int64_t query_dim = 0;      ///< Dq, width of the query input (> 0)
+    std::int64_t key_dim = 0;        ///< Dk, width of the key input; 0 = query_dim
+    std::int64_t value_dim = 0;      ///< Dv, width of the value input; 0 = key_dim
+    Score score = Score::ScaledDot;  ///< the score function s(key, query)
     /// H: hidden width of the additive score and of local-p's position predictor; 0 = the
     /// (projected) query width.
     std::int64_t hidden = 0;
     /// Learned projections (nn::Linear, named q_proj / k_proj / v_proj) applied to the query,
     /// key and value inputs before scoring; each maps its input to embed_dim.
     bool project_query = false;
-    bool project_key = false;
-    bool project_value = false;
-    std::int64_t embed_dim = 0;  ///< output width of the projections; 0 = query_dim
-    bool bias = true;            ///< whether the projections learn a bias
-    Normalizer normalizer = Normalizer::Soft;
+    bool project_key = false;                  ///< learn k_proj (see project_query)
+    bool project_value = false;                ///< learn v_proj (see project_query)
+    std::int64_t embed_dim = 0;                ///< output width of the projections; 0 = query_dim
+    bool bias = true;                          ///< whether the projections learn a bias
+    Normalizer normalizer = Normalizer::Soft;  ///< softmax, sparsemax or hard weights
     HardEstimator estimator = HardEstimator::GumbelStraightThrough;  ///< hard attention's training
-    double temperature = 1.0;     ///< Gumbel-softmax temperature (> 0) of the straight-through gradient
-    double baseline_decay = 0.9;  ///< REINFORCE's moving-average baseline decay, in [0, 1)
-    LocalMode local = LocalMode::None;
+    double temperature = 1.0;           ///< Gumbel-softmax temperature (> 0) of the straight-through gradient
+    double baseline_decay = 0.9;        ///< REINFORCE's moving-average baseline decay, in [0, 1)
+    LocalMode local = LocalMode::None;  ///< global, local-m or local-p attention
     std::int64_t window = 0;  ///< local attention's D: each query sees 2D + 1 keys (>= 0; >= 1 for local-p)
     double dropout = 0.0;     ///< dropout on the weights while training, in [0, 1]
     /// Parameter dtype (float32 or float64), as MultiHeadAttentionOptions. Inputs must match it
@@ -68,7 +68,7 @@ struct AttentionOutput {
     /// Local attention only: the band [B, Tq, 2D + 1] (2 (Tk - 1) + 1 when D >= Tk) (slot j of query t is key
     /// window_start + j; slots outside [0, Tk) hold 0) and the int64 window starts [B, Tq].
     Tensor band_weights;
-    Tensor window_start;
+    Tensor window_start;  ///< int64 [B, Tq], local attention only (see band_weights)
     /// Local-p only: the predicted real centres p_t [B, Tq].
     Tensor centre;
     /// Hard attention with REINFORCE while training: log p(chosen key) [B, Tq], for reinforce_loss().
@@ -147,7 +147,7 @@ public:
     std::string type_name() const override { return "Attention"; }
     std::string extra_repr() const override;
 
-    const AttentionOptions& options() const { return options_; }
+    const AttentionOptions& options() const { return options_; }  ///< the options it was built with
     /// The score module (registered as "score").
     const AttentionScore& score() const { return *score_; }
 
@@ -184,6 +184,7 @@ private:
 ///     Tensor h = decoder.forward(tgt, memory, {.memory_key_padding_mask = pad, .reinforce = &trace});
 ///     Tensor loss = task_loss + trace.loss(-per_sequence_loss.detach());
 struct ReinforceTrace {
+    /// One hard-attention layer's forward.
     struct Entry {
         Attention* attention = nullptr;  ///< the layer (not owned; must outlive the trace)
         Tensor log_prob{};               ///< log p(chosen key) [B, Tq] from its forward

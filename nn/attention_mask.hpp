@@ -50,10 +50,10 @@ void check_float_mask(const Tensor& mask, std::string_view name, DType dtype, st
 /// How a mask check names things: the argument (attn_mask, tgt_mask, ...), the query and key
 /// lengths (Tq and Tk, or T and S) and the head count (h, nhead).
 struct MaskNames {
-    std::string_view mask;
-    std::string_view tq = "Tq";
-    std::string_view tk = "Tk";
-    std::string_view heads = "h";
+    std::string_view mask;         ///< the argument, e.g. "attn_mask"
+    std::string_view tq = "Tq";    ///< name of the query length
+    std::string_view tk = "Tk";    ///< name of the key length
+    std::string_view heads = "h";  ///< name of the head count
 };
 
 /// Checks an attention mask `m` (undefined passes): bool or float, [Tq, Tk] or [B * h, Tq, Tk],

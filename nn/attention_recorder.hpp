@@ -31,6 +31,7 @@ struct RecordedAttention {
 /// when it is destroyed. Weights are recorded detached (no gradient, no tape).
 class AttentionRecorder {
 public:
+    /// Records every attention layer under `root` while alive.
     explicit AttentionRecorder(const Module& root);
     ~AttentionRecorder();
     AttentionRecorder(const AttentionRecorder&) = delete;

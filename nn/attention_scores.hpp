@@ -51,11 +51,12 @@ public:
 
     /// Which score this module computes.
     Score kind() const { return kind_; }
-    std::int64_t query_dim() const { return query_dim_; }
-    std::int64_t key_dim() const { return key_dim_; }
+    std::int64_t query_dim() const { return query_dim_; }  ///< Dq, the query width
+    std::int64_t key_dim() const { return key_dim_; }      ///< Dk, the key width
     std::string extra_repr() const override;
 
 protected:
+    /// A score of `kind` over queries of width `query_dim` and keys of width `key_dim`.
     AttentionScore(Score kind, std::int64_t query_dim, std::int64_t key_dim);
     /// Checks query [B, Tq, Dq] and key [B, Tk, Dk] against the module's widths.
     void check_inputs(const Tensor& query, const Tensor& key) const;
@@ -74,6 +75,8 @@ private:
 /// options.bias also `W_bias` [H], `U_bias` [H] and `v_bias` [1] (see AttentionScoreOptions::bias).
 class AdditiveScore final : public AttentionScore {
 public:
+    /// Draws W, U and v (and the biases) from `generator` as PyTorch's Linear does.
+    /// Throws ValueError naming a width < 1.
     explicit AdditiveScore(const AttentionScoreOptions& options, Generator& generator = default_generator());
     Tensor forward(const Tensor& query, const Tensor& key) const override;
     Tensor forward_local(const Tensor& query, const Tensor& key, const Tensor& window_start,
@@ -90,12 +93,12 @@ public:
     std::int64_t hidden() const { return W_.size(0); }
     /// The parameters, registered as "W" [H, Dk], "U" [H, Dq] and "v" [H].
     const Tensor& W() const { return W_; }
-    const Tensor& U() const { return U_; }
-    const Tensor& v() const { return v_; }
+    const Tensor& U() const { return U_; }  ///< U [H, Dq]
+    const Tensor& v() const { return v_; }  ///< v [H]
     /// The biases, undefined unless options.bias: "W_bias" [H], "U_bias" [H], "v_bias" [1].
     const Tensor& W_bias() const { return W_bias_; }
-    const Tensor& U_bias() const { return U_bias_; }
-    const Tensor& v_bias() const { return v_bias_; }
+    const Tensor& U_bias() const { return U_bias_; }  ///< U_bias [H]
+    const Tensor& v_bias() const { return v_bias_; }  ///< v_bias [1]
 
 private:
     Tensor W_, U_, v_, W_bias_, U_bias_, v_bias_;
@@ -107,6 +110,7 @@ private:
 /// ShapeError at construction and in forward when Dq != Dk.
 class DotScore final : public AttentionScore {
 public:
+    /// x^T q, divided by sqrt(D) when `scaled`. Throws ValueError unless Dk == Dq.
     explicit DotScore(const AttentionScoreOptions& options, bool scaled = false);
     Tensor forward(const Tensor& query, const Tensor& key) const override;
     Tensor forward_local(const Tensor& query, const Tensor& key, const Tensor& window_start,
@@ -122,6 +126,7 @@ public:
 /// once, then scored like dot products. Parameter `W` [Dk, Dq].
 class BilinearScore final : public AttentionScore {
 public:
+    /// Draws W [Dk, Dq] from `generator`. Throws ValueError naming a width < 1.
     explicit BilinearScore(const AttentionScoreOptions& options, Generator& generator = default_generator());
     Tensor forward(const Tensor& query, const Tensor& key) const override;
     Tensor forward_local(const Tensor& query, const Tensor& key, const Tensor& window_start,

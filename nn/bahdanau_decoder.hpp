@@ -86,7 +86,7 @@ public:
 
     std::string type_name() const override { return "BahdanauDecoder"; }
     std::string extra_repr() const override;
-    const BahdanauDecoderOptions& options() const { return options_; }
+    const BahdanauDecoderOptions& options() const { return options_; }  ///< the options it was built with
 
 protected:
     void dtype_changed(DType dtype) override { options_.dtype = dtype; }

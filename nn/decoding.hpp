@@ -77,6 +77,7 @@ struct DecodeOptions {
     /// alpha of the length normalisation (finite, with a finite non-zero penalty at max_length). 0 ranks by
     /// log P(y), which favours short outputs; alpha > 0 favours longer ones; alpha < 0 shorter ones still.
     double length_penalty = 0.0;
+    /// Power (Hugging Face's |y|^alpha) or GNMT's ((5 + |y|) / 6)^alpha.
     LengthNormalization normalization = LengthNormalization::Power;
     /// Hypotheses returned per source by beam_search, best first (in [1, beam_size]).
     std::int64_t num_return_sequences = 1;

@@ -26,7 +26,7 @@ public:
     std::string type_name() const override { return "Dropout"; }
     std::string extra_repr() const override;
 
-    const DropoutOptions& options() const { return options_; }
+    const DropoutOptions& options() const { return options_; }  ///< the options it was built with
 
 private:
     DropoutOptions options_;

@@ -55,6 +55,7 @@ Tensor reinforce_surrogate(const Tensor& log_prob, const Tensor& reward, double 
 /// that a checkpoint holds it and a resumed run continues with the same baseline.
 class RewardBaseline {
 public:
+    /// A baseline with `decay` in [0, 1) (ValueError otherwise).
     explicit RewardBaseline(double decay = 0.9);
     /// The current baseline (0 before the first update).
     double value() const { return value_.item(); }

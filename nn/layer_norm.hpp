@@ -32,7 +32,7 @@ public:
     std::string type_name() const override { return "LayerNorm"; }
     std::string extra_repr() const override;
 
-    const LayerNormOptions& options() const { return options_; }
+    const LayerNormOptions& options() const { return options_; }  ///< the options it was built with
     /// The scale [d...]; undefined without elementwise_affine.
     Tensor weight() const { return weight_; }
     /// The shift [d...]; undefined without elementwise_affine or bias.

@@ -33,7 +33,7 @@ public:
     std::string type_name() const override { return "Linear"; }
     std::string extra_repr() const override;
 
-    const LinearOptions& options() const { return options_; }
+    const LinearOptions& options() const { return options_; }  ///< the options it was built with
     /// The weight [out_features, in_features] (a handle sharing the parameter's storage).
     Tensor weight() const { return weight_; }
     /// The bias [out_features]; undefined when the layer has none.

@@ -31,11 +31,11 @@ std::string_view to_string(LuongCell cell);
 
 /// Options of LuongDecoder.
 struct LuongDecoderOptions {
-    std::int64_t vocab_size = 0;     ///< V, target vocabulary (>= 1)
-    std::int64_t embedding_dim = 0;  ///< E, width of the target embeddings (>= 1)
-    std::int64_t hidden_size = 0;    ///< H, width of every layer's state (>= 1)
-    std::int64_t num_layers = 1;     ///< L, stacked cells (>= 1; the paper uses 4)
-    LuongCell cell = LuongCell::LSTM;
+    std::int64_t vocab_size = 0;       ///< V, target vocabulary (>= 1)
+    std::int64_t embedding_dim = 0;    ///< E, width of the target embeddings (>= 1)
+    std::int64_t hidden_size = 0;      ///< H, width of every layer's state (>= 1)
+    std::int64_t num_layers = 1;       ///< L, stacked cells (>= 1; the paper uses 4)
+    LuongCell cell = LuongCell::LSTM;  ///< LSTM (the paper) or GRU cells
     /// A, width of the encoder states h_s; 0 = hidden_size. The dot score needs A == H.
     std::int64_t memory_dim = 0;
     /// score(h_t, h_s) (eq. 8): Dot "dot" h_t^T h_s; Bilinear "general" h_t^T W_a h_s; Additive
@@ -52,8 +52,8 @@ struct LuongDecoderOptions {
 /// Initial states of LuongDecoder's layers, as PyTorch's nn.LSTM takes (h_0, c_0): h [L, B, H] and,
 /// for LSTM cells, c [L, B, H]. Undefined tensors mean zeros.
 struct LuongDecoderState {
-    Tensor h{};
-    Tensor c{};
+    Tensor h{};  ///< h [L, B, H]
+    Tensor c{};  ///< c [L, B, H], LSTM cells only
 };
 
 /// The decoder of Luong, Pham & Manning, "Effective Approaches to Attention-based Neural Machine
@@ -115,7 +115,7 @@ public:
 
     std::string type_name() const override { return "LuongDecoder"; }
     std::string extra_repr() const override;
-    const LuongDecoderOptions& options() const { return options_; }
+    const LuongDecoderOptions& options() const { return options_; }  ///< the options it was built with
 
 protected:
     void dtype_changed(DType dtype) override { options_.dtype = dtype; }

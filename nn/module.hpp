@@ -121,6 +121,9 @@ std::string to_string(const Module& module);
 
 }  // namespace attograd::nn
 
+// fmt's formatter specialisations sit outside attograd's namespaces, where Doxygen cannot
+// place them; the reference documents them with to_string.
+/// @cond
 /// `fmt::print("{}", module)` prints to_string(module). Works for every Module subclass.
 template <class M>
 requires std::is_base_of_v<attograd::nn::Module, M>
@@ -129,3 +132,4 @@ struct fmt::formatter<M> : fmt::formatter<std::string_view> {
         return fmt::formatter<std::string_view>::format(attograd::nn::to_string(m), ctx);
     }
 };
+/// @endcond

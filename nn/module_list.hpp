@@ -10,7 +10,7 @@ namespace attograd::nn {
 
 /// PyTorch's `nn.ModuleList`: an ordered list of submodules registered as "0", "1", ..., so
 /// their parameters are `0.weight`, `1.self_attn.in_proj_weight`, ... and a parent that
-/// registers the list as "layers" gets PyTorch's `layers.0.…` keys. It has no forward: the
+/// registers the list as "layers" gets the keys `layers.0.weight`, as in PyTorch. It has no forward: the
 /// parent calls the modules it keeps (typed) itself.
 class ModuleList : public Module {
 public:

@@ -201,12 +201,15 @@ public:
     bool packed_projection() const { return in_proj_weight_.defined(); }
     /// Parameters (handles sharing the module's storage); undefined when absent.
     Tensor in_proj_weight() const { return in_proj_weight_; }
+    /// Q_proj_weight [E, E] (unpacked projections only).
     Tensor q_proj_weight() const { return q_proj_weight_; }
+    /// K_proj_weight [E, kdim] (unpacked projections only).
     Tensor k_proj_weight() const { return k_proj_weight_; }
+    /// V_proj_weight [E, vdim] (unpacked projections only).
     Tensor v_proj_weight() const { return v_proj_weight_; }
-    Tensor in_proj_bias() const { return in_proj_bias_; }
-    Tensor bias_k() const { return bias_k_; }
-    Tensor bias_v() const { return bias_v_; }
+    Tensor in_proj_bias() const { return in_proj_bias_; }  ///< in_proj_bias [3E] (with bias)
+    Tensor bias_k() const { return bias_k_; }              ///< bias_k [1, 1, E] (with add_bias_kv)
+    Tensor bias_v() const { return bias_v_; }              ///< bias_v [1, 1, E] (with add_bias_kv)
     /// The output projection, registered as "out_proj".
     const Linear& out_proj() const { return *out_proj_; }
 

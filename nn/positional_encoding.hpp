@@ -39,7 +39,7 @@ public:
     std::string type_name() const override { return "SinusoidalPositionalEncoding"; }
     std::string extra_repr() const override;
 
-    const PositionalEncodingOptions& options() const { return options_; }
+    const PositionalEncodingOptions& options() const { return options_; }  ///< the options it was built with
     /// The table [max_len, E] (the buffer `pe`).
     Tensor pe() const { return pe_; }
 
@@ -73,7 +73,7 @@ public:
     std::string type_name() const override { return "LearnedPositionalEmbedding"; }
     std::string extra_repr() const override;
 
-    const PositionalEncodingOptions& options() const { return options_; }
+    const PositionalEncodingOptions& options() const { return options_; }  ///< the options it was built with
     /// The table [max_len, E] (the parameter `weight`).
     Tensor weight() const { return weight_; }
 

@@ -21,8 +21,8 @@ struct RNNOptions {
     std::int64_t input_size = 0;   ///< width I of the input's last dimension (>= 1)
     std::int64_t hidden_size = 0;  ///< width H of the state (>= 1)
     std::int64_t num_layers = 1;   ///< stacked layers (>= 1); layer k > 0 reads layer k-1's output
-    RNNNonlinearity nonlinearity = RNNNonlinearity::Tanh;
-    bool bias = true;  ///< learn b_ih and b_hh
+    RNNNonlinearity nonlinearity = RNNNonlinearity::Tanh;  ///< tanh or relu, as PyTorch's `nonlinearity`
+    bool bias = true;                                      ///< learn b_ih and b_hh
     /// Input and output are [B, T, .] (true, attograd's layout everywhere) or [T, B, .] (false).
     /// PyTorch's default is false; attograd's is true, as for every other layer here.
     bool batch_first = true;
@@ -33,29 +33,31 @@ struct RNNOptions {
 
 /// Options of GRU: RNNOptions' fields but the nonlinearity (batch_first defaults to true).
 struct GRUOptions {
-    std::int64_t input_size = 0;
-    std::int64_t hidden_size = 0;
-    std::int64_t num_layers = 1;
-    bool bias = true;
+    std::int64_t input_size = 0;   ///< width I of the input's last dimension (>= 1)
+    std::int64_t hidden_size = 0;  ///< width H of the state (>= 1)
+    std::int64_t num_layers = 1;   ///< stacked layers (>= 1); layer k > 0 reads layer k-1's output
+    bool bias = true;              ///< learn b_ih and b_hh
+    /// [B, T, .] (true, attograd's default) or [T, B, .] (false, PyTorch's default).
     bool batch_first = true;
-    double dropout = 0.0;
-    bool bidirectional = false;
-    DType dtype = DType::Float32;
+    double dropout = 0.0;          ///< dropout on each layer's output but the last, in training mode; [0, 1)
+    bool bidirectional = false;    ///< add a second direction reading each sequence backwards
+    DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)
 };
 
 /// Options of LSTM: GRUOptions' fields plus `proj_size` (batch_first defaults to true).
 struct LSTMOptions {
-    std::int64_t input_size = 0;
-    std::int64_t hidden_size = 0;
-    std::int64_t num_layers = 1;
-    bool bias = true;
+    std::int64_t input_size = 0;   ///< width I of the input's last dimension (>= 1)
+    std::int64_t hidden_size = 0;  ///< width H of the state (>= 1)
+    std::int64_t num_layers = 1;   ///< stacked layers (>= 1); layer k > 0 reads layer k-1's output
+    bool bias = true;              ///< learn b_ih and b_hh
+    /// [B, T, .] (true, attograd's default) or [T, B, .] (false, PyTorch's default).
     bool batch_first = true;
-    double dropout = 0.0;
-    bool bidirectional = false;
+    double dropout = 0.0;        ///< dropout on each layer's output but the last, in training mode; [0, 1)
+    bool bidirectional = false;  ///< add a second direction reading each sequence backwards
     /// When > 0 (and < hidden_size), h is projected to this width by `weight_hr_l{k}` (Sak et
     /// al. 2014, LSTMP): h_n and the output have proj_size columns per direction.
     std::int64_t proj_size = 0;
-    DType dtype = DType::Float32;
+    DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)
 };
 
 /// Results of RNN and GRU. D = 2 when bidirectional, else 1; P = hidden_size.
@@ -96,11 +98,17 @@ public:
 protected:
     /// The fields every option struct has.
     struct Config {
-        RnnMode mode;
+        RnnMode mode;  ///< RNN (tanh or relu), GRU or LSTM
+        /// the widths and layer count of the options (proj_size 0 unless LSTM)
+        /// @{
         std::int64_t input_size, hidden_size, num_layers, proj_size;
+        /// @}
+        /// the options' flags of the same names
+        /// @{
         bool bias, batch_first, bidirectional;
-        double dropout;
-        DType dtype;
+        /// @}
+        double dropout;  ///< as the options' dropout
+        DType dtype;     ///< as the options' dtype
     };
     /// Checks the options (ValueError / DTypeError / ResourceError naming `name`) and draws the
     /// parameters from `generator`, which also draws the dropout masks and must outlive the module.
@@ -125,11 +133,13 @@ private:
 template <class Options>
 class RecurrentLayer : public RecurrentBase {
 public:
-    const Options& options() const { return options_; }
+    const Options& options() const { return options_; }  ///< the options it was built with
 
 protected:
+    /// Checks `options` and draws the parameters (see RecurrentBase's constructor).
     RecurrentLayer(const char* name, const Options& options, Generator& generator)
         : RecurrentBase(name, config_of(options), generator), options_(options) {}
+    /// Keeps options().dtype equal to the parameters' dtype after Module::to.
     void dtype_changed(DType dtype) override {
         RecurrentBase::dtype_changed(dtype);
         options_.dtype = dtype;

@@ -38,7 +38,7 @@ public:
     const Tensor& weight_hh() const { return weight_hh_; }
     /// The biases [G*H]; undefined when the cell has no biases.
     const Tensor& bias_ih() const { return bias_ih_; }
-    const Tensor& bias_hh() const { return bias_hh_; }
+    const Tensor& bias_hh() const { return bias_hh_; }  ///< bias_hh [G*H]
 
 protected:
     /// Throws ValueError (sizes < 1, an unknown nonlinearity, one other than tanh when
@@ -56,7 +56,7 @@ protected:
     Tensor state(const Tensor& s, std::int64_t batch, bool unbatched, std::string_view name) const;
     /// W_ih x + b_ih [B, G*H] and W_hh h + b_hh [B, G*H].
     Tensor input_gates(const Tensor& x) const;
-    Tensor hidden_gates(const Tensor& h) const;
+    Tensor hidden_gates(const Tensor& h) const;  ///< W_hh h + b_hh [B, G*H]
 
 private:
     RNNCellOptions options_;

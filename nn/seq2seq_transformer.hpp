@@ -59,7 +59,7 @@ public:
     /// Throws ShapeError (src not [B, S], S = 0 or above max_len), DTypeError (src not int64),
     /// IndexError (an id outside [0, V)); messages start with "Seq2SeqTransformer".
     Tensor encode(const Tensor& src) const;
-    /// tgt int64 [B, T] (decoder input, <bos> first), memory [B, S, E],
+    /// tgt int64 [B, T] (decoder input, `<bos>` first), memory [B, S, E],
     /// memory_key_padding_mask bool [B, S] or undefined -> logits [B, T, V_tgt]. Causal: position
     /// t sees targets <= t; targets equal to pad_id are masked as keys. Throws ShapeError (tgt
     /// not [B, T], T = 0 or above max_len, memory or mask that do not fit), DTypeError, IndexError (an
@@ -112,9 +112,9 @@ public:
     std::string type_name() const override { return "Seq2SeqTransformer"; }
     std::string extra_repr() const override;
 
-    const Seq2SeqTransformerOptions& options() const { return options_; }
-    const Transformer& transformer() const { return *transformer_; }  ///< registered as "transformer"
-    const Linear& generator() const { return *generator_; }           ///< registered as "generator"
+    const Seq2SeqTransformerOptions& options() const { return options_; }  ///< the options it was built with
+    const Transformer& transformer() const { return *transformer_; }       ///< registered as "transformer"
+    const Linear& generator() const { return *generator_; }                ///< registered as "generator"
 
 protected:
     void dtype_changed(DType dtype) override { options_.transformer.dtype = dtype; }

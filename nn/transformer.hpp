@@ -76,9 +76,9 @@ struct TransformerLayerOptions {
     /// sparsemax or hard weights, hard attention's estimator, its Gumbel temperature and
     /// REINFORCE's baseline decay. MultiHead takes Soft only.
     Normalizer normalizer = Normalizer::Soft;
-    HardEstimator estimator = HardEstimator::GumbelStraightThrough;
-    double temperature = 1.0;
-    double baseline_decay = 0.9;
+    HardEstimator estimator = HardEstimator::GumbelStraightThrough;  ///< hard attention's estimator
+    double temperature = 1.0;                                        ///< Gumbel-softmax temperature (> 0)
+    double baseline_decay = 0.9;  ///< REINFORCE's baseline decay, in [0, 1)
     /// Beyond PyTorch, decoder layers only: false drops the self-attention block over the
     /// targets (self_attn, norm1 and dropout1 are not registered), leaving cross-attention and
     /// feed-forward: every target position then depends on its own input and the memory only,
@@ -155,7 +155,7 @@ public:
     std::string type_name() const override { return "TransformerEncoderLayer"; }
     std::string extra_repr() const override;
 
-    const TransformerLayerOptions& options() const { return options_; }
+    const TransformerLayerOptions& options() const { return options_; }  ///< the options it was built with
     /// The self-attention, registered as "self_attn". Throws ValueError with LayerAttention::Single.
     const MultiHeadAttention& self_attn() const;
 
@@ -232,7 +232,7 @@ public:
     std::string type_name() const override { return "TransformerDecoderLayer"; }
     std::string extra_repr() const override;
 
-    const TransformerLayerOptions& options() const { return options_; }
+    const TransformerLayerOptions& options() const { return options_; }  ///< the options it was built with
     /// The self-attention over the targets, registered as "self_attn". Throws ValueError with
     /// LayerAttention::Single or self_attention = false.
     const MultiHeadAttention& self_attn() const;
@@ -287,7 +287,7 @@ public:
     std::string type_name() const override { return "TransformerEncoder"; }
     std::string extra_repr() const override;
 
-    const TransformerStackOptions& options() const { return options_; }
+    const TransformerStackOptions& options() const { return options_; }  ///< the options it was built with
     /// Layer `index` (in [0, num_layers)). Throws IndexError.
     const TransformerEncoderLayer& layer(std::size_t index) const;
 
@@ -329,7 +329,7 @@ public:
     std::string type_name() const override { return "TransformerDecoder"; }
     std::string extra_repr() const override;
 
-    const TransformerStackOptions& options() const { return options_; }
+    const TransformerStackOptions& options() const { return options_; }  ///< the options it was built with
     /// Layer `index` (in [0, num_layers)). Throws IndexError.
     const TransformerDecoderLayer& layer(std::size_t index) const;
 

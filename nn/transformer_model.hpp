@@ -9,23 +9,23 @@ namespace attograd::nn {
 /// Options of Transformer, with the names and defaults of torch.nn.Transformer (always batch
 /// first), then attograd's attention options passed to every layer (see TransformerLayerOptions).
 struct TransformerOptions {
-    std::int64_t d_model = 512;           ///< E, width of src, tgt and the output (>= 1)
-    std::int64_t nhead = 8;               ///< heads of every attention; must divide d_model
-    std::int64_t num_encoder_layers = 6;  ///< encoder layers (>= 0)
-    std::int64_t num_decoder_layers = 6;  ///< decoder layers (>= 0)
-    std::int64_t dim_feedforward = 2048;  ///< feed-forward width (>= 0; 0 drops the block)
-    double dropout = 0.1;                 ///< in [0, 1], as in TransformerLayerOptions
-    Activation activation = Activation::ReLU;
-    double layer_norm_eps = 1e-5;  ///< eps of every LayerNorm, the final norms included
-    bool norm_first = false;       ///< pre-norm layers (the final norms are there either way)
-    bool bias = true;              ///< biases of the attentions, linears and LayerNorms
+    std::int64_t d_model = 512;                ///< E, width of src, tgt and the output (>= 1)
+    std::int64_t nhead = 8;                    ///< heads of every attention; must divide d_model
+    std::int64_t num_encoder_layers = 6;       ///< encoder layers (>= 0)
+    std::int64_t num_decoder_layers = 6;       ///< decoder layers (>= 0)
+    std::int64_t dim_feedforward = 2048;       ///< feed-forward width (>= 0; 0 drops the block)
+    double dropout = 0.1;                      ///< in [0, 1], as in TransformerLayerOptions
+    Activation activation = Activation::ReLU;  ///< of the feed-forward blocks: relu or gelu
+    double layer_norm_eps = 1e-5;              ///< eps of every LayerNorm, the final norms included
+    bool norm_first = false;                   ///< pre-norm layers (the final norms are there either way)
+    bool bias = true;                          ///< biases of the attentions, linears and LayerNorms
     // Beyond PyTorch: passed to every attention (see TransformerLayerOptions).
-    Score score = Score::ScaledDot;
-    LocalMode local = LocalMode::None;
-    std::int64_t window = 0;
-    Positional positional = Positional::None;
-    double rope_base = 10000.0;
-    DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)
+    Score score = Score::ScaledDot;            ///< each head's score
+    LocalMode local = LocalMode::None;         ///< global, local-m or local-p attention
+    std::int64_t window = 0;                   ///< local attention's D
+    Positional positional = Positional::None;  ///< none, RoPE or ALiBi in every attention
+    double rope_base = 10000.0;                ///< RoPE's base
+    DType dtype = DType::Float32;              ///< parameter dtype (float32 or float64)
 };
 
 /// Keyword arguments of Transformer::forward (torch.nn.Transformer.forward's), with
@@ -88,7 +88,7 @@ public:
     std::string type_name() const override { return "Transformer"; }
     std::string extra_repr() const override;
 
-    const TransformerOptions& options() const { return options_; }
+    const TransformerOptions& options() const { return options_; }   ///< the options it was built with
     const TransformerEncoder& encoder() const { return *encoder_; }  ///< registered as "encoder"
     const TransformerDecoder& decoder() const { return *decoder_; }  ///< registered as "decoder"
 

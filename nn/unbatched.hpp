@@ -9,8 +9,12 @@ namespace attograd::nn {
 /// handle, so the layers still see query, key and value as the same tensor) and a key_padding_mask
 /// [Tk] as [1, Tk]. Shapes are checked afterwards by the batched path.
 struct Unbatched {
+    /// Adds the batch dimension to each defined argument.
     Unbatched(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& padding);
+    /// the arguments with a batch of one
+    /// @{
     Tensor query, key, value, key_padding_mask;
+    /// @}
 };
 
 /// A key padding mask [T] of an unbatched input as [1, T]; undefined and other shapes are returned

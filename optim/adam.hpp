@@ -44,6 +44,7 @@ struct AdamWOptions {
 /// (checked with 1 % slack and 1e-12 absolute, for rounding and underflow of g^2).
 class Adam : public Optimizer {
 public:
+    /// Optimises `params` (leaves that require grad); throws as described above.
     Adam(std::vector<Tensor> params, AdamOptions options);
 
     /// The options as given (the current learning rate is lr(), which schedules change).
@@ -72,6 +73,7 @@ private:
 /// throws as Adam.
 class AdamW : public Adam {
 public:
+    /// Optimises `params` (leaves that require grad); throws as Adam.
     AdamW(std::vector<Tensor> params, AdamWOptions options);
 };
 

@@ -45,6 +45,7 @@ public:
     void load_state_dict(const StateDict& state);
 
 protected:
+    /// Schedules `optimizer`'s learning rate from its current lr (base_lr).
     explicit LRScheduler(Optimizer& optimizer);
     /// PyTorch's initial step (last_epoch 0); subclass constructors call it last.
     void initial_step();
@@ -65,6 +66,7 @@ struct StepLROptions {
 /// Throws ValueError naming the option (step_size < 1, gamma negative or not finite).
 class StepLR : public LRScheduler {
 public:
+    /// Takes `optimizer`'s lr as base_lr and sets the lr of epoch 0.
     StepLR(Optimizer& optimizer, StepLROptions options);
     double lr_at(std::int64_t epoch) const override;
 
@@ -84,6 +86,7 @@ struct CosineAnnealingLROptions {
 /// Throws ValueError naming the option (T_max < 1, eta_min negative or not finite).
 class CosineAnnealingLR : public LRScheduler {
 public:
+    /// Takes `optimizer`'s lr as base_lr and sets the lr of epoch 0.
     CosineAnnealingLR(Optimizer& optimizer, CosineAnnealingLROptions options);
     double lr_at(std::int64_t epoch) const override;
 
@@ -104,6 +107,7 @@ struct LinearWarmupOptions {
 /// Throws ValueError naming the option (a factor outside [0, 1], warmup_steps < 1).
 class LinearWarmup : public LRScheduler {
 public:
+    /// Takes `optimizer`'s lr as base_lr and sets the lr of epoch 0.
     LinearWarmup(Optimizer& optimizer, LinearWarmupOptions options);
     double lr_at(std::int64_t epoch) const override;
 
@@ -125,6 +129,7 @@ private:
 /// strictly increasing.
 class SequentialLR : public LRScheduler {
 public:
+    /// Runs `schedulers[i]` from `milestones[i - 1]` on (the first from epoch 0).
     SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                  std::vector<std::int64_t> milestones);
     double lr_at(std::int64_t epoch) const override;

@@ -28,6 +28,7 @@ struct SGDOptions {
 /// nesterov without momentum > 0 and dampening == 0; plus the Optimizer constructor's checks.
 class SGD : public Optimizer {
 public:
+    /// Optimises `params` (leaves that require grad); throws as described above.
     SGD(std::vector<Tensor> params, SGDOptions options);
 
     /// The options as given (the current learning rate is lr(), which schedules change).

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The README's figures for other seeds ("What the table does not show"): recall with its
-# defaults on seeds 0-3, and reverse with the unscaled scores (dot, bilinear) on seed 1 for
-# 1000 steps. Prints one line per run: command, steps done, held-out token and sequence
-# accuracy. Deterministic for a given build and CPU (the same seed gives the same bits on any
-# number of threads); about 1.5 min on the README's 2-core AMD EPYC.
+# The figures for other seeds in docs/tutorials/bundled-task.md ("What the table does not
+# show"): recall with its defaults on seeds 0-3, and reverse with the unscaled scores (dot,
+# bilinear) on seed 1 for 1000 steps. Prints one line per run: command, steps done, held-out
+# token and sequence accuracy. Deterministic for a given build and CPU (the same seed gives
+# the same bits on any number of threads). Takes minutes.
 #   bench/figures/seed_spread.sh [BUILD_DIR]     (default build; needs python3 for the JSON)
 set -euo pipefail
 build=${1:-build}
