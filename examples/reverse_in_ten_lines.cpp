@@ -1,5 +1,5 @@
-// The README's short training program: token + position embeddings and one self-attention
-// layer learn to reverse sequences of 8 digits; the learned weights show the anti-diagonal.
+// A short training program (the README's is docs/snippets/train_reverse.cpp): token + position
+// embeddings and one self-attention layer learn to reverse sequences of 8 digits; the learned weights show the anti-diagonal.
 #include "attograd.hpp"
 
 using namespace attograd;

@@ -172,7 +172,9 @@ double RewardBaseline::update(const Tensor& reward) {
     } else {
         value_.data<float>()[0] = static_cast<float>(value);
     }
-    ++updates;
+    // Only "updated yet or not" matters, so the count saturates instead of overflowing (a
+    // hand-edited checkpoint may hold any non-negative count).
+    if (updates < std::numeric_limits<std::int64_t>::max()) ++updates;
     return this->value();
 }
 

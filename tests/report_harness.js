@@ -154,7 +154,7 @@
     const frameText = (k) => ({
       name: tokensName('tokens-prediction'), prediction: tokens('tokens-prediction'), input: tokens('tokens-input'),
       caption: caption(E.outlined_title), info: $('map-info').textContent });
-    const shownAt = (k, t) => t.name === 'prediction at step ' + P.steps[k] + ': ' && t.prediction === json(P.predictions[k]) &&
+    const shownAt = (k, t) => t.name === 'teacher-forced prediction at step ' + P.steps[k] + ': ' && t.prediction === json(P.predictions[k]) &&
       t.input === json(P.input) && t.caption === P.captions[k] &&
       t.info.includes('alignment share ' + P.shares[k]) && t.info.endsWith('at step ' + P.steps[k]);
     const outlinedProbe = thumbs().find((t) => t.title === E.outlined_title);

@@ -219,7 +219,7 @@ TEST_CASE("config.json values outside the range train writes are refused naming 
     TempDir tmp;
     small_run(tmp / "run");
     const std::string saved = read_text(fs::path(tmp / "run") / "config.json");
-    // Edited by hand as the README says: "config_fnv1a64": "unchecked".
+    // Edited by hand as docs/howto/checkpoints.md says: "config_fnv1a64": "unchecked".
     const auto check = [&](const std::function<void(json&)>& edit, const std::vector<std::string>& names) {
         json config = json::parse(saved);
         edit(config);

@@ -86,7 +86,7 @@ TEST_CASE("train --task copy reaches 99% held-out sequence accuracy") {
 
 // The unscaled scores (dot, bilinear) still settle at ~74% sequence accuracy with some seeds
 // (seed 1 for both), every source of 9-10 tokens wrong at its last outputs; the default seed 0
-// learns with every score (README's measured table), so these use it.
+// learns with every score (the measured table in docs/tutorials/bundled-task.md), so these use it.
 TEST_CASE("train --score additive learns reverse") { check_reverse_learns({"--score", "additive"}); }
 
 TEST_CASE("train --score dot learns reverse") { check_reverse_learns({"--score", "dot"}); }
@@ -141,10 +141,10 @@ TEST_CASE("train --task sort reaches 95% held-out token accuracy") {
     CHECK(eval_json(tmp / "run")["token_accuracy"].get<double>() >= 0.95);
 }
 
-// The README's recall row (bench/cli_targets.sh, seed 0): 3400 steps, 97.6 % held-out token
+// The recall row of docs/tutorials/bundled-task.md (bench/cli_targets.sh, seed 0): 3400 steps, 97.6 % held-out token
 // accuracy. Another CPU's float rounding moves the step where the target is reached a little,
 // so the steps are held within 20 % and the accuracy within 2 points; about 15 s.
-TEST_CASE("train --task recall reaches its target near the README's 3400 steps") {
+TEST_CASE("train --task recall reaches its target near the documented 3400 steps") {
     TempDir tmp;
     train(tmp / "run", {"--task", "recall"});
     const std::int64_t steps = read_config(tmp / "run")["progress"]["steps_done"].get<std::int64_t>();

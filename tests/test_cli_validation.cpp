@@ -156,6 +156,26 @@ TEST_CASE("bidirectional override and isolate characters never reach the termina
     CHECK(input.out.find(lri) == std::string::npos);
 }
 
+TEST_CASE("eval --to and inspect --to never replace the run's own files") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "2"});
+    const std::string config = read_text(tmp / "run/config.json");
+    const std::string model = read_text(tmp / "run/model.safetensors");
+    check_refused(run({"eval", "--run", tmp / "run", "--to", tmp / "run/config.json"}),
+                  {"eval: --to", "would replace a file of the run"});
+    check_refused(
+        run({"inspect", "--run", tmp / "run", "--format", "json", "--to", tmp / "run/model.safetensors"}),
+        {"inspect: --to", "would replace a file of the run"});
+    check_refused(run({"eval", "--run", tmp / "run", "--to", tmp / "run/new.json"}),
+                  {"would replace a file of the run"});
+    CHECK(read_text(tmp / "run/config.json") == config);
+    CHECK(read_text(tmp / "run/model.safetensors") == model);
+    require_ok(run({"eval", "--run", tmp / "run"}));  // the run still loads
+    // a folder of the run stays writable
+    require_ok(run({"eval", "--run", tmp / "run", "--to", tmp / "run/inspect/eval.json"}));
+    CHECK(fs::exists(tmp / "run/inspect/eval.json"));
+}
+
 TEST_CASE("eval --to FILE writes the JSON results atomically to exactly that file") {
     TempDir tmp;
     train(tmp / "run", {"--task", "reverse", "--steps", "2"});

@@ -4,6 +4,7 @@
 #include "fixtures.hpp"
 
 #include <cmath>
+#include <limits>
 
 using namespace testing;
 
@@ -158,6 +159,15 @@ TEST_CASE(
     CHECK_THROWS_WITH_AS(
         reinforce_surrogate(hard.log_prob, tensor({1.0, 2.0, 3.0}, {3}, {.dtype = DType::Float64}), 0),
         doctest::Contains("reward must be [B] = [2] or [B, Tq] = [2, 3], got [3]"), ShapeError);
+}
+
+TEST_CASE("the REINFORCE baseline's update count saturates at the largest int64 instead of overflowing") {
+    RewardBaseline baseline(0.9);
+    baseline.update(tensor({2.0, 2.0}, {2}));
+    Tensor updates = baseline.updates_buffer();  // the buffer itself, as a loaded checkpoint sets it
+    updates.data<std::int64_t>()[0] = std::numeric_limits<std::int64_t>::max();
+    CHECK(baseline.update(tensor({4.0, 4.0}, {2})) == doctest::Approx(0.9 * 2.0 + 0.1 * 4.0));
+    CHECK(updates.data<std::int64_t>()[0] == std::numeric_limits<std::int64_t>::max());
 }
 
 TEST_CASE("hard attention with a fully masked row: zero weights and output, finite gradients") {

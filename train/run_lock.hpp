@@ -47,4 +47,11 @@ private:
 std::optional<RunLock> lock_if_inside(const std::filesystem::path& run_dir,
                                       const std::filesystem::path& destination, const char* command);
 
+/// Refuses (IoError naming `command` and both paths) a file `destination` that is the run directory
+/// `run_dir` itself or a file directly in it: those names are the run's own files (config.json,
+/// the checkpoint, the lock), which an output written there would replace. Folders inside the run
+/// (RUN/inspect/) stay writable.
+void refuse_run_file(const std::filesystem::path& run_dir, const std::filesystem::path& destination,
+                     const char* command);
+
 }  // namespace attograd::train

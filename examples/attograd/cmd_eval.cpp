@@ -109,6 +109,7 @@ int cmd_eval(const EvalArgs& args) {
             return code;
         }
         const fs::path path(args.to);
+        train::refuse_run_file(run.dir, path, "eval");
         const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "eval");
         if (!path.parent_path().empty()) fs::create_directories(path.parent_path());
         write_file_atomic(path, text);

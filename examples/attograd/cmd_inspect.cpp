@@ -290,6 +290,7 @@ int cmd_inspect(const InspectArgs& args) {
         return code;
     }
     fs::path path = by_default ? default_dir / name : fs::path(args.to);
+    if (!by_default) train::refuse_run_file(run.dir, path, "inspect");
     const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "inspect");
     if (!path.parent_path().empty()) make_dir(path.parent_path());
     write_output(path, contents);

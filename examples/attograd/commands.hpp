@@ -67,7 +67,7 @@ struct InspectArgs {
 
 /// Prints the bundled tasks: name, example, default model, target, right alignment.
 int cmd_tasks();
-/// Trains a model (README.md, "The `attograd` program"); returns the exit code.
+/// Trains a model (docs/reference/program.md); returns the exit code.
 int cmd_train(const TrainArgs& args);
 /// Evaluates a saved run on its held-out split and on --input texts.
 int cmd_eval(const EvalArgs& args);

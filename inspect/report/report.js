@@ -314,7 +314,9 @@
   // The tokens of the input at the frame shown: a probe's prediction changes with the step.
   function showTokens() {
     const f = frame(), box = $('tokens');
-    const predicted = f.step != null ? 'prediction at step ' + f.step : 'prediction';
+    // A probe runs the model teacher-forced (the expected tokens fed in, as the attention shown
+    // was recorded): each position's most likely token, not a decoded output.
+    const predicted = f.step != null ? 'teacher-forced prediction at step ' + f.step : 'prediction';
     box.textContent = '';
     for (const [name, tokens, id] of [['input', f.source, 'tokens-input'], ['expected', f.target, 'tokens-target'],
       [predicted, f.prediction, 'tokens-prediction']]) {
