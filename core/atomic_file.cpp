@@ -33,7 +33,11 @@ AtomicFile::AtomicFile(const fs::path& path, std::string where, Symlinks symlink
     // A symbolic link is written through, not replaced: the new file goes where it points
     // (renaming over the link itself would turn it into a regular file).
     if (link) {
-        target_ = fs::weakly_canonical(path, ec);
+        // read_symlink, not weakly_canonical alone: a dangling link's path would resolve to itself.
+        const fs::path points_to = fs::read_symlink(path, ec);
+        AG_CHECK(!ec, IoError, "{}: cannot read the symbolic link: {}", where_, ec.message());
+        target_ =
+            fs::weakly_canonical(points_to.is_absolute() ? points_to : path.parent_path() / points_to, ec);
         AG_CHECK(!ec && !target_.filename().empty(), IoError, "{}: cannot resolve the symbolic link: {}",
                  where_, ec.message());
     }

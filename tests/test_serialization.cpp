@@ -533,6 +533,19 @@ TEST_CASE("AtomicFile writes through a symbolic link: the link stays, the file i
     std::filesystem::remove_all(dir);
 }
 
+TEST_CASE("write_file_atomic through a dangling link creates the file it points to and keeps the link") {
+    TempDir dir;
+    fs::create_directory(dir / "sub");
+    fs::create_symlink("target.txt", dir / "relative.txt");             // relative to the link's folder
+    fs::create_symlink(dir / "sub" / "abs.txt", dir / "absolute.txt");  // absolute
+    write_file_atomic(dir / "relative.txt", "one");
+    write_file_atomic(dir / "absolute.txt", "two");
+    CHECK(fs::is_symlink(dir / "relative.txt"));
+    CHECK(fs::is_symlink(dir / "absolute.txt"));
+    CHECK(read_bytes(dir / "target.txt") == "one");
+    CHECK(read_bytes(dir / "sub" / "abs.txt") == "two");
+}
+
 TEST_CASE("AtomicFile with Symlinks::refuse never writes through a link: the link and its target stay") {
     TempDir dir;
     const fs::path real = dir / "real.txt", link = dir / "link.txt", dangling = dir / "dangling.txt";

@@ -103,11 +103,16 @@ int cmd_eval(const EvalArgs& args) {
                                     {"inputs", std::move(input_json)},
                                     {"alignment", std::move(heads)}};
         // A bad input's "source" is the text as given, which may not be UTF-8: shown with U+FFFD.
-        const std::string text = out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+        // On standard output, which may be a terminal, every non-ASCII character is a \u escape,
+        // so that no control or bidirectional character in it reaches the terminal raw.
+        const auto dumped = [&](bool ascii) {
+            return out.dump(2, ' ', ascii, nlohmann::json::error_handler_t::replace) + "\n";
+        };
         if (args.to.empty() || args.to == "-") {
-            output(stdout, "{}", text);
+            output(stdout, "{}", dumped(true));
             return code;
         }
+        const std::string text = dumped(false);
         const fs::path path(args.to);
         train::refuse_run_file(run.dir, path, "eval");
         const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "eval");
