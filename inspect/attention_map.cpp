@@ -60,10 +60,45 @@ std::string display_label(const std::string& token) {
     return data::escape_control(token);
 }
 
+int codepoint_width(char32_t c) {
+    const auto in = [c](char32_t lo, char32_t hi) { return c >= lo && c <= hi; };
+    if (in(0x0300, 0x036F) || in(0x0483, 0x0489) || in(0x0591, 0x05BD) || in(0x0610, 0x061A) ||
+        in(0x064B, 0x065F) || in(0x1AB0, 0x1AFF) || in(0x1DC0, 0x1DFF) || in(0x200B, 0x200F) ||
+        in(0x20D0, 0x20FF) || in(0xFE00, 0xFE0F) || in(0xFE20, 0xFE2F) || c == 0x2060 || c == 0xFEFF)
+        return 0;
+    if (in(0x1100, 0x115F) || in(0x2E80, 0x303E) || in(0x3041, 0x33FF) || in(0x3400, 0x4DBF) ||
+        in(0x4E00, 0x9FFF) || in(0xA000, 0xA4CF) || in(0xAC00, 0xD7A3) || in(0xF900, 0xFAFF) ||
+        in(0xFE30, 0xFE4F) || in(0xFF00, 0xFF60) || in(0xFFE0, 0xFFE6) || in(0x1F300, 0x1F64F) ||
+        in(0x1F900, 0x1F9FF) || in(0x20000, 0x2FFFD) || in(0x30000, 0x3FFFD))
+        return 2;
+    return 1;
+}
+
+std::pair<std::size_t, char32_t> next_codepoint(const std::string& text, std::size_t i) {
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+    const unsigned char b = byte(i);
+    const std::size_t len = b < 0x80           ? 1
+                            : (b >> 5) == 0x6  ? 2
+                            : (b >> 4) == 0xE  ? 3
+                            : (b >> 3) == 0x1E ? 4
+                                               : 0;
+    if (len == 0 || i + len > text.size()) return {1, 0xFFFD};
+    char32_t c = len == 1 ? b : len == 2 ? (b & 0x1F) : len == 3 ? (b & 0x0F) : (b & 0x07);
+    for (std::size_t k = 1; k < len; ++k) {
+        if ((byte(i + k) & 0xC0) != 0x80) return {1, 0xFFFD};
+        c = (c << 6) | (byte(i + k) & 0x3F);
+    }
+    return {len, c};
+}
+
 std::int64_t display_width(const std::string& text) {
-    // Count code points: every byte that is not a UTF-8 continuation byte starts one.
-    return std::count_if(text.begin(), text.end(),
-                         [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; });
+    std::int64_t width = 0;
+    for (std::size_t i = 0; i < text.size();) {
+        const auto [len, c] = next_codepoint(text, i);
+        width += codepoint_width(c);
+        i += len;
+    }
+    return width;
 }
 
 }  // namespace attograd::inspect

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attograd::inspect {
@@ -68,7 +69,14 @@ std::string hex(Rgb colour);
 /// a space -> "␣", a tab -> "⇥", control characters escaped (data::escape_control); other tokens
 /// unchanged.
 std::string display_label(const std::string& token);
-/// Width of a UTF-8 string in terminal columns (one per code point).
+/// Width of a UTF-8 string in terminal columns: the sum of codepoint_width over its code points.
 std::int64_t display_width(const std::string& text);
+/// Terminal columns of one code point, as wcwidth(3) in a UTF-8 locale for the common cases: 2 for
+/// East Asian wide and fullwidth characters (Hangul, CJK, kana, fullwidth forms, most emoji), 0 for
+/// combining marks and zero-width characters, 1 otherwise.
+int codepoint_width(char32_t c);
+/// The length in bytes (1-4) of the UTF-8 sequence starting at `text[i]` and its code point
+/// (U+FFFD for a malformed sequence, which then counts one byte).
+std::pair<std::size_t, char32_t> next_codepoint(const std::string& text, std::size_t i);
 
 }  // namespace attograd::inspect

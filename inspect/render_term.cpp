@@ -20,31 +20,32 @@ namespace attograd::inspect {
 
 namespace {
 
-/// The first `width` code points of `text`, padded with spaces on the left to `width` columns.
+/// The first `width` columns of `text` (whole code points), padded with spaces on the left to
+/// `width` columns.
 std::string pad_left(const std::string& text, std::int64_t width) {
     std::string kept;
     std::int64_t n = 0;
     for (std::size_t i = 0; i < text.size();) {
-        std::size_t len = 1;
-        while (i + len < text.size() && (static_cast<unsigned char>(text[i + len]) & 0xC0) == 0x80) ++len;
-        if (n == width) break;
+        const auto [len, c] = next_codepoint(text, i);
+        if (n + codepoint_width(c) > width) break;
         kept += text.substr(i, len);
-        ++n;
+        n += codepoint_width(c);
         i += len;
     }
     return std::string(static_cast<std::size_t>(width - n), ' ') + kept;
 }
 
-/// `label` whole when at most term_label_width code points, else its first term_label_width - 1
-/// and an ellipsis, so a cut label says it was cut.
+/// `label` whole when at most term_label_width columns wide, else its first code points up to
+/// term_label_width - 1 columns and an ellipsis, so a cut label says it was cut.
 std::string fitted_label(const std::string& label) {
     if (display_width(label) <= term_label_width) return label;
     std::string kept;
     std::int64_t n = 0;
-    for (std::size_t i = 0; i < label.size() && n < term_label_width - 1; ++n) {
-        std::size_t len = 1;
-        while (i + len < label.size() && (static_cast<unsigned char>(label[i + len]) & 0xC0) == 0x80) ++len;
+    for (std::size_t i = 0; i < label.size();) {
+        const auto [len, c] = next_codepoint(label, i);
+        if (n + codepoint_width(c) > term_label_width - 1) break;
         kept += label.substr(i, len);
+        n += codepoint_width(c);
         i += len;
     }
     return kept + "\u2026";

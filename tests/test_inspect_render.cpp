@@ -129,6 +129,20 @@ TEST_CASE("terminal heatmap: plain mode has no escape codes, shades by weight, l
     CHECK(lines[4].rfind("$ ", 0) == 0);
 }
 
+TEST_CASE("terminal heatmap: wide characters take two columns, so rows stay under their keys") {
+    AttentionMap map = sample_map();
+    map.queries = {"\u6f22\u5b57", "b", "e\u0301"};  // two wide characters; e + a combining accent
+    const auto lines = lines_of(render_heatmap(map));
+    REQUIRE(lines.size() == 6);
+    // every row is as wide as the others: labels padded by columns, not by code points
+    CHECK(display_width(lines[2]) == display_width(lines[3]));
+    CHECK(display_width(lines[4]) == display_width(lines[3]));
+    CHECK(lines[3].rfind("   b ", 0) == 0);  // "b" padded to the 4 columns of the wide label
+    CHECK(display_width("\u6f22\u5b57") == 4);
+    CHECK(display_width("e\u0301") == 1);
+    CHECK(display_width("\xff") == 1);  // a malformed byte counts as one replacement character
+}
+
 TEST_CASE("terminal heatmap: colour modes use the matching escape codes") {
     const std::string truecolour = render_heatmap(sample_map(), {.colour = TermColour::TrueColour});
     CHECK(truecolour.find("\x1b[48;2;") != std::string::npos);
