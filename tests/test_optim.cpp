@@ -204,7 +204,7 @@ Run start(const json& c, const Params& p) {
     return r;
 }
 
-void train(Run& r, const Problem& pb, int steps) {
+void run_steps(Run& r, const Problem& pb, int steps) {
     for (int s = 0; s < steps; ++s) {
         r.opt->zero_grad();
         pb.loss(r.p.w, r.p.b).backward();
@@ -232,18 +232,18 @@ TEST_CASE("state_dict after 5 steps resumes the run: 5 more steps equal 10 unint
         INFO("case " << name);
         const Problem pb = problem_of(c.at("init"));
         Run whole = start(c, params_of(c.at("init")));
-        train(whole, pb, 5);
+        run_steps(whole, pb, 5);
         const StateDict opt_state = whole.opt->state_dict();
         const StateDict sched_state = whole.sched->state_dict();
         const Params halfway = copy_of(whole.p);
         const Tensor w5 = clone(halfway.w.detach());
-        train(whole, pb, 5);  // later steps must not change the saved state (it is a copy)
+        run_steps(whole, pb, 5);  // later steps must not change the saved state (it is a copy)
 
         Run resumed = start(c, halfway);
         resumed.opt->load_state_dict(opt_state);
         resumed.sched->load_state_dict(sched_state);
         CHECK(resumed.opt->lr() == opt_state.at("lr").item());
-        train(resumed, pb, 5);
+        run_steps(resumed, pb, 5);
         CHECK(max_abs_diff(resumed.p.w, whole.p.w) == 0.0);
         CHECK(max_abs_diff(resumed.p.b, whole.p.b) == 0.0);
         CHECK(resumed.opt->lr() == whole.opt->lr());
