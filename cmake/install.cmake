@@ -24,6 +24,11 @@ install(TARGETS attograd EXPORT attogradTargets
 get_target_property(attograd_sources attograd SOURCES)
 set(ATTOGRAD_HEADER_DIRS "")
 foreach(source IN LISTS attograd_sources)
+  # generated sources (the report's embedded assets) live in the build tree, not a header folder
+  string(FIND "${source}" "${CMAKE_CURRENT_BINARY_DIR}/" in_build)
+  if(in_build EQUAL 0)
+    continue()
+  endif()
   file(RELATIVE_PATH relative ${CMAKE_CURRENT_SOURCE_DIR} ${source})
   string(REGEX MATCH "^[^/]+/" dir "${relative}")
   if(dir)

@@ -81,7 +81,7 @@ public:
     /// ValueError when options.pad_id is not Vocabulary::pad_id.
     Batcher(const std::vector<Example>& examples, const Vocabulary& vocab, BatcherOptions options);
     /// A batcher over `examples` with separate vocabularies: sources encoded with
-    /// `source_vocab`, targets with `target_vocab` (unknown tokens become <unk> of each; the
+    /// `source_vocab`, targets with `target_vocab` (unknown tokens become `<unk>` of each; the
     /// special tokens have the same ids 0-3 in both, so padding and masks do not change). Throws
     /// as the constructor above.
     Batcher(const std::vector<Example>& examples, const Vocabulary& source_vocab,

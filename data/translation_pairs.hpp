@@ -15,10 +15,11 @@ namespace attograd::data {
 
 /// One English source text and every distinct translation found for it.
 struct TranslationPair {
-    std::string source;
+    std::string source;  ///< the English message
     /// The distinct translations, most frequent first over the catalogs read (ties in byte order):
     /// references[0] is the one to train on, all of them are the references BLEU scores against.
     std::vector<std::string> references;
+    /// Equal sources and references.
     bool operator==(const TranslationPair&) const = default;
 };
 

@@ -26,6 +26,7 @@ struct ModelCheckpointOptions {
 /// bounds what a crash or `kill -9` loses. Throws ValueError when every_n_train_steps < 0.
 class ModelCheckpoint : public Callback {
 public:
+    /// Saves the run as `options` say (every N steps and at validation).
     explicit ModelCheckpoint(ModelCheckpointOptions options = {});
     void on_train_batch_end(Trainer& trainer) override;
 
@@ -47,6 +48,7 @@ struct EarlyStoppingOptions {
 /// "max" / "min", and (at a validation) when the metrics lack the monitored one.
 class EarlyStopping : public Callback {
 public:
+    /// Stops when `options.monitor` reaches `options.stopping_threshold` (ValueError for bad options).
     explicit EarlyStopping(EarlyStoppingOptions options);
     void on_fit_start(Trainer& trainer) override;
     void on_validation_end(Trainer& trainer, const Metrics& metrics) override;
@@ -76,6 +78,7 @@ struct DivergenceMonitorOptions {
 /// patience < 1.
 class DivergenceMonitor : public Callback {
 public:
+    /// Watches the loss with the rule `options` set (throws train::Diverged when it fires).
     explicit DivergenceMonitor(DivergenceMonitorOptions options = {});
     void on_before_backward(Trainer& trainer, const StepOutput& output) override;
     void on_after_optimizer_step(Trainer& trainer, const StepOutput& output) override;
@@ -90,7 +93,8 @@ private:
 
 /// A CSV column: the key of a step log or validation metric, and its header.
 struct CSVColumn {
-    std::string key, header;
+    std::string key;     ///< the metric's key in the step logs or validation metrics
+    std::string header;  ///< the column's header in the CSV file
 };
 
 /// CSVLogger's settings.
@@ -109,6 +113,7 @@ struct CSVLoggerOptions {
 /// not a plain file name or a column without key or header.
 class CSVLogger : public Callback {
 public:
+    /// Writes the columns `options` name to the run's metrics CSV.
     explicit CSVLogger(CSVLoggerOptions options = {});
     void on_log(Trainer& trainer, const Metrics& means, const std::optional<Metrics>& validation,
                 double lr) override;
@@ -146,8 +151,8 @@ private:
 
 /// AttentionSnapshots' settings.
 struct AttentionSnapshotsOptions {
-    inspect::SnapshotOptions snapshot{};  ///< the period and the most snapshots kept
-    std::string filename = "attention_snapshots.safetensors";
+    inspect::SnapshotOptions snapshot{};                       ///< the period and the most snapshots kept
+    std::string filename = "attention_snapshots.safetensors";  ///< the file in the run directory
     /// On resume, continue with the period the earlier run had reached (it doubles as the
     /// snapshots are thinned); false when the period was changed for the resumed run.
     bool resume_period = true;
@@ -169,6 +174,7 @@ public:
     void load_state_dict(const nlohmann::json& progress) override;
     void save_files(Trainer& trainer, RunWriter& writer) override;
     void load_files(Trainer& trainer, const std::filesystem::path& dir) override;
+    /// The snapshots taken so far (and loaded on resume), oldest first.
     const std::vector<inspect::AttentionSnapshot>& snapshots() const { return snapshotter_.snapshots(); }
 
 private:

@@ -31,8 +31,11 @@ public:
 /// of a Trainer, InterruptGuard::check): the work is abandoned, to be done again on resume.
 class Interrupted : public std::exception {
 public:
+    /// The interrupt by `signal` (SIGINT or SIGTERM).
     explicit Interrupted(int signal) : signal_(signal) {}
+    /// The signal that interrupted the work.
     int signal() const { return signal_; }
+    /// "interrupted".
     const char* what() const noexcept override { return "interrupted"; }
 
 private:

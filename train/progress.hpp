@@ -13,6 +13,7 @@ namespace attograd::train {
 /// line() output appears, so logs stay readable.
 class Progress {
 public:
+    /// A bar for steps `first_step` to `total_steps`; nothing is drawn when `quiet`.
     Progress(std::int64_t first_step, std::int64_t total_steps, bool quiet);
     /// After a step: redraws the bar when due.
     void update(std::int64_t step, double loss, double accuracy);

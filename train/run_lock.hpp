@@ -26,6 +26,7 @@ std::filesystem::path run_directory_path(const std::filesystem::path& dir);
 /// file.
 class RunLock {
 public:
+    /// Takes the lock of the run directory `dir` (IoError naming the holder when another process has it).
     explicit RunLock(const std::filesystem::path& dir);
     ~RunLock();
     RunLock(const RunLock&) = delete;

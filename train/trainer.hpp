@@ -40,8 +40,8 @@ using Metrics = std::map<std::string, double>;
 /// on it) and figures to log. logs["loss"] defaults to loss.item(); set it when the figure to
 /// report differs from the tensor minimised (e.g. a surrogate term added for REINFORCE).
 struct StepOutput {
-    Tensor loss;
-    Metrics logs;
+    Tensor loss;   ///< the scalar to minimise (backward runs from it)
+    Metrics logs;  ///< figures to log by name
 };
 
 /// A training step: computes the loss of step `step` (the steps done before it, from 0) with
@@ -212,8 +212,11 @@ public:
     /// Whether this fit() resumed a saved run.
     bool resumed() const { return resumed_; }
 
+    /// The model trained.
     nn::Module& model() { return *model_; }
+    /// The optimizer stepping it.
     optim::Optimizer& optimizer() { return *optimizer_; }
+    /// The options given.
     const TrainerOptions& options() const { return options_; }
     /// The Trainer's own state (steps, seconds, the open log window, a validation interrupted
     /// midway) followed by every callback's: config.json's "progress".
