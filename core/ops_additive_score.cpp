@@ -34,14 +34,11 @@ Eigen::Map<RowMatrix<T>> tanh_block(const T* uq, const T* wx, const Dims& d, std
     thread_local detail::Scratch<T> scratch;
     const Eigen::Map<const RowMatrix<T>> keys(wx + ((row / d.tq) * d.tk + lo) * d.h, hi - lo, d.h);
     const Eigen::Map<const RowVector<T>> query(uq + row * d.h, d.h);
-    const std::size_t n = static_cast<std::size_t>((hi - lo) * d.h);
-    T* block = scratch.at_least(n);
-    Eigen::Map<RowMatrix<T>> z(block, hi - lo, d.h);
-    // the sum first, then tanh over the block as one vector: on the broadcast expression Eigen
-    // calls its scalar tanh per element, several times slower than its packet tanh
-    z.noalias() = keys.rowwise() + query;
-    Eigen::Map<Vector<T>> flat(block, static_cast<Eigen::Index>(n));
-    flat = flat.array().tanh();
+    Eigen::Map<RowMatrix<T>> z(scratch.at_least(static_cast<std::size_t>((hi - lo) * d.h)), hi - lo, d.h);
+    // Eigen's scalar tanh per element: its packet tanh would give an element other bits when the
+    // block's size or alignment puts it in the scalar tail, and a decode step's block (one query)
+    // must give the bits of the whole sequence's
+    z = (keys.rowwise() + query).array().tanh();
     return z;
 }
 

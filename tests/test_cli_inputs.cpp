@@ -240,11 +240,11 @@ TEST_CASE("paths with control characters are escaped in every message and quoted
         CHECK_FALSE(raw_control(missing.err));
         // inspect --to under the odd name, and its "wrote" line.
         const Outcome inspect =
-            run({"inspect", "--run", out, "--format", "json", "--to", out + "/maps\x1b.json"});
+            run({"inspect", "--run", out, "--format", "json", "--to", out + "/inspect/maps\x1b.json"});
         require_ok(inspect);
         CHECK_FALSE(raw_control(inspect.out));
         CHECK(line_with(inspect.out, "wrote ") ==
-              "wrote " + attograd::data::escape_control(out + "/maps\x1b.json"));
+              "wrote " + attograd::data::escape_control(out + "/inspect/maps\x1b.json"));
     }
     // A value CLI11 refuses is quoted escaped too.
     const Outcome steps = run({"train", "--task", "reverse", "--steps", "1\x1b[2J"});
