@@ -69,10 +69,10 @@ T get(const json& object, const char* key, const std::string& where) {
     const json& value = field(object, key, where);
     // get<T>() would wrap an integer outside T's range and truncate 1.5 to 1.
     const auto integer = [&](const json& j) {
-        const std::optional<std::int64_t> i = detail::json_integer<std::int64_t>(j);
+        const std::optional<std::int64_t> i = attograd::detail::json_integer<std::int64_t>(j);
         if (!i)
             throw IoError(fmt::format("examples_from_json: {}.{} must hold integers in {}, got {}", where,
-                                      key, detail::json_integer_range<std::int64_t>(),
+                                      key, attograd::detail::json_integer_range<std::int64_t>(),
                                       excerpt(j.dump(), 40)));
         return *i;
     };

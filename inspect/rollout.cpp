@@ -192,7 +192,7 @@ Matrix flow_by_max_flow(const std::vector<Matrix>& m) {
     const Matrix& bottom = m.front();
     const Matrix& top = m.back();
     Matrix out(rows, t);
-    const int threads = detail::threads_for(rows * t * base.edges(), detail::kMinParallelWork);
+    const int threads = attograd::detail::threads_for(rows * t * base.edges(), attograd::detail::kMinParallelWork);
 #pragma omp parallel num_threads(threads)
     {
         FlowNetwork net = base;

@@ -141,8 +141,8 @@ const json& member(const json& object, const char* key) {
 
 std::int64_t integer(const json& j, const char* key) {
     AG_CHECK(j.is_number_integer(), ValueError, "\"{}\" is not an integer ({})", key, j.type_name());
-    const std::optional<std::int64_t> value = detail::json_integer<std::int64_t>(j);
-    AG_CHECK(value, ValueError, "\"{}\" is out of range {}", key, detail::json_integer_range<std::int64_t>());
+    const std::optional<std::int64_t> value = attograd::detail::json_integer<std::int64_t>(j);
+    AG_CHECK(value, ValueError, "\"{}\" is out of range {}", key, attograd::detail::json_integer_range<std::int64_t>());
     return *value;
 }
 
