@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <utility>
 
 namespace attograd::inspect {
 
@@ -58,6 +59,22 @@ std::string display_label(const std::string& token) {
     if (token == " ") return "\u2423";
     if (token == "\t") return "\u21e5";
     return data::escape_control(token);
+}
+
+std::string symbol_legend(const AttentionMap& map) {
+    static const std::pair<const char*, const char*> specials[] = {
+        {"<bos>", "^ = <bos> (start)"},   {"<eos>", "$ = <eos> (end)"},
+        {"<pad>", "_ = <pad> (padding)"}, {"<unk>", "\ufffd = <unk> (a token outside the vocabulary)"},
+        {" ", "\u2423 = a space"},        {"\t", "\u21e5 = a tab"}};
+    std::string legend;
+    for (const auto& [token, meaning] : specials) {
+        const auto is = [&](const std::string& t) { return t == token; };
+        if (std::none_of(map.queries.begin(), map.queries.end(), is) &&
+            std::none_of(map.keys.begin(), map.keys.end(), is))
+            continue;
+        legend += (legend.empty() ? "" : ", ") + std::string(meaning);
+    }
+    return legend;
 }
 
 int codepoint_width(char32_t c) {

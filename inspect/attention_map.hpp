@@ -69,6 +69,9 @@ std::string hex(Rgb colour);
 /// a space -> "␣", a tab -> "⇥", control characters escaped (data::escape_control); other tokens
 /// unchanged.
 std::string display_label(const std::string& token);
+/// What the special labels among `map`'s queries and keys stand for, in display_label's order,
+/// e.g. "^ = <bos> (start), \ufffd = <unk> (a token outside the vocabulary)"; "" when none appears.
+std::string symbol_legend(const AttentionMap& map);
 /// Width of a UTF-8 string in terminal columns: the sum of codepoint_width over its code points.
 std::int64_t display_width(const std::string& text);
 /// Terminal columns of one code point, as wcwidth(3) in a UTF-8 locale for the common cases: 2 for

@@ -64,12 +64,13 @@ std::string attention_html(const Report& report) {
 <p class="empty" id="no-maps" hidden>no attention maps were recorded for this input</p>
 <div id="views">
 <div class="views">
-<div><h3>all layers and heads</h3><p class="hint">click a map to select it; “mean” is the layer's heads averaged</p>
+<div><h3>all layers and heads</h3><p class="hint">click a map to select it<span id="mean-hint" hidden>; “mean” is the layer's heads averaged</span></p>
 <p class="hint" id="thumb-legend" hidden>the number under a map is its alignment share: the mean weight on the right key (outlined cells) per output row, from 0 (none) to 1 (all attention on it)</p>
 <div id="grid"></div></div>
 <div><h3 id="map-title"></h3><div id="map-info"></div><canvas id="heatmap" width="1" height="1"></canvas>
 <div class="legend">
 <div class="scale"><span id="scale-lo">0</span> <canvas id="scale-bar" width="200" height="12"></canvas> <span id="scale-hi">1</span> <span id="scale-note">(viridis; rows: queries, columns: keys)</span></div>
+<p class="hint" id="symbol-legend" hidden></p>
 <div id="outline-legend" hidden><label><input type="checkbox" id="outline-toggle" checked> <span class="outline-swatch"></span><span id="outline-text"></span></label></div>
 <div id="precision"></div>
 </div></div>

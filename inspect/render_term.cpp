@@ -257,6 +257,7 @@ std::string render_heatmap(const AttentionMap& map, const TermOptions& options) 
     // "scale: 0 " + 6 cells + " 1" is 17 columns after the label margin.
     out += l.row_width + 2 + 17 + 3 + std::ssize(axes) <= options.width ? " 1   " + axes + "\n"
                                                                         : " 1\n" + axes + "\n";
+    if (const std::string symbols = symbol_legend(map); !symbols.empty()) out += wrap(symbols, options.width);
     if (l.ruler && key_factor == 1) {  // the key labels the ruler stands for, by index
         std::string keys = "keys:";
         for (std::size_t k = 0; k < l.col_labels.size(); ++k)

@@ -74,7 +74,8 @@ json map_json(const AttentionMap& map, const char* kind) {
                 {"hi", q.hi},
                 {"max_error", q.max_error},
                 {"data", q.base64},
-                {"right", map.right}};
+                {"right", map.right},
+                {"symbols", symbol_legend(map)}};
     if (map.alignment_share) out["alignment_share"] = *map.alignment_share;
     if (map.saliency_correlation) out["saliency_correlation"] = *map.saliency_correlation;
     return out;

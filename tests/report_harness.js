@@ -236,6 +236,15 @@
           !/clamps/.test($('precision').textContent), [$('scale-lo').textContent, $('precision').textContent]);
       } else if (E.mode === 'open') {
         check('opens on the given layer', title() === E.open_title, title());
+        if (E.mean_hint !== undefined) {
+          const hint = $('mean-hint');
+          check('"mean" is explained where a layer has a head mean', (hint.offsetParent !== null) === E.mean_hint, hint.outerHTML);
+        }
+        if (E.symbols !== undefined) {
+          const legend = $('symbol-legend');
+          check('special labels are explained', legend.offsetHeight > 0 && legend.textContent === 'labels: ' + E.symbols,
+            legend.textContent);
+        }
       } else if (E.mode === 'charts-error') {
         const p = $('charts-error');
         check('shows the charts error', p !== null && p.offsetHeight > 0 && p.textContent.includes(E.charts_error), null);

@@ -187,6 +187,32 @@ TEST_CASE("the HTML report opens on the given layer, else on the last layer, in 
                      {{"mode", "open"}, {"open_title", "decoder.layers.0.cross_attn mean of 2 heads"}});
 }
 
+TEST_CASE("the HTML report explains its labels: head means only where a layer has them, special tokens") {
+    SKIP_WITHOUT_CHROMIUM();
+    Report report = testing::synthetic_report();
+    const auto one_head = [](std::vector<AttentionMap>& maps) {
+        std::erase_if(maps, [](const AttentionMap& m) { return m.head > 0; });
+        for (AttentionMap& m : maps) {
+            m.keys.front() = "<unk>";
+            m.queries.back() = "<eos>";
+        }
+    };
+    for (auto& example : report.examples) one_head(example.maps);
+    for (auto& snapshot : report.snapshots)
+        for (auto& probe : snapshot.probes) one_head(probe.maps);
+    const AttentionMap& cross = report.examples[0].maps.back();
+    REQUIRE(cross.module == report.open_module);
+    const std::string symbols = symbol_legend(cross);
+    REQUIRE(symbols.find("<unk>") != std::string::npos);
+    check_in_browser(
+        "one_head", render_html(report),
+        {{"mode", "open"}, {"open_title", cross.title()}, {"mean_hint", false}, {"symbols", symbols}});
+    check_in_browser("two_heads", render_html(testing::synthetic_report()),
+                     {{"mode", "open"},
+                      {"open_title", "decoder.layers.0.cross_attn mean of 2 heads"},
+                      {"mean_hint", true}});
+}
+
 TEST_CASE("the HTML report of a report without examples opens and says so in headless Chromium") {
     SKIP_WITHOUT_CHROMIUM();
     check_in_browser("empty", render_html(Report{}), {{"mode", "empty"}});

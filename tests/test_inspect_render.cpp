@@ -121,19 +121,27 @@ TEST_CASE("terminal heatmap: plain mode has no escape codes, shades by weight, l
     CHECK(plain.find("decoder.layers.0.cross_attn head 1") != std::string::npos);
     CHECK(plain.find("alignment share 0.875") != std::string::npos);
     const auto lines = lines_of(plain);
-    REQUIRE(lines.size() == 6);  // title, column labels, 3 rows, legend
+    REQUIRE(lines.size() == 7);  // title, column labels, 3 rows, scale, labels
     CHECK(lines[1].find("^") != std::string::npos);
     CHECK(lines[1].find("$") != std::string::npos);
     CHECK(lines[2] == "c      \u2588  ");       // row "c": the 0.95 cell of key "c" full, the others blank
     CHECK(lines[3] == "b  \u2591 \u2588    ");  // 0.1 -> light shade, 0.8 -> full
     CHECK(lines[4].rfind("$ ", 0) == 0);
+    CHECK(lines[6] == "^ = <bos> (start), $ = <eos> (end)");  // only the special labels shown
+    AttentionMap unknown = sample_map();
+    unknown.keys[1] = "<unk>";
+    CHECK(lines_of(render_heatmap(unknown))[6] ==
+          "^ = <bos> (start), $ = <eos> (end), \ufffd = <unk> (a token outside the vocabulary)");
+    unknown.queries = {"a", "b", "c"};
+    unknown.keys = {"a", "b", "c", "d"};
+    CHECK(lines_of(render_heatmap(unknown)).size() == 6);  // no special label, no line for them
 }
 
 TEST_CASE("terminal heatmap: wide characters take two columns, so rows stay under their keys") {
     AttentionMap map = sample_map();
     map.queries = {"\u6f22\u5b57", "b", "e\u0301"};  // two wide characters; e + a combining accent
     const auto lines = lines_of(render_heatmap(map));
-    REQUIRE(lines.size() == 6);
+    REQUIRE(lines.size() == 7);
     // every row is as wide as the others: labels padded by columns, not by code points
     CHECK(display_width(lines[2]) == display_width(lines[3]));
     CHECK(display_width(lines[4]) == display_width(lines[3]));
@@ -370,7 +378,7 @@ TEST_CASE(
     map.weights = {1, 0, 0, 0, 1, 0, 0, 0, 1};
     const std::string text = render_heatmap(map, {.width = 80});
     const auto lines = lines_of(text);
-    REQUIRE(lines.size() == 6);  // title, column labels, 3 rows, legend
+    REQUIRE(lines.size() == 6);  // title, column labels, 3 rows, scale
     CHECK(lines[1].find("invalid") != std::string::npos);
     CHECK(lines[1].find("argument") != std::string::npos);
     CHECK(lines[2].find("invalid ") != std::string::npos);

@@ -138,6 +138,7 @@
     const grid = $('grid'), maps = frame().maps;
     grid.textContent = '';
     $('thumb-legend').hidden = !maps.some((m) => m.alignment_share != null);
+    $('mean-hint').hidden = !maps.some((m) => m.kind === 'mean');
     for (const row of gridRows(maps)) {
       const div = document.createElement('div');
       div.className = 'grid-row';
@@ -226,6 +227,8 @@
       ? 'weights stored as ' + m.bits + '-bit per map, \u00b1' + m.max_error.toPrecision(1) +
         (!own && (m.lo < 0 || m.hi > 1) ? ' (values in [' + m.lo.toPrecision(3) + ', ' + m.hi.toPrecision(3) + ']; the scale clamps to [0, 1])' : '')
       : 'weights stored exactly (every weight is ' + m.lo + ')';
+    $('symbol-legend').textContent = m.symbols ? 'labels: ' + m.symbols : '';
+    $('symbol-legend').hidden = !m.symbols;
     const outlined = m.right.some((c, r) => c >= 0 && r < m.queries.length);
     $('outline-legend').hidden = !outlined;
     $('outline-text').textContent = 'outlined cells: ' + (D.legend || 'the right alignment');
