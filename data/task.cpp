@@ -122,6 +122,12 @@ std::vector<std::string> task_names() {
     return names_locked(r);
 }
 
-std::unique_ptr<Task> make_task(const std::string& name) { return task_entry(name).make(); }
+std::unique_ptr<Task> make_task(const std::string& name) {
+    std::unique_ptr<Task> task = task_entry(name).make();
+    // A task saved in a run is found again by the name in its info.
+    AG_CHECK(task != nullptr && task->info().name == name, ValueError, "make_task: task '{}' made {}", name,
+             task == nullptr ? std::string("no task") : fmt::format("a task named '{}'", task->info().name));
+    return task;
+}
 
 }  // namespace attograd::data

@@ -128,7 +128,7 @@ const TaskEntry& task_entry(const std::string& name);
 /// recall and dates first.
 std::vector<std::string> task_names();
 /// A new instance of the registered task `name`. Throws ValueError listing the known names
-/// otherwise.
+/// otherwise, and when the entry's `make` returns null or a task whose info().name is not `name`.
 std::unique_ptr<Task> make_task(const std::string& name);
 
 }  // namespace attograd::data

@@ -5,35 +5,56 @@
 #include "settings.hpp"
 
 #include "data/task.hpp"
-#include "data/toy_tasks.hpp"
 
 using namespace cli_test;
 using attograd::ValueError;
 
+namespace {
+
+/// A program's own task: a letter from a-e -> the letter twice.
+class TwiceTask : public attograd::data::Task {
+public:
+    TwiceTask() {
+        info_.name = "twice";
+        info_.description = "a letter -> the letter twice";
+        info_.example = "a -> a a";
+        info_.max_source_len = 1;
+        info_.max_target_len = 2;
+        held_out_ = {{{"a"}, {"a", "a"}}, {{"c"}, {"c", "c"}}};
+    }
+    std::vector<std::string> symbols() const override { return {"a", "b", "c", "d", "e"}; }
+    attograd::data::Example train_example(attograd::Generator& generator) const override {
+        const std::string letter(1, static_cast<char>('a' + generator.randint(0, 5)));
+        return {{letter}, {letter, letter}};
+    }
+};
+
+}  // namespace
+
 TEST_CASE("a registered task trains with its entry's defaults and is listed by `tasks`") {
-    attograd::data::register_task({.name = "short-copy",
-                                   .make = attograd::data::make_copy_task,
+    attograd::data::register_task({.name = "twice",
+                                   .make = [] { return std::make_unique<TwiceTask>(); },
                                    .target_accuracy = 0.5,
                                    .defaults = {{"model.heads", 2}, {"train.steps", 3}, {"train.lr", 1e-3}}});
-    const auto defaults = attograd::cli::task_defaults("short-copy");
+    const auto defaults = attograd::cli::task_defaults("twice");
     CHECK(defaults.model.heads == 2);
     CHECK(defaults.train.steps == 3);
     CHECK(defaults.train.lr == 1e-3);
     CHECK(defaults.train.batch == attograd::cli::TrainConfig{}.batch);  // not in the entry: the program's
-    CHECK(attograd::cli::target_accuracy("short-copy") == 0.5);
+    CHECK(attograd::cli::target_accuracy("twice") == 0.5);
 
     TempDir tmp;
-    train(tmp / "run", {"--task", "short-copy", "--eval-every", "3"});
+    train(tmp / "run", {"--task", "twice", "--eval-every", "3"});
     const json config = read_config(tmp / "run");
     CHECK(config["model"]["heads"] == 2);
     CHECK(config["train"]["steps"] == 3);
     CHECK(config["train"]["lr"] == 1e-3);
     const Outcome tasks = run({"tasks"});
     require_ok(tasks);
-    CHECK(tasks.out.find("short-copy\n") != std::string::npos);
+    CHECK(tasks.out.find("twice\n") != std::string::npos);
     CHECK(tasks.out.find("target:    50% held-out") != std::string::npos);
     const Outcome help = run({"train", "--help"});
-    CHECK(line_with(help.out, "--steps").find("short-copy: 3") != std::string::npos);
+    CHECK(line_with(help.out, "--steps").find("twice: 3") != std::string::npos);
 }
 
 TEST_CASE("a task entry's defaults must name settings with values of their type") {
