@@ -82,6 +82,11 @@ TEST_CASE("a program registers its own task: make_task makes it and task_names l
     bad.make = twice_entry().make;
     bad.defaults = 5;
     CHECK_THROWS_WITH_AS(register_task(bad), doctest::Contains("defaults must be a JSON object"), ValueError);
+    TaskEntry misnamed = twice_entry();
+    misnamed.name = "thrice";  // its make gives a task named "twice"
+    register_task(misnamed);
+    CHECK_THROWS_WITH_AS(make_task("thrice"),
+                         doctest::Contains("make_task: task 'thrice' made a task named 'twice'"), ValueError);
     const std::vector<std::string> names = task_names();
     CHECK(std::count(names.begin(), names.end(), "other") == 0);
 }
