@@ -254,4 +254,12 @@ std::optional<Date> parse_date(const std::string& text) {
 
 std::unique_ptr<Task> make_dates_task() { return std::make_unique<DatesTask>(); }
 
+TaskEntry dates_task_entry() {
+    return {.name = "dates",
+            .make = make_dates_task,
+            .target_accuracy = 0.95,
+            .defaults = {
+                {"model.layers", 2}, {"model.decoder_layers", 2}, {"model.heads", 4}, {"train.steps", 4000}}};
+}
+
 }  // namespace attograd::data

@@ -6,6 +6,11 @@
 #include "data/text.hpp"
 #include "data/toy_tasks.hpp"
 
+#include <algorithm>
+#include <cctype>
+#include <deque>
+#include <mutex>
+
 namespace attograd::data {
 
 namespace {
@@ -54,15 +59,75 @@ void GeneratedTask::make_held_out(std::uint64_t seed) {
     }
 }
 
-std::vector<std::string> task_names() { return {"copy", "reverse", "sort", "recall", "dates"}; }
+namespace {
+
+/// The registry: the bundled tasks, then those registered in order. A deque keeps the
+/// references task_entry() returns valid while others are added.
+struct Registry {
+    std::mutex mutex;
+    std::deque<TaskEntry> entries{copy_task_entry(), reverse_task_entry(), sort_task_entry(),
+                                  recall_task_entry(), dates_task_entry()};
+};
+
+Registry& registry() {
+    static Registry instance;
+    return instance;
+}
+
+std::vector<std::string> names_locked(const Registry& r) {
+    std::vector<std::string> names;
+    for (const auto& entry : r.entries) names.push_back(entry.name);
+    return names;
+}
+
+}  // namespace
+
+void register_task(TaskEntry entry) {
+    const bool spaced = std::any_of(entry.name.begin(), entry.name.end(), [](unsigned char c) {
+        return std::isspace(c) != 0 || std::iscntrl(c) != 0;
+    });
+    AG_CHECK(!entry.name.empty() && !spaced, ValueError,
+             "register_task: the name must be non-empty without spaces or control characters, got '{}'",
+             escape_control(entry.name));
+    AG_CHECK(entry.name != "data", ValueError,
+             "register_task: 'data' is reserved for user data (a TSV file); choose another name");
+    AG_CHECK(static_cast<bool>(entry.make), ValueError, "register_task: task '{}' has no make function",
+             entry.name);
+    AG_CHECK(entry.target_accuracy > 0.0 && entry.target_accuracy <= 1.0, ValueError,
+             "register_task: task '{}': target_accuracy must be in (0, 1], got {}", entry.name,
+             entry.target_accuracy);
+    AG_CHECK(entry.defaults.is_object(), ValueError,
+             "register_task: task '{}': defaults must be a JSON object of settings, got {}", entry.name,
+             entry.defaults.type_name());
+    Registry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    for (const auto& known : r.entries)
+        AG_CHECK(known.name != entry.name, ValueError, "register_task: task '{}' is registered already",
+                 entry.name);
+    r.entries.push_back(std::move(entry));
+}
+
+const TaskEntry& task_entry(const std::string& name) {
+    Registry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    for (const auto& entry : r.entries)
+        if (entry.name == name) return entry;
+    throw ValueError(
+        fmt::format("unknown task '{}' (known: {})", escape_control(name), join(names_locked(r), ", ")));
+}
+
+std::vector<std::string> task_names() {
+    Registry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    return names_locked(r);
+}
 
 std::unique_ptr<Task> make_task(const std::string& name) {
-    if (name == "copy") return make_copy_task();
-    if (name == "reverse") return make_reverse_task();
-    if (name == "sort") return make_sort_task();
-    if (name == "recall") return make_recall_task();
-    if (name == "dates") return make_dates_task();
-    throw ValueError(fmt::format("unknown task '{}' (known: {})", name, join(task_names(), ", ")));
+    std::unique_ptr<Task> task = task_entry(name).make();
+    // A task saved in a run is found again by the name in its info.
+    AG_CHECK(task != nullptr && task->info().name == name, ValueError, "make_task: task '{}' made {}", name,
+             task == nullptr ? std::string("no task") : fmt::format("a task named '{}'", task->info().name));
+    return task;
 }
 
 }  // namespace attograd::data

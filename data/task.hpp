@@ -4,8 +4,11 @@
 
 #include "core/generator.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -100,11 +103,32 @@ private:
     std::unordered_set<std::string> held_out_sources_;
 };
 
-/// Names of the bundled tasks, in the order listings show them: copy, reverse, sort, recall,
-/// dates.
+/// A task's entry in the task registry: how to make the task, and what a training program
+/// uses for it by default.
+struct TaskEntry {
+    std::string name{};                             ///< the name make_task() takes, e.g. "reverse"
+    std::function<std::unique_ptr<Task>()> make{};  ///< a new instance of the task
+    /// The held-out accuracy (of the task's metric, in (0, 1]) at which training stops early.
+    double target_accuracy = 1.0;
+    /// The training settings this task sets differently from the program's defaults, keyed by
+    /// their config.json name, e.g. {"model.heads": 4, "train.steps": 4000}. The attograd
+    /// program refuses a key it does not know (ValueError naming the task and the key).
+    nlohmann::json defaults = nlohmann::json::object();
+};
+
+/// Adds `entry` to the registry: make_task(entry.name) makes it, task_names() lists it last. A
+/// program registers its own tasks this way before it parses its command line. Thread-safe.
+/// Throws ValueError when the name is empty, contains whitespace or is taken ("data" is
+/// reserved for user data), when `make` is empty, when the target is not in (0, 1], or when
+/// `defaults` is not a JSON object.
+void register_task(TaskEntry entry);
+/// The registered entry of task `name`. Throws ValueError listing the known names otherwise.
+const TaskEntry& task_entry(const std::string& name);
+/// Names of the registered tasks in registration order: the bundled copy, reverse, sort,
+/// recall and dates first.
 std::vector<std::string> task_names();
-/// The bundled task `name` (see task_names). Throws ValueError listing the known names
-/// otherwise.
+/// A new instance of the registered task `name`. Throws ValueError listing the known names
+/// otherwise, and when the entry's `make` returns null or a task whose info().name is not `name`.
 std::unique_ptr<Task> make_task(const std::string& name);
 
 }  // namespace attograd::data

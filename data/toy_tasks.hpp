@@ -21,4 +21,14 @@ std::unique_ptr<Task> make_sort_task();
 /// position of the key that matches the query.
 std::unique_ptr<Task> make_recall_task();
 
+/// The registry entries of copy and reverse: target 99 % held-out sequence accuracy, the
+/// program's default model and training.
+TaskEntry copy_task_entry();
+TaskEntry reverse_task_entry();  ///< see copy_task_entry
+/// sort's registry entry: target 95 % token accuracy, 2000 steps.
+TaskEntry sort_task_entry();
+/// recall's registry entry: target 95 % token accuracy; next-token (smeared) keys, two decoder
+/// layers, lr 2e-3 over batches of 64 for 6000 steps.
+TaskEntry recall_task_entry();
+
 }  // namespace attograd::data

@@ -130,6 +130,13 @@ std::string to_tsv(const std::vector<Example>& examples, bool chars) {
     return out;
 }
 
+TaskEntry data_task_entry() {
+    return {.name = "data",
+            .make = {},
+            .target_accuracy = 1.0,
+            .defaults = {{"model.layers", 1}, {"model.decoder_layers", 1}, {"train.steps", 2000}}};
+}
+
 std::unique_ptr<Task> make_data_task(const TsvDataset& dataset) {
     const auto& examples = dataset.examples();
     // Group by source so that a source never lands in both splits.

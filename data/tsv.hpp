@@ -65,6 +65,10 @@ std::string to_tsv(const std::vector<Example>& examples, bool chars);
 /// Training examples are drawn uniformly, with replacement, from the rest. Throws ValueError
 /// when fewer than two distinct sources exist.
 std::unique_ptr<Task> make_data_task(const TsvDataset& dataset);
+/// The defaults a training program uses for a "data" task, which is not in the registry (it
+/// needs a file; `make` is empty): target 100 % held-out sequence accuracy, one encoder layer
+/// and one decoder layer, 2000 steps.
+TaskEntry data_task_entry();
 
 /// A "data" task that only evaluates given held-out examples (a saved run); drawing a training
 /// example throws ValueError. `symbols` are the vocabulary's tokens without the special ones.

@@ -45,6 +45,12 @@ std::string_view to_string(Score score) {
     throw InternalError("to_string: unknown Score");
 }
 
+std::vector<std::string> score_names() {
+    std::vector<std::string> names;
+    for (const auto& [score, text] : kScoreNames) names.emplace_back(text);
+    return names;
+}
+
 AttentionScore::AttentionScore(Score kind, std::int64_t query_dim, std::int64_t key_dim)
     : kind_(kind), query_dim_(query_dim), key_dim_(key_dim == 0 ? query_dim : key_dim) {
     AG_CHECK(query_dim_ >= 1 && key_dim_ >= 1, ValueError,

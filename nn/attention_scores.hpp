@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attograd::nn {
 
@@ -21,6 +22,8 @@ enum class Score { Additive, Dot, ScaledDot, Bilinear };
 Score parse_score(std::string_view name);
 /// The name parse_score accepts: "additive", "dot", "scaled-dot", "bilinear".
 std::string_view to_string(Score score);
+/// The names parse_score accepts, in the order of Score: additive, dot, scaled-dot, bilinear.
+std::vector<std::string> score_names();
 
 /// Options of every score module.
 struct AttentionScoreOptions {

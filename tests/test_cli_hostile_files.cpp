@@ -233,7 +233,10 @@ TEST_CASE("config.json values outside the range train writes are refused naming 
         check([&](json& c) { c["train"]["seed"] = seed; },
               {"config.json: train.seed must be an integer in [0, 18446744073709551615]",
                fmt::format("got {}", seed)});
-    check([](json& c) { c["train"]["seed"] = 1.5; }, {"config.json: field 'train.seed' has the wrong type"});
+    check([](json& c) { c["train"]["seed"] = 1.5; }, {"config.json: train.seed must be an integer, got 1.5"});
+    // 1.0 is a JSON number that is not an integer: the message says an integer is expected.
+    check([](json& c) { c["model"]["heads"] = 1.0; },
+          {"config.json: model.heads must be an integer, got 1.0"});
     check([](json& c) { c["task"]["data_bytes"] = -1; }, {"config.json: task.data_bytes"});
     check([](json& c) { c["task"]["data_fnv1a64"] = "zz\x1b"; },
           {"config.json: task.data_fnv1a64 must be \"\" or 16 hex digits", "got 'zz\\x1b'"});

@@ -258,7 +258,7 @@ TEST_CASE("a bad value in config.json is named by its field, a bad flag by the f
           "--heads");
     check([](json& c) { c["model"]["kind"] = "lstm"; }, {"model.kind must be one of", "'lstm'"}, "--model");
     check([](json& c) { c["train"]["lr"] = -1.0; },
-          {"train.lr must be finite, > 0 and representable in float32"}, "--lr");
+          {"train.lr must be a positive number representable in float32"}, "--lr");
     check([](json& c) { c["train"]["warmup"] = -2; }, {"train.warmup must be >= 0"}, "--warmup");
     check([](json& c) { c["train"]["momentum"] = 0.5; }, {"train.momentum applies to train.optim sgd only"},
           "--momentum");
@@ -457,12 +457,14 @@ TEST_CASE("every real-valued flag of train is checked where it is used, naming t
         CHECK_FALSE(fs::exists(fs::path(out) / "config.json"));
     };
     // Beyond float32 the optimizer saw inf ("Adam: lr must be a finite number >= 0, got inf").
-    refused({"--lr", "1e308"}, {"--lr must be finite, > 0 and representable in float32", "got 1e+308"});
+    refused({"--lr", "1e308"}, {"--lr must be a positive number representable in float32", "got 1e+308"});
     refused({"--lr", "4e38"}, {"--lr", "got 4e+38"});
     refused({"--weight-decay", "1e300"}, {"--weight-decay", "float32", "got 1e+300"});
     refused({"--clip", "1e39"}, {"--clip", "float32", "got 1e+39"});
     refused({"--momentum", "1"}, {"--momentum must be in [0, 1)", "got 1"});
-    refused({"--lr", "0"}, {"--lr", "got 0"});
+    // 0 trains nothing; the message names only what is allowed (no "0 or ...").
+    refused({"--lr", "0"},
+            {"--lr must be a positive number representable in float32 (in [1.2e-38, 3.4e+38]), got 0"});
     // Integer flags checked by the program say what they got too.
     TempDir runs;
     train(runs / "run", {"--task", "reverse", "--steps", "1"});

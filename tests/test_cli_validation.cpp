@@ -71,7 +71,7 @@ TEST_CASE("config.json integers beyond their type are refused, never wrapped") {
     check([](json& c) { c["format_version"] = std::numeric_limits<std::uint64_t>::max(); },
           {"config.json: field 'format_version' is missing or not an integer"});
     check([](json& c) { c["train"]["lr"] = 1e-50; },
-          {"config.json: train.lr must be finite, > 0 and representable in float32", "got 1e-50"});
+          {"config.json: train.lr must be a positive number representable in float32", "got 1e-50"});
     write_config(tmp / "run", saved);
     require_ok(run({"eval", "--run", tmp / "run"}));
 }
@@ -128,7 +128,7 @@ TEST_CASE("real-valued flags float32 cannot hold are refused, naming the flag an
     };
     // 1e-50 is 0 in float32: the run would train nothing.
     refused({"--lr", "1e-50"},
-            {"--lr must be finite, > 0 and representable in float32", "[1.2e-38, 3.4e+38]", "got 1e-50"});
+            {"--lr must be a positive number representable in float32", "[1.2e-38, 3.4e+38]", "got 1e-50"});
     refused({"--lr", "1e-39"}, {"--lr", "got 1e-39"});  // a float32 subnormal: no precision left
     refused({"--optim", "sgd", "--momentum", "1e-50"},
             {"--momentum must be representable in float32", "got 1e-50"});

@@ -70,8 +70,8 @@ int cmd_train(const TrainArgs& args) {
         auto probes = snapshot_probes(model, config.model, *run.task, config.vocab, snapshot_probe_count);
         if (!probes.empty()) {
             // The period the earlier run reached, unless --snapshot-every changed it.
-            const bool same_period =
-                !args.was_given("snapshot-every") || args.snapshot_every == run.run_snapshot_every;
+            const bool same_period = !args.was_given("snapshot-every") ||
+                                     args.flags.train.snapshot_every == run.run_snapshot_every;
             snapshots = std::make_shared<train::AttentionSnapshots>(
                 model, std::move(probes),
                 train::AttentionSnapshotsOptions{

@@ -7,6 +7,7 @@
 #include "data_parallel.hpp"
 #include "evaluation.hpp"
 #include "models.hpp"
+#include "settings.hpp"
 
 #include "core/error.hpp"
 #include "optim/distributed.hpp"
@@ -26,6 +27,7 @@
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+#include <variant>
 
 namespace attograd::cli {
 
@@ -94,22 +96,17 @@ CLI::Option* with_default_value(CLI::Option* option, const T& value) {
     return with_default(option, fmt::format("{}", value));
 }
 
-/// The default of train's --NAME by task, as --help shows it: "1000; sort: 2000, recall: 6000"
-/// (the value most tasks share, then the tasks that differ); "" when no setting has that flag.
-std::string task_default_text(const std::string& name) {
+/// The default of `setting` by task, as train's --help shows it: "1000; sort: 2000, recall:
+/// 6000" (the value most tasks share, then the tasks that differ).
+std::string task_default_text(const Setting& setting) {
     std::vector<std::pair<std::string, std::string>> by_task;  // (task, value)
     std::vector<std::string> names = data::task_names();
     names.emplace_back("data");
     for (const auto& task : names) {
-        const nlohmann::json json = to_json(task_defaults(task));
-        for (const char* section : {"model", "train"}) {
-            for (const auto& [key, value] : json[section].items()) {
-                if (flag_of_field(fmt::format("{}.{}", section, key)) != name) continue;
-                std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-                if (name == "window" && text == "-1") text = "none (global attention)";
-                by_task.emplace_back(task, text);
-            }
-        }
+        const nlohmann::json value = setting.get(task_defaults(task));
+        std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+        if (setting.key == "model.window" && text == "-1") text = "none (global attention)";
+        by_task.emplace_back(task, text);
     }
     if (by_task.empty()) return "";
     std::map<std::string, int> counts;
@@ -130,12 +127,26 @@ std::string version_text() {
                        ATTOGRAD_CLI_LIBXSMM ? "LIBXSMM" : "Eigen");
 }
 
+/// Adds `setting`'s flag, writing into `flags`, with its defaults by task in --help.
+CLI::Option* add_setting(CLI::App& app, const Setting& setting, RunConfig& flags) {
+    const std::string name = "--" + std::string(setting.flag), help(setting.help);
+    CLI::Option* option = std::visit(
+        [&](auto* value) -> CLI::Option* {
+            using T = std::remove_pointer_t<decltype(value)>;
+            if constexpr (std::is_same_v<T, bool>)
+                return app.add_flag(setting.negated_flag ? name + "{false}" : name, *value, help);
+            else
+                return checked<T>(app.add_option(name, *value, help));
+        },
+        setting.field(flags));
+    if (setting.negated_flag) return option;
+    return with_default(option, task_default_text(setting));
+}
+
 void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, CLI::Option*>>& options) {
-    // Every option with a setting in config.json shows its default by task.
-    const auto add = [&](const std::string& name, auto& value, const std::string& help,
-                         const char* type = nullptr) {
-        auto* option = checked<std::decay_t<decltype(value)>>(app.add_option("--" + name, value, help), type);
-        if (const std::string text = task_default_text(name); !text.empty()) with_default(option, text);
+    const auto add = [&](const std::string& name, std::string& value, const std::string& help,
+                         const char* type) {
+        auto* option = checked<std::string>(app.add_option("--" + name, value, help), type);
         options.emplace_back(name, option);
         return option;
     };
@@ -143,60 +154,10 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add("data", a.data, "TSV file of source<TAB>target lines to train on", "FILE")->check(kUtf8Path);
     options.emplace_back("chars",
                          app.add_flag("--chars", a.chars, "--data: characters are tokens (default: words)"));
-    add("model", a.model,
-        "seq2seq (encoder + attending decoder), encoder (self-attention, one output per input) or rnn "
-        "(recurrent encoder + Bahdanau or Luong decoder)");
-    add("cell", a.cell, "rnn: recurrent unit of the encoder and the decoder, gru or lstm (luong only)");
-    add("decoder", a.decoder,
-        "rnn: bahdanau (GRU, additive score) or luong (stacked cells, any score, local windows, input "
-        "feeding)");
-    options.emplace_back(
-        "bidirectional",
-        with_default(app.add_flag("--bidirectional", a.bidirectional,
-                                  "rnn: the encoder reads the source both ways (E / 2 per direction)"),
-                     "false"));
-    add("rnn-layers", a.rnn_layers, "rnn: stacked layers of the encoder (and of the luong decoder)");
-    add("score", a.score,
-        "attention score: additive, dot, scaled-dot, bilinear (--model rnn: additive with bahdanau, bilinear "
-        "with luong)");
-    add("attention", a.attention, "decoder attention: soft or hard");
-    add("estimator", a.estimator, "hard attention's training: gumbel (straight-through) or reinforce");
-    add("window", a.window, "local attention: window half-width D (2D + 1 keys)");
-    add("local", a.local, "local attention centre: m (monotonic) or p (predictive); needs --window");
-    add("heads", a.heads, "attention heads per layer");
-    add("layers", a.layers, "self-attention layers (seq2seq: in the encoder; encoder: at least 1)");
-    add("decoder-layers", a.decoder_layers, "seq2seq: attention layers of the decoder");
-    add("embed-dim", a.embed_dim, "model width E");
-    add("ffn-dim", a.ffn_dim, "feed-forward width of each layer (0 = none)");
-    options.emplace_back(
-        "next-token",
-        with_default(
-            app.add_flag("--next-token", a.next_token,
-                         "encoder adds an embedding of each position's next token (--next-token=false: off)"),
-            task_default_text("next-token")));
-    add("optim", a.optim, "optimizer: sgd, adam, adamw");
-    add("lr", a.lr, "peak learning rate");
-    add("momentum", a.momentum, "SGD momentum");
-    add("weight-decay", a.weight_decay, "weight decay (L2 for sgd/adam, decoupled for adamw)");
-    add("clip", a.clip, "clip the global gradient norm to this (0 = off)");
-    add("batch", a.batch, "examples per step");
-    add("steps", a.steps, "training steps at most (with --resume: the new total)");
-    add("seed", a.seed,
-        "random seed (the same seed gives the same run, bit for bit, on any number of threads)");
-    // The default warm-up is cut to a shorter run without a warning: nobody asked for its length,
-    // and a short run is mostly a try-out (--steps 5), which a warning about a setting it never
-    // chose would accompany every time. A --warmup given is a request that is not met: it warns.
-    add("warmup", a.warmup,
-        "linear learning-rate warm-up steps (cut to --steps - 1 when longer: a given --warmup with a "
-        "warning, the default silently)");
-    add("schedule", a.schedule, "after the warm-up: cosine or constant");
-    add("eval-every", a.eval_every, "held-out evaluation every N steps");
-    add("snapshot-every", a.snapshot_every,
-        "record the attention of the first held-out examples every N steps (0 = off)");
-    options.emplace_back("no-early-stop", app.add_flag("--no-early-stop", a.no_early_stop,
-                                                       "train all --steps even after reaching the target"));
-    add("checkpoint-every", a.checkpoint_every,
-        "also save the run every N steps (it is saved at every evaluation too; 0 = at evaluations only)");
+    for (const Setting& setting : settings()) {
+        if (!setting.flag.empty())
+            options.emplace_back(std::string(setting.flag), add_setting(app, setting, a.flags));
+    }
     with_default(add("out", a.out,
                      "run directory to write; must be new or empty, or --force (a symbolic link: the "
                      "directory it points to, the link kept)",

@@ -1,6 +1,7 @@
 // The subcommands of the `attograd` program and the command-line entry point.
 #pragma once
 
+#include "config.hpp"
 #include "quoting.hpp"
 
 #include <cstdint>
@@ -16,22 +17,13 @@ public:
     using std::runtime_error::runtime_error;
 };
 
-/// `attograd train` arguments. Options not given keep the task's defaults: `given` lists the
-/// long names of those that were given (e.g. "lr").
+/// `attograd train` arguments. The settings' flags (settings.hpp) write into `flags`; options
+/// not given keep the task's defaults: `given` lists the long names of those that were given
+/// (e.g. "lr").
 struct TrainArgs {
     std::string task, data, out, resume;
     bool chars = false;
-    bool next_token = false;
-    std::string model, score, attention, local, optim, schedule, estimator;
-    std::string cell, decoder;  ///< --model rnn
-    bool bidirectional = false;
-    std::int64_t rnn_layers = 1;
-    std::int64_t window = -1, heads = 1, layers = 0, decoder_layers = 1, embed_dim = 64, ffn_dim = 128;
-    double lr = 0.0, momentum = 0.0, weight_decay = 0.0, clip = 0.0;
-    std::int64_t batch = 0, steps = 0, warmup = 0, eval_every = 0, snapshot_every = 0;
-    std::uint64_t seed = 0;
-    std::int64_t checkpoint_every = 100;  ///< save the run every N steps (0 = at evaluations only)
-    bool no_early_stop = false;
+    RunConfig flags;     ///< the values of the settings' flags (those in `given` count)
     bool force = false;  ///< --out may replace a run that is there
     bool quiet = false;
     std::vector<std::string> given;

@@ -1,11 +1,13 @@
 // A run's configuration: the model, the training, the task and the vocabulary, as saved in
 // DIR/config.json, and the checks that refuse options that do not combine.
 #include "config.hpp"
+#include "settings.hpp"
 
 #include "core/detail/json_integer.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "data/text.hpp"
+#include "data/tsv.hpp"
 
 #include <algorithm>
 #include <array>
@@ -16,38 +18,34 @@ namespace attograd::cli {
 
 namespace {
 
-/// `json[section][key]` as T; ValueError naming the field when it is missing or mistyped.
-template <class T>
-T field(const nlohmann::json& json, const char* section, const char* key) {
-    const std::string name = fmt::format("{}.{}", section, key);
-    AG_CHECK(json.contains(section) && json[section].is_object() && json[section].contains(key), ValueError,
-             "config.json: missing field '{}'", name);
-    const auto& value = json[section][key];
-    if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-        // A JSON integer outside T's range would wrap (2^64 - 1 read as int64 is -1).
-        AG_CHECK(value.is_number_integer(), ValueError, "config.json: field '{}' has the wrong type ({})",
-                 name, value.type_name());
-        const std::optional<T> integer = detail::json_integer<T>(value);
-        AG_CHECK(integer, ValueError, "config.json: {} must be an integer in {}, got {}", name,
-                 detail::json_integer_range<T>(), value.dump());
-        return *integer;
-    } else {
-        const bool ok = std::is_same_v<T, bool>          ? value.is_boolean()
-                        : std::is_same_v<T, std::string> ? value.is_string()
-                                                         : value.is_number();
-        AG_CHECK(ok, ValueError, "config.json: field '{}' has the wrong type ({})", name, value.type_name());
-        return value.get<T>();
-    }
+/// The entry of task `name`: a registered task's, or user data's for "data".
+const data::TaskEntry& entry_of(const std::string& name) {
+    static const data::TaskEntry user_data = data::data_task_entry();
+    return name == "data" ? user_data : data::task_entry(name);
 }
 
-template <std::size_t N>
-void check_choice(const std::string& value, const std::array<const char*, N>& choices,
+/// `json[section][key]` read with `read`; ValueError naming the field when it is missing.
+const nlohmann::json& field(const nlohmann::json& json, const char* section, std::string_view key) {
+    AG_CHECK(json.contains(section) && json[section].is_object() && json[section].contains(key), ValueError,
+             "config.json: missing field '{}.{}'", section, key);
+    return json[section][std::string(key)];
+}
+
+/// config.json's string `section.key`.
+std::string text_field(const nlohmann::json& json, const char* section, const char* key) {
+    const nlohmann::json& value = field(json, section, key);
+    AG_CHECK(value.is_string(), ValueError, "config.json: {}.{} must be a string, got {}", section, key,
+             value.dump());
+    return value.get<std::string>();
+}
+
+/// Refuses `value` unless it is one of `choices`: "NAME must be one of a, b, got 'c'".
+void check_choice(const std::string& value, const std::vector<std::string>& choices,
                   const SettingNames& names, std::string_view field) {
-    const bool ok = std::any_of(choices.begin(), choices.end(), [&](const char* c) { return value == c; });
     std::string list;
-    for (const char* c : choices) list += (list.empty() ? "" : ", ") + std::string(c);
-    AG_CHECK(ok, ValueError, "{}{} must be one of {}, got '{}'", names.prefix(field), names(field), list,
-             value);
+    for (const auto& c : choices) list += (list.empty() ? "" : ", ") + c;
+    AG_CHECK(std::find(choices.begin(), choices.end(), value) != choices.end(), ValueError,
+             "{}{} must be one of {}, got '{}'", names.prefix(field), names(field), list, value);
 }
 
 /// The vocabulary saved in config.json: a JSON array of its tokens, index = id.
@@ -73,8 +71,6 @@ void validate_rnn(const ModelConfig& m, const SettingNames& names) {
         AG_CHECK(ok, ValueError, "{}{} {}", names.prefix(field), names(field), rest);
     };
     const auto n = [&](std::string_view field) { return names(field); };
-    check(m.rnn_layers >= 1 && m.rnn_layers <= 8, "model.rnn_layers",
-          fmt::format("must be in [1, 8], got {}", m.rnn_layers));
     check(!m.bidirectional || m.embed_dim % 2 == 0, "model.bidirectional",
           fmt::format("gives each direction half of {} {}: it must be even", n("model.embed_dim"),
                       m.embed_dim));
@@ -101,26 +97,7 @@ void validate_rnn(const ModelConfig& m, const SettingNames& names) {
 RunConfig task_defaults(const std::string& task_name) {
     RunConfig config;
     config.task.name = task_name;
-    if (task_name == "recall") {
-        config.model.next_token = true;
-        config.model.decoder_layers = 2;
-        // Smaller steps over larger batches: at lr 3e-3, batch 32 most seeds stalled near 40 %
-        // before finding the key-matching step.
-        config.train.lr = 2e-3;
-        config.train.batch = 64;
-        config.train.steps = 6000;
-    } else if (task_name == "dates") {
-        config.model.layers = 2;
-        config.model.decoder_layers = 2;
-        config.model.heads = 4;
-        config.train.steps = 4000;
-    } else if (task_name == "sort") {
-        config.train.steps = 2000;
-    } else if (task_name == "data") {
-        config.model.layers = 1;
-        config.model.decoder_layers = 1;
-        config.train.steps = 2000;
-    }
+    apply_task_defaults(config, entry_of(task_name).defaults, task_name);
     return config;
 }
 
@@ -135,11 +112,7 @@ RunConfig default_config(const Task& task) {
     return config;
 }
 
-double target_accuracy(const std::string& name) {
-    if (name == "copy" || name == "reverse") return 0.99;
-    if (name == "sort" || name == "recall" || name == "dates") return 0.95;
-    return 1.0;
-}
+double target_accuracy(const std::string& name) { return entry_of(name).target_accuracy; }
 
 bool is_float32_magnitude(double value) {
     const double magnitude = std::abs(value);
@@ -153,7 +126,8 @@ std::string float32_range_text() {
 }
 
 std::string flag_of_field(std::string_view field) {
-    if (field == "model.kind") return "model";
+    if (const Setting* setting = find_setting(field); setting != nullptr && !setting->flag.empty())
+        return std::string(setting->flag);
     std::string flag(field.substr(field.find('.') + 1));
     std::replace(flag.begin(), flag.end(), '_', '-');
     return flag;
@@ -175,27 +149,16 @@ void validate(const RunConfig& config, const TaskInfo& task, const SettingNames&
         AG_CHECK(ok, ValueError, "{}{} {}", names.prefix(field), names(field), rest);
     };
     const auto n = [&](std::string_view field) { return names(field); };
-    check_choice(m.kind, std::array{"seq2seq", "encoder", "rnn"}, names, "model.kind");
-    check_choice(m.cell, std::array{"gru", "lstm"}, names, "model.cell");
-    check_choice(m.decoder, std::array{"bahdanau", "luong"}, names, "model.decoder");
-    check_choice(m.score, std::array{"additive", "dot", "scaled-dot", "bilinear"}, names, "model.score");
-    check_choice(m.attention, std::array{"soft", "hard"}, names, "model.attention");
-    check_choice(m.local, std::array{"m", "p"}, names, "model.local");
-    check_choice(m.estimator, std::array{"gumbel", "reinforce"}, names, "model.estimator");
-    check_choice(t.optim, std::array{"sgd", "adam", "adamw"}, names, "train.optim");
-    check_choice(t.schedule, std::array{"cosine", "constant"}, names, "train.schedule");
-    // Upper bounds keep a typo from asking for gigabytes: these are toy-task models.
-    check(m.embed_dim >= 1 && m.embed_dim <= 4096, "model.embed_dim",
-          fmt::format("must be in [1, 4096], got {}", m.embed_dim));
-    check(m.heads >= 1, "model.heads", fmt::format("must be >= 1, got {}", m.heads));
+    // Each setting's own choices and range (settings.cpp), then the settings that must agree.
+    for (const Setting& s : settings()) {
+        if (!s.choices.empty()) check_choice(s.get(config).get<std::string>(), s.choices, names, s.key);
+        if (s.check) {
+            const std::string problem = s.check(config);
+            check(problem.empty(), s.key, problem);
+        }
+    }
     check(m.embed_dim % m.heads == 0, "model.heads",
           fmt::format("{} does not divide {} {}", m.heads, n("model.embed_dim"), m.embed_dim));
-    check(m.layers >= 0 && m.layers <= 16, "model.layers",
-          fmt::format("must be in [0, 16], got {}", m.layers));
-    check(m.decoder_layers >= 1 && m.decoder_layers <= 16, "model.decoder_layers",
-          fmt::format("must be in [1, 16], got {}", m.decoder_layers));
-    check(m.ffn_dim >= 0 && m.ffn_dim <= 16384, "model.ffn_dim",
-          fmt::format("must be in [0, 16384], got {}", m.ffn_dim));
     // The lengths come from the task or the TSV file, never from a flag.
     AG_CHECK(m.max_source_len >= 1 && m.max_source_len <= 4096 && m.max_target_len >= 1 &&
                  m.max_target_len <= 4096,
@@ -207,35 +170,8 @@ void validate(const RunConfig& config, const TaskInfo& task, const SettingNames&
     AG_CHECK(m.min_source_len >= 1 && m.min_source_len <= m.max_source_len, ValueError,
              "{}model.min_source_len must be in [1, model.max_source_len = {}], got {}",
              names.prefix("model.min_source_len"), m.max_source_len, m.min_source_len);
-    check(m.window >= -1, "model.window",
-          fmt::format("must be >= 0 (or -1: global attention), got {}", m.window));
     check(m.window != 0 || m.local != "p", "model.window",
           fmt::format("must be >= 1 with {} p (its Gaussian has sigma = D / 2), got 0", n("model.local")));
-    // The optimizers and the gradient clip compute in float32: a value beyond FLT_MAX would
-    // become inf inside them (an error naming the optimizer, not the flag), a nonzero one below
-    // FLT_MIN 0 (lr 1e-50 would train nothing).
-    const auto float32 = [&](double v) {
-        return fmt::format("representable in float32 (0 or a magnitude in {}), got {:g}",
-                           float32_range_text(), v);
-    };
-    check(std::isfinite(t.lr) && t.lr > 0.0 && is_float32_magnitude(t.lr), "train.lr",
-          "must be finite, > 0 and " + float32(t.lr));
-    check(t.momentum >= 0.0 && t.momentum < 1.0, "train.momentum",
-          fmt::format("must be in [0, 1), got {}", t.momentum));
-    check(is_float32_magnitude(t.momentum), "train.momentum", "must be " + float32(t.momentum));
-    check(std::isfinite(t.weight_decay) && t.weight_decay >= 0.0 && is_float32_magnitude(t.weight_decay),
-          "train.weight_decay", "must be finite, >= 0 and " + float32(t.weight_decay));
-    check(std::isfinite(t.clip) && t.clip >= 0.0 && is_float32_magnitude(t.clip), "train.clip",
-          "must be finite, >= 0 (0 = off) and " + float32(t.clip));
-    check(t.batch >= 1 && t.batch <= 4096, "train.batch",
-          fmt::format("must be in [1, 4096], got {}", t.batch));
-    check(t.steps >= 0, "train.steps", fmt::format("must be >= 0, got {}", t.steps));
-    check(t.warmup >= 0, "train.warmup", fmt::format("must be >= 0, got {}", t.warmup));
-    check(t.eval_every >= 1, "train.eval_every", fmt::format("must be >= 1, got {}", t.eval_every));
-    check(t.checkpoint_every >= 0, "train.checkpoint_every",
-          fmt::format("must be >= 0 (0 = at evaluations only), got {}", t.checkpoint_every));
-    check(t.snapshot_every >= 0, "train.snapshot_every",
-          fmt::format("must be >= 0 (0 = off), got {}", t.snapshot_every));
     check(t.momentum == 0.0 || t.optim == "sgd", "train.momentum",
           fmt::format("applies to {} sgd only (got {} {})", n("train.optim"), n("train.optim"), t.optim));
 
@@ -265,52 +201,22 @@ void validate(const RunConfig& config, const TaskInfo& task, const SettingNames&
 }
 
 nlohmann::json to_json(const RunConfig& config) {
-    const ModelConfig& m = config.model;
-    const TrainConfig& t = config.train;
-    return {{"format", "attograd-run"},
-            {"format_version", run_format_version},
-            {"task",
-             {{"name", config.task.name},
-              {"data", config.task.data},
-              {"chars", config.task.chars},
-              {"data_bytes", config.task.data_bytes},
-              {"data_fnv1a64", config.task.data_fnv1a64}}},
-            {"model",
-             {{"kind", m.kind},
-              {"embed_dim", m.embed_dim},
-              {"heads", m.heads},
-              {"layers", m.layers},
-              {"decoder_layers", m.decoder_layers},
-              {"ffn_dim", m.ffn_dim},
-              {"next_token", m.next_token},
-              {"score", m.score},
-              {"attention", m.attention},
-              {"estimator", m.estimator},
-              {"window", m.window},
-              {"local", m.local},
-              {"max_source_len", m.max_source_len},
-              {"max_target_len", m.max_target_len},
-              {"min_source_len", m.min_source_len},
-              {"cell", m.cell},
-              {"decoder", m.decoder},
-              {"bidirectional", m.bidirectional},
-              {"rnn_layers", m.rnn_layers}}},
-            {"train",
-             {{"optim", t.optim},
-              {"lr", t.lr},
-              {"momentum", t.momentum},
-              {"weight_decay", t.weight_decay},
-              {"clip", t.clip},
-              {"batch", t.batch},
-              {"steps", t.steps},
-              {"seed", t.seed},
-              {"warmup", t.warmup},
-              {"schedule", t.schedule},
-              {"eval_every", t.eval_every},
-              {"checkpoint_every", t.checkpoint_every},
-              {"snapshot_every", t.snapshot_every},
-              {"early_stop", t.early_stop}}},
-            {"vocab", config.vocab.tokens()}};
+    nlohmann::json json = {{"format", "attograd-run"},
+                           {"format_version", run_format_version},
+                           {"task",
+                            {{"name", config.task.name},
+                             {"data", config.task.data},
+                             {"chars", config.task.chars},
+                             {"data_bytes", config.task.data_bytes},
+                             {"data_fnv1a64", config.task.data_fnv1a64}}},
+                           {"model", nlohmann::json::object()},
+                           {"train", nlohmann::json::object()}};
+    for (const Setting& s : settings()) {
+        const std::size_t dot = s.key.find('.');
+        json[std::string(s.key.substr(0, dot))][std::string(s.key.substr(dot + 1))] = s.get(config);
+    }
+    json["vocab"] = config.vocab.tokens();
+    return json;
 }
 
 RunConfig run_config_from_json(const nlohmann::json& json) {
@@ -330,60 +236,32 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
              "train the run again",
              version, run_format_version);
     RunConfig c;
-    c.task.name = field<std::string>(json, "task", "name");
-    c.task.data = field<std::string>(json, "task", "data");
-    c.task.chars = field<bool>(json, "task", "chars");
-    if (json["task"].contains("data_fnv1a64")) {  // absent in runs written before it was recorded
-        c.task.data_bytes = field<std::uint64_t>(json, "task", "data_bytes");
-        c.task.data_fnv1a64 = field<std::string>(json, "task", "data_fnv1a64");
-        // As train writes it: "" (a bundled task) or 16 lowercase hex digits.
-        const std::string& sum = c.task.data_fnv1a64;
-        AG_CHECK(sum.empty() ||
-                     (sum.size() == 16 &&
-                      std::all_of(sum.begin(), sum.end(),
-                                  [](char h) { return (h >= '0' && h <= '9') || (h >= 'a' && h <= 'f'); })),
-                 ValueError, "config.json: task.data_fnv1a64 must be \"\" or 16 hex digits, got '{}'",
-                 data::escape_control(excerpt(sum, 40)));
+    c.task.name = text_field(json, "task", "name");
+    c.task.data = text_field(json, "task", "data");
+    {
+        const nlohmann::json& chars = field(json, "task", "chars");
+        AG_CHECK(chars.is_boolean(), ValueError, "config.json: task.chars must be true or false, got {}",
+                 chars.dump());
+        c.task.chars = chars.get<bool>();
     }
-    c.model.kind = field<std::string>(json, "model", "kind");
-    c.model.embed_dim = field<std::int64_t>(json, "model", "embed_dim");
-    c.model.heads = field<std::int64_t>(json, "model", "heads");
-    c.model.layers = field<std::int64_t>(json, "model", "layers");
-    c.model.decoder_layers = field<std::int64_t>(json, "model", "decoder_layers");
-    c.model.ffn_dim = field<std::int64_t>(json, "model", "ffn_dim");
-    c.model.next_token = field<bool>(json, "model", "next_token");
-    c.model.score = field<std::string>(json, "model", "score");
-    c.model.attention = field<std::string>(json, "model", "attention");
-    c.model.estimator = field<std::string>(json, "model", "estimator");
-    c.model.window = field<std::int64_t>(json, "model", "window");
-    c.model.local = field<std::string>(json, "model", "local");
-    c.model.max_source_len = field<std::int64_t>(json, "model", "max_source_len");
-    c.model.max_target_len = field<std::int64_t>(json, "model", "max_target_len");
-    c.train.optim = field<std::string>(json, "train", "optim");
-    c.train.lr = field<double>(json, "train", "lr");
-    c.train.momentum = field<double>(json, "train", "momentum");
-    c.train.weight_decay = field<double>(json, "train", "weight_decay");
-    c.train.clip = field<double>(json, "train", "clip");
-    c.train.batch = field<std::int64_t>(json, "train", "batch");
-    c.train.steps = field<std::int64_t>(json, "train", "steps");
-    c.train.seed = field<std::uint64_t>(json, "train", "seed");
-    c.train.warmup = field<std::int64_t>(json, "train", "warmup");
-    c.train.schedule = field<std::string>(json, "train", "schedule");
-    c.train.eval_every = field<std::int64_t>(json, "train", "eval_every");
-    c.train.checkpoint_every = field<std::int64_t>(json, "train", "checkpoint_every");
-    c.train.early_stop = field<bool>(json, "train", "early_stop");
-    // Runs written before snapshots existed have no snapshot_every: they keep the default.
-    if (json["train"].contains("snapshot_every"))
-        c.train.snapshot_every = field<std::int64_t>(json, "train", "snapshot_every");
-    // Runs written before min_source_len was saved keep the default; load_run takes the task's.
-    if (json["model"].contains("min_source_len"))
-        c.model.min_source_len = field<std::int64_t>(json, "model", "min_source_len");
-    // Runs written before the recurrent model existed have none of its fields: they keep the defaults.
-    if (json["model"].contains("cell")) {
-        c.model.cell = field<std::string>(json, "model", "cell");
-        c.model.decoder = field<std::string>(json, "model", "decoder");
-        c.model.bidirectional = field<bool>(json, "model", "bidirectional");
-        c.model.rnn_layers = field<std::int64_t>(json, "model", "rnn_layers");
+    const nlohmann::json& bytes = field(json, "task", "data_bytes");
+    const std::optional<std::uint64_t> data_bytes = detail::json_integer<std::uint64_t>(bytes);
+    AG_CHECK(data_bytes, ValueError, "config.json: task.data_bytes must be an integer in {}, got {}",
+             detail::json_integer_range<std::uint64_t>(), bytes.dump());
+    c.task.data_bytes = *data_bytes;
+    c.task.data_fnv1a64 = text_field(json, "task", "data_fnv1a64");
+    // As train writes it: "" (a bundled task) or 16 lowercase hex digits.
+    const std::string& sum = c.task.data_fnv1a64;
+    AG_CHECK(
+        sum.empty() || (sum.size() == 16 &&
+                        std::all_of(sum.begin(), sum.end(),
+                                    [](char h) { return (h >= '0' && h <= '9') || (h >= 'a' && h <= 'f'); })),
+        ValueError, "config.json: task.data_fnv1a64 must be \"\" or 16 hex digits, got '{}'",
+        data::escape_control(excerpt(sum, 40)));
+    for (const Setting& s : settings()) {
+        const std::size_t dot = s.key.find('.');
+        const std::string section(s.key.substr(0, dot));
+        s.set(c, field(json, section.c_str(), s.key.substr(dot + 1)), "config.json");
     }
     AG_CHECK(json.contains("vocab"), ValueError, "config.json: missing field 'vocab'");
     c.vocab = vocabulary_from_json(json["vocab"]);

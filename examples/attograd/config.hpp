@@ -51,7 +51,7 @@ struct ModelConfig {
     /// Runs written before it was saved read it from their task (1 for a "data" run).
     std::int64_t min_source_len = 1;
     std::int64_t max_target_len = 0;  ///< longest output it writes (tokens, without <eos>)
-    // --model rnn only (runs without these fields read the defaults):
+    // --model rnn only:
     std::string cell = "gru";          ///< rnn: the encoder's and decoder's recurrent unit, gru or lstm
     std::string decoder = "bahdanau";  ///< rnn: bahdanau (nn::BahdanauDecoder) or luong (nn::LuongDecoder)
     bool bidirectional = false;        ///< rnn: the encoder reads the source both ways
@@ -98,16 +98,17 @@ struct RunConfig {
     Vocabulary vocab;
 };
 
-/// The model and training defaults that depend on the task's name only ("data" included; every
-/// task's model is seq2seq by default): the lengths and vocabulary are left at ModelConfig's
-/// defaults. `train --help` lists them.
+/// The model and training defaults of task `task_name` (a registered task, or "data"): the
+/// defaults of ModelConfig and TrainConfig with the task entry's `defaults` applied (see
+/// data::TaskEntry, settings.hpp); the lengths and vocabulary are left at their defaults.
+/// `train --help` lists them. Throws ValueError for an unknown task.
 RunConfig task_defaults(const std::string& task_name);
 
 /// The defaults of `task`'s model and training (what `attograd train --task NAME` uses).
 RunConfig default_config(const Task& task);
 
 /// The held-out accuracy (of the task's metric) at which `train` stops early on task `name`:
-/// 0.99 for copy and reverse, 0.95 for sort, recall and dates, 1.0 for user data.
+/// its registry entry's target_accuracy (1.0 for user data). Throws ValueError for an unknown task.
 double target_accuracy(const std::string& name);
 
 /// Whether `value` is 0 or finite with a magnitude in [FLT_MIN, FLT_MAX] (1.2e-38 to 3.4e+38):
@@ -155,7 +156,8 @@ void validate(const RunConfig& config, const TaskInfo& task,
 /// config.json's contents (with `format_version`).
 nlohmann::json to_json(const RunConfig& config);
 /// Reads config.json's contents. Throws ValueError naming the field when one is missing or
-/// has the wrong type, and when the format version is not run_format_version.
+/// has the wrong type ("config.json: model.heads must be an integer, got 1.0"), and when the
+/// format version is not run_format_version.
 RunConfig run_config_from_json(const nlohmann::json& json);
 
 }  // namespace attograd::cli

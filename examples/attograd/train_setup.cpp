@@ -2,6 +2,7 @@
 #include "train_setup.hpp"
 #include "console.hpp"
 #include "memory_check.hpp"
+#include "settings.hpp"
 
 #include "core/error.hpp"
 #include "data/tsv.hpp"
@@ -23,9 +24,19 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// The options --resume accepts (the rest would change the saved run).
-constexpr std::array resume_options = {"resume",         "steps",         "eval-every", "checkpoint-every",
-                                       "snapshot-every", "no-early-stop", "quiet"};
+/// Whether --resume accepts option `name` (the others would change the saved run).
+bool resumable(const std::string& name) {
+    const Setting* setting = find_setting_by_flag(name);
+    return name == "resume" || name == "quiet" || (setting != nullptr && setting->resumable);
+}
+
+/// "--steps, --eval-every, ..., --quiet": the options --resume accepts besides itself.
+std::string resumable_text() {
+    std::string text;
+    for (const Setting& setting : settings())
+        if (setting.resumable) text += fmt::format("--{}, ", setting.flag);
+    return text + "--quiet";
+}
 
 /// Refuses an --out that holds anything but nothing or, with --force, a run: re-running a
 /// command must not silently replace the result of the last one.
@@ -79,43 +90,21 @@ void check_model_flags(const TrainArgs& a, const std::string& kind) {
     }
 }
 
+/// Sets the settings whose flags were given.
+void copy_given_settings(const TrainArgs& a, RunConfig& c) {
+    for (const Setting& setting : settings()) {
+        if (!setting.flag.empty() && a.was_given(std::string(setting.flag))) setting.copy(a.flags, c);
+    }
+}
+
+/// A new run's settings: the flags given, and the defaults that follow from the model.
 void apply_overrides(const TrainArgs& a, RunConfig& c) {
+    copy_given_settings(a, c);
     ModelConfig& m = c.model;
-    TrainConfig& t = c.train;
-    if (a.was_given("model")) m.kind = a.model;
-    if (a.was_given("score")) m.score = a.score;
-    if (a.was_given("attention")) m.attention = a.attention;
-    if (a.was_given("estimator")) m.estimator = a.estimator;
-    if (a.was_given("window")) m.window = a.window;
-    if (a.was_given("local")) m.local = a.local;
-    if (a.was_given("heads")) m.heads = a.heads;
-    if (a.was_given("layers")) m.layers = a.layers;
-    if (a.was_given("decoder-layers")) m.decoder_layers = a.decoder_layers;
-    if (a.was_given("embed-dim")) m.embed_dim = a.embed_dim;
-    if (a.was_given("ffn-dim")) m.ffn_dim = a.ffn_dim;
-    if (a.was_given("next-token")) m.next_token = a.next_token;
-    if (a.was_given("cell")) m.cell = a.cell;
-    if (a.was_given("decoder")) m.decoder = a.decoder;
-    if (a.was_given("bidirectional")) m.bidirectional = a.bidirectional;
-    if (a.was_given("rnn-layers")) m.rnn_layers = a.rnn_layers;
     // The recurrent decoders' own scores unless one is asked for: the additive score of Bahdanau
     // et al. and Luong et al.'s "general" (bilinear) score.
     if (m.kind == "rnn" && !a.was_given("score")) m.score = m.decoder == "luong" ? "bilinear" : "additive";
     if (m.kind == "rnn" && !a.was_given("heads")) m.heads = 1;  // a task's Transformer default (dates: 4)
-    if (a.was_given("optim")) t.optim = a.optim;
-    if (a.was_given("lr")) t.lr = a.lr;
-    if (a.was_given("momentum")) t.momentum = a.momentum;
-    if (a.was_given("weight-decay")) t.weight_decay = a.weight_decay;
-    if (a.was_given("clip")) t.clip = a.clip;
-    if (a.was_given("batch")) t.batch = a.batch;
-    if (a.was_given("steps")) t.steps = a.steps;
-    if (a.was_given("seed")) t.seed = a.seed;
-    if (a.was_given("warmup")) t.warmup = a.warmup;
-    if (a.was_given("schedule")) t.schedule = a.schedule;
-    if (a.was_given("eval-every")) t.eval_every = a.eval_every;
-    t.checkpoint_every = a.checkpoint_every;  // its default is the flag's
-    if (a.was_given("snapshot-every")) t.snapshot_every = a.snapshot_every;
-    if (a.no_early_stop) t.early_stop = false;
     if (m.kind == "encoder" && !a.was_given("layers")) m.layers = std::max<std::int64_t>(m.layers, 1);
 }
 
@@ -155,13 +144,11 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
     fs::path& out = s.out;
     if (resuming) {
         for (const auto& name : args.given) {
-            if (std::find(resume_options.begin(), resume_options.end(), name) == resume_options.end() &&
-                !(name == "out" && fs::path(args.out) == fs::path(args.resume))) {
-                throw UsageError(fmt::format(
-                    "--resume continues a run with its saved configuration; --{} cannot be given "
-                    "with it (allowed: --steps, --eval-every, --checkpoint-every, --snapshot-every, "
-                    "--no-early-stop, --quiet)",
-                    name));
+            if (!resumable(name) && !(name == "out" && fs::path(args.out) == fs::path(args.resume))) {
+                throw UsageError(
+                    fmt::format("--resume continues a run with its saved configuration; --{} cannot be given "
+                                "with it (allowed: {})",
+                                name, resumable_text()));
             }
         }
         check_not_cwd(args.resume, "--resume");
@@ -176,11 +163,7 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
         s.model_generator = std::move(run.generator);
         s.counters = run.counters;
         out = run.dir;
-        if (args.was_given("steps")) config.train.steps = args.steps;
-        if (args.was_given("eval-every")) config.train.eval_every = args.eval_every;
-        if (args.was_given("checkpoint-every")) config.train.checkpoint_every = args.checkpoint_every;
-        if (args.was_given("snapshot-every")) config.train.snapshot_every = args.snapshot_every;
-        if (args.no_early_stop) config.train.early_stop = false;
+        copy_given_settings(args, config);  // the resumable settings only: the others were refused above
         for (const char* file : {"optimizer.safetensors", "metrics.csv"}) {
             AG_CHECK(fs::exists(out / file), IoError, "{}: missing; this run cannot be resumed",
                      shown_path(out / file));
@@ -212,14 +195,14 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
             throw UsageError("--local needs --window D (the half-width of the local window)");
         }
         if (args.was_given("estimator") &&
-            (args.was_given("attention") ? args.attention : config.model.attention) != "hard") {
+            (args.was_given("attention") ? args.flags.model.attention : config.model.attention) != "hard") {
             throw UsageError("--estimator applies to --attention hard only");
         }
-        if (args.was_given("window") && args.window < 0) {
+        if (args.was_given("window") && args.flags.model.window < 0) {
             throw UsageError(fmt::format("--window must be >= 0, got {} (leave it out for global attention)",
-                                         args.window));
+                                         args.flags.model.window));
         }
-        check_model_flags(args, args.was_given("model") ? args.model : config.model.kind);
+        check_model_flags(args, args.was_given("model") ? args.flags.model.kind : config.model.kind);
         apply_overrides(args, config);
         validate(config, task->info());
         check_memory(config, SettingNames::flags(), available_bytes());  // before the model is built
