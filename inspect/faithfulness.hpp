@@ -61,9 +61,10 @@ std::vector<std::vector<double>> output_with_rows(const ExplainedModel& m, const
 /// Importance of each key to the output by gradient, the attention held fixed (Jain & Wallace 2019
 /// §4.1: the gradient flows through the values, every attention layer's weights detached):
 /// g_s = |sum_e x[s, e] d y / d x[s, e]|, y = the probability of the predicted class, x the
-/// inputs (input positions are the head's keys: Tk = T). Returns [B][T]. Throws ShapeError when
-/// the head's Tk differs from T, ValueError when the output does not depend on the inputs or the
-/// model has a local-attention layer (whose weights the intervention cannot hold fixed).
+/// inputs (input positions are the head's keys: Tk = T). Returns [B][T]. Local-p layers keep the
+/// gradient through their Gaussian factor's centre p_t (only the normalised weights are held).
+/// Throws ShapeError when the head's Tk differs from T, ValueError when the output does not depend
+/// on the inputs.
 std::vector<std::vector<double>> gradient_importance(const ExplainedModel& m, const Tensor& inputs,
                                                      const HeadId& head);
 
@@ -133,7 +134,7 @@ struct ErasureResult {
     /// @}
     /// fraction of keys removed, by each ranking, before the decision flips
     /// @{
-    std::optional<double> fraction_attention, fraction_gradient, fraction_product, fraction_random;
+    std::optional<double> fraction_attention{}, fraction_gradient{}, fraction_product{}, fraction_random{};
     /// @}
 };
 /// One result per example. Rows with one allowed key get no removal (jsd 0, no flip, nullopt).

@@ -67,14 +67,15 @@ std::string faithfulness_verdict(const HeadFaithfulness& h, double epsilon) {
     const std::optional<double> cost = h.accuracy && h.knockout_accuracy
                                            ? std::optional<double>(100 * (*h.accuracy - *h.knockout_accuracy))
                                            : std::nullopt;
-    if (h.permutation_median < 0.01)
+    const VerdictThresholds& limit = verdict_thresholds;
+    if (h.permutation_median < limit.permutation_tvd)
         return fmt::format("not an explanation: permuted weights change the output by TVD {:.3f}",
                            h.permutation_median);
-    if (h.adversarial_jsd && *h.adversarial_jsd >= 0.3)
+    if (h.adversarial_jsd && *h.adversarial_jsd >= limit.adversarial_jsd)
         return fmt::format(
             "not an explanation: weights at JSD {:.2f} from its own give the same output (TVD <= {})",
             *h.adversarial_jsd, epsilon);
-    if (cost && *cost >= 5 && h.tau_loo && *h.tau_loo >= 0.5)
+    if (cost && *cost >= limit.knockout_points && h.tau_loo && *h.tau_loo >= limit.tau_loo)
         return fmt::format(
             "decisive: knocking it out costs {:.0f} points and its weights agree with leave-one-out, "
             "tau {:.2f}",
@@ -82,6 +83,21 @@ std::string faithfulness_verdict(const HeadFaithfulness& h, double epsilon) {
     return fmt::format("partial: knockout costs {} points, tau with leave-one-out {}, permuted TVD {:.3f}",
                        cost ? fmt::format("{:.0f}", *cost) : std::string("-"), cell(h.tau_loo, 2),
                        h.permutation_median);
+}
+
+std::vector<std::string> verdict_rules(double epsilon) {
+    const VerdictThresholds& limit = verdict_thresholds;
+    return {
+        fmt::format("not an explanation: permuting the head's weights changes the output by a median TVD "
+                    "below {}",
+                    limit.permutation_tvd),
+        fmt::format("not an explanation: weights at a JSD of {} or more from the head's own (of at most "
+                    "ln 2 = 0.69) change the output by a TVD of at most {}",
+                    limit.adversarial_jsd, epsilon),
+        fmt::format("decisive: knocking the head out costs {} accuracy points or more and its weights agree "
+                    "with leave-one-out importance, Kendall tau {} or more",
+                    limit.knockout_points, limit.tau_loo),
+        std::string("partial: any other head (its knockout cost, tau and permuted TVD are given)")};
 }
 
 FaithfulnessTable faithfulness_table(const ExplainedModel& m, const FaithfulnessData& data,
@@ -202,15 +218,13 @@ FaithfulnessTable faithfulness_table(const ExplainedModel& m, const Faithfulness
     return table;
 }
 
-namespace {
-
-std::vector<std::string> columns() {
+std::vector<std::string> faithfulness_columns() {
     return {"layer",    "head",      "align",    "entropy",   "max_w",     "acc",
             "acc_ko",   "tau_grad",  "tau_loo",  "perm_tvd",  "perm_iqr",  "adv_jsd",
             "flip_top", "flip_rand", "frac_att", "frac_grad", "frac_prod", "frac_rand"};
 }
 
-std::vector<std::string> cells(const HeadFaithfulness& h) {
+std::vector<std::string> faithfulness_cells(const HeadFaithfulness& h) {
     return {h.head.layer.empty() ? std::string("(root)") : h.head.layer,
             std::to_string(h.head.head),
             cell(h.alignment),
@@ -231,11 +245,9 @@ std::vector<std::string> cells(const HeadFaithfulness& h) {
             cell(h.fraction_random)};
 }
 
-}  // namespace
-
 std::string to_text(const FaithfulnessTable& table) {
-    std::vector<std::vector<std::string>> rows{columns()};
-    for (const auto& h : table.heads) rows.push_back(cells(h));
+    std::vector<std::vector<std::string>> rows{faithfulness_columns()};
+    for (const auto& h : table.heads) rows.push_back(faithfulness_cells(h));
     std::vector<std::size_t> width(rows.front().size(), 0);
     for (const auto& r : rows)
         for (std::size_t c = 0; c < r.size(); ++c) width[c] = std::max(width[c], r[c].size());
@@ -249,6 +261,8 @@ std::string to_text(const FaithfulnessTable& table) {
     for (const auto& h : table.heads)
         out += fmt::format("{} head {}: {}\n", h.head.layer.empty() ? "(root)" : h.head.layer, h.head.head,
                            h.verdict);
+    out += "\nverdicts (the first rule that applies):\n";
+    for (const auto& rule : verdict_rules(table.epsilon)) out += "  " + rule + "\n";
     out += "\nseconds:";
     for (const auto& [part, s] : table.seconds) out += fmt::format(" {} {:.3f};", part, s);
     out += '\n';
@@ -262,10 +276,10 @@ std::string to_csv(const FaithfulnessTable& table) {
         return q + "\"";
     };
     std::string out;
-    for (const auto& c : columns()) out += c + ",";
+    for (const auto& c : faithfulness_columns()) out += c + ",";
     out += "verdict\n";
     for (const auto& h : table.heads) {
-        auto r = cells(h);
+        auto r = faithfulness_cells(h);
         r[0] = quoted(h.head.layer);
         for (auto& c : r) {
             if (c == "-") c.clear();

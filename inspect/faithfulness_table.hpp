@@ -30,26 +30,26 @@ struct FaithfulnessOptions {
 /// One head's summary over the data set (means over examples unless noted; nullopt when the data
 /// does not allow it).
 struct HeadFaithfulness {
-    HeadId head;                              ///< the head summarised
-    std::optional<double> alignment;          ///< mean weight on the aligned key (needs alignment)
-    double entropy = 0;                       ///< mean entropy of the weights, -sum w ln w (nats)
-    double max_weight = 0;                    ///< mean of the largest weight
-    std::optional<double> accuracy;           ///< the model's accuracy (needs labels)
-    std::optional<double> knockout_accuracy;  ///< with this head silenced (HeadKnockout)
-    std::optional<double> tau_gradient;       ///< mean Kendall tau-b, attention vs gradient_importance
-    std::optional<double> tau_loo;            ///< mean Kendall tau-b, attention vs leave_one_out
-    double permutation_median = 0;            ///< median over examples of the per-example median TVD
-    double permutation_iqr = 0;               ///< mean per-example IQR of the TVD
-    std::optional<double> adversarial_jsd;    ///< mean epsilon-max JSD (when run)
+    HeadId head{};                              ///< the head summarised
+    std::optional<double> alignment{};          ///< mean weight on the aligned key (needs alignment)
+    double entropy = 0;                         ///< mean entropy of the weights, -sum w ln w (nats)
+    double max_weight = 0;                      ///< mean of the largest weight
+    std::optional<double> accuracy{};           ///< the model's accuracy (needs labels)
+    std::optional<double> knockout_accuracy{};  ///< with this head silenced (HeadKnockout)
+    std::optional<double> tau_gradient{};       ///< mean Kendall tau-b, attention vs gradient_importance
+    std::optional<double> tau_loo{};            ///< mean Kendall tau-b, attention vs leave_one_out
+    double permutation_median = 0;              ///< median over examples of the per-example median TVD
+    double permutation_iqr = 0;                 ///< mean per-example IQR of the TVD
+    std::optional<double> adversarial_jsd{};    ///< mean epsilon-max JSD (when run)
     /// fraction of examples whose decision flips (erasure)
     /// @{
     double flip_top = 0, flip_random = 0;
     /// @}
     /// mean fraction of keys removed before the decision flips, over the examples where it flips
     /// @{
-    std::optional<double> fraction_attention, fraction_gradient, fraction_product, fraction_random;
+    std::optional<double> fraction_attention{}, fraction_gradient{}, fraction_product{}, fraction_random{};
     /// @}
-    std::string verdict;  ///< see faithfulness_verdict
+    std::string verdict{};  ///< see faithfulness_verdict
 };
 
 /// The summary of every head, and the seconds each measure took (keys "observe", "gradient",
@@ -67,17 +67,41 @@ struct FaithfulnessTable {
 FaithfulnessTable faithfulness_table(const ExplainedModel& m, const FaithfulnessData& data,
                                      const FaithfulnessOptions& options = {});
 
-/// A one-line verdict with documented thresholds, the first that applies:
+/// The thresholds of faithfulness_verdict.
+struct VerdictThresholds {
+    /// below: the output ignores the weights' order (Jain & Wallace 2019 §4.2 call such outputs
+    /// insensitive to the weights)
+    double permutation_tvd = 0.01;
+    double adversarial_jsd = 0.3;  ///< at or above (of at most ln 2 = 0.69): other weights do as well
+    double knockout_points = 5;    ///< at or above, with tau_loo: the head decides the output
+    double tau_loo = 0.5;          ///< at or above: the weights rank keys as leaving them out does
+};
+/// The thresholds faithfulness_verdict applies.
+inline constexpr VerdictThresholds verdict_thresholds{};
+
+/// A one-line verdict with the thresholds of verdict_thresholds, the first that applies:
 /// - "not an explanation: permuted weights change the output by TVD x" when the median permuted
-///   TVD < 0.01 (Jain & Wallace 2019 §4.2 call such outputs insensitive to the weights);
+///   TVD < 0.01;
 /// - "not an explanation: weights at JSD x from its own give the same output (TVD <= eps)" when
-///   the adversarial JSD >= 0.3 (of at most ln 2 = 0.69);
+///   the adversarial JSD >= 0.3;
 /// - "decisive: knocking it out costs x points and its weights agree with leave-one-out, tau y"
 ///   when knockout costs >= 5 accuracy points and tau_loo >= 0.5;
 /// - otherwise "partial: ..." listing the knockout cost, tau_loo and the permuted TVD.
 std::string faithfulness_verdict(const HeadFaithfulness& head, double epsilon);
 
-/// The table as aligned plain text, one line per head, then the verdicts and the seconds.
+/// The verdicts' rules as sentences, one per verdict in the order faithfulness_verdict tries
+/// them, with the thresholds' values (for a report or a program's output).
+std::vector<std::string> verdict_rules(double epsilon);
+
+/// The table's column names: layer, head, then the measures (align, entropy, max_w, acc,
+/// acc_ko, tau_grad, tau_loo, perm_tvd, perm_iqr, adv_jsd, flip_top, flip_rand, frac_att,
+/// frac_grad, frac_prod, frac_rand: HeadFaithfulness's fields in order).
+std::vector<std::string> faithfulness_columns();
+/// One head's row under faithfulness_columns(), "-" where a value is nullopt.
+std::vector<std::string> faithfulness_cells(const HeadFaithfulness& head);
+
+/// The table as aligned plain text, one line per head, then the verdicts, their rules
+/// (verdict_rules) and the seconds.
 std::string to_text(const FaithfulnessTable& table);
 /// The table as CSV (header row; empty cells where nullopt; verdict quoted).
 std::string to_csv(const FaithfulnessTable& table);

@@ -6,6 +6,8 @@
 #include "inspect/chart_svg.hpp"
 #include "inspect/export.hpp"
 #include "inspect/faithfulness.hpp"
+#include "inspect/faithfulness_evidence.hpp"
+#include "inspect/faithfulness_html.hpp"
 #include "inspect/faithfulness_stats.hpp"
 #include "inspect/faithfulness_table.hpp"
 #include "inspect/head_scores.hpp"

@@ -4,9 +4,12 @@
 #include "core/error.hpp"
 #include "core/ops.hpp"
 #include "nn/attention.hpp"
+#include "nn/bahdanau_decoder.hpp"
+#include "nn/luong_decoder.hpp"
 #include "nn/multihead_attention.hpp"
 
 #include <fmt/format.h>
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <numeric>
@@ -23,12 +26,29 @@ std::string listing(const std::vector<AttentionLayer>& layers) {
     return out;
 }
 
-bool is_local(const nn::Module& layer) {
-    if (const auto* a = dynamic_cast<const nn::Attention*>(&layer))
-        return a->options().local != nn::LocalMode::None;
-    if (const auto* m = dynamic_cast<const nn::MultiHeadAttention*>(&layer))
-        return m->options().local != nn::LocalMode::None;
-    return false;
+// The attention of a recurrent decoder: its "attention" submodule (the score the recorder names).
+const nn::Module* decoder_attention(const nn::Module* module) {
+    if (dynamic_cast<const nn::BahdanauDecoder*>(module) == nullptr &&
+        dynamic_cast<const nn::LuongDecoder*>(module) == nullptr)
+        return nullptr;
+    for (const auto& [name, child] : module->named_children())
+        if (name == "attention") return child.get();
+    return nullptr;
+}
+
+// Every attention layer under root with its name, module and head count.
+struct FoundLayer {
+    AttentionLayer layer;
+    const nn::Module* module;
+};
+std::vector<FoundLayer> find_layers(const nn::Module& root) {
+    std::vector<FoundLayer> out;
+    for (const auto& [name, module] : root.named_modules()) {
+        if (const std::int64_t h = attention_head_count(module); h > 0) out.push_back({{name, h}, module});
+        if (const nn::Module* attention = decoder_attention(module))
+            out.push_back({{name.empty() ? "attention" : name + ".attention", 1}, attention});
+    }
+    return out;
 }
 
 // The values of `x` as float64, row-major.
@@ -38,15 +58,28 @@ std::vector<double> values_of(const Tensor& x) {
     return {p, p + d.numel()};
 }
 
-// A fixed matrix [Tq, Tk] or [B, Tq, Tk] broadcast to the head's weights (same graph).
-Tensor broadcast_fixed(const Tensor& fixed, const Tensor& own, std::string_view what) {
+// Rows [first, first + Tq) of a fixed matrix [Tq', Tk] or [B, Tq', Tk] broadcast to the head's
+// weights own [B, Tq, Tk] (same graph); Tq' is the layer's rows.total (at least first + Tq when
+// the total is not known).
+Tensor broadcast_fixed(const Tensor& fixed, const Tensor& own, const nn::QueryRows& rows,
+                       std::string_view what) {
     const Shape& s = own.shape();
-    const bool fits = fixed.dim() == 2 ? fixed.size(0) == s[1] && fixed.size(1) == s[2] : fixed.shape() == s;
-    AG_CHECK(fits, ShapeError, "{}: fixed weights must be [Tq, Tk] = [{}, {}] or [B, Tq, Tk] = {}, got {}",
-             what, s[1], s[2], s, fixed.shape());
+    const std::int64_t fixed_rows = fixed.size(-2);
+    const bool rows_fit = rows.total >= 0 ? fixed_rows == rows.total : fixed_rows >= rows.first + s[1];
+    const bool fits = rows_fit && fixed.size(-1) == s[2] && (fixed.dim() == 2 || fixed.size(0) == s[0]);
+    if (rows.total >= 0)
+        AG_CHECK(fits, ShapeError,
+                 "{}: fixed weights must be [Tq, Tk] = [{}, {}] or [B, Tq, Tk] = [{}, {}, {}], got {}", what,
+                 rows.total, s[2], s[0], rows.total, s[2], fixed.shape());
+    AG_CHECK(fits, ShapeError,
+             "{}: fixed weights must be [Tq, Tk] or [B, Tq, Tk] with B = {}, Tk = {} and a row for query {}, "
+             "got {}",
+             what, s[0], s[2], rows.first + s[1] - 1, fixed.shape());
     AG_CHECK(fixed.dtype() == own.dtype(), DTypeError, "{}: fixed weights are {}, the layer computes in {}",
              what, fixed.dtype(), own.dtype());
-    return fixed.dim() == 2 ? fixed + zeros_like(own) : fixed;
+    const Tensor used =
+        rows.first == 0 && fixed_rows == s[1] ? fixed : narrow(fixed, fixed.dim() - 2, rows.first, s[1]);
+    return used.dim() == 2 ? used + zeros_like(own) : used;
 }
 
 // Each row's allowed weights permuted among the allowed keys: own [B, Tq, Tk] times one
@@ -89,16 +122,16 @@ std::int64_t attention_head_count(const nn::Module* module) {
 
 std::vector<AttentionLayer> attention_layers(const nn::Module& root) {
     std::vector<AttentionLayer> out;
-    for (const auto& [name, module] : root.named_modules())
-        if (const std::int64_t h = attention_head_count(module); h > 0) out.push_back({name, h});
+    for (const auto& found : find_layers(root)) out.push_back(found.layer);
     return out;
 }
 
 const nn::Module& find_attention_layer(const nn::Module& root, const std::string& name, std::string_view op) {
+    const auto found = find_layers(root);
+    AG_CHECK(!found.empty(), ValueError, "{}: the model ({}) has no attention layer", op, root.type_name());
+    for (const auto& f : found)
+        if (f.layer.name == name) return *f.module;
     const auto layers = attention_layers(root);
-    AG_CHECK(!layers.empty(), ValueError, "{}: the model ({}) has no attention layer", op, root.type_name());
-    for (const auto& [n, m] : root.named_modules())
-        if (n == name && attention_head_count(m) > 0) return *m;
     throw ValueError(fmt::format("{}: '{}' is not an attention layer of the model; its layers: {}", op, name,
                                  listing(layers)));
 }
@@ -143,8 +176,9 @@ Replacement Replacement::fixed(Tensor weights) {
              "Replacement::fixed: weights must be float32 or float64, got {}", weights.dtype());
     Replacement r;
     r.fn_ = [weights](const Tensor& own, const Tensor&) {
-        return broadcast_fixed(weights, own, "Replacement::fixed");
+        return broadcast_fixed(weights, own, {.first = 0, .total = own.size(1)}, "Replacement::fixed");
     };
+    r.fixed_ = std::move(weights);
     return r;
 }
 
@@ -191,17 +225,13 @@ AttentionIntervention::AttentionIntervention(
         installed_.layers = nn::detail::active_attention_interventions()->layers;
     for (const auto& [name, chosen] : heads) {
         const nn::Module& layer = find_attention_layer(root, name, op);
-        const std::int64_t h = attention_head_count(&layer);
+        const std::int64_t h = std::max<std::int64_t>(attention_head_count(&layer), 1);  // a decoder's: 1
         AG_CHECK(!chosen.empty(), ValueError, "{}: layer '{}' names no head", op, name);
         auto& per_head = installed_.layers[&layer];
         per_head.resize(static_cast<std::size_t>(h));
         for (const auto& [head, replacement] : chosen) {
             AG_CHECK(head >= 0 && head < h, IndexError, "{}: layer '{}' has {} head{}, no head {}", op, name,
                      h, h == 1 ? "" : "s", head);
-            AG_CHECK(replacement.silences() || !is_local(layer), ValueError,
-                     "{}: layer '{}' is local attention, whose weights live on a band of 2D + 1 keys; only "
-                     "silencing is supported there",
-                     op, name);
             nn::HeadIntervention& slot = per_head[static_cast<std::size_t>(head)];
             slot = {};
             if (replacement.silences()) {
@@ -209,11 +239,13 @@ AttentionIntervention::AttentionIntervention(
                 continue;
             }
             const std::string what = fmt::format("{}: layer '{}' head {}", op, name, head);
-            slot.replace = [fn = replacement.fn(), what, tolerance = options.tolerance](
-                               const Tensor& own, const Tensor& allowed) {
+            slot.replace = [fn = replacement.fn(), fixed = replacement.fixed_, what,
+                            tolerance = options.tolerance](const Tensor& own, const Tensor& allowed,
+                                                           const nn::QueryRows& rows) {
                 Tensor used;
                 try {
-                    used = fn(own, allowed);
+                    used = fixed.defined() ? broadcast_fixed(fixed, own, rows, "Replacement::fixed")
+                                           : fn(own, allowed);
                 } catch (const ShapeError& e) {  // name the layer and head
                     throw ShapeError(fmt::format("{}: {}", what, e.what()));
                 } catch (const DTypeError& e) {

@@ -17,9 +17,11 @@ namespace attograd::inspect {
 /// The attention layers of a module tree: dotted name and head count, in named_modules() order.
 struct AttentionLayer {
     std::string name;        ///< e.g. "layers.0.self_attn" ("" for the root itself)
-    std::int64_t num_heads;  ///< 1 for nn::Attention, num_heads for nn::MultiHeadAttention
+    std::int64_t num_heads;  ///< 1 for nn::Attention and a decoder's attention, num_heads for MHA
 };
-/// Every nn::Attention and nn::MultiHeadAttention under `root` (root included).
+/// Every nn::Attention and nn::MultiHeadAttention under `root` (root included), and the attention
+/// of every nn::BahdanauDecoder and nn::LuongDecoder: its "attention" submodule (e.g.
+/// "decoder.attention", the name its AttentionRecorder records under), one head.
 std::vector<AttentionLayer> attention_layers(const nn::Module& root);
 
 /// Any function of a head's own weights [B, Tq, Tk] and its allowed keys [B, Tq, Tk] (bool, true =
@@ -33,7 +35,9 @@ using WeightFunction = std::function<Tensor(const Tensor& weights, const Tensor&
 class Replacement {
 public:
     /// A fixed matrix [Tq, Tk] (the same for every sequence) or [B, Tq, Tk]. When it requires
-    /// grad, gradients flow into it through the output (for adversarial search).
+    /// grad, gradients flow into it through the output (for adversarial search). A recurrent
+    /// decoder's step t attends with row t (Tq = the forward's T steps; when decoding step by step,
+    /// any Tq > t).
     static Replacement fixed(Tensor weights);
     /// 1 / n over the n allowed keys of each query (Jain & Wallace 2019 §4's uniform baseline);
     /// the output is then the mean of the allowed values.
@@ -53,7 +57,9 @@ public:
     bool silences() const { return silence_; }
 
 private:
+    friend class AttentionIntervention;
     WeightFunction fn_;
+    Tensor fixed_;  // fixed(): the matrix, whose rows a recurrent decoder's steps take one by one
     bool silence_ = false;
 };
 
@@ -78,17 +84,24 @@ struct InterventionOptions {
 /// - nn::MultiHeadAttention, global: a layer with a replaced head takes the unfused path that
 ///   materialises its weights (only that layer, only while the guard lives); the other heads'
 ///   outputs are recomputed from their own weights.
-/// - Local attention (either layer): its weights live on a band of 2D + 1 keys; replacements are
-///   refused (ValueError at construction), silencing works.
+/// - Local attention (local-m and local-p, either layer): the allowed keys are those inside each
+///   query's window that are not masked, so a replacement may put weight only there (weights
+///   outside the window are refused as on masked keys). The head's band is widened to [B, Tq, Tk]
+///   for the replacement and the weights used are gathered back into the band (while the guard
+///   lives, the layer takes its unfused banded path and costs Tq * Tk per head). local-p: the
+///   replacement stands for the normalised weights (align(h_t, h_s), Luong et al. 2015 eq. 10),
+///   which the layer multiplies by its Gaussian as it does its own; the recorder sees the product.
+/// - nn::BahdanauDecoder, nn::LuongDecoder (global, local-m, local-p): the layer is the decoder's
+///   "attention" (one head); the replacement is applied at every step to that step's weights
+///   [B, 1, S], so later steps see the states the replaced weights lead to.
 /// No dropout is applied to the weights used. An nn::AttentionRecorder alive at the same time
 /// records the weights actually used. Guards nest: an inner guard's heads override the outer's
 /// for the same head; the outer's other heads stay in force.
 ///
 /// Throws ValueError when `heads` is empty or a layer names no head, when `root` has no
 /// attention layer, when a name is not an attention layer under `root` (listing the layers and
-/// their head counts), when a replacement other than silence targets a local-attention layer,
-/// or when the tolerance is outside (0, 0.5); IndexError when a head is outside [0, num_heads);
-/// ShapeError when a fixed matrix is not [Tq, Tk] or [B, Tq, Tk]. At forward time (every check
+/// their head counts), or when the tolerance is outside (0, 0.5); IndexError when a head is outside [0,
+/// num_heads); ShapeError when a fixed matrix is not [Tq, Tk] or [B, Tq, Tk]. At forward time (every check
 /// names the layer and head): ShapeError when a replacement's shape differs from the head's
 /// weights (naming layer, head and shapes), DTypeError when its dtype does, ValueError when a
 /// weight is negative or not finite, lies on a masked key, or a row does not sum to 1.
@@ -112,7 +125,8 @@ private:
 };
 
 /// The head count of an attention layer (1 for nn::Attention, num_heads for
-/// nn::MultiHeadAttention), 0 for any other module.
+/// nn::MultiHeadAttention), 0 for any other module (a decoder's attention included: see
+/// attention_layers).
 std::int64_t attention_head_count(const nn::Module* module);
 
 /// The attention layer named `name` under `root`. Throws ValueError starting with `op` when root has

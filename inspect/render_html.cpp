@@ -5,6 +5,7 @@
 
 #include "inspect/chart_svg.hpp"
 #include "inspect/detail/report_assets.hpp"
+#include "inspect/faithfulness_html.hpp"
 #include "inspect/render_svg.hpp"
 #include "inspect/report_data.hpp"
 
@@ -107,6 +108,7 @@ std::string render_html(const Report& report) {
     for (const auto& note : report.notes) out += "<p class=\"note\">" + xml_escape(note) + "</p>\n";
     // The attention first: the page opens on the answer, the curves and settings follow.
     out += attention_html(report);
+    if (report.faithfulness) out += faithfulness_html(*report.faithfulness);
     out += curves_html(report);
     out += config_html(report);
     if (!data.empty()) {

@@ -18,7 +18,9 @@ namespace attograd::inspect {
 ///   canvas heatmap (viridis 0..1 as weight_colour, token labels, "query -> key: weight"
 ///   tooltips, the right alignment outlined and explained by `alignment_legend`), and a head
 ///   view (queries and keys in two columns, a line per weight with that opacity; hovering a
-///   token highlights its lines and shows its weights).
+///   token highlights its lines and shows its weights);
+/// - when `faithfulness` is set, its section (faithfulness_html): the per-head table with
+///   verdicts and their rules, and one head's evidence.
 /// Weights are embedded quantised (report_data_json: 16 bits per weight up to 16384 cells per
 /// map, 8 bits beyond, the bound shown in the legend): T = 512 with 16 heads is about 5.7 MB.
 /// A report without examples or snapshots renders a page that says so.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "inspect/attention_map.hpp"
+#include "inspect/faithfulness_evidence.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -56,6 +57,8 @@ struct Report {
     /// absent from an input's maps: that input's last layer.
     std::string open_module{};
     std::vector<AttentionSnapshot> snapshots{};  ///< replayed with a step slider (may be empty)
+    /// Does each head explain the output? (inspect/faithfulness_html.hpp; absent: no section)
+    std::optional<FaithfulnessSection> faithfulness{};
 };
 
 }  // namespace attograd::inspect

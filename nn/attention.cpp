@@ -167,14 +167,13 @@ AttentionOutput Attention::forward(const Tensor& query, const Tensor& key, const
     AG_CHECK(query.dtype() == key.dtype() && key.dtype() == value.dtype(), DTypeError,
              "{}: dtypes differ: query {}, key {}, value {}", kOp, query.dtype(), key.dtype(), value.dtype());
     check_attention_masks(masks, query.size(0), 1, query.size(1), key.size(1), query.dtype(), kOp);
-    AG_CHECK(o.local == LocalMode::None || !replaces_weights(head_interventions(this)), ValueError,
-             "{}: weights cannot be replaced in local attention (its weights live on a band)", kOp);
     const Tensor q = q_proj_ ? q_proj_->forward(query) : query;
     const Tensor k = k_proj_ ? k_proj_->forward(key) : key;
     const Tensor v = v_proj_ ? v_proj_->forward(value) : value;
     AttentionOutput out = o.local == LocalMode::None ? forward_global(q, k, v, masks, need_weights)
                                                      : forward_local(q, k, v, masks, need_weights);
-    // Replacement weights are applied inside forward_global, which has the values and the mask.
+    // Replacement weights are applied inside forward_global / forward_local, which have the values
+    // and the mask.
     if (const auto* heads = head_interventions(this); heads != nullptr && !replaces_weights(heads))
         silence_heads(*heads, out.output, out.weights);
     if (out.weights.defined()) record_attention(this, out.weights);

@@ -4,7 +4,9 @@
 
 #include "core/error.hpp"
 #include "core/ops.hpp"
+#include "core/ops_local_attention.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace attograd::nn {
@@ -15,6 +17,30 @@ const AttentionInterventions*& active_attention_interventions() {
     return slot;
 }
 }  // namespace detail
+
+namespace {
+
+// The weights one head attends with: 0 when silenced, its replacement, or its own [B, Tq, Tk].
+Tensor weight_used(const HeadIntervention& head, const Tensor& own, const Tensor& allowed,
+                   const QueryRows& rows) {
+    if (head.silence) return zeros_like(own);
+    if (head.replace) return head.replace(own, allowed, rows);
+    return own;
+}
+
+// Every head's weights used: own and allowed [B, h, Tq, Tk] -> [B, h, Tq, Tk].
+Tensor heads_used(const std::vector<HeadIntervention>& interventions, const Tensor& own,
+                  const Tensor& allowed, const QueryRows& rows) {
+    std::vector<Tensor> used;
+    used.reserve(interventions.size());
+    for (std::size_t i = 0; i < interventions.size(); ++i) {
+        const auto head = static_cast<std::int64_t>(i);
+        used.push_back(weight_used(interventions[i], select(own, 1, head), select(allowed, 1, head), rows));
+    }
+    return stack(used, 1);
+}
+
+}  // namespace
 
 bool replaces_weights(const std::vector<HeadIntervention>* heads) {
     if (heads == nullptr) return false;
@@ -47,22 +73,44 @@ void replace_head_weights(const std::vector<HeadIntervention>& interventions, co
     const auto h = static_cast<std::int64_t>(interventions.size());
     AG_ASSERT(weights.dim() == 4 && weights.size(1) == h && values.dim() == 4,
               "replace_head_weights: {} heads, weights {}, values {}", h, weights.shape(), values.shape());
-    std::vector<Tensor> used;
-    used.reserve(static_cast<std::size_t>(h));
-    for (std::int64_t i = 0; i < h; ++i) {
-        const HeadIntervention& head = interventions[static_cast<std::size_t>(i)];
-        const Tensor own = select(weights, 1, i);
-        if (head.silence)
-            used.push_back(zeros_like(own));
-        else if (head.replace)
-            used.push_back(head.replace(own, select(allowed, 1, i)));
-        else
-            used.push_back(own);
-    }
-    weights = stack(used, 1);                         // [B, h, Tq, Tk]
+    weights = heads_used(interventions, weights, allowed, {.first = 0, .total = weights.size(2)});
     const Tensor per_head = matmul(weights, values);  // [B, h, Tq, d]
     const std::int64_t b = per_head.size(0), tq = per_head.size(2), d = per_head.size(3);
     heads = reshape(permute(per_head, {0, 2, 1, 3}), {b, tq, h * d});
+}
+
+Tensor replace_band_weights(const std::vector<HeadIntervention>& interventions, const Tensor& band,
+                            const Tensor& scores, const Tensor& window_start, std::int64_t tk,
+                            const QueryRows& rows) {
+    const auto h = static_cast<std::int64_t>(interventions.size());
+    AG_ASSERT(h >= 1 && band.dim() == 3 && band.size(0) % h == 0 && scores.shape() == band.shape(),
+              "replace_band_weights: {} heads, band {}, scores {}", h, band.shape(), scores.shape());
+    const std::int64_t n = band.size(0), b = n / h, tq = band.size(1), width = band.size(2);
+    const Tensor allowed_band = gt(scores, -std::numeric_limits<double>::infinity());  // [B h, Tq, W]
+    // dense [B, h, Tq, Tk] views: the own weights, and the keys inside the window that are not masked
+    const Tensor own = reshape(local_band_to_dense(band, window_start, tk), {b, h, tq, tk});
+    const Tensor allowed = reshape(
+        gt(local_band_to_dense(to_dtype(allowed_band, band.dtype()), window_start, tk), 0.5), {b, h, tq, tk});
+    const Tensor dense = reshape(heads_used(interventions, own, allowed, rows), {n, tq, tk});
+    // slot j of row (r, t) reads key start + j, clamped into [0, Tk): a slot outside the keys is
+    // not allowed and gets 0 below
+    const std::vector<std::int64_t> start = window_start.to_vector<std::int64_t>();
+    std::vector<double> index(static_cast<std::size_t>(n * tq * width));
+    for (std::size_t r = 0; r < start.size(); ++r)
+        for (std::int64_t j = 0; j < width; ++j)
+            index[r * static_cast<std::size_t>(width) + static_cast<std::size_t>(j)] =
+                static_cast<double>(std::clamp<std::int64_t>(start[r] + j, 0, tk - 1));
+    const Tensor gathered = gather(dense, 2, tensor(index, {n, tq, width}, {.dtype = DType::Int64}));
+    return where(allowed_band, gathered, 0.0);
+}
+
+Tensor intervene_step(const Module* layer, const Tensor& weights, const Tensor& allowed,
+                      const QueryRows& rows) {
+    const std::vector<HeadIntervention>* heads = head_interventions(layer);
+    if (heads == nullptr) return weights;
+    AG_ASSERT(heads->size() == 1, "intervene_step: a decoder's attention has one head, got {}",
+              heads->size());
+    return weight_used(heads->front(), weights, allowed, rows);
 }
 
 Tensor allowed_keys(const Tensor& additive_mask, std::int64_t batch, std::int64_t heads, std::int64_t tq,

@@ -10,10 +10,19 @@
 
 namespace attograd::nn {
 
+/// Which of a layer's query rows one call of a replacement covers: rows [first, first + Tq) of
+/// `total`. A whole-sequence layer passes {0, Tq}; a recurrent decoder attends one step at a time
+/// and passes {t, T} at step t of a teacher-forced forward, {t, -1} (total unknown) when decoding.
+struct QueryRows {
+    std::int64_t first = 0;   ///< the index of the call's first query row among the layer's
+    std::int64_t total = -1;  ///< the layer's query rows in this forward, -1 when not known
+};
+
 /// Replacement weights for one head: from the head's own weights [B, Tq, Tk] and the keys it may
 /// attend to, allowed [B, Tq, Tk] (bool, true = allowed), to the weights it attends with instead
 /// [B, Tq, Tk]. Layers call it as is; inspect::AttentionIntervention validates what it returns.
-using WeightReplacement = std::function<Tensor(const Tensor& weights, const Tensor& allowed)>;
+using WeightReplacement =
+    std::function<Tensor(const Tensor& weights, const Tensor& allowed, const QueryRows& rows)>;
 
 /// What happens to one head while an intervention is installed.
 struct HeadIntervention {
@@ -58,6 +67,26 @@ void silence_heads(const std::vector<HeadIntervention>& interventions, Tensor& h
 /// the key may be attended to). No dropout is applied to the weights used.
 void replace_head_weights(const std::vector<HeadIntervention>& interventions, const Tensor& values,
                           const Tensor& allowed, Tensor& heads, Tensor& weights);
+
+/// Local attention's band weights (Luong et al. 2015 §3.2) with the interventions applied.
+/// `band` [B h, Tq, W] holds the normalised weights of head i of sequence b in row b h + i (before
+/// local-p's Gaussian factor), `scores` [B h, Tq, W] the masked scores (-inf where a slot lies
+/// outside the keys or is masked), `window_start` int64 [B h, Tq] the first key of each window.
+/// Each head's band is widened to dense weights [B, Tq, Tk] (0 outside its window), handed to
+/// its replacement with the keys of its window that are not masked as the allowed keys, and the
+/// weights used are gathered back into the band [B h, Tq, W]; a silenced head gets 0. Only
+/// called while an intervention names the layer (it costs Tq * Tk per head). `rows` places the
+/// band's queries among the layer's (a recurrent decoder's step t).
+Tensor replace_band_weights(const std::vector<HeadIntervention>& interventions, const Tensor& band,
+                            const Tensor& scores, const Tensor& window_start, std::int64_t tk,
+                            const QueryRows& rows);
+
+/// One step of a recurrent decoder's single-head attention `layer` under the interventions
+/// installed for it: own weights [B, 1, S], allowed [B, 1, S] bool -> the weights used [B, 1, S]
+/// (own when no intervention names the layer, 0 when it is silenced, else the replacement for
+/// query row `rows`).
+Tensor intervene_step(const Module* layer, const Tensor& weights, const Tensor& allowed,
+                      const QueryRows& rows);
 
 /// The keys allowed by an additive mask [mb, mh, Tq, Tk] (undefined = every key), as a bool
 /// tensor [B, h, Tq, Tk]: true where the mask is not -inf.

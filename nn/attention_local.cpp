@@ -6,6 +6,7 @@
 #include "core/ops_matmul.hpp"
 #include "core/ops_shape.hpp"
 #include "nn/attention.hpp"
+#include "nn/attention_intervention.hpp"
 #include "nn/attention_recorder.hpp"
 
 #include <cmath>
@@ -31,7 +32,11 @@ AttentionOutput Attention::forward_local(const Tensor& q, const Tensor& k, const
     const Tensor& start = out.window_start;
     const double sigma = static_cast<double>(options_.window) / 2.0;
     const bool dot_score = options_.score == Score::Dot || options_.score == Score::ScaledDot;
-    if (dot_score && options_.normalizer == Normalizer::Soft && (options_.dropout == 0 || !is_training())) {
+    // Replaced weights need the band's own weights and its mask: the unfused path below.
+    const std::vector<HeadIntervention>* heads = head_interventions(this);
+    const bool replacing = replaces_weights(heads);
+    if (dot_score && options_.normalizer == Normalizer::Soft && (options_.dropout == 0 || !is_training()) &&
+        !replacing) {
         // One fused op over the band (core/ops_local_sdpa.hpp), the same weights as below.
         const LocalSdpaOptions fused{
             .band_mask =
@@ -53,10 +58,15 @@ AttentionOutput Attention::forward_local(const Tensor& q, const Tensor& k, const
     // Hard attention samples from softmax(scores) * gaussian, i.e. adds the log-Gaussian to the scores.
     if (predictive && hard) scores = scores + log(gaussian_window(out.centre, start, width, sigma));
     Normalised n = normalise(scores);
+    // local-p's Gaussian multiplies the replacement as it does the head's own weights
+    if (replacing)
+        n.weights = replace_band_weights(*heads, n.weights, scores, start, tk, {.first = 0, .total = tq});
     out.band_weights =
         predictive && !hard ? n.weights * gaussian_window(out.centre, start, width, sigma) : n.weights;
     out.log_prob = n.log_prob;
-    out.output = local_weighted_sum(attention_dropout(out.band_weights), v, start);  // [B, Tq, Dv]
+    // [B, Tq, Dv]; the weights used by an intervention get no dropout
+    out.output =
+        local_weighted_sum(replacing ? out.band_weights : attention_dropout(out.band_weights), v, start);
     if (need_weights || attention_recording()) out.weights = local_band_to_dense(out.band_weights, start, tk);
     return out;
 }

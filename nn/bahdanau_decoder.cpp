@@ -75,11 +75,12 @@ std::string BahdanauDecoder::extra_repr() const {
 }
 
 std::pair<Tensor, Tensor> BahdanauDecoder::step(const Tensor& y, Tensor& s, const Tensor& keys,
-                                                const Tensor& memory, const Tensor& additive_mask) const {
+                                                const Tensor& memory, const Tensor& additive_mask,
+                                                const QueryRows& rows) const {
     // e_ij = v^T tanh(W h_j + U s_{i-1}) [B, 1, S]; c_i [B, A]
     const Tensor scores =
         attention_->forward_projected(reshape(s, {s.size(0), 1, options_.hidden_size}), keys);
-    auto [context, alpha] = detail::attend(scores, memory, additive_mask);
+    auto [context, alpha] = detail::attend(scores, memory, additive_mask, attention_.get(), rows);
     s = cell_->forward(concat({y, context}, 1), s);  // s_i = GRU(s_{i-1}, [E y_{i-1}; c_i])
     return {options_.deep_output ? concat({s, context, y}, 1) : s, alpha};
 }
@@ -96,7 +97,8 @@ Tensor BahdanauDecoder::forward(const Tensor& tgt_in, const Tensor& memory,
     const bool recording = attention_recording();
     std::vector<Tensor> features, weights;
     for (std::int64_t i = 0; i < in.steps; ++i) {
-        auto [feature, alpha] = step(select(embedded, 1, i), s, keys, memory, in.additive_mask);
+        auto [feature, alpha] =
+            step(select(embedded, 1, i), s, keys, memory, in.additive_mask, {.first = i, .total = in.steps});
         features.push_back(std::move(feature));
         if (recording) weights.push_back(std::move(alpha));
     }
@@ -130,7 +132,7 @@ public:
         const auto& o = decoder_.options_;
         detail::check_step_tokens(kOp, tokens, s_.size(0), o.vocab_size);
         const Tensor y = decoder_.embedding_->forward(tokens);  // E y_{i-1} [N, E]
-        const Tensor feature = decoder_.step(y, s_, keys_, memory_, additive_mask_).first;
+        const Tensor feature = decoder_.step(y, s_, keys_, memory_, additive_mask_, {.first = t_++}).first;
         return decoder_.out_->forward(feature);  // [N, V]
     }
 
@@ -145,6 +147,7 @@ public:
 private:
     const BahdanauDecoder& decoder_;
     Tensor memory_, additive_mask_, s_, keys_;
+    std::int64_t t_ = 0;  // the next step's index
 };
 
 IncrementalStart BahdanauDecoder::incremental_start(InitialState initial_state) const {

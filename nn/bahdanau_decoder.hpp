@@ -10,6 +10,8 @@
 
 namespace attograd::nn {
 
+struct QueryRows;
+
 class AdditiveScore;
 class Embedding;
 class GRUCell;
@@ -96,8 +98,9 @@ private:
     // Step i: y = E y_{i-1} [B, E], s = s_{i-1} [B, n] (becomes s_i), keys W h_j [B, S, n'], memory
     // [B, S, A], the additive mask [B, 1, S] (or undefined) -> (the output features [B, F], the
     // weights alpha_i [B, 1, S]).
+    // `rows` places the step among the forward's query rows (for an intervention's replacement).
     std::pair<Tensor, Tensor> step(const Tensor& y, Tensor& s, const Tensor& keys, const Tensor& memory,
-                                   const Tensor& additive_mask) const;
+                                   const Tensor& additive_mask, const QueryRows& rows) const;
 
     BahdanauDecoderOptions options_;
     std::shared_ptr<Embedding> embedding_;

@@ -115,16 +115,16 @@ std::string LuongDecoder::extra_repr() const {
     return s + fmt::format(", input_feeding={}", o.input_feeding);
 }
 
-std::pair<Tensor, Tensor> LuongDecoder::attend(const Tensor& h_top, std::int64_t t, const Tensor& memory,
-                                               const Tensor& memory_key_padding_mask,
+std::pair<Tensor, Tensor> LuongDecoder::attend(const Tensor& h_top, const QueryRows& rows,
+                                               const Tensor& memory, const Tensor& memory_key_padding_mask,
                                                const Tensor& additive_mask, bool want_weights) const {
     const Tensor query = reshape(h_top, {h_top.size(0), 1, options_.hidden_size});  // [B, 1, H]
     if (options_.local != LocalMode::None)
-        return attend_local(query, t, memory, memory_key_padding_mask, want_weights);
-    return detail::attend(attention_->forward(query, memory), memory, additive_mask);
+        return attend_local(query, rows, memory, memory_key_padding_mask, want_weights);
+    return detail::attend(attention_->forward(query, memory), memory, additive_mask, attention_.get(), rows);
 }
 
-std::pair<Tensor, Tensor> LuongDecoder::attend_local(const Tensor& query, std::int64_t t,
+std::pair<Tensor, Tensor> LuongDecoder::attend_local(const Tensor& query, const QueryRows& rows,
                                                      const Tensor& memory,
                                                      const Tensor& memory_key_padding_mask,
                                                      bool want_weights) const {
@@ -139,20 +139,24 @@ std::pair<Tensor, Tensor> LuongDecoder::attend_local(const Tensor& query, std::i
                  static_cast<double>(src_len);
         start = predictive_window_start(centre, src_len, d);
     } else {
-        start = full({batch, 1}, static_cast<double>(std::min(t, src_len - 1) - d), {.dtype = DType::Int64});
+        start = full({batch, 1}, static_cast<double>(std::min(rows.first, src_len - 1) - d),
+                     {.dtype = DType::Int64});
     }
     // [B, 1, 2d + 1] band scores, -inf outside the source and at padded positions
     const Tensor scores = attention_->forward_local(query, memory, start, width) +
                           local_band_mask({.key_padding_mask = memory_key_padding_mask}, start, width,
                                           src_len, options_.dtype, kOp);
     Tensor band = softmax(scores, -1);
+    // local-p's Gaussian multiplies a replacement as it does the own weights
+    if (const auto* heads = head_interventions(attention_.get()); heads != nullptr)
+        band = replace_band_weights(*heads, band, scores, start, src_len, rows);
     if (predictive)
         band = band * gaussian_window(centre, start, width, static_cast<double>(options_.window) / 2.0);
     const Tensor context = reshape(local_weighted_sum(band, memory, start), {batch, memory.size(2)});
     return {context, want_weights ? local_band_to_dense(band, start, src_len) : Tensor()};
 }
 
-Tensor LuongDecoder::step(Tensor x, std::int64_t t, std::vector<Tensor>& h, std::vector<Tensor>& c,
+Tensor LuongDecoder::step(Tensor x, const QueryRows& rows, std::vector<Tensor>& h, std::vector<Tensor>& c,
                           Tensor& feed, const Tensor& memory, const Tensor& memory_key_padding_mask,
                           const Tensor& additive_mask, bool want_weights) const {
     const auto& o = options_;
@@ -165,7 +169,7 @@ Tensor LuongDecoder::step(Tensor x, std::int64_t t, std::vector<Tensor>& h, std:
             h[i] = gru_cells_[i]->forward(x, h[i]);
         x = h[i];
     }
-    auto [context, alpha] = attend(x, t, memory, memory_key_padding_mask, additive_mask, want_weights);
+    auto [context, alpha] = attend(x, rows, memory, memory_key_padding_mask, additive_mask, want_weights);
     feed = tanh(combine_->forward(concat({context, x}, 1)));  // h~_t = tanh(W_c [c_t; h_t])
     return alpha;
 }
@@ -200,8 +204,8 @@ Tensor LuongDecoder::forward(const Tensor& tgt_in, const Tensor& memory,
     Tensor feed = zero;  // h~_{t-1}
     std::vector<Tensor> attentional, weights;
     for (std::int64_t t = 0; t < in.steps; ++t) {
-        Tensor alpha = step(select(embedded, 1, t), t, h, c, feed, memory, memory_key_padding_mask,
-                            in.additive_mask, recording);
+        Tensor alpha = step(select(embedded, 1, t), {.first = t, .total = in.steps}, h, c, feed, memory,
+                            memory_key_padding_mask, in.additive_mask, recording);
         attentional.push_back(feed);
         if (recording) weights.push_back(std::move(alpha));
     }
@@ -233,8 +237,8 @@ public:
     Tensor step(const Tensor& tokens) override {
         const auto& o = decoder_.options_;
         detail::check_step_tokens(kOp, tokens, feed_.size(0), o.vocab_size);
-        decoder_.step(decoder_.embedding_->forward(tokens), t_, h_, c_, feed_, memory_, mask_, additive_mask_,
-                      false);
+        decoder_.step(decoder_.embedding_->forward(tokens), {.first = t_}, h_, c_, feed_, memory_, mask_,
+                      additive_mask_, false);
         ++t_;
         return decoder_.out_->forward(feed_);  // [N, V]
     }

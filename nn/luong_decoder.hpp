@@ -15,6 +15,8 @@
 
 namespace attograd::nn {
 
+struct QueryRows;
+
 class Embedding;
 class Linear;
 class ModuleList;
@@ -127,15 +129,16 @@ private:
                         std::vector<Tensor>& c) const;
     // Step t: x = E y_{t-1} [B, E]; h, c (per layer [B, H]) and feed h~_{t-1} [B, H] become step
     // t's -> the weights alpha_t [B, 1, S] (undefined unless want_weights); feed is h~_t.
-    Tensor step(Tensor x, std::int64_t t, std::vector<Tensor>& h, std::vector<Tensor>& c, Tensor& feed,
+    // `rows` places the step among the forward's query rows: t = rows.first.
+    Tensor step(Tensor x, const QueryRows& rows, std::vector<Tensor>& h, std::vector<Tensor>& c, Tensor& feed,
                 const Tensor& memory, const Tensor& memory_key_padding_mask, const Tensor& additive_mask,
                 bool want_weights) const;
     /// Attention of one step for the top state h_t [B, H] -> (c_t [B, A], weights [B, 1, S] when
     /// `want_weights` or global, else undefined).
-    std::pair<Tensor, Tensor> attend(const Tensor& h_top, std::int64_t t, const Tensor& memory,
+    std::pair<Tensor, Tensor> attend(const Tensor& h_top, const QueryRows& rows, const Tensor& memory,
                                      const Tensor& memory_key_padding_mask, const Tensor& additive_mask,
                                      bool want_weights) const;
-    std::pair<Tensor, Tensor> attend_local(const Tensor& query, std::int64_t t, const Tensor& memory,
+    std::pair<Tensor, Tensor> attend_local(const Tensor& query, const QueryRows& rows, const Tensor& memory,
                                            const Tensor& memory_key_padding_mask, bool want_weights) const;
 
     LuongDecoderOptions options_;

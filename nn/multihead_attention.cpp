@@ -211,12 +211,10 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
     const auto* interventions = head_interventions(this);
     // Replaced weights need the materialised weights and the values: the unfused path, this layer only.
     const bool replacing = replaces_weights(interventions);
-    AG_CHECK(!replacing || o.local == LocalMode::None, ValueError,
-             "{}: weights cannot be replaced in local attention (its weights live on a band)", kOp);
     if (o.local != LocalMode::None) {
         check_attention_masks(masks, batch, o.num_heads, tq, tk, o.dtype, kOp);
         std::tie(heads, weights) =
-            attend_local(query, key, value, masks, args.need_weights || attention_recording());
+            attend_local(query, key, value, masks, args.need_weights || attention_recording(), interventions);
     } else {
         Tensor mask = combine_attention_masks(masks, batch, o.num_heads, tq, tk, o.dtype, kOp);
         if (o.positional == Positional::ALiBi) {  // [mb, h, Tq, Tk]; no gradient
@@ -265,6 +263,7 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
             }
         }
     }
+    // attend_local applies replacements itself, like the global path above
     if (interventions != nullptr && !replacing) silence_heads(*interventions, heads, weights);
     if (weights.defined()) record_attention(this, weights);
     MultiHeadAttentionOutput out{.output = out_proj_->forward(heads), .weights = {}};

@@ -9,10 +9,12 @@
 #include "nn/positional_bias.hpp"
 
 #include <memory>
+#include <vector>
 
 namespace attograd::nn {
 
 class Linear;
+struct HeadIntervention;
 
 /// Options of MultiHeadAttention, with torch.nn.MultiheadAttention's names and defaults.
 struct MultiHeadAttentionOptions {
@@ -231,8 +233,10 @@ private:
     // inputs, which it projects itself (one GEMM for packed self-attention).
     std::pair<Tensor, Tensor> attend_with_score(const Tensor& q, const Tensor& k, const Tensor& v,
                                                 const Tensor& mask) const;
+    // attend_local applies the replacements of `interventions` (when some head has one) itself.
     std::pair<Tensor, Tensor> attend_local(const Tensor& query, const Tensor& key, const Tensor& value,
-                                           const AttentionMasks& masks, bool dense_weights) const;
+                                           const AttentionMasks& masks, bool dense_weights,
+                                           const std::vector<HeadIntervention>* interventions) const;
     // The cached paths' common end (nn/multihead_attention_cache.cpp): q [N, 1, E] over the
     // cache's keys with the additive mask [N or 1, h or 1, 1, t] (undefined: none).
     MultiHeadAttentionOutput attend_cached(const Tensor& q, const KeyValueCache& cache, const Tensor& mask,

@@ -4,6 +4,7 @@
 #include "core/ops.hpp"
 #include "core/ops_local_attention.hpp"
 #include "core/ops_local_sdpa.hpp"
+#include "nn/attention_intervention.hpp"
 #include "nn/multihead_attention.hpp"
 
 #include <cstring>
@@ -57,17 +58,19 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_with_score(const Tensor& q,
     return {reshape(permute(heads, {0, 2, 1, 3}), {b, tq, h * d}), weights};
 }
 
-std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(const Tensor& query, const Tensor& key,
-                                                           const Tensor& value, const AttentionMasks& masks,
-                                                           bool dense_weights) const {
+std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(
+    const Tensor& query, const Tensor& key, const Tensor& value, const AttentionMasks& masks,
+    bool dense_weights, const std::vector<HeadIntervention>* interventions) const {
     const auto& o = options_;
     const std::int64_t b = query.size(0), tq = query.size(1), tk = key.size(1), h = o.num_heads,
                        d = head_dim();
     const std::int64_t d_band = band_half_width(o.window, tk), width = 2 * d_band + 1;  // D unless D >= Tk
     // The (scaled) dot score without active dropout runs fused, heads read in place; the other
     // scores (and dropout) go through the score module, a softmax and local_weighted_sum.
-    const bool fused =
-        (o.score == Score::ScaledDot || o.score == Score::Dot) && !(is_training() && o.dropout > 0);
+    // Replaced weights need the band's own weights and its mask: the unfused path.
+    const bool replacing = replaces_weights(interventions);
+    const bool fused = (o.score == Score::ScaledDot || o.score == Score::Dot) &&
+                       !(is_training() && o.dropout > 0) && !replacing;
     const bool self = query.impl() == key.impl() && key.impl() == value.impl();
     Tensor q, k, v, qkv;  // q, k, v [B, T, E], or qkv [B, T, 3E] from one GEMM
     if (fused && self && packed_projection()) {
@@ -124,9 +127,13 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(const Tensor& query, 
                         local_band_mask(per_head(masks, h), start, width, tk, o.dtype, kOp);
         if (alibi.defined()) scores = scores + alibi;
         band = softmax(scores, -1);
+        // local-p's Gaussian multiplies the replacement as it does the head's own weights
+        if (replacing)
+            band = replace_band_weights(*interventions, band, scores, start, tk, {.first = 0, .total = tq});
         if (gaussian.defined()) band = band * gaussian;
-        heads = merge_heads(
-            local_weighted_sum(dropout(band, o.dropout, is_training(), *generator_), vh, start), h);
+        // the weights used by an intervention get no dropout
+        const Tensor used = replacing ? band : dropout(band, o.dropout, is_training(), *generator_);
+        heads = merge_heads(local_weighted_sum(used, vh, start), h);
     }
     Tensor weights;
     if (dense_weights) weights = reshape(local_band_to_dense(band, start, tk), {b, h, tq, tk});

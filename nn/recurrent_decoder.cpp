@@ -50,9 +50,16 @@ void check_state(std::string_view op, std::string_view name, const Tensor& state
     check_input_dtype(state, dtype, op, name);
 }
 
-std::pair<Tensor, Tensor> attend(const Tensor& scores, const Tensor& memory, const Tensor& additive_mask) {
-    const Tensor weights =
-        softmax(additive_mask.defined() ? scores + additive_mask : scores, -1);  // [B, 1, S]
+std::pair<Tensor, Tensor> attend(const Tensor& scores, const Tensor& memory, const Tensor& additive_mask,
+                                 const Module* layer, const QueryRows& rows) {
+    Tensor weights = softmax(additive_mask.defined() ? scores + additive_mask : scores, -1);  // [B, 1, S]
+    if (head_interventions(layer) != nullptr) {
+        const std::int64_t batch = scores.size(0), src_len = scores.size(2);
+        const Tensor mask =
+            additive_mask.defined() ? reshape(additive_mask, {batch, 1, 1, src_len}) : Tensor();
+        weights = intervene_step(
+            layer, weights, reshape(allowed_keys(mask, batch, 1, 1, src_len), {batch, 1, src_len}), rows);
+    }
     const Tensor context = matmul(weights, memory);  // [B, 1, S] x [B, S, A] -> [B, 1, A]
     return {reshape(context, {memory.size(0), memory.size(2)}), weights};
 }

@@ -2,6 +2,7 @@
 // their inputs, one step of global attention, and recording a whole [B, T, S] map per forward.
 #pragma once
 
+#include "nn/attention_intervention.hpp"
 #include "nn/decoding.hpp"
 #include "nn/module.hpp"
 
@@ -36,8 +37,11 @@ void check_state(std::string_view op, std::string_view name, const Tensor& state
 
 /// One step of global attention: scores [B, 1, S] plus the additive mask [B, 1, S] (undefined =
 /// none) are normalised by softmax over the source (a row with every position masked gets zero
-/// weights) and average memory [B, S, A]: -> (context [B, A], weights [B, 1, S]).
-std::pair<Tensor, Tensor> attend(const Tensor& scores, const Tensor& memory, const Tensor& additive_mask);
+/// weights) and average memory [B, S, A]: -> (context [B, A], weights [B, 1, S]). While an
+/// intervention names `layer` (the decoder's attention), the weights used are its replacement for
+/// query row `rows` (see intervene_step).
+std::pair<Tensor, Tensor> attend(const Tensor& scores, const Tensor& memory, const Tensor& additive_mask,
+                                 const Module* layer, const QueryRows& rows);
 
 /// Hands the steps' weights (each [B, 1, S]) to the active AttentionRecorder as ONE record
 /// [B, T, S] under `layer`, detached. Does nothing when no recorder is active.

@@ -203,6 +203,44 @@
     });
   }
 
+  // The faithfulness section as a reader sees it: a verdict per head, the rules, one head's
+  // importances side by side with bars to scale, the histograms and the erasure curves.
+  function faithfulnessChecks(check) {
+    const section = $('faithfulness');
+    const seen = (e) => e !== null && e.getBoundingClientRect().height > 0 && e.checkVisibility();
+    check('faithfulness section shown', seen(section), null);
+    const rows = [...document.querySelectorAll('#faith-heads tbody tr')];
+    check('one row per head', rows.length === E.heads.length, rows.length);
+    check('each head with its verdict', rows.length === E.heads.length && rows.every((r, i) =>
+      r.cells[0].textContent === E.heads[i].layer && r.cells[1].textContent === E.heads[i].head &&
+      r.querySelector('td.verdict').textContent === E.heads[i].verdict && seen(r.querySelector('td.verdict'))),
+      rows.map((r) => r.textContent));
+    check('decisive and not-explanation verdicts coloured apart', rows.length === 2 &&
+      getComputedStyle(rows[0].querySelector('td.verdict')).color !== getComputedStyle(rows[1].querySelector('td.verdict')).color,
+      null);
+    const rules = [...document.querySelectorAll('#faith-rules li')];
+    check('the rules and their thresholds shown', json(rules.map((l) => l.textContent)) === json(E.rules) && rules.every(seen),
+      rules.map((l) => l.textContent));
+    check('the evidence names its head', $('faith-head') !== null && $('faith-head').textContent === E.head_title,
+      $('faith-head') && $('faith-head').textContent);
+    const keys = [...document.querySelectorAll('#faith-importance tbody tr')];
+    check('one row per key', json(keys.map((r) => r.cells[0].textContent)) === json(E.keys), keys.map((r) => r.cells[0].textContent));
+    const shown = (col) => keys.map((r) => r.cells[col].textContent.trim());
+    check('attention, gradient and leave-one-out side by side',
+      json(shown(1)) === json(E.attention) && json(shown(2)) === json(E.gradient) && json(shown(3)) === json(E.loo),
+      [shown(1), shown(2), shown(3)]);
+    const widths = keys.map((r) => r.cells[1].querySelector('.bar').getBoundingClientRect().width);
+    check('attention bars to scale', widths.length === E.attention_bars.length &&
+      widths.every((w, i) => Math.abs(w - E.attention_bars[i]) < 0.6), widths);
+    const charts = [...document.querySelectorAll('#faith-charts svg.chart')];
+    check('histograms and erasure curves drawn', json(charts.map((c) => c.querySelector('title').textContent)) === json(E.chart_titles) &&
+      charts.every(seen), charts.map((c) => c.querySelector('title').textContent));
+    check('each histogram one outline', charts.length === 3 && [0, 1].every((k) => charts[k].querySelectorAll('polyline.series').length === 1),
+      null);
+    check('one erasure curve per ranking', charts.length === 3 && charts[2].querySelectorAll('polyline.series').length === 4 &&
+      charts[2].querySelectorAll('text.legend').length === 4, null);
+  }
+
   function run() {
     const verdict = { checks: {}, failures: [] };
     const check = (name, ok, detail) => {
@@ -234,6 +272,8 @@
         saliency.click();
         check('a signed derived map is scaled to its own range', /^min -/.test($('scale-lo').textContent) &&
           !/clamps/.test($('precision').textContent), [$('scale-lo').textContent, $('precision').textContent]);
+      } else if (E.mode === 'faithfulness') {
+        faithfulnessChecks(check);
       } else if (E.mode === 'open') {
         check('opens on the given layer', title() === E.open_title, title());
         if (E.mean_hint !== undefined) {

@@ -307,3 +307,80 @@ TEST_CASE("the report's stylesheet and script files are embedded whole and lint 
     CHECK(verdict["rules"] == verdict["blocks"]);
     CHECK(dumped.log.find("Uncaught") == std::string::npos);
 }
+
+namespace {
+
+// A faithfulness section with one decisive head and one that is no explanation, and the evidence
+// of the first: values chosen by hand (the measures are tested in test_inspect_faithfulness).
+FaithfulnessSection synthetic_faithfulness() {
+    FaithfulnessSection section;
+    HeadFaithfulness decisive{.head = {"encoder.layers.0.self_attn", 0},
+                              .accuracy = 0.95,
+                              .knockout_accuracy = 0.58,
+                              .tau_gradient = 0.7,
+                              .tau_loo = 0.82,
+                              .permutation_median = 0.2,
+                              .adversarial_jsd = 0.05};
+    HeadFaithfulness ignored{.head = {"encoder.layers.0.self_attn", 1},
+                             .accuracy = 0.95,
+                             .knockout_accuracy = 0.95,
+                             .tau_loo = 0.1,
+                             .permutation_median = 0.002};
+    for (HeadFaithfulness* h : {&decisive, &ignored}) {
+        h->verdict = faithfulness_verdict(*h, section.table.epsilon);
+        section.table.heads.push_back(*h);
+    }
+    FaithfulnessEvidence e{.head = decisive.head,
+                           .example = 2,
+                           .keys = {"a", "<b>", "c", "d"},
+                           .attention = {0.1, 0.6, 0.2, 0.1},
+                           .gradient = {0.05, 0.3, 0.15, 0.0},
+                           .leave_one_out = {0.01, 0.4, std::nan(""), 0.02}};
+    for (int i = 0; i < 40; ++i) e.permutation_tvd.push_back(0.01 * (i % 17));
+    for (int i = 0; i < 10; ++i) e.adversarial_jsd.push_back(0.003 * i);
+    for (int i = 0; i < 5; ++i)
+        e.erasure.push_back({.fraction_attention = 0.25,
+                             .fraction_gradient = i < 3 ? std::optional<double>(0.5) : std::nullopt,
+                             .fraction_product = 0.25,
+                             .fraction_random = 0.75});
+    section.evidence = e;
+    return section;
+}
+
+nlohmann::json shown_values(const std::vector<double>& values) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const double v : values) out.push_back(std::isfinite(v) ? fmt::format("{:.3f}", v) : "-");
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("the HTML report's faithfulness section shows the head table, its rules and one head's evidence") {
+    SKIP_WITHOUT_CHROMIUM();
+    Report report = testing::synthetic_report();
+    report.faithfulness = synthetic_faithfulness();
+    const FaithfulnessSection& s = *report.faithfulness;
+    const FaithfulnessEvidence& e = *s.evidence;
+    REQUIRE(s.table.heads[0].verdict.rfind("decisive: knocking it out costs 37 points", 0) == 0);
+    REQUIRE(s.table.heads[1].verdict.rfind("not an explanation: permuted weights", 0) == 0);
+    nlohmann::json heads = nlohmann::json::array();
+    for (const auto& h : s.table.heads)
+        heads.push_back(
+            {{"layer", h.head.layer}, {"head", std::to_string(h.head.head)}, {"verdict", h.verdict}});
+    nlohmann::json bars = nlohmann::json::array();
+    for (const double w : e.attention) bars.push_back(100.0 * w / 0.6);
+    const nlohmann::json expect = {{"mode", "faithfulness"},
+                                   {"heads", heads},
+                                   {"rules", verdict_rules(s.table.epsilon)},
+                                   {"head_title", "encoder.layers.0.self_attn head 0"},
+                                   {"keys", e.keys},
+                                   {"attention", shown_values(e.attention)},
+                                   {"gradient", shown_values(e.gradient)},
+                                   {"loo", shown_values(e.leave_one_out)},
+                                   {"attention_bars", bars},
+                                   {"chart_titles",
+                                    {"permutation: output TVD (40 permuted weightings)",
+                                     "adversarial: JSD of weights with the output within TVD 0.01",
+                                     "erasure: decisions flipped against keys removed, top first"}}};
+    check_in_browser("faithfulness", render_html(report), expect);
+}

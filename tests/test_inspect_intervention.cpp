@@ -224,9 +224,7 @@ TEST_CASE("intervention: sparse and hard attention attend with the replacement t
     }
 }
 
-TEST_CASE(
-    "intervention refuses missing layers and heads, bad shapes, non-distributions, masked keys, local "
-    "layers") {
+TEST_CASE("intervention refuses missing layers and heads, bad shapes, non-distributions, masked keys") {
     Generator gen(7);
     const Stack model(gen);
     const Tensor x = randn({2, 3, 4}, gen, {.dtype = f64});
@@ -242,8 +240,6 @@ TEST_CASE(
                          doctest::Contains("names no layer and head to intervene on"), ValueError);
     CHECK_THROWS_WITH_AS(AttentionIntervention(model, {{"first", {}}}),
                          doctest::Contains("layer 'first' names no head"), ValueError);
-    CHECK_THROWS_WITH_AS(AttentionIntervention(model, {{"local", {{0, Replacement::uniform()}}}}),
-                         doctest::Contains("layer 'local' is local attention"), ValueError);
     CHECK_THROWS_WITH_AS(
         AttentionIntervention(model, {{"first", {{0, Replacement::uniform()}}}}, {.tolerance = 0}),
         doctest::Contains("tolerance must be in (0, 0.5), got 0"), ValueError);
