@@ -2,6 +2,7 @@
 #include "core/ops_additive_score.hpp"
 
 #include "core/autograd.hpp"
+#include "core/detail/chunks.hpp"
 #include "core/detail/key_window.hpp"
 #include "core/detail/parallel.hpp"
 #include "core/detail/parallel_rows.hpp"
@@ -27,19 +28,24 @@ struct Dims {
     std::int64_t n, tq, tk, h;
 };
 
-// z = tanh(uq[row] + wx[lo:hi]) -> [hi - lo, H], into a per-thread scratch buffer.
+// z = tanh(uq[row] + wx[lo:hi]) -> [hi - lo, H], into a per-thread scratch buffer. In chunks
+// (core/detail/chunks.hpp): Eigen's packet tanh, with each element's bits independent of its
+// block's size and alignment, so that a decode step's block (one query) gives the bits of the
+// whole sequence's.
 template <class T>
 Eigen::Map<RowMatrix<T>> tanh_block(const T* uq, const T* wx, const Dims& d, std::int64_t row,
                                     std::int64_t lo, std::int64_t hi) {
     thread_local detail::Scratch<T> scratch;
-    const Eigen::Map<const RowMatrix<T>> keys(wx + ((row / d.tq) * d.tk + lo) * d.h, hi - lo, d.h);
-    const Eigen::Map<const RowVector<T>> query(uq + row * d.h, d.h);
-    Eigen::Map<RowMatrix<T>> z(scratch.at_least(static_cast<std::size_t>((hi - lo) * d.h)), hi - lo, d.h);
-    // Eigen's scalar tanh per element: its packet tanh would give an element other bits when the
-    // block's size or alignment puts it in the scalar tail, and a decode step's block (one query)
-    // must give the bits of the whole sequence's
-    z = (keys.rowwise() + query).array().tanh();
-    return z;
+    T* block = scratch.at_least(static_cast<std::size_t>((hi - lo) * d.h));
+    const T* query = uq + row * d.h;
+    for (std::int64_t j = 0; j < hi - lo; ++j) {
+        const T* key = wx + ((row / d.tq) * d.tk + lo + j) * d.h;
+        detail::for_chunks<T>(d.h, [&](std::int64_t i, std::int64_t n) {
+            detail::store_chunk<T>((detail::load_chunk(key + i, n) + detail::load_chunk(query + i, n)).tanh(),
+                                   block + j * d.h + i, n);
+        });
+    }
+    return Eigen::Map<RowMatrix<T>>(block, hi - lo, d.h);
 }
 
 // scores[row, j] = v . tanh(uq[row] + wx[first + j]); 0 in out-of-range slots.

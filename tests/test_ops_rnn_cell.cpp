@@ -46,6 +46,24 @@ TEST_CASE("gru_cell equals GRUCell's formula, in value and in every gradient") {
     CHECK(max(abs(dh - h.grad())).item() < 1e-14);
 }
 
+// A decoder steps the cell over however many rows its search keeps; a row's bits must not depend
+// on the batch around it. float32 (Eigen's packet and scalar sigmoid and tanh round differently),
+// widths that leave a partial SIMD packet and rows at every alignment.
+TEST_CASE("gru_cell gives a row alone the bits it gets in a batch") {
+    for (const std::int64_t H : {5, 37, 128}) {
+        INFO("H " << H);
+        const std::int64_t B = 7;
+        const auto f32 = [](const Tensor& t) { return to_dtype(t, DType::Float32); };
+        const Tensor gi = f32(rand64({B, 3 * H}, 21)), gh = f32(rand64({B, 3 * H}, 22)),
+                     h = f32(rand64({B, H}, 23));
+        const Tensor all = gru_cell(gi, gh, h);
+        for (std::int64_t b = 0; b < B; ++b) {
+            const auto row = [b](const Tensor& t) { return narrow(t, 0, b, 1); };
+            CHECK(gru_cell(row(gi), row(gh), row(h)).to_vector<float>() == row(all).to_vector<float>());
+        }
+    }
+}
+
 TEST_CASE("gru_cell refuses bad arguments with the op's name and the shapes") {
     const Tensor gi = rand64({2, 9}, 8), gh = rand64({2, 9}, 9), h = rand64({2, 3}, 10);
     CHECK_THROWS_WITH_AS(gru_cell(gi, gh, rand64({2, 4}, 11)),

@@ -2,8 +2,9 @@
 // core/rnn_kernel.cpp and the fused GRU cell of core/ops_rnn_cell.cpp).
 #pragma once
 
-#include "core/ops_rnn.hpp"
+#include "core/detail/chunks.hpp"
 #include "core/detail/rnn_kernel.hpp"
+#include "core/ops_rnn.hpp"
 
 #include <Eigen/Core>
 
@@ -18,37 +19,52 @@ using ConstSeg = Eigen::Map<const Eigen::Array<S, Eigen::Dynamic, 1>>;
 //   RNN:  h' = act(a)
 //   GRU:  r = sigma(a_r), z = sigma(a_z), n = tanh(xp_n + r * hp_n), h' = (1 - z) n + z h
 //   LSTM: i, f, o = sigma(a_.), g = tanh(a_g), c' = f c + i g, h' = o tanh(c')
+// In chunks (core/detail/chunks.hpp): a unit's result depends on its operands alone, not on its
+// index or the row's alignment, so a decoder's one-row step gives the bits of a batched one.
 template <class S>
 inline void cell_forward(const RnnDims& d, const S* xp, const S* hp, const S* h, const S* c, S* h_next,
                          S* c_next, S* gates, S* hn) {
     const std::int64_t H = d.h;
+    // the pre-activation of gate k at units [i, i + n)
+    const auto pre = [&](std::int64_t k, std::int64_t i, std::int64_t n) {
+        return Chunk<S>(load_chunk(xp + k * H + i, n) + load_chunk(hp + k * H + i, n));
+    };
     switch (d.mode) {
         case RnnMode::RnnTanh:
-            Seg<S>(h_next, H) = (ConstSeg<S>(xp, H) + ConstSeg<S>(hp, H)).tanh();
+            for_chunks<S>(H, [&](std::int64_t i, std::int64_t n) {
+                store_chunk<S>(pre(0, i, n).tanh(), h_next + i, n);
+            });
             break;
         case RnnMode::RnnRelu:
-            Seg<S>(h_next, H) = (ConstSeg<S>(xp, H) + ConstSeg<S>(hp, H)).max(S(0));
+            for_chunks<S>(H, [&](std::int64_t i, std::int64_t n) {
+                store_chunk<S>(pre(0, i, n).max(S(0)), h_next + i, n);
+            });
             break;
-        case RnnMode::Gru: {
-            Seg<S> rz(gates, 2 * H), n(gates + 2 * H, H);
-            rz = (ConstSeg<S>(xp, 2 * H) + ConstSeg<S>(hp, 2 * H)).logistic();
-            Seg<S>(hn, H) = ConstSeg<S>(hp + 2 * H, H);
-            n = (ConstSeg<S>(xp + 2 * H, H) + rz.head(H) * ConstSeg<S>(hp + 2 * H, H)).tanh();
-            const auto z = rz.tail(H);
-            Seg<S>(h_next, H) = (S(1) - z) * n + z * ConstSeg<S>(h, H);
+        case RnnMode::Gru:
+            for_chunks<S>(H, [&](std::int64_t i, std::int64_t n) {
+                const Chunk<S> r = pre(0, i, n).logistic(), z = pre(1, i, n).logistic();
+                const Chunk<S> hp_n = load_chunk(hp + 2 * H + i, n);
+                const Chunk<S> nn = (load_chunk(xp + 2 * H + i, n) + r * hp_n).tanh();
+                store_chunk(r, gates + i, n);
+                store_chunk(z, gates + H + i, n);
+                store_chunk(nn, gates + 2 * H + i, n);
+                store_chunk(hp_n, hn + i, n);
+                store_chunk<S>((S(1) - z) * nn + z * load_chunk(h + i, n), h_next + i, n);
+            });
             break;
-        }
-        case RnnMode::Lstm: {
-            Seg<S> all(gates, 4 * H);
-            all = ConstSeg<S>(xp, 4 * H) + ConstSeg<S>(hp, 4 * H);
-            all.head(2 * H) = all.head(2 * H).logistic();
-            all.segment(2 * H, H) = all.segment(2 * H, H).tanh();
-            all.tail(H) = all.tail(H).logistic();
-            Seg<S> cn(c_next, H);
-            cn = all.segment(H, H) * ConstSeg<S>(c, H) + all.head(H) * all.segment(2 * H, H);
-            Seg<S>(h_next, H) = all.tail(H) * cn.tanh();
+        case RnnMode::Lstm:
+            for_chunks<S>(H, [&](std::int64_t i, std::int64_t n) {
+                const Chunk<S> ig = pre(0, i, n).logistic(), fg = pre(1, i, n).logistic();
+                const Chunk<S> gg = pre(2, i, n).tanh(), og = pre(3, i, n).logistic();
+                const Chunk<S> cn = fg * load_chunk(c + i, n) + ig * gg;
+                store_chunk(ig, gates + i, n);
+                store_chunk(fg, gates + H + i, n);
+                store_chunk(gg, gates + 2 * H + i, n);
+                store_chunk(og, gates + 3 * H + i, n);
+                store_chunk(cn, c_next + i, n);
+                store_chunk<S>(og * cn.tanh(), h_next + i, n);
+            });
             break;
-        }
     }
 }
 
@@ -60,44 +76,60 @@ inline void cell_forward(const RnnDims& d, const S* xp, const S* hp, const S* h,
 //         dxp = [dr r(1-r), dz z(1-z), da_n], dhp = [.., .., da_n r]
 //   LSTM: dc += dh o (1 - tanh^2 c'), do = dh tanh c', di = dc g, dg = dc i, df = dc c;
 //         through the activations: i(1-i), f(1-f), 1-g^2, o(1-o)
+// In chunks as the forward, so tanh(c') recomputed here has the forward's bits.
 template <class S>
 inline void cell_backward(const RnnDims& d, const S* dh, const S* h, const S* h_next, const S* c,
                           const S* c_next, const S* gates, const S* hn, S* dxp, S* dhp, S* dh_direct, S* dc) {
     const std::int64_t H = d.h;
-    const ConstSeg<S> g(dh, H);
     switch (d.mode) {
         case RnnMode::RnnTanh:
-            Seg<S>(dxp, H) = g * (S(1) - ConstSeg<S>(h_next, H).square());
-            Seg<S>(dhp, H) = Seg<S>(dxp, H);
-            break;
-        case RnnMode::RnnRelu:
-            Seg<S>(dxp, H) = (ConstSeg<S>(h_next, H) > S(0)).select(g, S(0));
-            Seg<S>(dhp, H) = Seg<S>(dxp, H);
-            break;
-        case RnnMode::Gru: {
-            const ConstSeg<S> r(gates, H), z(gates + H, H), n(gates + 2 * H, H);
-            Seg<S> dr(dxp, H), dz(dxp + H, H), dn(dxp + 2 * H, H);
-            dn = g * (S(1) - z) * (S(1) - n.square());
-            dr = dn * ConstSeg<S>(hn, H) * r * (S(1) - r);
-            dz = g * (ConstSeg<S>(h, H) - n) * z * (S(1) - z);
-            Seg<S>(dhp, 2 * H) = Seg<S>(dxp, 2 * H);
-            Seg<S>(dhp + 2 * H, H) = dn * r;
-            Seg<S>(dh_direct, H) = g * z;
+        case RnnMode::RnnRelu: {
+            const bool relu = d.mode == RnnMode::RnnRelu;
+            for_chunks<S>(H, [&](std::int64_t i, std::int64_t n) {
+                const Chunk<S> g = load_chunk(dh + i, n), y = load_chunk(h_next + i, n);
+                const Chunk<S> da =
+                    relu ? Chunk<S>((y > S(0)).select(g, S(0))) : Chunk<S>(g * (S(1) - y.square()));
+                store_chunk(da, dxp + i, n);
+                store_chunk(da, dhp + i, n);
+            });
             break;
         }
-        case RnnMode::Lstm: {
-            const ConstSeg<S> i(gates, H), f(gates + H, H), gg(gates + 2 * H, H), o(gates + 3 * H, H);
-            const auto tc = ConstSeg<S>(c_next, H).tanh();
-            Seg<S> dcs(dc, H);
-            dcs += g * o * (S(1) - tc.square());
-            Seg<S>(dxp, H) = dcs * gg * i * (S(1) - i);
-            Seg<S>(dxp + H, H) = dcs * ConstSeg<S>(c, H) * f * (S(1) - f);
-            Seg<S>(dxp + 2 * H, H) = dcs * i * (S(1) - gg.square());
-            Seg<S>(dxp + 3 * H, H) = g * tc * o * (S(1) - o);
-            dcs *= f;
-            Seg<S>(dhp, 4 * H) = Seg<S>(dxp, 4 * H);
+        case RnnMode::Gru:
+            for_chunks<S>(H, [&](std::int64_t i, std::int64_t n) {
+                const Chunk<S> g = load_chunk(dh + i, n), r = load_chunk(gates + i, n);
+                const Chunk<S> z = load_chunk(gates + H + i, n), nn = load_chunk(gates + 2 * H + i, n);
+                const Chunk<S> dn = g * (S(1) - z) * (S(1) - nn.square());
+                const Chunk<S> dr = dn * load_chunk(hn + i, n) * r * (S(1) - r);
+                const Chunk<S> dz = g * (load_chunk(h + i, n) - nn) * z * (S(1) - z);
+                store_chunk(dr, dxp + i, n);
+                store_chunk(dz, dxp + H + i, n);
+                store_chunk(dn, dxp + 2 * H + i, n);
+                store_chunk(dr, dhp + i, n);
+                store_chunk(dz, dhp + H + i, n);
+                store_chunk<S>(dn * r, dhp + 2 * H + i, n);
+                store_chunk<S>(g * z, dh_direct + i, n);
+            });
             break;
-        }
+        case RnnMode::Lstm:
+            for_chunks<S>(H, [&](std::int64_t i, std::int64_t n) {
+                const Chunk<S> g = load_chunk(dh + i, n);
+                const Chunk<S> ig = load_chunk(gates + i, n), fg = load_chunk(gates + H + i, n);
+                const Chunk<S> gg = load_chunk(gates + 2 * H + i, n), og = load_chunk(gates + 3 * H + i, n);
+                const Chunk<S> tc = load_chunk(c_next + i, n).tanh();
+                const Chunk<S> dcs = load_chunk(dc + i, n) + g * og * (S(1) - tc.square());
+                const Chunk<S> di = dcs * gg * ig * (S(1) - ig);
+                const Chunk<S> df = dcs * load_chunk(c + i, n) * fg * (S(1) - fg);
+                const Chunk<S> dg = dcs * ig * (S(1) - gg.square());
+                const Chunk<S> dout = g * tc * og * (S(1) - og);
+                for (S* to : {dxp, dhp}) {
+                    store_chunk(di, to + i, n);
+                    store_chunk(df, to + H + i, n);
+                    store_chunk(dg, to + 2 * H + i, n);
+                    store_chunk(dout, to + 3 * H + i, n);
+                }
+                store_chunk<S>(dcs * fg, dc + i, n);
+            });
+            break;
     }
 }
 
