@@ -8,6 +8,8 @@
 
 namespace attograd::detail {
 
+// Inlined always: a call per chunk, returning a 128-byte array, would cost as much as the chunk's work.
+
 /// Elements per chunk: 128 bytes, a whole number of SIMD packets at every width up to 512 bits
 /// (two packets at 512, for the independent chains a polynomial tanh needs to fill the pipes).
 template <class T>
@@ -24,7 +26,7 @@ using Chunk = Eigen::Array<T, kChunk<T>, 1>;
 
 /// The count (<= kChunk) elements at p as a chunk, zeros past count.
 template <class T>
-Chunk<T> load_chunk(const T* p, std::int64_t count) {
+EIGEN_STRONG_INLINE Chunk<T> load_chunk(const T* p, std::int64_t count) {
     if (count == kChunk<T>) return Eigen::Map<const Chunk<T>>(p);
     Chunk<T> c = Chunk<T>::Zero();
     std::copy(p, p + count, c.data());
@@ -33,19 +35,13 @@ Chunk<T> load_chunk(const T* p, std::int64_t count) {
 
 /// Writes the first count elements of c to p.
 template <class T>
-void store_chunk(const Chunk<T>& c, T* p, std::int64_t count) {
+EIGEN_STRONG_INLINE void store_chunk(const Chunk<T>& c, T* p, std::int64_t count) {
     std::copy(c.data(), c.data() + count, p);
-}
-
-/// Adds the first count elements of c into p.
-template <class T>
-void add_chunk(const Chunk<T>& c, T* p, std::int64_t count) {
-    for (std::int64_t i = 0; i < count; ++i) p[i] += c[i];
 }
 
 /// Calls f(offset, count) for the consecutive chunks of [0, n), the last one possibly short.
 template <class T, class F>
-void for_chunks(std::int64_t n, F&& f) {
+EIGEN_STRONG_INLINE void for_chunks(std::int64_t n, F&& f) {
     for (std::int64_t i = 0; i < n; i += kChunk<T>) f(i, std::min<std::int64_t>(kChunk<T>, n - i));
 }
 
