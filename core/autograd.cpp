@@ -239,6 +239,26 @@ void Gradients::add(std::size_t i, const Tensor& grad) {
     accumulate(*inputs_[i], grad, op_);
 }
 
+Tensor Gradients::accumulator(std::size_t i) {
+    AG_ASSERT(needs(i), "'{}' backward asked for the gradient buffer of input {}, which needs none", op_, i);
+    detail::TensorImpl& target = *inputs_[i];
+    if (!target.grad)
+        target.grad = zeros(target.shape, {.dtype = target.dtype}).impl();
+    else if (target.grad.use_count() > 1 || target.grad->storage.use_count() > 1)
+        target.grad = copy_of(Tensor(target.grad)).impl();  // shared: never write into it
+    if (anomaly_mode) handed_out_.push_back(i);
+    return Tensor(target.grad);
+}
+
+bool Gradients::has_gradient(std::size_t i) const { return needs(i) && inputs_[i]->grad != nullptr; }
+
+void Gradients::check_accumulators() const {
+    for (const std::size_t i : handed_out_)
+        AG_CHECK(all_finite(Tensor(inputs_[i]->grad)), AutogradError,
+                 "anomaly: backward of '{}' produced NaN or Inf in the gradient of input {} {}", op_, i,
+                 inputs_[i]->shape);
+}
+
 bool needs_record(std::initializer_list<const Tensor*> inputs) {
     if (!grad_mode) return false;
     for (const Tensor* t : inputs)
@@ -345,6 +365,7 @@ void run_backward(const Tensor& root, const Tensor& grad_output, bool retain_gra
         Tensor grad_out(output->retains_grad ? output->grad : std::move(output->grad));
         Gradients grads(entry.inputs.view(), entry.op);
         entry.backward(grad_out, grads);
+        if (anomaly_mode) grads.check_accumulators();
         entry.reached = true;
     }
 

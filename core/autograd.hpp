@@ -65,15 +65,28 @@ public:
     /// Adds `grad` into input `i`'s gradient. `grad` must have the input's shape and dtype
     /// (an internal invariant). Ignored when the input needs no gradient.
     void add(std::size_t i, const Tensor& grad);
+    /// Input `i`'s gradient buffer (its shape and dtype), for a backward that adds a part of it
+    /// in place (`+=`): zeros when the input has no gradient yet, a private copy when the
+    /// current one is shared. A narrow, or one step of a recurrent decoder reading a whole
+    /// memory, then adds only what it touches instead of a full-size zero-filled gradient.
+    /// Call only when needs(i). In anomaly mode the buffer is checked after the backward.
+    Tensor accumulator(std::size_t i);
+    /// Whether input `i` already holds a gradient, so that accumulator() needs no zero fill (a
+    /// backward whose product covers the whole input writes it fresh through add() otherwise).
+    bool has_gradient(std::size_t i) const;
 
     // Used by the tape.
     /// Made by the tape for one op's `inputs` (`op` names it in internal errors).
     Gradients(std::span<const std::shared_ptr<detail::TensorImpl>> inputs, std::string_view op)
         : inputs_(inputs), op_(op) {}
 
+    /// Anomaly mode: throws AutogradError when a buffer handed out by accumulator() holds NaN/Inf.
+    void check_accumulators() const;
+
 private:
     std::span<const std::shared_ptr<detail::TensorImpl>> inputs_;
     std::string_view op_;
+    std::vector<std::size_t> handed_out_;  // inputs given an accumulator (anomaly mode only)
 };
 
 /// True when an op on these inputs must be recorded (grad mode on and some input needs grad).

@@ -2,6 +2,7 @@
 #include "core/ops_additive_score.hpp"
 
 #include "core/autograd.hpp"
+#include "core/detail/chunks.hpp"
 #include "core/detail/key_window.hpp"
 #include "core/detail/parallel.hpp"
 #include "core/detail/parallel_rows.hpp"
@@ -27,16 +28,24 @@ struct Dims {
     std::int64_t n, tq, tk, h;
 };
 
-// z = tanh(uq[row] + wx[lo:hi]) -> [hi - lo, H], into a per-thread scratch buffer.
+// z = tanh(uq[row] + wx[lo:hi]) -> [hi - lo, H], into a per-thread scratch buffer. In chunks
+// (core/detail/chunks.hpp): Eigen's packet tanh, with each element's bits independent of its
+// block's size and alignment, so that a decode step's block (one query) gives the bits of the
+// whole sequence's.
 template <class T>
 Eigen::Map<RowMatrix<T>> tanh_block(const T* uq, const T* wx, const Dims& d, std::int64_t row,
                                     std::int64_t lo, std::int64_t hi) {
     thread_local detail::Scratch<T> scratch;
-    const Eigen::Map<const RowMatrix<T>> keys(wx + ((row / d.tq) * d.tk + lo) * d.h, hi - lo, d.h);
-    const Eigen::Map<const RowVector<T>> query(uq + row * d.h, d.h);
-    Eigen::Map<RowMatrix<T>> z(scratch.at_least(static_cast<std::size_t>((hi - lo) * d.h)), hi - lo, d.h);
-    z = (keys.rowwise() + query).array().tanh();
-    return z;
+    T* block = scratch.at_least(static_cast<std::size_t>((hi - lo) * d.h));
+    const T* query = uq + row * d.h;
+    for (std::int64_t j = 0; j < hi - lo; ++j) {
+        const T* key = wx + ((row / d.tq) * d.tk + lo + j) * d.h;
+        detail::for_chunks<T>(d.h, [&](std::int64_t i, std::int64_t n) {
+            detail::store_chunk<T>((detail::load_chunk(key + i, n) + detail::load_chunk(query + i, n)).tanh(),
+                                   block + j * d.h + i, n);
+        });
+    }
+    return Eigen::Map<RowMatrix<T>>(block, hi - lo, d.h);
 }
 
 // scores[row, j] = v . tanh(uq[row] + wx[first + j]); 0 in out-of-range slots.
@@ -56,32 +65,60 @@ void additive_forward(const T* uq, const T* wx, const T* v, T* out, const Dims& 
     });
 }
 
-// With z = tanh(uq[t] + wx[s]) and g = dscores[t, s]: d pre = g v (1 - z^2);
-// duq[t] = sum_s d pre; dwx[s] += d pre; dv += z^T g.
+// One row t of the backward, with z = tanh(uq[t] + wx[s]) and g = dscores[t, s]:
+// d pre = g v (1 - z^2); duq[t] = sum_s d pre; dwx[s] += d pre; dv += z^T g.
+template <class T>
+void additive_row_backward(const T* uq, const T* wx, const T* v, const T* dscores, T* duq, T* dwx, T* dv,
+                           const Dims& d, const detail::KeyWindow& keys, std::int64_t row) {
+    const std::int64_t lo = keys.lo(row), hi = keys.hi(row);
+    if (hi <= lo) return;
+    auto z = tanh_block(uq, wx, d, row, lo, hi);
+    const Eigen::Map<const Vector<T>> g(dscores + row * keys.width + (lo - keys.first(row)), hi - lo);
+    Eigen::Map<RowVector<T>>(dv, d.h).noalias() += g.transpose() * z;
+    // z becomes d pre in place: g_j v_h (1 - z_jh^2)
+    z.array() = T(1) - z.array().square();
+    z.array().rowwise() *= Eigen::Map<const RowVector<T>>(v, d.h).array();
+    z.array().colwise() *= g.array();
+    Eigen::Map<RowVector<T>>(duq + row * d.h, d.h) = z.colwise().sum();
+    Eigen::Map<RowMatrix<T>>(dwx + ((row / d.tq) * d.tk + lo) * d.h, hi - lo, d.h) += z;
+}
+
+// duq and dv are written, dwx is added into (the keys' gradient buffer). The rows of one batch
+// element scatter into its own keys only, so blocks of whole batch elements write disjoint parts
+// of dwx in place and only dv is summed from per-block partials; with fewer batch elements than
+// blocks, for_rows_scattering gives the blocks private copies. Either way the blocks depend on
+// the work alone and are summed in block order: the same bits on any thread count.
 template <class T>
 void additive_backward(const T* uq, const T* wx, const T* v, const T* dscores, T* duq, T* dwx, T* dv,
                        const Dims& d, const detail::KeyWindow& keys) {
     const std::int64_t rows = d.n * d.tq;
     const std::int64_t wx_size = d.n * d.tk * d.h;
-    std::vector<T> acc(static_cast<std::size_t>(wx_size + d.h), T(0));  // dwx then dv
-    const Eigen::Map<const RowVector<T>> vv(v, d.h);
+    const std::int64_t blocks =
+        detail::blocks_for(rows * keys.width * d.h, detail::kMinParallelTranscendentalWork);
     std::fill(duq, duq + rows * d.h, T(0));
-    detail::for_rows_scattering(
-        rows, detail::blocks_for(rows * keys.width * d.h, detail::kMinParallelTranscendentalWork), acc.data(),
-        wx_size + d.h, [&](std::int64_t row, T* a) {
-            const std::int64_t lo = keys.lo(row), hi = keys.hi(row);
-            if (hi <= lo) return;
-            auto z = tanh_block(uq, wx, d, row, lo, hi);
-            const Eigen::Map<const Vector<T>> g(dscores + row * keys.width + (lo - keys.first(row)), hi - lo);
-            Eigen::Map<RowVector<T>>(a + wx_size, d.h).noalias() += g.transpose() * z;
-            // z becomes d pre in place: g_j v_h (1 - z_jh^2)
-            z.array() = T(1) - z.array().square();
-            z.array().rowwise() *= vv.array();
-            z.array().colwise() *= g.array();
-            Eigen::Map<RowVector<T>>(duq + row * d.h, d.h) = z.colwise().sum();
-            Eigen::Map<RowMatrix<T>>(a + ((row / d.tq) * d.tk + lo) * d.h, hi - lo, d.h) += z;
-        });
-    std::copy(acc.begin(), acc.begin() + wx_size, dwx);
+    const auto row_backward = [&](std::int64_t row, T* dwx_to, T* dv_to) {
+        additive_row_backward(uq, wx, v, dscores, duq, dwx_to, dv_to, d, keys, row);
+    };
+    if (d.n >= blocks) {
+        std::vector<T> dv_parts(static_cast<std::size_t>(blocks * d.h), T(0));
+        detail::parallel_for(
+            blocks, detail::available_threads(),
+            [&](std::int64_t block) {
+                for (std::int64_t row = d.n * block / blocks * d.tq; row < d.n * (block + 1) / blocks * d.tq;
+                     ++row)
+                    row_backward(row, dwx, dv_parts.data() + block * d.h);
+            },
+            detail::Schedule::Dynamic);
+        std::fill(dv, dv + d.h, T(0));
+        for (std::int64_t block = 0; block < blocks; ++block)
+            for (std::int64_t i = 0; i < d.h; ++i)
+                dv[i] += dv_parts[static_cast<std::size_t>(block * d.h + i)];
+        return;
+    }
+    std::vector<T> acc(static_cast<std::size_t>(wx_size + d.h), T(0));  // dwx then dv
+    detail::for_rows_scattering(rows, blocks, acc.data(), wx_size + d.h,
+                                [&](std::int64_t row, T* a) { row_backward(row, a, a + wx_size); });
+    for (std::int64_t i = 0; i < wx_size; ++i) dwx[i] += acc[static_cast<std::size_t>(i)];
     std::copy(acc.begin() + wx_size, acc.end(), dv);
 }
 
@@ -112,19 +149,19 @@ Tensor additive_impl(const Tensor& uq, const Tensor& wx, const Tensor& v, const 
         additive_forward(uq.data<T>(), wx.data<T>(), v.data<T>(), out.data<T>(), d, range());
     });
     if (autograd::needs_record({&uq, &wx, &v})) {
-        autograd::record(op, {uq, wx, v}, out,
-                         [uq, wx, v, d, range](const Tensor& dy, autograd::Gradients& g) {
-                             Tensor duq = empty(uq.shape(), {.dtype = uq.dtype()});
-                             Tensor dwx = empty(wx.shape(), {.dtype = wx.dtype()});
-                             Tensor dv = empty(v.shape(), {.dtype = v.dtype()});
-                             dispatch_floating(dy.dtype(), "additive_score backward", [&]<class T>(T) {
-                                 additive_backward(uq.data<T>(), wx.data<T>(), v.data<T>(), dy.data<T>(),
-                                                   duq.data<T>(), dwx.data<T>(), dv.data<T>(), d, range());
-                             });
-                             g.add(0, duq);
-                             g.add(1, dwx);
-                             g.add(2, dv);
-                         });
+        autograd::record(
+            op, {uq, wx, v}, out, [uq, wx, v, d, range](const Tensor& dy, autograd::Gradients& g) {
+                Tensor duq = empty(uq.shape(), {.dtype = uq.dtype()});
+                // the keys serve every query step of a decoder: add into their gradient
+                Tensor dwx = g.needs(1) ? g.accumulator(1) : zeros(wx.shape(), {.dtype = wx.dtype()});
+                Tensor dv = empty(v.shape(), {.dtype = v.dtype()});
+                dispatch_floating(dy.dtype(), "additive_score backward", [&]<class T>(T) {
+                    additive_backward(uq.data<T>(), wx.data<T>(), v.data<T>(), dy.data<T>(), duq.data<T>(),
+                                      dwx.data<T>(), dv.data<T>(), d, range());
+                });
+                g.add(0, duq);
+                g.add(2, dv);
+            });
     }
     return out;
 }

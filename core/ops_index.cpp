@@ -49,6 +49,17 @@ void copy_runs(const Tensor& src, std::int64_t src_offset, std::int64_t src_stri
                     static_cast<std::size_t>(len) * elem);
 }
 
+// As copy_runs, adding into dst (floating dtypes).
+void add_runs(const Tensor& src, std::int64_t src_offset, std::int64_t src_stride, Tensor& dst,
+              std::int64_t dst_offset, std::int64_t dst_stride, std::int64_t rows, std::int64_t len) {
+    dispatch_floating(dst.dtype(), "backward", [&]<class T>(T) {
+        const T* s = src.data<T>() + src_offset;
+        T* d = dst.data<T>() + dst_offset;
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t i = 0; i < len; ++i) d[r * dst_stride + i] += s[r * src_stride + i];
+    });
+}
+
 // Joins parts laid out as [outer, chunks[i]] into out [outer, sum(chunks)] (concat and stack).
 Tensor join(const std::vector<Tensor>& parts, const Shape& out_shape, std::int64_t outer,
             const std::vector<std::int64_t>& chunks, const char* op) {
@@ -117,15 +128,12 @@ Tensor select_rows(const Tensor& x, const AxisSplit& s, const Tensor& index, con
     const auto* idx = index.data<std::int64_t>();
     dispatch_all(x.dtype(), [&]<class T>(T) { gather_rows(x.data<T>(), idx, k, s, out.data<T>()); });
     if (autograd::needs_record({&x})) {
-        autograd::record(op, {x}, out,
-                         [index, s, in_shape = x.shape()](const Tensor& dy, autograd::Gradients& g) {
-                             Tensor dx = zeros(in_shape, {.dtype = dy.dtype()});
-                             dispatch_floating(dy.dtype(), "backward", [&]<class T>(T) {
-                                 scatter_add_rows(dy.data<T>(), index.data<std::int64_t>(), index.numel(), s,
-                                                  dx.data<T>());
-                             });
-                             g.add(0, dx);
-                         });
+        autograd::record(op, {x}, out, [index, s](const Tensor& dy, autograd::Gradients& g) {
+            Tensor dx = g.accumulator(0);  // scatter-added in place
+            dispatch_floating(dy.dtype(), "backward", [&]<class T>(T) {
+                scatter_add_rows(dy.data<T>(), index.data<std::int64_t>(), index.numel(), s, dx.data<T>());
+            });
+        });
     }
     return out;
 }
@@ -230,14 +238,13 @@ Tensor narrow(const Tensor& x, std::int64_t axis, std::int64_t start, std::int64
     Tensor out = empty(out_shape, {.dtype = x.dtype()});
     copy_runs(x, begin * s.inner, s.size * s.inner, out, 0, length * s.inner, s.outer, length * s.inner);
     if (autograd::needs_record({&x})) {
-        autograd::record("narrow", {x}, out,
-                         [s, begin, length, in_shape = x.shape()](const Tensor& dy, autograd::Gradients& g) {
-                             // dx = dy in rows [begin, begin + length) along the axis, zero elsewhere
-                             Tensor dx = zeros(in_shape, {.dtype = dy.dtype()});
-                             copy_runs(dy, 0, length * s.inner, dx, begin * s.inner, s.size * s.inner,
-                                       s.outer, length * s.inner);
-                             g.add(0, dx);
-                         });
+        autograd::record("narrow", {x}, out, [s, begin, length](const Tensor& dy, autograd::Gradients& g) {
+            // dx[rows begin .. begin + length along the axis] += dy, in place: a loop over the
+            // steps of a sequence adds one step each, not a full-size gradient each
+            Tensor dx = g.accumulator(0);
+            add_runs(dy, 0, length * s.inner, dx, begin * s.inner, s.size * s.inner, s.outer,
+                     length * s.inner);
+        });
     }
     return out;
 }

@@ -228,6 +228,50 @@ Tensor matmul_kernel(const Tensor& a, const Tensor& b, bool transpose_a, bool tr
 
 }  // namespace detail
 
+namespace {
+
+// out [batch, n, m] += op(a) op(b), for operands whose batch dimensions equal out's (no
+// broadcasting): a backward adds its product straight into the input's gradient buffer, so a
+// decoder step's [S, A] outer product over the whole memory is one pass, not a product, a
+// gradient tensor and an addition.
+void add_product_into(const Tensor& a, const Tensor& b, bool transpose_a, bool transpose_b, Tensor& out) {
+    const Shape& sa = a.shape();
+    const Shape& sb = b.shape();
+    const std::int64_t a_rows = sa[sa.size() - 2], a_cols = sa.back();
+    const std::int64_t b_rows = sb[sb.size() - 2], b_cols = sb.back();
+    const std::int64_t n = transpose_a ? a_cols : a_rows;
+    const std::int64_t m = transpose_b ? b_rows : b_cols;
+    const std::int64_t inner = transpose_a ? a_rows : a_cols;
+    const std::int64_t batches = numel(batch_of(sa));
+    dispatch_floating(a.dtype(), "matmul", [&]<class T>(T) {
+        const T* pa = a.data<T>();
+        const T* pb = b.data<T>();
+        T* po = out.data<T>();
+        detail::parallel_for(
+            batches, detail::threads_for(n * m * inner * batches, detail::kMinParallelGemmWork),
+            [&](std::int64_t i) {
+                detail::gemm(n, m, inner, pa + i * a_rows * a_cols, a_cols, transpose_a,
+                             pb + i * b_rows * b_cols, b_cols, transpose_b, po + i * n * m, m, true);
+            });
+    });
+}
+
+// Adds op(a) op(b), reduced over broadcast batch dimensions, into input i's gradient: in place
+// when the input has a gradient already, else as a fresh product the gradient takes over.
+void add_product_gradient(autograd::Gradients& g, std::size_t i, const Tensor& a, const Tensor& b,
+                          bool transpose_a, bool transpose_b, const Shape& target) {
+    if (!g.needs(i)) return;
+    if (g.has_gradient(i) && target.size() > 2 && batch_of(a.shape()) == batch_of(target) &&
+        batch_of(b.shape()) == batch_of(target)) {
+        Tensor grad = g.accumulator(i);
+        add_product_into(a, b, transpose_a, transpose_b, grad);
+        return;
+    }
+    g.add(i, sum_to(detail::matmul_kernel(a, b, transpose_a, transpose_b), target));
+}
+
+}  // namespace
+
 Tensor matmul(const Tensor& a, const Tensor& b) {
     AG_CHECK(a.defined() && b.defined(), ValueError, "matmul: undefined tensor argument");
     AG_CHECK(a.dim() >= 2 && b.dim() >= 2, ShapeError, "matmul: needs tensors of rank >= 2, got {} x {}",
@@ -255,8 +299,8 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     if (autograd::needs_record({&a, &b})) {
         autograd::record("matmul", {a, b}, out, [a, b](const Tensor& dy, autograd::Gradients& g) {
             // da = dy b^T, db = a^T dy, reduced over broadcast batch dimensions
-            if (g.needs(0)) g.add(0, sum_to(detail::matmul_kernel(dy, b, false, true), a.shape()));
-            if (g.needs(1)) g.add(1, sum_to(detail::matmul_kernel(a, dy, true, false), b.shape()));
+            add_product_gradient(g, 0, dy, b, false, true, a.shape());
+            add_product_gradient(g, 1, a, dy, true, false, b.shape());
         });
     }
     return out;

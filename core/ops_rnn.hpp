@@ -62,4 +62,12 @@ RnnLayerResult rnn_layer(RnnMode mode, const Tensor& input,
                          const std::vector<RnnDirectionWeights>& directions, const Tensor& h0 = {},
                          const Tensor& c0 = {}, const Tensor& lengths = {});
 
+/// One GRU cell step from its pre-activations, fused (torch.nn.GRUCell's formula, PyTorch's gate
+/// order r, z, n): with gi = W_ih x + b_ih and gh = W_hh h + b_hh [B, 3H], h [B, H]:
+///   r = sigma(gi_r + gh_r), z = sigma(gi_z + gh_z), n = tanh(gi_n + r * gh_n),
+///   h' = (1 - z) * n + z * h  -> [B, H].
+/// One tape entry; backward gives gi, gh and h their gradients from the saved gates. Throws
+/// ShapeError (not [B, 3H], [B, 3H], [B, H]) and DTypeError (dtypes differ or not float).
+Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h);
+
 }  // namespace attograd

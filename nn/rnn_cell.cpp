@@ -1,4 +1,5 @@
-// Single-step recurrent cells: RNNCell, GRUCell and LSTMCell, composed from linear and pointwise ops.
+// Single-step recurrent cells: RNNCell, GRUCell and LSTMCell, from linear and pointwise ops (GRUCell's
+// gates as one fused op).
 #include "nn/rnn_cell.hpp"
 
 #include "core/error.hpp"
@@ -6,6 +7,7 @@
 #include "core/ops_elementwise.hpp"
 #include "core/ops_index.hpp"
 #include "core/ops_linear.hpp"
+#include "core/ops_rnn.hpp"
 #include "core/ops_shape.hpp"
 #include "nn/parameter_size.hpp"
 
@@ -106,13 +108,9 @@ GRUCell::GRUCell(const RNNCellOptions& options, Generator& generator)
 
 Tensor GRUCell::forward(const Tensor& input, const Tensor& hx) const {
     const auto [x, h] = batched(input, hx, "hx");
-    const std::int64_t H = hidden_size();
-    const Tensor gi = input_gates(x), gh = hidden_gates(h);  // [B, 3H] each, gates r, z, n
-    const Tensor r = sigmoid(gate(gi, 0, H) + gate(gh, 0, H));
-    const Tensor z = sigmoid(gate(gi, 1, H) + gate(gh, 1, H));
-    const Tensor n = tanh(gate(gi, 2, H) + r * gate(gh, 2, H));
-    const Tensor out = n + z * (h - n);  // (1 - z) n + z h
-    return input.dim() == 1 ? reshape(out, {H}) : out;
+    // r, z, n and h' = (1 - z) n + z h fused in one op: a decoder runs this cell at every step
+    const Tensor out = gru_cell(input_gates(x), hidden_gates(h), h);  // [B, 3H] pre-activations each
+    return input.dim() == 1 ? reshape(out, {hidden_size()}) : out;
 }
 
 // --- LSTMCell ----------------------------------------------------------------------------------

@@ -147,6 +147,40 @@ TEST_CASE("anomaly mode names the op that produced the first NaN") {
     autograd::clear_tape();
 }
 
+TEST_CASE("a narrow's gradient is added in place, never into a buffer another tensor's gradient shares") {
+    // add's backward hands x and b one shared gradient buffer; the narrow's backward, run after
+    // it, adds x's slice: written into the shared buffer, b's (and so c's) gradient would change
+    Tensor a = rand64({3, 4}, 11), c = rand64({3, 4}, 12);
+    const Tensor r1 = rand64({3, 2}, 13).detach(), r2 = rand64({3, 4}, 14).detach();
+    auto fn = [&](const std::vector<Tensor>& in) {
+        const Tensor x = in[0] * 2.0, b = in[1] * 3.0;
+        const Tensor first =
+            sum(narrow(x, 1, 1, 2) * r1);  // recorded before the add: its backward runs after
+        return first + sum((x + b) * r2);
+    };
+    CHECK_GRADCHECK(fn, (std::vector<Tensor>{a, c}));
+    // and the values: dc = 3 r2 exactly, da = 2 (r2 + r1 in columns 1..2)
+    a.zero_grad();  // gradcheck's backward left its sums
+    c.zero_grad();
+    fn({a, c}).backward();
+    for (std::int64_t i = 0; i < 3; ++i)
+        for (std::int64_t j = 0; j < 4; ++j) {
+            CHECK(c.grad().at({i, j}) == 3.0 * r2.at({i, j}));
+            const double slice = j >= 1 && j < 3 ? r1.at({i, j - 1}) : 0.0;
+            CHECK(a.grad().at({i, j}) == doctest::Approx(2.0 * (r2.at({i, j}) + slice)));
+        }
+}
+
+TEST_CASE("anomaly mode checks gradients a backward added in place") {
+    Tensor x = tensor({1.0, 2.0, 3.0}, {3}, {.dtype = DType::Float64, .requires_grad = true});
+    AnomalyModeGuard anomaly;
+    // narrow's backward adds the (NaN) upstream gradient into x's gradient buffer in place
+    Tensor y = narrow(x * 2.0, 0, 1, 2);
+    CHECK_THROWS_WITH_AS(y.backward(tensor({1.0, std::nan("")}, {2}, {.dtype = DType::Float64})),
+                         doctest::Contains("backward of 'narrow'"), AutogradError);
+    autograd::clear_tape();
+}
+
 TEST_CASE("requires_grad_ is refused on non-leaves and on integer tensors") {
     Tensor x = rand64({2}, 5);
     Tensor y = x * 2.0;
