@@ -25,8 +25,8 @@ struct InductionOptions {
 /// length, token accuracy). Only the second copy of s is predictable, and only in context: after
 /// s_i comes s_{i+1}, the token that followed s_i's earlier occurrence, which an induction head
 /// finds by prefix matching (Olsson et al. 2022, §2); L varies, so no fixed positional offset
-/// finds it. A model that has learned it reaches a loss of about (P + L + 1) / (n - 1) * ln V per
-/// token (the unpredictable part) instead of ln V. No alignment (inspect::induction_scores
+/// finds it. A model that has learned it reaches a loss of about (P + L) / (n - 1) * ln V per
+/// token (the unpredictable targets x_1 .. x_{P+L}) instead of ln V. No alignment (inspect::induction_scores
 /// measures it per head) and no solve(). Throws ValueError naming the option when the options are
 /// out of range.
 std::unique_ptr<Task> make_induction_task(const InductionOptions& options = {});

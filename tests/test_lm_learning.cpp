@@ -69,8 +69,8 @@ nn::TransformerLM make_model(const data::Vocabulary& vocab, const data::Task& ta
 // several hundred steps, then drops to about 2.25 while a layer-0 head becomes a previous-token
 // head and layer-1 heads become induction heads. With this model (d_model 64, 4 heads, RoPE,
 // no feed-forward, Adam lr 3e-3, batches of 32) the best layer-1 induction score passes 0.5 by
-// step 900 for seed 0 (0.77 there) (between steps 500 and 1100 for seeds 0-3) and ends near 0.8; an untrained
-// or uniform head scores about 0.1.
+// step 900 for seed 0 (0.77 there; between steps 500 and 1300 for seeds 0-5) and ends near 0.8;
+// an untrained or uniform head scores about 0.1.
 TEST_CASE(
     "induction: a layer-1 head of a two-layer attention-only model passes induction score 0.5 within 1000 "
     "steps") {
