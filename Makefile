@@ -1,7 +1,7 @@
 # Thin wrapper over CMake: `make demo` and `make test` are the README's two quick-start commands.
 # Both install any missing Debian packages first (apt-get; through sudo when not root).
 
-PACKAGES := cmake g++ make ccache libeigen3-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev libtinyxml2-dev chromium libxsmm-dev libopenmpi-dev openmpi-bin help2man
+PACKAGES := cmake g++ make ccache libeigen3-dev libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev libtinyxml2-dev chromium libxsmm-dev libopenmpi-dev openmpi-bin help2man fortunes-min
 DOCS_PACKAGES := mkdocs mkdocs-material doxygen linkchecker
 FUZZ_PACKAGES := clang-14 libclang-rt-14-dev
 FUZZ      := build-fuzz

@@ -4,10 +4,12 @@
 
 #include "data/batcher.hpp"
 #include "data/bleu.hpp"
+#include "data/char_lm.hpp"
 #include "data/dates.hpp"
 #include "data/evaluation.hpp"
 #include "data/example_vocabulary.hpp"
 #include "data/gettext_catalog.hpp"
+#include "data/induction.hpp"
 #include "data/task.hpp"
 #include "data/teacher_forcing.hpp"
 #include "data/text.hpp"

@@ -29,4 +29,5 @@
 #include "nn/sequential.hpp"
 #include "nn/transformer.hpp"
 #include "nn/transformer_inputs.hpp"
+#include "nn/transformer_lm.hpp"
 #include "nn/transformer_model.hpp"

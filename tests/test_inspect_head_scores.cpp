@@ -2,6 +2,8 @@
 // expected value worked out in the comment above its check.
 #include "inspect/head_scores.hpp"
 
+#include "inspect/head_score_curves.hpp"
+
 #include "core/error.hpp"
 
 #include <doctest/doctest.h>
@@ -143,4 +145,47 @@ TEST_CASE("head scores: bad arguments are refused with their shapes") {
         doctest::Contains("induction_scores: tokens have shape [1, 2]; expected [B, T] = [1, 3]"),
         ShapeError);
     CHECK(induction_scores(attention, tokens) == std::vector<double>{0.0});
+}
+
+TEST_CASE("head_score_curves: each self-attention head's scores per snapshot, averaged over probes") {
+    // Tokens a b c a b c: queries 3, 4, 5 have induction targets 1, 2, 3 (after each earlier a, b, c).
+    const std::vector<std::string> tokens{"a", "b", "c", "a", "b", "c"};
+    const auto map = [&](std::int64_t layer, std::int64_t h, std::vector<double> weights) {
+        return AttentionMap{.module = fmt::format("encoder.layers.{}.self_attn", layer),
+                            .layer = layer,
+                            .head = h,
+                            .queries = tokens,
+                            .keys = tokens,
+                            .weights = std::move(weights)};
+    };
+    const auto previous = one_hot(6, [](std::int64_t t) { return t > 0 ? t - 1 : 0; });
+    // Induction rows 3..5 on keys 1..3 (the token after the earlier copy); rows 0..2 on themselves.
+    const auto induction = one_hot(6, [](std::int64_t t) { return t >= 3 ? t - 2 : t; });
+    AttentionSnapshot early{.step = 0, .probes = {}};
+    early.probes.push_back({.source = tokens, .maps = {map(0, 0, previous), map(1, 0, previous)}});
+    AttentionSnapshot late{.step = 100, .probes = {}};
+    late.probes.push_back({.source = tokens, .maps = {map(0, 0, previous), map(1, 0, induction)}});
+    late.probes.push_back({.source = tokens, .maps = {map(0, 0, previous), map(1, 0, previous)}});
+    // A cross-attention map (rows are not the keys) is left out.
+    late.probes[0].maps.push_back(AttentionMap{
+        .module = "x", .layer = 2, .head = 0, .queries = {"q"}, .keys = {"a", "b"}, .weights = {0.5, 0.5}});
+
+    const auto curves = head_score_curves({early, late});
+    REQUIRE(curves.size() == 2);
+    CHECK(curves[0].module == "encoder.layers.0.self_attn");
+    CHECK(curves[1].steps == std::vector<double>{0.0, 100.0});
+    CHECK(curves[0].previous_token == std::vector<double>{1.0, 1.0});
+    CHECK(curves[0].induction == std::vector<double>{0.0, 0.0});
+    // Layer 1 at step 100: one probe induction (score 1, previous-token 0), one previous-token
+    // (induction 0; its previous-token rows 1..5 all score 1): means 0.5 and 0.5.
+    CHECK(curves[1].induction == std::vector<double>{0.0, 0.5});
+    CHECK(curves[1].previous_token == std::vector<double>{1.0, 0.5});
+
+    const auto charts = head_score_charts({early, late});
+    REQUIRE(charts.size() == 2);
+    CHECK(charts[1].title == "induction score per head");
+    REQUIRE(charts[1].series.size() == 2);
+    CHECK(charts[1].series[1].name == "L1.H0");
+    CHECK(charts[1].series[1].y == curves[1].induction);
+    CHECK(head_score_charts({}).empty());
 }
