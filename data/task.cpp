@@ -2,6 +2,7 @@
 #include "data/task.hpp"
 
 #include "core/error.hpp"
+#include "data/coref.hpp"
 #include "data/dates.hpp"
 #include "data/text.hpp"
 #include "data/toy_tasks.hpp"
@@ -38,6 +39,10 @@ std::optional<std::vector<std::string>> Task::solve(const std::vector<std::strin
     return std::nullopt;
 }
 
+std::vector<std::vector<std::string>> Task::references(const Example& example) const {
+    return {example.target};
+}
+
 Example GeneratedTask::train_example(Generator& generator) const {
     for (;;) {
         Example example = generate(generator);
@@ -54,7 +59,7 @@ void GeneratedTask::make_held_out(std::uint64_t seed) {
     }
 }
 
-std::vector<std::string> task_names() { return {"copy", "reverse", "sort", "recall", "dates"}; }
+std::vector<std::string> task_names() { return {"copy", "reverse", "sort", "recall", "dates", "coref"}; }
 
 std::unique_ptr<Task> make_task(const std::string& name) {
     if (name == "copy") return make_copy_task();
@@ -62,6 +67,7 @@ std::unique_ptr<Task> make_task(const std::string& name) {
     if (name == "sort") return make_sort_task();
     if (name == "recall") return make_recall_task();
     if (name == "dates") return make_dates_task();
+    if (name == "coref") return make_coref_task();
     throw ValueError(fmt::format("unknown task '{}' (known: {})", name, join(task_names(), ", ")));
 }
 
