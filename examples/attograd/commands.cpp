@@ -143,6 +143,19 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add("data", a.data, "TSV file of source<TAB>target lines to train on", "FILE")->check(kUtf8Path);
     options.emplace_back("chars",
                          app.add_flag("--chars", a.chars, "--data: characters are tokens (default: words)"));
+    with_default(add("lang", a.lang,
+                     "--task translate: the language of the gettext catalogs read "
+                     "(/usr/share/locale/LANG/LC_MESSAGES/*.mo), e.g. fr, de, es",
+                     "LANG"),
+                 "fr");
+    with_default(
+        add("min-freq", a.min_freq, "--task translate: words seen fewer times in training are read as <unk>"),
+        "2");
+    with_default(
+        add("max-vocab", a.max_vocab,
+            "--task translate: at most this many vocabulary entries, the 4 special tokens included (0 = "
+            "no limit)"),
+        "0");
     add("model", a.model,
         "seq2seq (encoder + attending decoder), encoder (self-attention, one output per input) or rnn "
         "(recurrent encoder + Bahdanau or Luong decoder)");

@@ -21,6 +21,8 @@ public:
 struct TrainArgs {
     std::string task, data, out, resume;
     bool chars = false;
+    std::string lang;                          ///< --task translate: the catalogs' language
+    std::int64_t min_freq = 2, max_vocab = 0;  ///< --task translate: the vocabulary's limits
     bool next_token = false;
     std::string model, score, attention, local, optim, schedule, estimator;
     std::string cell, decoder;  ///< --model rnn
