@@ -160,14 +160,17 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
                      "(/usr/share/locale/LANG/LC_MESSAGES/*.mo), e.g. fr, de, es",
                      "LANG"),
                  "fr");
-    with_default(
-        add("min-freq", a.min_freq, "--task translate: words seen fewer times in training are read as <unk>"),
-        "2");
-    with_default(
-        add("max-vocab", a.max_vocab,
-            "--task translate: at most this many vocabulary entries, the 4 special tokens included (0 = "
-            "no limit)"),
-        "0");
+    const auto add_count = [&](const std::string& name, std::int64_t& value, const std::string& help) {
+        auto* option =
+            with_default_value(checked<std::int64_t>(app.add_option("--" + name, value, help)), value);
+        options.emplace_back(name, option);
+        return option;
+    };
+    add_count("min-freq", a.min_freq,
+              "--task translate: words seen fewer times in training are read as <unk>");
+    add_count("max-vocab", a.max_vocab,
+              "--task translate: at most this many vocabulary entries, the 4 special tokens included (0 = no "
+              "limit)");
     for (const Setting& setting : settings()) {
         if (!setting.flag.empty())
             options.emplace_back(std::string(setting.flag), add_setting(app, setting, a.flags));
