@@ -4,9 +4,13 @@
 # seconds, result). Steps and results are deterministic for a build and CPU; seconds depend on
 # the machine and its load (the CPU and date of the published table are on the performance
 # page). Not a test.
-#   bench/cli_targets.sh [BUILD_DIR]     (default build; needs python3 for the JSON)
+# The translate rows read this machine's French gettext catalogs and train for a fixed number
+# of steps (no target ends them); the coref row is followed by the knockout of each head.
+#   bench/cli_targets.sh [BUILD_DIR [ROW...]]   (default build, every row; needs python3 for the JSON)
 set -euo pipefail
 build=${1:-build}
+shift || true
+only=("$@")  # row names to run (all when empty)
 program=$build/examples/attograd/attograd
 runs=$(mktemp -d)
 trap 'rm -rf "$runs"' EXIT
@@ -15,9 +19,10 @@ json_field() { python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; 
 
 echo "| command | steps | seconds | result |"
 echo "| --- | --- | --- | --- |"
-row() {  # row NAME METRIC(sequence|token|alignment) TRAIN-ARGS...
+row() {  # row NAME METRIC(sequence|token|alignment|bleu) TRAIN-ARGS...
     local name=$1 metric=$2
     shift 2
+    if [[ ${#only[@]} -gt 0 && ! " ${only[*]} " == *" $name "* ]]; then return; fi
     local dir=$runs/$name
     "$program" train "$@" --out "$dir" --quiet > /dev/null
     local steps seconds result
@@ -28,6 +33,7 @@ row() {  # row NAME METRIC(sequence|token|alignment) TRAIN-ARGS...
     case $metric in
         sequence) result=$(json_field "'%.1f %% held-out sequence accuracy' % (100 * d['sequence_accuracy'])" <<< "$eval_json") ;;
         token) result=$(json_field "'%.1f %% held-out token accuracy' % (100 * d['token_accuracy'])" <<< "$eval_json") ;;
+        bleu) result=$(json_field "'corpus BLEU %.1f, %.1f %% held-out exact match' % (d['bleu'], 100 * d['sequence_accuracy'])" <<< "$eval_json") ;;
         alignment) result=$(json_field "'%.1f %% sequence accuracy, %.3f of the mass on the right alignment' % (100 * d['sequence_accuracy'], max(a['share'] for a in d['alignment']))" <<< "$eval_json") ;;
     esac
     echo "| \`attograd train $*\` | $steps | $seconds | $result |"
@@ -43,3 +49,19 @@ row copy-hard sequence --task copy --attention hard
 row reverse-hard sequence --task reverse --attention hard
 row copy-local-p sequence --task copy --window 4 --local p
 row reverse-local-p sequence --task reverse --window 4 --local p
+row coref alignment --task coref
+row translate-fr bleu --task translate --lang fr --steps 600 --eval-every 600
+row translate-fr-rnn bleu --task translate --lang fr --model rnn --steps 600 --eval-every 600
+
+# Which head resolves "it": held-out accuracy with each attention head of the coref run knocked out.
+if [[ -d $runs/coref ]]; then
+    echo
+    layers=$(json_field "d['model']['layers'] + d['model']['decoder_layers']" < "$runs/coref/config.json")
+    heads=$(json_field "d['model']['heads']" < "$runs/coref/config.json")
+    for ((l = 0; l < layers; l++)); do
+        for ((h = 0; h < heads; h++)); do
+            "$program" inspect --run "$runs/coref" --knockout "$l.$h" --samples 1 --format term |
+                grep '^knockout of' | sed 's/^/- coref: /'
+        done
+    done
+fi

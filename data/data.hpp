@@ -1,10 +1,11 @@
-// attograd::data: the bundled toy tasks, Vocabulary, TSV datasets, batching, BLEU and gettext
-// translation pairs, in one include.
+// attograd::data: the bundled toy tasks, coref, translate, Vocabulary, TSV datasets, batching, BLEU and
+// gettext translation pairs, in one include.
 #pragma once
 
 #include "data/batcher.hpp"
 #include "data/bleu.hpp"
 #include "data/char_lm.hpp"
+#include "data/coref.hpp"
 #include "data/dates.hpp"
 #include "data/evaluation.hpp"
 #include "data/example_vocabulary.hpp"
@@ -14,6 +15,7 @@
 #include "data/teacher_forcing.hpp"
 #include "data/text.hpp"
 #include "data/toy_tasks.hpp"
+#include "data/translate_task.hpp"
 #include "data/translation_pairs.hpp"
 #include "data/tsv.hpp"
 #include "data/vocabulary.hpp"

@@ -2,6 +2,7 @@
 #include "data/task.hpp"
 
 #include "core/error.hpp"
+#include "data/coref.hpp"
 #include "data/dates.hpp"
 #include "data/text.hpp"
 #include "data/toy_tasks.hpp"
@@ -43,6 +44,10 @@ std::optional<std::vector<std::string>> Task::solve(const std::vector<std::strin
     return std::nullopt;
 }
 
+std::vector<std::vector<std::string>> Task::references(const Example& example) const {
+    return {example.target};
+}
+
 Example GeneratedTask::train_example(Generator& generator) const {
     for (;;) {
         Example example = generate(generator);
@@ -66,7 +71,8 @@ namespace {
 struct Registry {
     std::mutex mutex;
     std::deque<TaskEntry> entries{copy_task_entry(), reverse_task_entry(), sort_task_entry(),
-                                  recall_task_entry(), dates_task_entry()};
+                                  recall_task_entry(), dates_task_entry(),
+                                  coref_task_entry()};
 };
 
 Registry& registry() {

@@ -63,10 +63,10 @@ public:
     /// The held-out examples (the same on every run, whatever the training seed).
     const std::vector<Example>& held_out() const { return held_out_; }
 
-    /// Splits text into the task's tokens (UTF-8 characters, or whitespace-separated words); a
-    /// leading UTF-8 byte order mark is dropped (strip_bom). Throws ValueError when `text` is
-    /// not valid UTF-8.
-    std::vector<std::string> tokenize(const std::string& text) const;
+    /// Splits text into the task's tokens (UTF-8 characters, or whitespace-separated words; a
+    /// task may tokenise otherwise, as translate does with BLEU's tokeniser); a leading UTF-8
+    /// byte order mark is dropped (strip_bom). Throws ValueError when `text` is not valid UTF-8.
+    virtual std::vector<std::string> tokenize(const std::string& text) const;
     /// Joins tokens back into text.
     std::string detokenize(const std::vector<std::string>& tokens) const;
 
@@ -77,6 +77,10 @@ public:
     /// The correct target for `source`, or nullopt when the task cannot compute one (user
     /// data) or the source is not a valid input of the task.
     virtual std::optional<std::vector<std::string>> solve(const std::vector<std::string>& source) const;
+    /// Every accepted target of `example`'s source, the references BLEU scores an output against
+    /// (Papineni et al. 2002 score against several): {example.target} unless the task knows
+    /// more (translate: each distinct translation the catalogs give for the source).
+    virtual std::vector<std::vector<std::string>> references(const Example& example) const;
 
 protected:
     TaskInfo info_;                  ///< what info() returns; set by the subclass's constructor

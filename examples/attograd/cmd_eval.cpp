@@ -1,6 +1,7 @@
 // `attograd eval`: held-out accuracy of a run, alignment per head, predictions for --input.
 #include "commands.hpp"
 #include "console.hpp"
+#include "data/bleu.hpp"
 #include "evaluation.hpp"
 #include "quoting.hpp"
 #include "run_dir.hpp"
@@ -31,6 +32,16 @@ nlohmann::json example_json(const Task& task, const std::vector<std::string>& so
     return j;
 }
 
+/// Corpus BLEU-4 of the predictions against every reference the task gives for each held-out
+/// source, over the task's own tokens (BLEU's 13a tokens for translate).
+data::BleuScore held_out_bleu(const Task& task, const std::vector<Example>& held_out,
+                              const std::vector<std::vector<std::string>>& predictions) {
+    std::vector<std::vector<std::vector<std::string>>> references;
+    references.reserve(held_out.size());
+    for (const Example& e : held_out) references.push_back(task.references(e));
+    return data::corpus_bleu(references, predictions);
+}
+
 }  // namespace
 
 int cmd_eval(const EvalArgs& args) {
@@ -48,6 +59,7 @@ int cmd_eval(const EvalArgs& args) {
     const DecodeSettings decoding{.beam = args.beam, .length_penalty = args.length_penalty};
     check_decoding(decoding, run.config.model);
     const Evaluation result = evaluate(*run.model, run.config.vocab, held_out, decoding);
+    const data::BleuScore bleu = held_out_bleu(task, held_out, result.predictions);
     const auto alignment =
         alignment_by_head(*run.model, run.config.model, task, run.config.vocab, held_out, result.predictions);
 
@@ -99,6 +111,7 @@ int cmd_eval(const EvalArgs& args) {
                                     {"heldout_examples", held_out.size()},
                                     {"token_accuracy", result.token_accuracy},
                                     {"sequence_accuracy", result.sequence_accuracy},
+                                    {"bleu", 100 * bleu.score},
                                     {"examples", std::move(examples)},
                                     {"inputs", std::move(input_json)},
                                     {"alignment", std::move(heads)}};
@@ -128,6 +141,10 @@ int cmd_eval(const EvalArgs& args) {
     output(stdout, "{} ({} held-out examples): token accuracy {:.2f}%, sequence accuracy {:.2f}%\n",
            run.config.task.name, held_out.size(), 100 * result.token_accuracy,
            100 * result.sequence_accuracy);
+    if (!task.solve(held_out.front().source))  // real data: the answer is one of several wordings
+        output(stdout,
+               "corpus BLEU {:.2f} (4-gram, brevity penalty {:.3f}, every reference of each source)\n",
+               100 * bleu.score, bleu.brevity_penalty);
     if (!alignment.empty()) {
         output(stdout, "attention mass on the right source position ({}):\n", task.info().alignment);
         for (const auto& a : alignment)

@@ -101,6 +101,7 @@ CLI::Option* with_default_value(CLI::Option* option, const T& value) {
 std::string task_default_text(const Setting& setting) {
     std::vector<std::pair<std::string, std::string>> by_task;  // (task, value)
     std::vector<std::string> names = data::task_names();
+    names.emplace_back("translate");
     names.emplace_back("data");
     for (const auto& task : names) {
         const nlohmann::json value = setting.get(task_defaults(task));
@@ -154,6 +155,22 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add("data", a.data, "TSV file of source<TAB>target lines to train on", "FILE")->check(kUtf8Path);
     options.emplace_back("chars",
                          app.add_flag("--chars", a.chars, "--data: characters are tokens (default: words)"));
+    with_default(add("lang", a.lang,
+                     "--task translate: the language of the gettext catalogs read "
+                     "(/usr/share/locale/LANG/LC_MESSAGES/*.mo), e.g. fr, de, es",
+                     "LANG"),
+                 "fr");
+    const auto add_count = [&](const std::string& name, std::int64_t& value, const std::string& help) {
+        auto* option =
+            with_default_value(checked<std::int64_t>(app.add_option("--" + name, value, help)), value);
+        options.emplace_back(name, option);
+        return option;
+    };
+    add_count("min-freq", a.min_freq,
+              "--task translate: words seen fewer times in training are read as <unk>");
+    add_count("max-vocab", a.max_vocab,
+              "--task translate: at most this many vocabulary entries, the 4 special tokens included (0 = no "
+              "limit)");
     for (const Setting& setting : settings()) {
         if (!setting.flag.empty())
             options.emplace_back(std::string(setting.flag), add_setting(app, setting, a.flags));

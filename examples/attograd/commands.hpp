@@ -23,6 +23,8 @@ public:
 struct TrainArgs {
     std::string task, data, out, resume;
     bool chars = false;
+    std::string lang;                          ///< --task translate: the catalogs' language
+    std::int64_t min_freq = 2, max_vocab = 0;  ///< --task translate: the vocabulary's limits
     RunConfig flags;     ///< the values of the settings' flags (those in `given` count)
     bool force = false;  ///< --out may replace a run that is there
     bool quiet = false;

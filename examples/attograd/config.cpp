@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "data/text.hpp"
+#include "data/translate_task.hpp"
 #include "data/tsv.hpp"
 
 #include <algorithm>
@@ -21,6 +22,8 @@ namespace {
 /// The entry of task `name`: a registered task's, or user data's for "data".
 const data::TaskEntry& entry_of(const std::string& name) {
     static const data::TaskEntry user_data = data::data_task_entry();
+    static const data::TaskEntry translate = data::translate_task_entry();
+    if (name == "translate") return translate;
     return name == "data" ? user_data : data::task_entry(name);
 }
 
@@ -207,6 +210,9 @@ nlohmann::json to_json(const RunConfig& config) {
                             {{"name", config.task.name},
                              {"data", config.task.data},
                              {"chars", config.task.chars},
+                             {"lang", config.task.lang},
+                             {"min_freq", config.task.min_freq},
+                             {"max_vocab", config.task.max_vocab},
                              {"data_bytes", config.task.data_bytes},
                              {"data_fnv1a64", config.task.data_fnv1a64}}},
                            {"model", nlohmann::json::object()},
@@ -250,6 +256,15 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
              detail::json_integer_range<std::uint64_t>(), bytes.dump());
     c.task.data_bytes = *data_bytes;
     c.task.data_fnv1a64 = text_field(json, "task", "data_fnv1a64");
+    if (json["task"].contains("lang")) {  // translate's catalogs and vocabulary limits
+        c.task.lang = text_field(json, "task", "lang");
+        for (const auto& [key, value] : {std::pair{"min_freq", &c.task.min_freq}, {"max_vocab", &c.task.max_vocab}}) {
+            const std::optional<std::int64_t> n = detail::json_integer<std::int64_t>(field(json, "task", key));
+            AG_CHECK(n && *n >= 0, ValueError, "config.json: task.{} must be an integer >= 0, got {}", key,
+                     field(json, "task", key).dump());
+            *value = *n;
+        }
+    }
     // As train writes it: "" (a bundled task) or 16 lowercase hex digits.
     const std::string& sum = c.task.data_fnv1a64;
     AG_CHECK(

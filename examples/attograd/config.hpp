@@ -84,6 +84,10 @@ struct TaskConfig {
     std::string name;    ///< a bundled task, or "data"
     std::string data;    ///< the TSV path for "data" ("" otherwise)
     bool chars = false;  ///< character tokens for "data"
+    std::string lang;    ///< translate: the catalogs' language ("" otherwise)
+    /// translate: words seen fewer times in the training pairs are <unk>; at most max_vocab
+    /// entries (0 = no limit). The vocabulary they built is config.json's vocab.
+    std::int64_t min_freq = 1, max_vocab = 0;
     /// The TSV file's size and fnv1a64 when the run started, so that --resume refuses other
     /// data (0 and "" for bundled tasks and runs written before they were recorded).
     std::uint64_t data_bytes = 0;

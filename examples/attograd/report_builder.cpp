@@ -48,6 +48,8 @@ bool applies(const RunConfig& c, const std::string& key) {
         return !rnn;
     if (key == "train.momentum") return c.train.optim == "sgd";
     if (key == "task.data" || key == "task.chars") return c.task.name == "data";
+    if (key == "task.lang" || key == "task.min_freq" || key == "task.max_vocab")
+        return c.task.name == "translate";
     return true;
 }
 

@@ -15,6 +15,7 @@
 
 #include "config.hpp"
 #include "core/error.hpp"
+#include "data/translate_task.hpp"
 #include "data/tsv.hpp"
 #include "models.hpp"
 #include "train/run_dir.hpp"
@@ -90,6 +91,9 @@ struct TrainingData {
 };
 
 /// Reads and parses the TSV file `path` (at most 256 MiB). Throws as data::TsvDataset::read.
+/// The translate task's options for language `lang` (the library's defaults otherwise).
+data::TranslateTaskOptions translate_options(const std::string& lang);
+
 TrainingData read_training_data(const std::filesystem::path& path, bool chars);
 
 /// The task `config` names: a bundled task, or user data: for training the TSV file named in

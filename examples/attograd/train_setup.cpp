@@ -5,6 +5,8 @@
 #include "settings.hpp"
 
 #include "core/error.hpp"
+#include "data/example_vocabulary.hpp"
+#include "data/translate_task.hpp"
 #include "data/tsv.hpp"
 #include "optim/adam.hpp"
 #include "optim/sgd.hpp"
@@ -36,6 +38,22 @@ std::string resumable_text() {
     for (const Setting& setting : settings())
         if (setting.resumable) text += fmt::format("--{}, ", setting.flag);
     return text + "--quiet";
+}
+
+/// translate's vocabulary: one for both languages, from the training pairs, without words seen
+/// fewer than --min-freq times (read as <unk>), at most --max-vocab entries.
+void set_translate_vocabulary(const TrainArgs& args, const Task& task, RunConfig& config) {
+    if (args.min_freq < 1) throw UsageError(fmt::format("--min-freq must be >= 1, got {}", args.min_freq));
+    if (args.max_vocab != 0 && args.max_vocab < Vocabulary::reserved_count)
+        throw UsageError(fmt::format("--max-vocab must be 0 (no limit) or >= {} (the special tokens), got {}",
+                                     Vocabulary::reserved_count, args.max_vocab));
+    config.task.lang = args.was_given("lang") ? args.lang : "fr";
+    config.task.min_freq = args.min_freq;
+    config.task.max_vocab = args.max_vocab;
+    data::VocabularyOptions options{.min_freq = args.min_freq};
+    if (args.max_vocab != 0) options.max_tokens = args.max_vocab;
+    config.vocab = data::build_vocabulary(dynamic_cast<const data::TranslateTask&>(task).train_set(),
+                                          data::ExampleSide::Both, options);
 }
 
 /// Refuses an --out that holds anything but nothing or, with --force, a run: re-running a
@@ -182,9 +200,17 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
             if (args.task.empty())
                 throw UsageError("train needs --task NAME (see `attograd tasks`) or --data FILE.tsv");
             if (args.task == "data") throw UsageError("--task data needs --data FILE.tsv");
-            task = data::make_task(args.task);
+            if (args.task == "translate")
+                task =
+                    data::make_translate_task(translate_options(args.was_given("lang") ? args.lang : "fr"));
+            else
+                task = data::make_task(args.task);
         }
         config = default_config(*task);
+        if (config.task.name == "translate") set_translate_vocabulary(args, *task, config);
+        for (const char* flag : {"lang", "min-freq", "max-vocab"})
+            if (args.was_given(flag) && config.task.name != "translate")
+                throw UsageError(fmt::format("--{} applies to --task translate only", flag));
         if (!args.data.empty()) {
             config.task.data = fs::absolute(args.data).string();
             config.task.chars = args.chars;
