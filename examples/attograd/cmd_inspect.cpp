@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "console.hpp"
 #include "evaluation.hpp"
+#include "faithfulness_run.hpp"
 #include "report_builder.hpp"
 #include "run_dir.hpp"
 #include "snapshot_probes.hpp"
@@ -91,6 +92,9 @@ std::map<std::string, std::vector<std::int64_t>> parse_knockout(const std::vecto
     return heads;
 }
 
+/// Held-out examples --faithfulness measures when --samples is not given.
+constexpr std::int64_t faithfulness_samples = 50;
+
 std::string summary_line(const inspect::AttentionMap& map) {
     std::string line = fmt::format("  layer {} {} head {}", map.layer, map.module, map.head);
     if (map.alignment_share) line += fmt::format(": alignment share {:.3f}", *map.alignment_share);
@@ -133,12 +137,39 @@ int cmd_inspect(const InspectArgs& args) {
         throw UsageError("--to does not apply to --format term (it prints to the terminal)");
     }
     if (args.samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", args.samples));
+    if (args.faithfulness) {
+        if (args.format != "term" && args.format != "html")
+            throw UsageError(
+                fmt::format("--faithfulness applies to --format term or html, not {}", args.format));
+        if (!args.inputs.empty())
+            throw UsageError(
+                "--faithfulness measures held-out examples (their targets are the labels), not --input");
+        if (!args.knockout.empty())
+            throw UsageError(
+                "--faithfulness knocks out every head itself; it does not combine with --knockout");
+    }
 
     const LoadedRun run = load_run(args.run);
     const Task& task = *run.task;
     const auto knockout = parse_knockout(args.knockout, *run.model);
     const DecodeSettings decoding{.beam = args.beam, .length_penalty = args.length_penalty};
     check_decoding(decoding, run.config.model);
+    std::optional<FaithfulnessRun> faithfulness;
+    if (args.faithfulness) {
+        if (run.model->attention_layers().empty())
+            throw UsageError("--faithfulness: the model has no attention layer to measure");
+        faithfulness = faithfulness_over_held_out(*run.model, run.config.model, task, run.config.vocab,
+                                                  args.samples_given ? args.samples : faithfulness_samples,
+                                                  {.evidence = args.format == "html"});
+        const std::string measured = fmt::format(
+            "faithfulness over {} held-out example(s), {} decision(s) (every output position), in {:.1f} s",
+            faithfulness->examples, faithfulness->decisions, faithfulness->seconds);
+        if (args.format == "term") {
+            output(stdout, "{}\n\n{}", measured, inspect::to_text(faithfulness->table));
+            return 0;
+        }
+        output(stdout, "{}\n", measured);
+    }
 
     // As eval: a bad --input is reported, naming it, and the others are still inspected; the exit
     // code is then 2 (and nothing is written when every input is bad).
@@ -153,8 +184,9 @@ int cmd_inspect(const InspectArgs& args) {
     }
     if (!args.inputs.empty() && cases.empty()) return 2;
     const int code = any_failed ? 2 : 0;
-    for (std::int64_t i = 0; args.inputs.empty() && i < args.samples && i < std::ssize(task.held_out());
-         ++i) {
+    // With --faithfulness, --samples counts the examples measured; the report draws the first.
+    const std::int64_t drawn = args.faithfulness ? 1 : args.samples;
+    for (std::int64_t i = 0; args.inputs.empty() && i < drawn && i < std::ssize(task.held_out()); ++i) {
         const auto& e = task.held_out()[static_cast<std::size_t>(i)];
         cases.emplace_back(e.source, e.target);
     }
@@ -265,6 +297,9 @@ int cmd_inspect(const InspectArgs& args) {
     std::string name;
     if (args.format == "html") {
         inspect::Report report = build_report(run, examples, notes);
+        if (faithfulness)
+            report.faithfulness = inspect::FaithfulnessSection{.table = faithfulness->table,
+                                                               .evidence = faithfulness->evidence};
         const fs::path snapshots = run.dir / snapshot_file;
         if (fs::exists(snapshots)) {
             try {

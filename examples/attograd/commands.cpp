@@ -264,7 +264,9 @@ int run_cli(int argc, char** argv) {
                      "text to run (repeatable; each bad one is reported, the rest run)")
         ->type_name("TEXT");
     auto* samples = with_default_value(checked<std::int64_t>(inspect_cmd->add_option(
-                                           "--samples", inspect.samples, "held-out examples to draw")),
+                                           "--samples", inspect.samples,
+                                           "held-out examples to draw (with --faithfulness: to measure, "
+                                           "default 50)")),
                                        inspect.samples);
     with_default_value(checked<std::string>(inspect_cmd->add_option("--format", inspect.format,
                                                                     "term, svg, html, csv or json")),
@@ -286,6 +288,9 @@ int run_cli(int argc, char** argv) {
         "--rollout", inspect.rollout,
         "also draw attention rollout (Abnar & Zuidema 2020) over the model's attention stack");
     inspect_cmd->add_flag("--flow", inspect.flow, "also draw attention flow (Abnar & Zuidema 2020)");
+    inspect_cmd->add_flag("--faithfulness", inspect.faithfulness,
+                          "print every head's faithfulness table and verdict over held-out examples "
+                          "(--format html: add the report's faithfulness section)");
     add_decoding(*inspect_cmd, inspect.beam, inspect.length_penalty);
 
     // CLI11 would report a mistyped subcommand as "A subcommand is required".

@@ -55,7 +55,8 @@ struct InspectArgs {
     bool saliency = false;
     bool rollout = false;
     bool flow = false;
-    std::int64_t beam = 1;  ///< beam size (1 = greedy); see DecodeSettings
+    bool faithfulness = false;  ///< every head's faithfulness table (faithfulness_over_held_out)
+    std::int64_t beam = 1;      ///< beam size (1 = greedy); see DecodeSettings
     double length_penalty = 0.0;
 };
 
