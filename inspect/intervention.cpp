@@ -25,9 +25,9 @@ std::string listing(const std::vector<AttentionLayer>& layers) {
 
 bool is_local(const nn::Module& layer) {
     if (const auto* a = dynamic_cast<const nn::Attention*>(&layer))
-        return a->options().local != nn::LocalMode::None;
+        return a->options().scoring.local != nn::LocalMode::None;
     if (const auto* m = dynamic_cast<const nn::MultiHeadAttention*>(&layer))
-        return m->options().local != nn::LocalMode::None;
+        return m->options().scoring.local != nn::LocalMode::None;
     return false;
 }
 
