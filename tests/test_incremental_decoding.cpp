@@ -256,8 +256,8 @@ TEST_CASE("decoding with the cache records the chosen output's attention as the 
 
 TEST_CASE("architectures without a cached path decode through the stateless step") {
     nn::TransformerOptions local = arch(DType::Float64);
-    local.local = nn::LocalMode::Monotonic;
-    local.window = 2;
+    local.scoring.local = nn::LocalMode::Monotonic;
+    local.scoring.window = 2;
     const Variant v{"local-m", local};
     const auto model = make_model(v);
     CHECK_FALSE(model->supports_cache());
