@@ -10,6 +10,7 @@
 #include "core/ops_sparsemax.hpp"
 #include "nn/attention_intervention.hpp"
 #include "nn/attention_recorder.hpp"
+#include "nn/detail/check_scoring.hpp"
 #include "nn/linear.hpp"
 #include "nn/parameter_size.hpp"
 #include "nn/unbatched.hpp"
@@ -31,13 +32,7 @@ void check_options(const AttentionOptions& o) {
         "hidden={}",
         kOp, o.query_dim, o.key_dim, o.value_dim, o.embed_dim, o.hidden);
     AG_CHECK(is_floating(o.dtype), DTypeError, "{}: dtype must be float32 or float64, got {}", kOp, o.dtype);
-    const ScoringOptions& sc = o.scoring;
-    AG_CHECK(sc.window >= 0, ValueError, "{}: window D must be >= 0, got {}", kOp, sc.window);
-    AG_CHECK(sc.local != LocalMode::Predictive || sc.window >= 1, ValueError,
-             "{}: local-p needs window D >= 1 (its Gaussian has sigma = D / 2), got {}", kOp, sc.window);
-    AG_CHECK(sc.positional == Positional::None, ValueError,
-             "{}: positional {} is not supported (relative positions need MultiHeadAttention)", kOp,
-             to_string(sc.positional));
+    detail::check_scoring_options(o.scoring, kOp, false);
     AG_CHECK(o.dropout >= 0 && o.dropout <= 1, ValueError, "{}: dropout must be in [0, 1], got {}", kOp,
              o.dropout);
     AG_CHECK(o.temperature > 0, ValueError, "{}: temperature must be > 0, got {}", kOp, o.temperature);

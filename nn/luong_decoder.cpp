@@ -12,6 +12,7 @@
 #include "core/ops_shape.hpp"
 #include "core/ops_softmax.hpp"
 #include "nn/attention_recorder.hpp"
+#include "nn/detail/check_scoring.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear.hpp"
 #include "nn/module_list.hpp"
@@ -36,13 +37,7 @@ LuongDecoderOptions checked(LuongDecoderOptions o) {
         o.memory_dim >= 0 && o.attention_dim >= 0, ValueError,
         "{}: memory_dim and attention_dim must be >= 0 (0 = hidden_size), got memory_dim={} attention_dim={}",
         kOp, o.memory_dim, o.attention_dim);
-    const ScoringOptions& sc = o.scoring;
-    AG_CHECK(sc.window >= 0, ValueError, "{}: window must be >= 0, got {}", kOp, sc.window);
-    AG_CHECK(sc.local != LocalMode::Predictive || sc.window >= 1, ValueError,
-             "{}: local-p needs window >= 1 (its Gaussian has sigma = window / 2), got {}", kOp, sc.window);
-    AG_CHECK(sc.positional == Positional::None, ValueError,
-             "{}: positional {} is not supported (relative positions need MultiHeadAttention)", kOp,
-             to_string(sc.positional));
+    detail::check_scoring_options(o.scoring, kOp, false);
     AG_CHECK(is_floating(o.dtype), DTypeError, "{}: dtype must be float32 or float64, got {}", kOp, o.dtype);
     if (o.memory_dim == 0) o.memory_dim = o.hidden_size;
     if (o.attention_dim == 0) o.attention_dim = o.hidden_size;

@@ -7,6 +7,7 @@
 #include "core/ops_positional.hpp"
 #include "nn/attention_intervention.hpp"
 #include "nn/attention_recorder.hpp"
+#include "nn/detail/check_scoring.hpp"
 #include "nn/linear.hpp"
 #include "nn/parameter_size.hpp"
 #include "nn/unbatched.hpp"
@@ -66,10 +67,7 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions options, Genera
              "{}: inputs are always batch first [B, T, E]; batch_first = false is not "
              "supported",
              kOp);
-    AG_CHECK(o.scoring.window >= 0, ValueError, "{}: window D must be >= 0, got {}", kOp, o.scoring.window);
-    AG_CHECK(o.scoring.local != LocalMode::Predictive || o.scoring.window >= 1, ValueError,
-             "{}: local-p needs window D >= 1 (its Gaussian has sigma = D / 2), got {}", kOp,
-             o.scoring.window);
+    detail::check_scoring_options(o.scoring, kOp, true);
     AG_CHECK(o.scoring.local == LocalMode::None || (!o.add_bias_kv && !o.add_zero_attn), ValueError,
              "{}: local attention does not combine with add_bias_kv / add_zero_attn (their keys lie "
              "outside every window)",
@@ -78,8 +76,6 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions options, Genera
     AG_CHECK(o.scoring.positional != Positional::Rotary || (o.embed_dim / o.num_heads) % 2 == 0, ValueError,
              "{}: rotary positions need an even head width, got embed_dim {} / num_heads {} = {}", kOp,
              o.embed_dim, o.num_heads, o.embed_dim / o.num_heads);
-    AG_CHECK(std::isfinite(o.scoring.rope_base) && o.scoring.rope_base > 0, ValueError,
-             "{}: rope_base must be finite and > 0, got {}", kOp, o.scoring.rope_base);
     if (o.kdim == 0) o.kdim = o.embed_dim;
     if (o.vdim == 0) o.vdim = o.embed_dim;
     const std::int64_t e = o.embed_dim;

@@ -386,7 +386,7 @@ TEST_CASE("the decoders reject bad options, naming the module and the option") {
                                            .embedding_dim = 2,
                                            .hidden_size = 3,
                                            .scoring = {.score = nn::Score::Bilinear, .window = -1}}),
-                         doctest::Contains("LuongDecoder: window must be >= 0, got -1"), ValueError);
+                         doctest::Contains("LuongDecoder: window D must be >= 0, got -1"), ValueError);
     CHECK_THROWS_WITH_AS(nn::LuongDecoder({.vocab_size = 4,
                                            .embedding_dim = 2,
                                            .hidden_size = 3,
@@ -398,7 +398,7 @@ TEST_CASE("the decoders reject bad options, naming the module and the option") {
              .embedding_dim = 2,
              .hidden_size = 3,
              .scoring = {.score = nn::Score::Bilinear, .local = nn::LocalMode::Predictive, .window = 0}}),
-        doctest::Contains("LuongDecoder: local-p needs window >= 1"), ValueError);
+        doctest::Contains("LuongDecoder: local-p needs window D >= 1"), ValueError);
     CHECK_THROWS_WITH_AS(nn::LuongDecoder({.vocab_size = 4,
                                            .embedding_dim = 2,
                                            .hidden_size = 3,
