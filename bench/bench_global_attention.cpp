@@ -29,10 +29,11 @@ double time_steps(Kernel kernel, std::int64_t t, int reps) {
     Tensor x = randn({1, t, e}, gen, {.requires_grad = true});
     nn::Attention layer({.query_dim = e}, gen);
     auto step = [&] {
-        Tensor out = kernel == Kernel::Unfused ? layer.forward(x, x, {}, false).output
-                                               : scaled_dot_product_attention_heads(
-                                                     x, x, x, 1, {.need_weights = kernel == Kernel::Kept})
-                                                     .output;
+        Tensor out =
+            kernel == Kernel::Unfused
+                ? layer.forward(x, x, nn::AttentionArgs{.need_weights = false}).output
+                : scaled_dot_product_attention_heads(x, x, x, 1, {.need_weights = kernel == Kernel::Kept})
+                      .output;
         sum(out).backward();
         x.zero_grad();
     };

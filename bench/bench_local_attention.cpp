@@ -50,7 +50,7 @@ struct Figures {
 Figures measure(const nn::Attention& layer, std::int64_t t, std::int64_t e, Generator& gen) {
     Tensor x = randn({1, t, e}, gen, {.requires_grad = true});
     auto step = [&] {
-        sum(layer.forward(x, x, {}, false).output).backward();
+        sum(layer.forward(x, x, nn::AttentionArgs{.need_weights = false}).output).backward();
         x.zero_grad();
     };
     release_memory();
@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
         if (std::string(argv[i]) == "--max-global") max_global = std::atoll(argv[i + 1]);
     const std::int64_t e = 64, d = 8;
     Generator gen(0);
-    nn::Attention local({.query_dim = e, .local = nn::LocalMode::Monotonic, .window = d}, gen);
+    nn::Attention local({.query_dim = e, .scoring = {.local = nn::LocalMode::Monotonic, .window = d}}, gen);
     nn::Attention global({.query_dim = e}, gen);
     fmt::print(
         "single-head scaled-dot self-attention, B = 1, E = {}, window D = {} (2D + 1 = {} keys per query)\n",

@@ -26,8 +26,8 @@ struct Model : nn::Module {
                              nn::EmbeddingOptions{.num_embeddings = 16, .embedding_dim = c.embed}, gen));
         nn::MultiHeadAttentionOptions options{.embed_dim = c.embed, .num_heads = c.heads};
         if (c.window >= 0) {
-            options.local = nn::LocalMode::Monotonic;
-            options.window = c.window;
+            options.scoring.local = nn::LocalMode::Monotonic;
+            options.scoring.window = c.window;
         }
         attention = register_module("attention", std::make_shared<nn::MultiHeadAttention>(options, gen));
         head = register_module(

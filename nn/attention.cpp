@@ -10,6 +10,7 @@
 #include "core/ops_sparsemax.hpp"
 #include "nn/attention_intervention.hpp"
 #include "nn/attention_recorder.hpp"
+#include "nn/detail/check_scoring.hpp"
 #include "nn/linear.hpp"
 #include "nn/parameter_size.hpp"
 #include "nn/unbatched.hpp"
@@ -31,9 +32,7 @@ void check_options(const AttentionOptions& o) {
         "hidden={}",
         kOp, o.query_dim, o.key_dim, o.value_dim, o.embed_dim, o.hidden);
     AG_CHECK(is_floating(o.dtype), DTypeError, "{}: dtype must be float32 or float64, got {}", kOp, o.dtype);
-    AG_CHECK(o.window >= 0, ValueError, "{}: window D must be >= 0, got {}", kOp, o.window);
-    AG_CHECK(o.local != LocalMode::Predictive || o.window >= 1, ValueError,
-             "{}: local-p needs window D >= 1 (its Gaussian has sigma = D / 2), got {}", kOp, o.window);
+    detail::check_scoring_options(o.scoring, kOp, false);
     AG_CHECK(o.dropout >= 0 && o.dropout <= 1, ValueError, "{}: dropout must be in [0, 1], got {}", kOp,
              o.dropout);
     AG_CHECK(o.temperature > 0, ValueError, "{}: temperature must be > 0, got {}", kOp, o.temperature);
@@ -86,9 +85,9 @@ Attention::Attention(AttentionOptions options, Generator& generator)
     const std::int64_t dq = o.project_query ? o.embed_dim : o.query_dim;
     const std::int64_t dk = o.project_key ? o.embed_dim : o.key_dim;
     const std::int64_t h = or_default(o.hidden, dq);
-    score_ = register_module("score",
-                             make_score(o.score, {.query_dim = dq, .key_dim = dk, .hidden = h}, generator));
-    if (o.local == LocalMode::Predictive) {
+    score_ = register_module(
+        "score", make_score(o.scoring.score, {.query_dim = dq, .key_dim = dk, .hidden = h}, generator));
+    if (o.scoring.local == LocalMode::Predictive) {
         // Uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)], as the other parameters.
         const double bw = 1.0 / std::sqrt(static_cast<double>(dq)),
                      bv = 1.0 / std::sqrt(static_cast<double>(h));
@@ -123,32 +122,35 @@ std::string Attention::extra_repr() const {
     const AttentionOptions& o = options_;
     std::string out =
         fmt::format("query_dim={}, key_dim={}, value_dim={}, score={}, normalizer={}", o.query_dim, o.key_dim,
-                    o.value_dim, to_string(o.score), to_string(o.normalizer));
+                    o.value_dim, to_string(o.scoring.score), to_string(o.normalizer));
     if (o.normalizer == Normalizer::Hard) out += fmt::format(", estimator={}", to_string(o.estimator));
-    if (o.local != LocalMode::None) out += fmt::format(", local={}, window={}", to_string(o.local), o.window);
+    if (o.scoring.local != LocalMode::None)
+        out += fmt::format(", local={}, window={}", to_string(o.scoring.local), o.scoring.window);
     if (o.dropout > 0) out += fmt::format(", dropout={}", o.dropout);
     return out;
 }
 
-AttentionOutput Attention::forward(const Tensor& query, const Tensor& inputs, const AttentionMasks& masks,
-                                   bool need_weights) const {
-    return forward(query, inputs, inputs, masks, need_weights);
+AttentionOutput Attention::forward(const Tensor& query, const Tensor& inputs,
+                                   const AttentionArgs& args) const {
+    return forward(query, inputs, inputs, args);
 }
 
 AttentionOutput Attention::forward(const Tensor& query, const Tensor& key, const Tensor& value,
-                                   const AttentionMasks& masks, bool need_weights) const {
+                                   const AttentionArgs& args) const {
     if (query.defined() && key.defined() && value.defined() && query.dim() == 2 && key.dim() == 2 &&
         value.dim() == 2) {  // unbatched [T, D], as PyTorch: run as a batch of one (nn/unbatched.hpp)
-        const Unbatched in(query, key, value, masks.key_padding_mask);
-        AttentionMasks batched = masks;
+        const Unbatched in(query, key, value, args.key_padding_mask);
+        AttentionArgs batched = args;
         batched.key_padding_mask = in.key_padding_mask;
-        AttentionOutput out = forward(in.query, in.key, in.value, batched, need_weights);
+        AttentionOutput out = forward(in.query, in.key, in.value, batched);
         for (Tensor* t :
              {&out.output, &out.weights, &out.band_weights, &out.window_start, &out.centre, &out.log_prob})
             *t = drop_batch(*t);
         return out;
     }
     const AttentionOptions& o = options_;
+    const AttentionMasks masks = args.masks();
+    const bool need_weights = args.need_weights;
     AG_CHECK(query.defined() && key.defined() && value.defined(), ValueError,
              "{}: undefined query, key or value", kOp);
     AG_CHECK(query.dim() == 3 && key.dim() == 3 && value.dim() == 3 && query.size(2) == o.query_dim &&
@@ -170,14 +172,17 @@ AttentionOutput Attention::forward(const Tensor& query, const Tensor& key, const
     const Tensor q = q_proj_ ? q_proj_->forward(query) : query;
     const Tensor k = k_proj_ ? k_proj_->forward(key) : key;
     const Tensor v = v_proj_ ? v_proj_->forward(value) : value;
-    AttentionOutput out = o.local == LocalMode::None ? forward_global(q, k, v, masks, need_weights)
+    AttentionOutput out = o.scoring.local == LocalMode::None ? forward_global(q, k, v, masks, need_weights)
                                                      : forward_local(q, k, v, masks, need_weights);
     // Replacement weights are applied inside forward_global / forward_local, which have the values
     // and the mask.
     if (const auto* heads = head_interventions(this); heads != nullptr && !replaces_weights(heads))
         silence_heads(*heads, out.output, out.weights);
     if (out.weights.defined()) record_attention(this, out.weights);
-    if (!need_weights) out.weights = Tensor();
+    if (!need_weights)
+        out.weights = Tensor();
+    else if (!args.average_attn_weights)
+        out.weights = unsqueeze(out.weights, 1);  // [B, 1, Tq, Tk]: the one head's, as MultiHeadAttention's
     return out;
 }
 

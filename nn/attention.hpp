@@ -7,6 +7,7 @@
 #include "nn/hard_attention.hpp"
 #include "nn/local_window.hpp"
 #include "nn/module.hpp"
+#include "nn/scoring_options.hpp"
 
 #include <memory>
 #include <string_view>
@@ -30,10 +31,12 @@ std::string_view to_string(Normalizer normalizer);
 
 /// Options of Attention. Widths of 0 default as noted; the others take PyTorch-like defaults.
 struct AttentionOptions {
-    std::int64_t query_dim = 0;      ///< Dq, width of the query input (> 0)
-    std::int64_t key_dim = 0;        ///< Dk, width of the key input; 0 = query_dim
-    std::int64_t value_dim = 0;      ///< Dv, width of the value input; 0 = key_dim
-    Score score = Score::ScaledDot;  ///< the score function s(key, query)
+    std::int64_t query_dim = 0;  ///< Dq, width of the query input (> 0)
+    std::int64_t key_dim = 0;    ///< Dk, width of the key input; 0 = query_dim
+    std::int64_t value_dim = 0;  ///< Dv, width of the value input; 0 = key_dim
+    /// The score s(key, query), global or local attention and its window D. positional must be
+    /// None (relative positions are MultiHeadAttention's).
+    ScoringOptions scoring{};
     /// H: hidden width of the additive score and of local-p's position predictor; 0 = the
     /// (projected) query width.
     std::int64_t hidden = 0;
@@ -46,11 +49,9 @@ struct AttentionOptions {
     bool bias = true;                          ///< whether the projections learn a bias
     Normalizer normalizer = Normalizer::Soft;  ///< softmax, sparsemax or hard weights
     HardEstimator estimator = HardEstimator::GumbelStraightThrough;  ///< hard attention's training
-    double temperature = 1.0;           ///< Gumbel-softmax temperature (> 0) of the straight-through gradient
-    double baseline_decay = 0.9;        ///< REINFORCE's moving-average baseline decay, in [0, 1)
-    LocalMode local = LocalMode::None;  ///< global, local-m or local-p attention
-    std::int64_t window = 0;  ///< local attention's D: each query sees 2D + 1 keys (>= 0; >= 1 for local-p)
-    double dropout = 0.0;     ///< dropout on the weights while training, in [0, 1]
+    double temperature = 1.0;     ///< Gumbel-softmax temperature (> 0) of the straight-through gradient
+    double baseline_decay = 0.9;  ///< REINFORCE's moving-average baseline decay, in [0, 1)
+    double dropout = 0.0;         ///< dropout on the weights while training, in [0, 1]
     /// Parameter dtype (float32 or float64), as MultiHeadAttentionOptions. Inputs must match it
     /// when the layer has parameters (a parameter-free layer computes in its inputs' dtype).
     DType dtype = DType::Float32;
@@ -60,7 +61,8 @@ struct AttentionOptions {
 struct AttentionOutput {
     /// [B, Tq, Dv'] with Dv' the value width after projection.
     Tensor output;
-    /// [B, Tq, Tk], the normalised weights BEFORE dropout (PyTorch's MultiheadAttention returns
+    /// [B, Tq, Tk] ([B, 1, Tq, Tk] with average_attn_weights = false, as MultiHeadAttention's
+    /// per-head weights), the normalised weights BEFORE dropout (PyTorch's MultiheadAttention returns
     /// them after dropout; here they are the distribution the layer attended with, which is what
     /// inspection wants). For local attention every entry outside a query's window is exactly 0;
     /// local-p's weights include the Gaussian factor. Undefined unless need_weights.
@@ -82,8 +84,8 @@ struct AttentionOutput {
 /// - plain: forward(query, inputs [B, Tk, Dk]) uses the inputs as keys and values (Dv = Dk).
 /// Self-attention with the dot or scaled-dot score needs the projections (project_query /
 /// project_key / project_value): without them every position scores h_t . h_s and mostly
-/// attends to itself. Pass masks by type, `forward(x, x, AttentionMasks{...})`: a bare `{}`
-/// is ambiguous between the two forms.
+/// attends to itself. Pass the arguments by type, `forward(x, x, AttentionArgs{...})`: a bare
+/// `{}` is ambiguous between the two forms.
 ///
 /// Global attention scores every key. Local attention (Luong, Pham & Manning 2015, §3.2) scores
 /// only the window [c_t - D, c_t + D] of each query, clipped to the keys, computing only that
@@ -97,8 +99,9 @@ struct AttentionOutput {
 ///   sampling distribution instead (its log is added to the scores), so one key still gets
 ///   weight 1, and p_t learns through the estimator.
 ///
-/// Masks (AttentionMasks, PyTorch semantics: bool true = not allowed, float masks added):
-/// attn_mask [Tq, Tk] or [B, Tq, Tk], key_padding_mask [B, Tk], is_causal. Local attention
+/// Arguments (AttentionArgs, MultiHeadAttention's and PyTorch's, masks with their semantics:
+/// bool true = not allowed, float masks added): attn_mask [Tq, Tk] or [B, Tq, Tk],
+/// key_padding_mask [B, Tk], is_causal, need_weights, average_attn_weights. Local attention
 /// applies them inside the band. A query whose keys are all masked gets zero weights and a zero
 /// output (PyTorch gives NaN), with finite gradients everywhere, on every path.
 ///
@@ -116,18 +119,17 @@ public:
     ~Attention() override;
 
     /// Key-value attention: query [B, Tq, Dq], key [B, Tk, Dk], value [B, Tk, Dv] -> output
-    /// [B, Tq, Dv'] and, when `need_weights`, weights [B, Tq, Tk]. Reports the weights to an
-    /// active AttentionRecorder. Throws ShapeError naming the shapes (wrong ranks, widths,
+    /// [B, Tq, Dv'] and, when args.need_weights, weights [B, Tq, Tk] (see AttentionOutput::weights). Reports
+    /// the weights to an active AttentionRecorder. Throws ShapeError naming the shapes (wrong ranks, widths,
     /// batch or key counts, Tk = 0), DTypeError (inputs' dtypes differ from the parameters'),
     /// and the errors of check_attention_masks for bad masks. Unbatched inputs (as PyTorch's
     /// attention layers take them): query [Tq, Dq], key [Tk, Dk], value [Tk, Dv] with
     /// key_padding_mask [Tk] -> output [Tq, Dv'], weights [Tq, Tk] (every AttentionOutput field
     /// loses its batch dimension).
     AttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
-                            const AttentionMasks& masks = {}, bool need_weights = true) const;
+                            const AttentionArgs& args = {}) const;
     /// Plain attention: keys = values = inputs [B, Tk, Dk].
-    AttentionOutput forward(const Tensor& query, const Tensor& inputs, const AttentionMasks& masks = {},
-                            bool need_weights = true) const;
+    AttentionOutput forward(const Tensor& query, const Tensor& inputs, const AttentionArgs& args = {}) const;
 
     /// REINFORCE's surrogate loss for hard attention (Williams 1992; Xu et al. 2015 §4.1): add it
     /// to the task loss. log_prob [B, Tq] from forward's output (defined only in training mode);

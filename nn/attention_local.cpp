@@ -17,8 +17,8 @@ AttentionOutput Attention::forward_local(const Tensor& q, const Tensor& k, const
                                          const AttentionMasks& masks, bool need_weights) const {
     const std::int64_t batch = q.size(0), tq = q.size(1), tk = k.size(1);
     // The band: 2 d + 1 slots (d = D unless D >= Tk); the Gaussian uses D itself.
-    const std::int64_t d = band_half_width(options_.window, tk), width = 2 * d + 1;
-    const bool predictive = options_.local == LocalMode::Predictive;
+    const std::int64_t d = band_half_width(options_.scoring.window, tk), width = 2 * d + 1;
+    const bool predictive = options_.scoring.local == LocalMode::Predictive;
     AttentionOutput out;
     if (predictive) {
         // p_t = Tk * sigmoid(v_p^T tanh(W_p q_t)): [B, Tq, Dq'] -> [B, Tq, H] -> [B, Tq]
@@ -30,8 +30,8 @@ AttentionOutput Attention::forward_local(const Tensor& q, const Tensor& k, const
         out.window_start = monotonic_window_start(batch, tq, tk, d);
     }
     const Tensor& start = out.window_start;
-    const double sigma = static_cast<double>(options_.window) / 2.0;
-    const bool dot_score = options_.score == Score::Dot || options_.score == Score::ScaledDot;
+    const double sigma = static_cast<double>(options_.scoring.window) / 2.0;
+    const bool dot_score = options_.scoring.score == Score::Dot || options_.scoring.score == Score::ScaledDot;
     // Replaced weights need the band's own weights and its mask: the unfused path below.
     const std::vector<HeadIntervention>* heads = head_interventions(this);
     const bool replacing = replaces_weights(heads);
@@ -42,8 +42,9 @@ AttentionOutput Attention::forward_local(const Tensor& q, const Tensor& k, const
             .band_mask =
                 masks.empty() ? Tensor() : local_band_mask(masks, start, width, tk, q.dtype(), "Attention"),
             .factor = predictive ? gaussian_window(out.centre, start, width, sigma) : Tensor(),
-            .scale =
-                options_.score == Score::Dot ? 1.0 : 1.0 / std::sqrt(static_cast<double>(score_->key_dim()))};
+            .scale = options_.scoring.score == Score::Dot
+                         ? 1.0
+                         : 1.0 / std::sqrt(static_cast<double>(score_->key_dim()))};
         SdpaResult r = local_scaled_dot_product_attention_heads(q, k, v, 1, start, width, fused);
         out.output = r.output;
         out.band_weights = r.weights;

@@ -24,6 +24,29 @@ struct AttentionMasks {
     bool empty() const { return !attn_mask.defined() && !key_padding_mask.defined() && !is_causal; }
 };
 
+/// Keyword arguments of an attention layer's forward, nn::Attention's and nn::MultiHeadAttention's
+/// alike: torch.nn.MultiheadAttention.forward's names, defaults and mask semantics.
+struct AttentionArgs {
+    /// bool or float [B, Tk]: `true` (or the added float) at padded keys. Undefined = none.
+    Tensor key_padding_mask{};
+    /// bool (true = not allowed) or float (added): [Tq, Tk] for every batch and head, or
+    /// [B * h, Tq, Tk] per batch and head (index b * h + head; h = 1 for nn::Attention).
+    Tensor attn_mask{};
+    /// Query t may not attend to keys s > t. Unlike PyTorch 2 it needs no attn_mask.
+    bool is_causal = false;
+    /// Return the weights (global attention computes them anyway; local attention builds its
+    /// dense [B, (h,) Tq, Tk] view only when they are asked for or an AttentionRecorder is active).
+    bool need_weights = true;
+    /// Weights averaged over the heads [B, Tq, Tk] (true) or per head [B, h, Tq, Tk], as
+    /// PyTorch's; with nn::Attention's one head, false gives [B, 1, Tq, Tk].
+    bool average_attn_weights = true;
+
+    /// The masks alone, as the mask checks and combine_attention_masks take them.
+    AttentionMasks masks() const {
+        return {.attn_mask = attn_mask, .key_padding_mask = key_padding_mask, .is_causal = is_causal};
+    }
+};
+
 /// Boolean causal mask [size, size]: `true` above the diagonal (key s > query t, not allowed),
 /// the form `attn_mask` takes (`AttentionMasks::is_causal` applies the same mask without building
 /// it). Equals `triu(ones, 1)`. Throws ValueError when size is negative.

@@ -12,6 +12,7 @@
 #include "core/ops_shape.hpp"
 #include "core/ops_softmax.hpp"
 #include "nn/attention_recorder.hpp"
+#include "nn/detail/check_scoring.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear.hpp"
 #include "nn/module_list.hpp"
@@ -36,16 +37,14 @@ LuongDecoderOptions checked(LuongDecoderOptions o) {
         o.memory_dim >= 0 && o.attention_dim >= 0, ValueError,
         "{}: memory_dim and attention_dim must be >= 0 (0 = hidden_size), got memory_dim={} attention_dim={}",
         kOp, o.memory_dim, o.attention_dim);
-    AG_CHECK(o.window >= 0, ValueError, "{}: window must be >= 0, got {}", kOp, o.window);
-    AG_CHECK(o.local != LocalMode::Predictive || o.window >= 1, ValueError,
-             "{}: local-p needs window >= 1 (its Gaussian has sigma = window / 2), got {}", kOp, o.window);
+    detail::check_scoring_options(o.scoring, kOp, false);
     AG_CHECK(is_floating(o.dtype), DTypeError, "{}: dtype must be float32 or float64, got {}", kOp, o.dtype);
     if (o.memory_dim == 0) o.memory_dim = o.hidden_size;
     if (o.attention_dim == 0) o.attention_dim = o.hidden_size;
-    const bool dot = o.score == Score::Dot || o.score == Score::ScaledDot;
+    const bool dot = o.scoring.score == Score::Dot || o.scoring.score == Score::ScaledDot;
     AG_CHECK(!dot || o.memory_dim == o.hidden_size, ShapeError,
              "{}: the {} score needs memory_dim == hidden_size, got memory_dim={} hidden_size={}", kOp,
-             to_string(o.score), o.memory_dim, o.hidden_size);
+             to_string(o.scoring.score), o.memory_dim, o.hidden_size);
     return o;
 }
 
@@ -79,10 +78,11 @@ LuongDecoder::LuongDecoder(LuongDecoderOptions options, Generator& generator) : 
     }
     attention_ = register_module(
         "attention",
-        make_score(o.score, {.query_dim = o.hidden_size, .key_dim = o.memory_dim, .hidden = o.attention_dim},
+        make_score(o.scoring.score,
+                   {.query_dim = o.hidden_size, .key_dim = o.memory_dim, .hidden = o.attention_dim},
                    generator));
     attention_->to(o.dtype);  // the score modules draw float32
-    if (o.local == LocalMode::Predictive) {
+    if (o.scoring.local == LocalMode::Predictive) {
         // Uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)], as nn::Attention's W_p, v_p.
         const double bw = 1.0 / std::sqrt(static_cast<double>(o.hidden_size)),
                      bv = 1.0 / std::sqrt(static_cast<double>(o.attention_dim));
@@ -110,8 +110,8 @@ std::string LuongDecoder::extra_repr() const {
         "vocab_size={}, embedding_dim={}, hidden_size={}, num_layers={}, cell={}, memory_dim={}, score={}, "
         "attention={}",
         o.vocab_size, o.embedding_dim, o.hidden_size, o.num_layers, to_string(o.cell), o.memory_dim,
-        to_string(o.score), to_string(o.local));
-    if (o.local != LocalMode::None) s += fmt::format(", window={}", o.window);
+        to_string(o.scoring.score), to_string(o.scoring.local));
+    if (o.scoring.local != LocalMode::None) s += fmt::format(", window={}", o.scoring.window);
     return s + fmt::format(", input_feeding={}", o.input_feeding);
 }
 
@@ -119,7 +119,7 @@ std::pair<Tensor, Tensor> LuongDecoder::attend(const Tensor& h_top, const QueryR
                                                const Tensor& memory, const Tensor& memory_key_padding_mask,
                                                const Tensor& additive_mask, bool want_weights) const {
     const Tensor query = reshape(h_top, {h_top.size(0), 1, options_.hidden_size});  // [B, 1, H]
-    if (options_.local != LocalMode::None)
+    if (options_.scoring.local != LocalMode::None)
         return attend_local(query, rows, memory, memory_key_padding_mask, want_weights);
     return detail::attend(attention_->forward(query, memory), memory, additive_mask, attention_.get(), rows);
 }
@@ -129,8 +129,8 @@ std::pair<Tensor, Tensor> LuongDecoder::attend_local(const Tensor& query, const 
                                                      const Tensor& memory_key_padding_mask,
                                                      bool want_weights) const {
     const std::int64_t batch = memory.size(0), src_len = memory.size(1);
-    const std::int64_t d = band_half_width(options_.window, src_len), width = 2 * d + 1;
-    const bool predictive = options_.local == LocalMode::Predictive;
+    const std::int64_t d = band_half_width(options_.scoring.window, src_len), width = 2 * d + 1;
+    const bool predictive = options_.scoring.local == LocalMode::Predictive;
     Tensor centre, start;  // p_t [B, 1] (local-p), window starts int64 [B, 1]
     if (predictive) {
         // p_t = S * sigmoid(v_p^T tanh(W_p h_t)): [B, 1, H] -> [B, 1, H_p] -> [B, 1]
@@ -151,7 +151,8 @@ std::pair<Tensor, Tensor> LuongDecoder::attend_local(const Tensor& query, const 
     if (const auto* heads = head_interventions(attention_.get()); heads != nullptr)
         band = replace_band_weights(*heads, band, scores, start, src_len, rows);
     if (predictive)
-        band = band * gaussian_window(centre, start, width, static_cast<double>(options_.window) / 2.0);
+        band =
+            band * gaussian_window(centre, start, width, static_cast<double>(options_.scoring.window) / 2.0);
     const Tensor context = reshape(local_weighted_sum(band, memory, start), {batch, memory.size(2)});
     return {context, want_weights ? local_band_to_dense(band, start, src_len) : Tensor()};
 }

@@ -3,10 +3,9 @@
 #pragma once
 
 #include "core/generator.hpp"
-#include "nn/attention_scores.hpp"
 #include "nn/decoding.hpp"
-#include "nn/local_window.hpp"
 #include "nn/module.hpp"
+#include "nn/scoring_options.hpp"
 
 #include <functional>
 #include <memory>
@@ -40,13 +39,15 @@ struct LuongDecoderOptions {
     LuongCell cell = LuongCell::LSTM;  ///< LSTM (the paper) or GRU cells
     /// A, width of the encoder states h_s; 0 = hidden_size. The dot score needs A == H.
     std::int64_t memory_dim = 0;
-    /// score(h_t, h_s) (eq. 8): Dot "dot" h_t^T h_s; Bilinear "general" h_t^T W_a h_s; Additive
-    /// "concat" v_a^T tanh(W_a [h_t; h_s]) (= v^T tanh(W h_s + U h_t)); ScaledDot divides dot by sqrt(H).
-    Score score = Score::Bilinear;
+    /// score(h_t, h_s) (eq. 8): Dot "dot" h_t^T h_s; Bilinear "general" h_t^T W_a h_s (the
+    /// default); Additive "concat" v_a^T tanh(W_a [h_t; h_s]) (= v^T tanh(W h_s + U h_t));
+    /// ScaledDot divides dot by sqrt(H). local: global, local-m or local-p attention (§3.1,
+    /// §3.2) over [p_t - D, p_t + D], D = window (>= 0; >= 1 for local-p; the paper's 10 by
+    /// default). positional must be None. A `.scoring = {...}` written out starts from
+    /// ScoringOptions' own defaults (scaled dot, window 0) for the fields it leaves out.
+    ScoringOptions scoring{.score = Score::Bilinear, .window = 10};
     /// Hidden width of the concat score and of local-p's predictor W_p [H_p, H]; 0 = hidden_size.
     std::int64_t attention_dim = 0;
-    LocalMode local = LocalMode::None;  ///< global, local-m or local-p attention (§3.1, §3.2)
-    std::int64_t window = 10;      ///< D: local attention sees [p_t - D, p_t + D] (>= 0; >= 1 for local-p)
     bool input_feeding = true;     ///< feed h~_{t-1} with the next input (§3.3)
     DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)
 };
@@ -82,8 +83,8 @@ struct LuongDecoderState {
 class LuongDecoder : public Module {
 public:
     /// Draws the parameters from `generator`. Throws ValueError (a size < 1, memory_dim or
-    /// attention_dim < 0, window < 0, local-p with window 0), ShapeError (dot scores with
-    /// memory_dim != hidden_size), DTypeError, ResourceError (parameters too large).
+    /// attention_dim < 0, window < 0, local-p with window 0, a positional option), ShapeError (dot scores
+    /// with memory_dim != hidden_size), DTypeError, ResourceError (parameters too large).
     explicit LuongDecoder(LuongDecoderOptions options, Generator& generator = default_generator());
     ~LuongDecoder() override;
 

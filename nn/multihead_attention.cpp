@@ -7,6 +7,7 @@
 #include "core/ops_positional.hpp"
 #include "nn/attention_intervention.hpp"
 #include "nn/attention_recorder.hpp"
+#include "nn/detail/check_scoring.hpp"
 #include "nn/linear.hpp"
 #include "nn/parameter_size.hpp"
 #include "nn/unbatched.hpp"
@@ -66,19 +67,15 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions options, Genera
              "{}: inputs are always batch first [B, T, E]; batch_first = false is not "
              "supported",
              kOp);
-    AG_CHECK(o.window >= 0, ValueError, "{}: window D must be >= 0, got {}", kOp, o.window);
-    AG_CHECK(o.local != LocalMode::Predictive || o.window >= 1, ValueError,
-             "{}: local-p needs window D >= 1 (its Gaussian has sigma = D / 2), got {}", kOp, o.window);
-    AG_CHECK(o.local == LocalMode::None || (!o.add_bias_kv && !o.add_zero_attn), ValueError,
+    detail::check_scoring_options(o.scoring, kOp, true);
+    AG_CHECK(o.scoring.local == LocalMode::None || (!o.add_bias_kv && !o.add_zero_attn), ValueError,
              "{}: local attention does not combine with add_bias_kv / add_zero_attn (their keys lie "
              "outside every window)",
              kOp);
     AG_CHECK(is_floating(o.dtype), DTypeError, "{}: dtype must be float32 or float64, got {}", kOp, o.dtype);
-    AG_CHECK(o.positional != Positional::Rotary || (o.embed_dim / o.num_heads) % 2 == 0, ValueError,
+    AG_CHECK(o.scoring.positional != Positional::Rotary || (o.embed_dim / o.num_heads) % 2 == 0, ValueError,
              "{}: rotary positions need an even head width, got embed_dim {} / num_heads {} = {}", kOp,
              o.embed_dim, o.num_heads, o.embed_dim / o.num_heads);
-    AG_CHECK(std::isfinite(o.rope_base) && o.rope_base > 0, ValueError,
-             "{}: rope_base must be finite and > 0, got {}", kOp, o.rope_base);
     if (o.kdim == 0) o.kdim = o.embed_dim;
     if (o.vdim == 0) o.vdim = o.embed_dim;
     const std::int64_t e = o.embed_dim;
@@ -114,13 +111,14 @@ MultiHeadAttention::MultiHeadAttention(MultiHeadAttentionOptions options, Genera
         Tensor b = out_proj_->bias();
         std::memset(b.raw_data(), 0, static_cast<std::size_t>(b.numel()) * dtype_size(b.dtype()));
     }
-    const bool fused = o.score == Score::ScaledDot || o.score == Score::Dot;
-    if (!fused || o.local != LocalMode::None) {
+    const bool fused = o.scoring.score == Score::ScaledDot || o.scoring.score == Score::Dot;
+    if (!fused || o.scoring.local != LocalMode::None) {
         score_ = register_module(
-            "score", make_score(o.score, {.query_dim = head_dim(), .key_dim = head_dim()}, generator));
+            "score",
+            make_score(o.scoring.score, {.query_dim = head_dim(), .key_dim = head_dim()}, generator));
         score_->to(o.dtype);
     }
-    if (o.local == LocalMode::Predictive) {
+    if (o.scoring.local == LocalMode::Predictive) {
         // As nn::Attention's: uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)] with fan_in = E / h.
         const double bound = 1.0 / std::sqrt(static_cast<double>(head_dim()));
         W_p_ = register_parameter(
@@ -138,10 +136,12 @@ std::string MultiHeadAttention::extra_repr() const {
         "vdim={}, "
         "score={}",
         o.embed_dim, o.num_heads, o.dropout, o.bias, o.add_bias_kv, o.add_zero_attn, o.kdim, o.vdim,
-        to_string(o.score));
-    if (o.local != LocalMode::None) out += fmt::format(", local={}, window={}", to_string(o.local), o.window);
-    if (o.positional != Positional::None) out += fmt::format(", positional={}", to_string(o.positional));
-    if (o.positional == Positional::Rotary) out += fmt::format(", rope_base={}", o.rope_base);
+        to_string(o.scoring.score));
+    if (o.scoring.local != LocalMode::None)
+        out += fmt::format(", local={}, window={}", to_string(o.scoring.local), o.scoring.window);
+    if (o.scoring.positional != Positional::None)
+        out += fmt::format(", positional={}", to_string(o.scoring.positional));
+    if (o.scoring.positional == Positional::Rotary) out += fmt::format(", rope_base={}", o.scoring.rope_base);
     return out;
 }
 
@@ -183,19 +183,18 @@ MultiHeadAttention::Projected MultiHeadAttention::project(const Tensor& query, c
 }
 
 Tensor MultiHeadAttention::rotate(const Tensor& x) const {
-    if (options_.positional != Positional::Rotary) return x;
+    if (options_.scoring.positional != Positional::Rotary) return x;
     // q and k [B, T, E], or the q and k thirds of a packed qkv [B, T, 3E]
     const std::int64_t e = options_.embed_dim;
-    return rotary_embedding(x, head_dim(), options_.rope_base, x.size(2) == 3 * e ? 2 * e : e);
+    return rotary_embedding(x, head_dim(), options_.scoring.rope_base, x.size(2) == 3 * e ? 2 * e : e);
 }
 
 MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const Tensor& key,
-                                                     const Tensor& value,
-                                                     const MultiHeadAttentionArgs& args) const {
+                                                     const Tensor& value, const AttentionArgs& args) const {
     if (query.defined() && key.defined() && value.defined() && query.dim() == 2 && key.dim() == 2 &&
         value.dim() == 2) {  // unbatched [T, E], as PyTorch: run as a batch of one (nn/unbatched.hpp)
         const Unbatched in(query, key, value, args.key_padding_mask);
-        MultiHeadAttentionArgs batched = args;
+        AttentionArgs batched = args;
         batched.key_padding_mask = in.key_padding_mask;
         MultiHeadAttentionOutput out = forward(in.query, in.key, in.value, batched);
         return {drop_batch(out.output), drop_batch(out.weights)};
@@ -203,31 +202,31 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
     check_inputs(query, key, value);
     const auto& o = options_;
     const std::int64_t batch = query.size(0), tq = query.size(1), tk = key.size(1);
-    const AttentionMasks masks{
-        .attn_mask = args.attn_mask, .key_padding_mask = args.key_padding_mask, .is_causal = args.is_causal};
+    const AttentionMasks masks = args.masks();
     const std::int64_t extra = (o.add_bias_kv ? 1 : 0) + (o.add_zero_attn ? 1 : 0);
     const bool self = query.impl() == key.impl() && key.impl() == value.impl();
     Tensor heads, weights;  // [B, Tq, E] (heads side by side) and [B, h, Tq, Tk']
     const auto* interventions = head_interventions(this);
     // Replaced weights need the materialised weights and the values: the unfused path, this layer only.
     const bool replacing = replaces_weights(interventions);
-    if (o.local != LocalMode::None) {
+    if (o.scoring.local != LocalMode::None) {
         check_attention_masks(masks, batch, o.num_heads, tq, tk, o.dtype, kOp);
         std::tie(heads, weights) =
             attend_local(query, key, value, masks, args.need_weights || attention_recording(), interventions);
     } else {
         Tensor mask = combine_attention_masks(masks, batch, o.num_heads, tq, tk, o.dtype, kOp);
-        if (o.positional == Positional::ALiBi) {  // [mb, h, Tq, Tk]; no gradient
+        if (o.scoring.positional == Positional::ALiBi) {  // [mb, h, Tq, Tk]; no gradient
             const Tensor bias = alibi_bias(o.num_heads, tq, tk, o.dtype);
             mask = mask.defined() ? mask + bias : bias;
         }
         mask = pad_mask_columns(mask, extra);
-        const SdpaOptions sdpa{.attn_mask = mask,
-                               .scale = o.score == Score::Dot ? std::optional<double>(1.0) : std::nullopt,
-                               .dropout_p = o.dropout,
-                               .training = is_training(),
-                               .generator = generator_,
-                               .need_weights = args.need_weights || attention_recording() || replacing};
+        const SdpaOptions sdpa{
+            .attn_mask = mask,
+            .scale = o.scoring.score == Score::Dot ? std::optional<double>(1.0) : std::nullopt,
+            .dropout_p = o.dropout,
+            .training = is_training(),
+            .generator = generator_,
+            .need_weights = args.need_weights || attention_recording() || replacing};
         if (!score_ && self && packed_projection() && extra == 0 && !replacing) {
             // q, k, v from one GEMM; the kernel reads them in place and returns one gradient
             auto r = scaled_dot_product_attention_packed(
@@ -271,8 +270,7 @@ MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& query, const 
     return out;
 }
 
-MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& x,
-                                                     const MultiHeadAttentionArgs& args) const {
+MultiHeadAttentionOutput MultiHeadAttention::forward(const Tensor& x, const AttentionArgs& args) const {
     return forward(x, x, x, args);
 }
 

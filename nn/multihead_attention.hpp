@@ -7,6 +7,7 @@
 #include "nn/local_window.hpp"
 #include "nn/module.hpp"
 #include "nn/positional_bias.hpp"
+#include "nn/scoring_options.hpp"
 
 #include <memory>
 #include <vector>
@@ -29,52 +30,33 @@ struct MultiHeadAttentionOptions {
     /// attograd is always batch first ([B, T, E]); false is rejected (PyTorch's default is
     /// false: its sequence-first layout does not exist here).
     bool batch_first = true;
-    /// Beyond PyTorch: how each head scores its keys. ScaledDot (PyTorch's) and Dot run the
-    /// fused attention kernel (core/ops_attention.hpp); Additive and Bilinear score each head's
-    /// projected queries and keys (width E / h) with one score module shared by all heads,
-    /// registered as "score" (its parameters are `score.*`).
-    Score score = Score::ScaledDot;
-    /// Beyond PyTorch: local attention (Luong et al. 2015, see nn/local_window.hpp) in every
-    /// head: each query sees only the 2 * window + 1 keys around its centre, and only that band
-    /// is computed. local-p predicts each head's centre from its projected query with the
-    /// parameters `W_p` [E / h, E / h] and `v_p` [E / h], shared by the heads. Not combinable
-    /// with add_bias_kv / add_zero_attn (their keys sit outside every window). p_t learns only
-    /// from keys inside its window (the Gaussian factor), so a narrow window (D = 2) can leave
-    /// a query whose centre starts far from its key stuck; D >= 4 learned every toy task tried.
-    /// With the Dot or ScaledDot score (and no dropout active) the band is one fused op
-    /// (core/ops_local_sdpa.hpp) reading the heads in place; the other scores, or dropout while
-    /// training, run the score module, a softmax and local_weighted_sum per head sequence.
-    /// Sparse and hard attention are single-head only (nn::Attention).
-    LocalMode local = LocalMode::None;
-    std::int64_t window = 0;  ///< local attention's D (>= 0; >= 1 for local-p)
-    /// Beyond PyTorch: relative positions inside every head (see nn::Positional). Rotary rotates
-    /// the projected queries and keys (before bias_k / zero_attn keys are appended, which get no
-    /// position) and needs an even head width E / h; ALiBi adds -m_h |t - s| to the scores, on
-    /// the local path within the band only. Both work with every score, global and local
-    /// attention and the fused kernels; local-p predicts its centres from the unrotated queries.
-    Positional positional = Positional::None;
-    double rope_base = 10000.0;    ///< RoPE's base (theta_j = base^(-2j / d)); finite and > 0
+    /// Beyond PyTorch: how each head scores its keys (PyTorch's is the default, scaled dot,
+    /// global, no positions).
+    /// - score: ScaledDot and Dot run the fused attention kernel (core/ops_attention.hpp);
+    ///   Additive and Bilinear score each head's projected queries and keys (width E / h) with
+    ///   one score module shared by all heads, registered as "score" (parameters `score.*`).
+    /// - local, window: local attention in every head (nn/local_window.hpp): each query sees only
+    ///   the 2 * window + 1 keys around its centre, and only that band is computed. local-p
+    ///   predicts each head's centre from its projected query with the parameters `W_p`
+    ///   [E / h, E / h] and `v_p` [E / h], shared by the heads. Not combinable with add_bias_kv /
+    ///   add_zero_attn (their keys sit outside every window). p_t learns only from keys inside
+    ///   its window (the Gaussian factor), so a narrow window (D = 2) can leave a query whose
+    ///   centre starts far from its key stuck; D >= 4 learned every toy task tried. With the Dot
+    ///   or ScaledDot score (and no dropout active) the band is one fused op
+    ///   (core/ops_local_sdpa.hpp) reading the heads in place; the other scores, or dropout while
+    ///   training, run the score module, a softmax and local_weighted_sum per head sequence.
+    ///   Sparse and hard attention are single-head only (nn::Attention).
+    /// - positional, rope_base: relative positions inside every head. Rotary rotates the
+    ///   projected queries and keys (before bias_k / zero_attn keys are appended, which get no
+    ///   position) and needs an even head width E / h; ALiBi adds -m_h |t - s| to the scores, on
+    ///   the local path within the band only. Both work with every score, global and local
+    ///   attention and the fused kernels; local-p predicts its centres from the unrotated queries.
+    ScoringOptions scoring{};
     DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)
 };
 
-/// Keyword arguments of MultiHeadAttention::forward (PyTorch's), masks with its semantics.
-struct MultiHeadAttentionArgs {
-    /// [B, Tk], bool (true = padded key, ignored) or float (added to the scores).
-    Tensor key_padding_mask{};
-    /// bool (true = not allowed) or float (added): [Tq, Tk] for every batch and head, or
-    /// [B * h, Tq, Tk] per batch and head (index b * h + head).
-    Tensor attn_mask{};
-    /// Query t may not attend to keys s > t. Unlike PyTorch 2 it needs no attn_mask.
-    bool is_causal = false;
-    /// Return the weights (global attention computes them anyway; local attention builds its
-    /// dense [B, h, Tq, Tk] view only when they are asked for or an AttentionRecorder is active).
-    bool need_weights = true;
-    /// Weights averaged over the heads [B, Tq, Tk] (true) or per head [B, h, Tq, Tk].
-    bool average_attn_weights = true;
-};
-
 /// Keyword arguments of MultiHeadAttention::forward_cached / forward_cross_cached: those of
-/// MultiHeadAttentionArgs that apply to one cached position.
+/// AttentionArgs that apply to one cached position.
 struct CachedAttentionArgs {
     /// Return the weights. Without them (and no AttentionRecorder), a cache of 2048 keys or more
     /// takes the flash kernel, as forward does with need_weights = false.
@@ -132,7 +114,7 @@ struct KeyValueCache {
 ///
 /// Documented differences from PyTorch: inputs are always batch first; a query whose keys are
 /// all masked gets zero weights and a zero output (PyTorch: NaN); the returned weights are taken
-/// before dropout (PyTorch returns them after); the `score`, `local` and `positional` options. Self-attention
+/// before dropout (PyTorch returns them after); the `scoring` options. Self-attention
 /// (the same tensor as query, key and value, kdim == vdim == E, no bias_kv / zero_attn) runs one GEMM for the
 /// three projections and one fused attention op on the packed result.
 class MultiHeadAttention : public Module {
@@ -155,9 +137,9 @@ public:
     /// [Tq, Tk] or [h, Tq, Tk] -> output [Tq, E], weights [Tq, Tk'] or [h, Tq, Tk'] (run as a
     /// batch of one; the recorder sees [1, h, Tq, Tk']).
     MultiHeadAttentionOutput forward(const Tensor& query, const Tensor& key, const Tensor& value,
-                                     const MultiHeadAttentionArgs& args = {}) const;
+                                     const AttentionArgs& args = {}) const;
     /// Self-attention: forward(x, x, x, args).
-    MultiHeadAttentionOutput forward(const Tensor& x, const MultiHeadAttentionArgs& args = {}) const;
+    MultiHeadAttentionOutput forward(const Tensor& x, const AttentionArgs& args = {}) const;
 
     /// Incremental causal self-attention: x [N, 1, E], the position p = cache.length() of each
     /// of N sequences, attends to the cached keys 0..p-1 and itself; its key and value are

@@ -52,8 +52,8 @@ void KeyValueCache::reorder(const Tensor& rows) {
 
 bool MultiHeadAttention::supports_cache() const {
     const auto& o = options_;
-    return (o.score == Score::ScaledDot || o.score == Score::Dot) && o.local == LocalMode::None &&
-           !o.add_bias_kv && !o.add_zero_attn;
+    return (o.scoring.score == Score::ScaledDot || o.scoring.score == Score::Dot) &&
+           o.scoring.local == LocalMode::None && !o.add_bias_kv && !o.add_zero_attn;
 }
 
 void MultiHeadAttention::check_cache(const char* fn, const Tensor& query, const KeyValueCache& cache,
@@ -62,7 +62,8 @@ void MultiHeadAttention::check_cache(const char* fn, const Tensor& query, const 
     AG_CHECK(supports_cache(), ValueError,
              "{}::{}: incremental decoding needs global attention with the dot or scaled-dot score and no "
              "add_bias_kv / add_zero_attn, got score={}, local={}, add_bias_kv={}, add_zero_attn={}",
-             type_name(), fn, to_string(o.score), to_string(o.local), o.add_bias_kv, o.add_zero_attn);
+             type_name(), fn, to_string(o.scoring.score), to_string(o.scoring.local), o.add_bias_kv,
+             o.add_zero_attn);
     AG_CHECK(query.defined() && query.dim() == 3 && query.size(1) == 1 && query.size(2) == o.embed_dim,
              ShapeError, "{}::{}: the query must be one new position [N, 1, E] with E = {}, got {}",
              type_name(), fn, o.embed_dim,
@@ -88,7 +89,7 @@ MultiHeadAttentionOutput MultiHeadAttention::attend_cached(const Tensor& q, cons
     const auto* interventions = head_interventions(this);
     const bool replacing = replaces_weights(interventions);
     const SdpaOptions sdpa{.attn_mask = mask,
-                           .scale = o.score == Score::Dot ? std::optional<double>(1.0) : std::nullopt,
+                           .scale = o.scoring.score == Score::Dot ? std::optional<double>(1.0) : std::nullopt,
                            .dropout_p = o.dropout,
                            .training = is_training(),
                            .generator = generator_,
@@ -151,7 +152,7 @@ MultiHeadAttentionOutput MultiHeadAttention::forward_cached(const Tensor& x, Key
     // the last row of the causal mask allows every cached key: only padding and ALiBi remain
     Tensor mask = combine_attention_masks({.key_padding_mask = cache.key_padding_mask}, n, o.num_heads, 1,
                                           p + 1, o.dtype, op);
-    if (o.positional == Positional::ALiBi) {
+    if (o.scoring.positional == Positional::ALiBi) {
         const Tensor bias = alibi_row(o.num_heads, p, p + 1, o.dtype);
         mask = mask.defined() ? mask + bias : bias;
     }
@@ -191,7 +192,7 @@ MultiHeadAttentionOutput MultiHeadAttention::forward_cross_cached(const Tensor& 
     const std::int64_t tk = cache.length();
     Tensor mask = combine_attention_masks({.key_padding_mask = cache.key_padding_mask}, query.size(0),
                                           o.num_heads, 1, tk, o.dtype, op);
-    if (o.positional == Positional::ALiBi) {
+    if (o.scoring.positional == Positional::ALiBi) {
         const Tensor bias = alibi_row(o.num_heads, p, tk, o.dtype);
         mask = mask.defined() ? mask + bias : bias;
     }
@@ -199,7 +200,7 @@ MultiHeadAttentionOutput MultiHeadAttention::forward_cross_cached(const Tensor& 
 }
 
 Tensor MultiHeadAttention::rotate_at(const Tensor& x, std::int64_t position) const {
-    if (options_.positional != Positional::Rotary || position == 0) return rotate(x);
+    if (options_.scoring.positional != Positional::Rotary || position == 0) return rotate(x);
     // row `position` of the rotation of [N, position + 1, W]: the angles rotary_embedding computes
     const Tensor before = zeros({x.size(0), position, x.size(2)}, {.dtype = x.dtype()});
     return narrow(rotate(concat({before, x}, 1)), 1, position, 1);

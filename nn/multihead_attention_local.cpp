@@ -64,18 +64,19 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(
     const auto& o = options_;
     const std::int64_t b = query.size(0), tq = query.size(1), tk = key.size(1), h = o.num_heads,
                        d = head_dim();
-    const std::int64_t d_band = band_half_width(o.window, tk), width = 2 * d_band + 1;  // D unless D >= Tk
+    const std::int64_t d_band = band_half_width(o.scoring.window, tk),
+                       width = 2 * d_band + 1;  // D unless D >= Tk
     // The (scaled) dot score without active dropout runs fused, heads read in place; the other
     // scores (and dropout) go through the score module, a softmax and local_weighted_sum.
     // Replaced weights need the band's own weights and its mask: the unfused path.
     const bool replacing = replaces_weights(interventions);
-    const bool fused = (o.score == Score::ScaledDot || o.score == Score::Dot) &&
+    const bool fused = (o.scoring.score == Score::ScaledDot || o.scoring.score == Score::Dot) &&
                        !(is_training() && o.dropout > 0) && !replacing;
     const bool self = query.impl() == key.impl() && key.impl() == value.impl();
     Tensor q, k, v, qkv;  // q, k, v [B, T, E], or qkv [B, T, 3E] from one GEMM
     if (fused && self && packed_projection()) {
         qkv = linear(query, in_proj_weight_, in_proj_bias_);
-        if (o.local == LocalMode::Predictive) q = narrow(qkv, 2, 0, o.embed_dim);
+        if (o.scoring.local == LocalMode::Predictive) q = narrow(qkv, 2, 0, o.embed_dim);
     } else {
         const auto projected = project(query, key, value);
         q = projected.q;
@@ -83,7 +84,7 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(
         v = projected.v;
     }
     Tensor start, centre;  // window starts int64 [B h, Tq]; local-p's real centres p_t [B h, Tq]
-    if (o.local == LocalMode::Predictive) {
+    if (o.scoring.local == LocalMode::Predictive) {
         // p_t = Tk * sigmoid(v_p^T tanh(W_p q_t)) per head: [B, Tq, h, d] -> [B, Tq, h] -> [B h, Tq]
         const Tensor hidden = tanh(linear(reshape(q, {b, tq, h, d}), W_p_));
         const Tensor p = reshape(sigmoid(linear(hidden, reshape(v_p_, {1, -1}))), {b, tq, h});
@@ -100,12 +101,13 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(
         k = rotate(k);
     }
     // ALiBi within the band only: [B h, Tq, 2D + 1]
-    const Tensor alibi = o.positional == Positional::ALiBi ? alibi_band(start, width, h, o.dtype) : Tensor();
+    const Tensor alibi =
+        o.scoring.positional == Positional::ALiBi ? alibi_band(start, width, h, o.dtype) : Tensor();
     // local-p: the weights times the Gaussian exp(-(s - p_t)^2 / (2 sigma^2)), sigma = D / 2, not
     // renormalised
-    const Tensor gaussian = centre.defined()
-                                ? gaussian_window(centre, start, width, static_cast<double>(o.window) / 2.0)
-                                : Tensor();
+    const Tensor gaussian =
+        centre.defined() ? gaussian_window(centre, start, width, static_cast<double>(o.scoring.window) / 2.0)
+                         : Tensor();
     Tensor heads, band;  // [B, Tq, E] and the weights [B h, Tq, 2D + 1]
     if (fused) {
         Tensor band_mask =
@@ -114,7 +116,7 @@ std::pair<Tensor, Tensor> MultiHeadAttention::attend_local(
         const LocalSdpaOptions options{
             .band_mask = band_mask,
             .factor = gaussian,
-            .scale = o.score == Score::Dot ? std::optional<double>(1.0) : std::nullopt};
+            .scale = o.scoring.score == Score::Dot ? std::optional<double>(1.0) : std::nullopt};
         const SdpaResult r =
             qkv.defined() ? local_scaled_dot_product_attention_packed(qkv, h, start, width, options)
                           : local_scaled_dot_product_attention_heads(q, k, v, h, start, width, options);

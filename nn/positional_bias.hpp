@@ -9,7 +9,7 @@
 namespace attograd::nn {
 
 /// How an attention layer encodes relative positions inside its scores
-/// (MultiHeadAttentionOptions::positional):
+/// (ScoringOptions::positional):
 /// - None: no positions (the inputs may carry absolute ones, e.g. SinusoidalPositionalEncoding).
 /// - Rotary (RoPE, Su et al. 2021, eq. 34): each head's projected queries and keys are rotated
 ///   by their positions before scoring (attograd::rotary_embedding), so q_t . k_s depends on

@@ -36,9 +36,9 @@ void check_options(const TransformerLayerOptions& o, std::string_view op) {
     check_transformer_sizes(op, o.d_model, o.dim_feedforward, o.dtype);
     if (o.attention == LayerAttention::Single) {
         AG_CHECK(o.nhead == 1, ValueError, "{}: attention Single is one head, but nhead is {}", op, o.nhead);
-        AG_CHECK(o.positional == Positional::None, ValueError,
+        AG_CHECK(o.scoring.positional == Positional::None, ValueError,
                  "{}: positional {} needs attention MultiHead (Single has no relative positions)", op,
-                 to_string(o.positional));
+                 to_string(o.scoring.positional));
     } else {
         AG_CHECK(o.normalizer == Normalizer::Soft, ValueError,
                  "{}: normalizer {} needs attention Single (MultiHead attention is soft)", op,
@@ -56,7 +56,7 @@ struct AttentionModule {
 AttentionModule make_attention(const TransformerLayerOptions& o, Generator& gen) {
     if (o.attention == LayerAttention::Single) {
         return {nullptr, std::make_shared<Attention>(AttentionOptions{.query_dim = o.d_model,
-                                                                      .score = o.score,
+                                                                      .scoring = o.scoring,
                                                                       .project_query = true,
                                                                       .project_key = true,
                                                                       .project_value = true,
@@ -65,8 +65,6 @@ AttentionModule make_attention(const TransformerLayerOptions& o, Generator& gen)
                                                                       .estimator = o.estimator,
                                                                       .temperature = o.temperature,
                                                                       .baseline_decay = o.baseline_decay,
-                                                                      .local = o.local,
-                                                                      .window = o.window,
                                                                       .dropout = o.dropout,
                                                                       .dtype = o.dtype},
                                                      gen)};
@@ -75,11 +73,7 @@ AttentionModule make_attention(const TransformerLayerOptions& o, Generator& gen)
                                                                            .num_heads = o.nhead,
                                                                            .dropout = o.dropout,
                                                                            .bias = o.bias,
-                                                                           .score = o.score,
-                                                                           .local = o.local,
-                                                                           .window = o.window,
-                                                                           .positional = o.positional,
-                                                                           .rope_base = o.rope_base,
+                                                                           .scoring = o.scoring,
                                                                            .dtype = o.dtype},
                                                  gen),
             nullptr};
@@ -88,16 +82,16 @@ AttentionModule make_attention(const TransformerLayerOptions& o, Generator& gen)
 // query [B, Tq, E] over memory [B, Tk, E] as keys and values, or over itself when memory is
 // undefined (MultiHeadAttention's packed self-attention path) -> [B, Tq, E]. Hard attention's
 // REINFORCE log-probability goes to `trace` when one is given.
-Tensor attend(const AttentionModule& m, const Tensor& query, const Tensor& memory,
-              const MultiHeadAttentionArgs& args, ReinforceTrace* trace) {
+Tensor attend(const AttentionModule& m, const Tensor& query, const Tensor& memory, const AttentionArgs& args,
+              ReinforceTrace* trace) {
     const Tensor& kv = memory.defined() ? memory : query;
     if (m.multi)
         return (memory.defined() ? m.multi->forward(query, kv, kv, args) : m.multi->forward(query, args))
             .output;
-    const AttentionMasks masks{
-        .attn_mask = args.attn_mask, .key_padding_mask = args.key_padding_mask, .is_causal = args.is_causal};
     // weights only when recorded: the local path builds its dense view only then
-    AttentionOutput out = m.single->forward(query, kv, masks, attention_recording());
+    AttentionArgs single_args = args;
+    single_args.need_weights = attention_recording();
+    AttentionOutput out = m.single->forward(query, kv, single_args);
     if (trace != nullptr && out.log_prob.defined()) trace->entries.push_back({m.single.get(), out.log_prob});
     return out.output;
 }
@@ -134,9 +128,11 @@ std::string layer_repr(const TransformerLayerOptions& o) {
         "norm_first={}, bias={}",
         o.d_model, o.nhead, o.dim_feedforward, o.dropout, to_string(o.activation), o.layer_norm_eps,
         o.norm_first, o.bias);
-    if (o.score != Score::ScaledDot) out += fmt::format(", score={}", to_string(o.score));
-    if (o.local != LocalMode::None) out += fmt::format(", local={}, window={}", to_string(o.local), o.window);
-    if (o.positional != Positional::None) out += fmt::format(", positional={}", to_string(o.positional));
+    const ScoringOptions& sc = o.scoring;
+    if (sc.score != Score::ScaledDot) out += fmt::format(", score={}", to_string(sc.score));
+    if (sc.local != LocalMode::None)
+        out += fmt::format(", local={}, window={}", to_string(sc.local), sc.window);
+    if (sc.positional != Positional::None) out += fmt::format(", positional={}", to_string(sc.positional));
     if (o.attention == LayerAttention::Single) {
         out += fmt::format(", attention=single, normalizer={}", to_string(o.normalizer));
         if (o.normalizer == Normalizer::Hard) out += fmt::format(", estimator={}", to_string(o.estimator));
@@ -197,10 +193,10 @@ Tensor TransformerEncoderLayer::forward(const Tensor& src, const TransformerEnco
         batched.src_key_padding_mask = unbatched_padding(args.src_key_padding_mask);
         return drop_batch(forward(Unbatched(src, src, src, Tensor()).query, batched));
     }
-    const MultiHeadAttentionArgs attention{.key_padding_mask = args.src_key_padding_mask,
-                                           .attn_mask = args.src_mask,
-                                           .is_causal = args.is_causal,
-                                           .need_weights = false};
+    const AttentionArgs attention{.key_padding_mask = args.src_key_padding_mask,
+                                  .attn_mask = args.src_mask,
+                                  .is_causal = args.is_causal,
+                                  .need_weights = false};
     const AttentionModule self{self_attn_, self_attn_single_};
     // x [B, T, E] -> [B, T, E]: one argument for query, key and value (the packed path)
     const auto self_block = [&](const Tensor& x) {
@@ -274,14 +270,14 @@ Tensor TransformerDecoderLayer::forward(const Tensor& tgt, const Tensor& memory,
         const Unbatched in(tgt, memory, memory, Tensor());
         return drop_batch(forward(in.query, in.key, batched));
     }
-    const MultiHeadAttentionArgs self_args{.key_padding_mask = args.tgt_key_padding_mask,
-                                           .attn_mask = args.tgt_mask,
-                                           .is_causal = args.tgt_is_causal,
-                                           .need_weights = false};
-    const MultiHeadAttentionArgs cross_args{.key_padding_mask = args.memory_key_padding_mask,
-                                            .attn_mask = args.memory_mask,
-                                            .is_causal = args.memory_is_causal,
-                                            .need_weights = false};
+    const AttentionArgs self_args{.key_padding_mask = args.tgt_key_padding_mask,
+                                  .attn_mask = args.tgt_mask,
+                                  .is_causal = args.tgt_is_causal,
+                                  .need_weights = false};
+    const AttentionArgs cross_args{.key_padding_mask = args.memory_key_padding_mask,
+                                   .attn_mask = args.memory_mask,
+                                   .is_causal = args.memory_is_causal,
+                                   .need_weights = false};
     const AttentionModule self{self_attn_, self_attn_single_}, cross{multihead_attn_, multihead_attn_single_};
     return run_blocks(
         tgt, [&](const Tensor& x) { return attend(self, x, Tensor(), self_args, args.reinforce); },

@@ -10,6 +10,7 @@
 #include "nn/module.hpp"
 #include "nn/multihead_attention.hpp"
 #include "nn/positional_bias.hpp"
+#include "nn/scoring_options.hpp"
 
 #include <functional>
 #include <memory>
@@ -60,15 +61,10 @@ struct TransformerLayerOptions {
     bool norm_first = false;
     /// Learn the additive biases of the attentions, linears and LayerNorms (PyTorch >= 2.1).
     bool bias = true;
-    /// Beyond PyTorch, passed to every MultiHeadAttention of the layer (self- and
-    /// cross-attention alike; see MultiHeadAttentionOptions): the score, local attention with
-    /// its window D, and relative positions.
-    Score score = Score::ScaledDot;
-    LocalMode local = LocalMode::None;  ///< see MultiHeadAttentionOptions::local
-    std::int64_t window = 0;            ///< local attention's D
-    /// Relative positions in every attention (RoPE or ALiBi; see MultiHeadAttentionOptions).
-    Positional positional = Positional::None;
-    double rope_base = 10000.0;    ///< RoPE's base
+    /// Beyond PyTorch: the score, local attention with its window D, and relative positions
+    /// of every attention of the layer (self- and cross-attention alike), given to each as it is
+    /// (see MultiHeadAttentionOptions::scoring; LayerAttention::Single takes no positional).
+    ScoringOptions scoring{};
     DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)
     /// Beyond PyTorch: the attention module of every block (see LayerAttention).
     LayerAttention attention = LayerAttention::MultiHead;

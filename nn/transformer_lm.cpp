@@ -47,7 +47,7 @@ TransformerLM::TransformerLM(TransformerLMOptions options, Generator& generator)
                                         .activation = o.activation,
                                         .layer_norm_eps = o.layer_norm_eps,
                                         .norm_first = o.norm_first,
-                                        .positional = o.positional,
+                                        .scoring = {.positional = o.positional},
                                         .dtype = o.dtype};
     encoder_ = register_module(
         "encoder",

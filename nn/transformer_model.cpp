@@ -21,11 +21,7 @@ TransformerLayerOptions layer_options(const TransformerOptions& o) {
             .layer_norm_eps = o.layer_norm_eps,
             .norm_first = o.norm_first,
             .bias = o.bias,
-            .score = o.score,
-            .local = o.local,
-            .window = o.window,
-            .positional = o.positional,
-            .rope_base = o.rope_base,
+            .scoring = o.scoring,
             .dtype = o.dtype};
 }
 

@@ -19,13 +19,10 @@ struct TransformerOptions {
     double layer_norm_eps = 1e-5;              ///< eps of every LayerNorm, the final norms included
     bool norm_first = false;                   ///< pre-norm layers (the final norms are there either way)
     bool bias = true;                          ///< biases of the attentions, linears and LayerNorms
-    // Beyond PyTorch: passed to every attention (see TransformerLayerOptions).
-    Score score = Score::ScaledDot;            ///< each head's score
-    LocalMode local = LocalMode::None;         ///< global, local-m or local-p attention
-    std::int64_t window = 0;                   ///< local attention's D
-    Positional positional = Positional::None;  ///< none, RoPE or ALiBi in every attention
-    double rope_base = 10000.0;                ///< RoPE's base
-    DType dtype = DType::Float32;              ///< parameter dtype (float32 or float64)
+    /// Beyond PyTorch: the score, local window and relative positions of every attention (see
+    /// TransformerLayerOptions::scoring).
+    ScoringOptions scoring{};
+    DType dtype = DType::Float32;  ///< parameter dtype (float32 or float64)
 };
 
 /// Keyword arguments of Transformer::forward (torch.nn.Transformer.forward's), with

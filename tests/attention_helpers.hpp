@@ -29,7 +29,7 @@ inline Layer64 make_layer64(const AttentionOptions& options, std::uint64_t seed 
 /// One kind of mask for B = 2, Tq = 3, Tk = 4, with a name for INFO.
 struct MaskCase {
     std::string name;
-    AttentionMasks masks;
+    AttentionArgs masks;
 };
 
 inline Tensor bool_tensor(const std::vector<int>& values, const Shape& shape) {
@@ -44,7 +44,7 @@ inline std::vector<MaskCase> mask_cases() {
         {"none", {}},
         {"bool attn_mask [Tq, Tk]", {.attn_mask = bool_tensor({0, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 0}, {3, 4})}},
         {"float attn_mask [B, Tq, Tk]",
-         {.attn_mask = rand64({2, 3, 4}, 99).detach(), .key_padding_mask = {}, .is_causal = false}},
+         {.key_padding_mask = {}, .attn_mask = rand64({2, 3, 4}, 99).detach(), .is_causal = false}},
         {"bool key_padding_mask", {.key_padding_mask = bool_tensor({0, 0, 0, 1, 0, 1, 0, 0}, {2, 4})}},
         {"float key_padding_mask", {.key_padding_mask = rand64({2, 4}, 98).detach()}},
         {"is_causal", {.is_causal = true}},
@@ -52,7 +52,7 @@ inline std::vector<MaskCase> mask_cases() {
 }
 
 /// Masks that leave query 1 of batch 0 with no allowed key (and every other query some).
-inline AttentionMasks fully_masked_row() {
+inline AttentionArgs fully_masked_row() {
     return {.attn_mask = bool_tensor({0, 0, 0, 0, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
                                      {2, 3, 4})};
 }

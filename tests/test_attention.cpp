@@ -19,7 +19,7 @@ AttentionOptions projected(Score score, Normalizer normalizer) {
     return {.query_dim = 3,
             .key_dim = 5,
             .value_dim = 2,
-            .score = score,
+            .scoring = {.score = score},
             .hidden = 4,
             .project_query = true,
             .project_key = true,
@@ -38,7 +38,7 @@ void check_finite(const Tensor& t) {
 TEST_CASE("scaled-dot soft attention equals softmax(q k^T / sqrt(d) + mask) v") {
     auto layer = make_layer64({.query_dim = 4, .value_dim = 3});
     Tensor q = rand64({2, 3, 4}, 1), k = rand64({2, 5, 4}, 2), v = rand64({2, 5, 3}, 3);
-    const AttentionMasks masks{.key_padding_mask = bool_tensor({0, 0, 0, 0, 1, 1, 0, 0, 0, 0}, {2, 5})};
+    const AttentionArgs masks{.key_padding_mask = bool_tensor({0, 0, 0, 0, 1, 1, 0, 0, 0, 0}, {2, 5})};
     const auto out = layer->forward(q, k, v, masks);
     Tensor pad = zeros({2, 1, 5}, {.dtype = DType::Float64});
     pad.data<double>()[4] = -INFINITY;  // batch 0, key 4
@@ -51,7 +51,8 @@ TEST_CASE("scaled-dot soft attention equals softmax(q k^T / sqrt(d) + mask) v") 
 }
 
 TEST_CASE("sparse attention equals sparsemax of the scores and gives exact zeros") {
-    auto layer = make_layer64({.query_dim = 4, .score = Score::Dot, .normalizer = Normalizer::Sparse});
+    auto layer =
+        make_layer64({.query_dim = 4, .scoring = {.score = Score::Dot}, .normalizer = Normalizer::Sparse});
     Tensor q = rand64({2, 3, 4}, 4) * 3.0, k = rand64({2, 6, 4}, 5);
     const auto out = layer->forward(q, k);
     CHECK(max_abs_diff(out.weights, sparsemax(matmul(q, transpose(k, 1, 2)), -1)) < 1e-14);
@@ -80,7 +81,8 @@ TEST_CASE("unprojected attention passes gradcheck for every score (the score's o
     for (Score score : kAllScores) {
         INFO(to_string(score));
         const bool same = score == Score::Dot || score == Score::ScaledDot;
-        auto layer = make_layer64({.query_dim = 3, .key_dim = same ? 3 : 5, .value_dim = 2, .score = score});
+        auto layer = make_layer64(
+            {.query_dim = 3, .key_dim = same ? 3 : 5, .value_dim = 2, .scoring = {.score = score}});
         Tensor q = rand64({2, 3, 3}, 1), k = rand64({2, 4, same ? 3 : 5}, 2), v = rand64({2, 4, 2}, 3);
         auto fn = [&layer](const std::vector<Tensor>& x) { return layer->forward(x[0], x[1], x[2]).output; };
         CHECK_GRADCHECK(fn, with_parameters(*layer.attention, {q, k, v}));
@@ -109,7 +111,7 @@ TEST_CASE("a fully masked row gives zero weights, zero output and finite gradien
 }
 
 TEST_CASE("the plain form uses the inputs as keys and values") {
-    auto layer = make_layer64({.query_dim = 3, .key_dim = 4, .score = Score::Bilinear});
+    auto layer = make_layer64({.query_dim = 3, .key_dim = 4, .scoring = {.score = Score::Bilinear}});
     Tensor q = rand64({2, 3, 3}, 1), x = rand64({2, 5, 4}, 2);
     const auto plain = layer->forward(q, x);
     const auto kv = layer->forward(q, x, x);
@@ -127,7 +129,7 @@ TEST_CASE("projections and scores are named parameters") {
                                             "k_proj.bias",   "v_proj.weight", "v_proj.bias",
                                             "score.W",       "score.U",       "score.v"};
     CHECK(names == expected);
-    Attention local_p({.query_dim = 4, .local = LocalMode::Predictive, .window = 2}, gen);
+    Attention local_p({.query_dim = 4, .scoring = {.local = LocalMode::Predictive, .window = 2}}, gen);
     CHECK(local_p.named_parameters().at(0).first == "W_p");
     CHECK(local_p.named_parameters().at(1).first == "v_p");
     CHECK(fmt::format("{}", local_p).find("local=local-p, window=2") != std::string::npos);
@@ -142,12 +144,29 @@ TEST_CASE("weights are returned before dropout, and need_weights = false returns
     layer->eval();
     const auto eval_out = layer->forward(q, k);
     CHECK(max_abs_diff(eval_out.output, matmul(eval_out.weights, k)) < 1e-14);
-    CHECK_FALSE(layer->forward(q, k, {}, false).weights.defined());
+    CHECK_FALSE(layer->forward(q, k, AttentionArgs{.need_weights = false}).weights.defined());
+}
+
+TEST_CASE("average_attn_weights = false gives the one head's weights [B, 1, Tq, Tk], as MultiHeadAttention") {
+    Generator gen(4);
+    const std::int64_t E = 4;
+    Attention single({.query_dim = E}, gen);
+    MultiHeadAttention mha({.embed_dim = E, .num_heads = 1, .dtype = DType::Float64}, gen);
+    const Tensor q = rand64({2, 3, E}, 1), k = rand64({2, 5, E}, 2);
+    const AttentionArgs per_head{.is_causal = true, .average_attn_weights = false};
+    const Tensor averaged = single.forward(q, k, AttentionArgs{.is_causal = true}).weights;
+    const Tensor heads = single.forward(q, k, per_head).weights;
+    CHECK(heads.shape() == Shape{2, 1, 3, 5});
+    CHECK(max_abs_diff(heads, reshape(averaged, {2, 1, 3, 5})) == 0.0);
+    CHECK(heads.shape() == mha.forward(q, k, k, per_head).weights.shape());  // the same arguments
+    CHECK(single.forward(q.index({0}), k.index({0}), per_head).weights.shape() ==
+          Shape{1, 3, 5});  // unbatched
 }
 
 TEST_CASE("attention rejects bad input with the right error and the shapes") {
     Generator gen(1);
-    Attention layer({.query_dim = 3, .key_dim = 4, .value_dim = 2, .score = Score::Additive}, gen);
+    Attention layer({.query_dim = 3, .key_dim = 4, .value_dim = 2, .scoring = {.score = Score::Additive}},
+                    gen);
     Tensor q = zeros({2, 3, 3}), k = zeros({2, 5, 4}), v = zeros({2, 5, 2});
     CHECK_THROWS_WITH_AS(layer.forward(zeros({2, 3}), k, v),
                          doctest::Contains("got [2, 3], [2, 5, 4], [2, 5, 2]"), ShapeError);
@@ -169,13 +188,15 @@ TEST_CASE("attention rejects bad input with the right error and the shapes") {
         layer.forward(q, k, zeros({2, 5, 2}, {.dtype = DType::Float64})),
         doctest::Contains("Attention: value is float64 [2, 5, 2] but the layer's parameters are float32"),
         DTypeError);
-    CHECK_THROWS_WITH_AS(Attention({.query_dim = 3, .key_dim = 4, .score = Score::Dot}, gen),
+    CHECK_THROWS_WITH_AS(Attention({.query_dim = 3, .key_dim = 4, .scoring = {.score = Score::Dot}}, gen),
                          doctest::Contains("query_dim=3 key_dim=4"), ShapeError);
     CHECK_THROWS_WITH_AS(Attention({.query_dim = 0}, gen), doctest::Contains("query_dim=0"), ValueError);
     CHECK_THROWS_WITH_AS(Attention({.query_dim = 3, .dropout = 1.5}, gen), doctest::Contains("dropout"),
                          ValueError);
     CHECK_THROWS_WITH_AS(Attention({.query_dim = 3, .normalizer = Normalizer::Hard, .temperature = 0}, gen),
                          doctest::Contains("temperature"), ValueError);
+    CHECK_THROWS_WITH_AS(Attention({.query_dim = 4, .scoring = {.positional = Positional::Rotary}}, gen),
+                         doctest::Contains("Attention: positional rotary is not supported"), ValueError);
     CHECK_THROWS_WITH_AS(parse_normalizer("max"), doctest::Contains("unknown normaliser 'max'"), ValueError);
     CHECK(parse_normalizer(to_string(Normalizer::Sparse)) == Normalizer::Sparse);
 }

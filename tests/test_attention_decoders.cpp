@@ -31,12 +31,12 @@ nn::LuongDecoderOptions luong_options(const nlohmann::json& o) {
             .num_layers = o.at("layers"),
             .cell = nn::parse_luong_cell(o.at("cell").get<std::string>()),
             .memory_dim = o.at("memory_dim"),
-            .score = score == "general"  ? nn::Score::Bilinear
-                     : score == "concat" ? nn::Score::Additive
-                                         : nn::Score::Dot,
+            .scoring = {.score = score == "general"  ? nn::Score::Bilinear
+                                 : score == "concat" ? nn::Score::Additive
+                                                     : nn::Score::Dot,
+                        .local = nn::parse_local_mode(o.at("local").get<std::string>()),
+                        .window = o.at("window")},
             .attention_dim = o.at("attention_dim"),
-            .local = nn::parse_local_mode(o.at("local").get<std::string>()),
-            .window = o.at("window"),
             .input_feeding = o.at("input_feeding"),
             .dtype = F64};
 }
@@ -168,10 +168,8 @@ TEST_CASE(
                             .num_layers = k.layers,
                             .cell = k.cell,
                             .memory_dim = A,
-                            .score = k.score,
+                            .scoring = {.score = k.score, .local = k.local, .window = 1},
                             .attention_dim = 2,
-                            .local = k.local,
-                            .window = 1,
                             .input_feeding = k.feeding,
                             .dtype = F64});
         const Tensor memory = rand64({2, 5, A}, 5), h0 = rand64({k.layers, 2, 3}, 6),
@@ -211,9 +209,7 @@ TEST_CASE("padded source positions get weight exactly 0, and one forward records
                                 .embedding_dim = 3,
                                 .hidden_size = 3,
                                 .num_layers = 2,
-                                .score = nn::Score::Dot,
-                                .local = local,
-                                .window = 1});
+                                .scoring = {.score = nn::Score::Dot, .local = local, .window = 1}});
         nn::AttentionRecorder recorder(luong);
         CHECK(luong.forward(tgt, memory, mask).shape() == Shape{2, 4, 6});
         REQUIRE(recorder.records().size() == 1);
@@ -237,13 +233,13 @@ TEST_CASE(
         testing::bool_mask({2, 4}, [](std::int64_t b, std::int64_t s) { return b == 1 && s == 3; });
     nn::BahdanauDecoder bahdanau({.vocab_size = 6, .embedding_dim = 3, .hidden_size = 5, .memory_dim = 4},
                                  gen);
-    nn::LuongDecoder luong({.vocab_size = 6,
-                            .embedding_dim = 3,
-                            .hidden_size = 4,
-                            .num_layers = 2,
-                            .local = nn::LocalMode::Predictive,
-                            .window = 1},
-                           gen);
+    nn::LuongDecoder luong(
+        {.vocab_size = 6,
+         .embedding_dim = 3,
+         .hidden_size = 4,
+         .num_layers = 2,
+         .scoring = {.score = nn::Score::Bilinear, .local = nn::LocalMode::Predictive, .window = 1}},
+        gen);
     const std::vector<std::pair<nn::Module*, nn::DecodeStep>> models{
         // s_0 from the rows decoding gathers: the mean annotation, padded to n = 5
         {&bahdanau, bahdanau.decode_step([](const Tensor& m, const Tensor&) {
@@ -359,13 +355,13 @@ TEST_CASE(
 
 TEST_CASE("LuongDecoder with local-p attention (D = 1) learns to reverse 5 tokens: >= 95% in 300 steps") {
     Generator gen(23);
-    nn::LuongDecoder d({.vocab_size = 8,
-                        .embedding_dim = 16,
-                        .hidden_size = 32,
-                        .memory_dim = 16,
-                        .local = nn::LocalMode::Predictive,
-                        .window = 1},
-                       gen);
+    nn::LuongDecoder d(
+        {.vocab_size = 8,
+         .embedding_dim = 16,
+         .hidden_size = 32,
+         .memory_dim = 16,
+         .scoring = {.score = nn::Score::Bilinear, .local = nn::LocalMode::Predictive, .window = 1}},
+        gen);
     const double accuracy = reverse_accuracy(
         d, [&](const Tensor& in, const Tensor& memory) { return d.forward(in, memory); }, 300, gen);
     MESSAGE("LuongDecoder local-p reverse accuracy " << accuracy);
@@ -386,20 +382,28 @@ TEST_CASE("the decoders reject bad options, naming the module and the option") {
         doctest::Contains("LuongDecoder: vocab_size, embedding_dim, hidden_size and num_layers must be "
                           ">= 1, got vocab_size=4 embedding_dim=2 hidden_size=3 num_layers=0"),
         ValueError);
-    CHECK_THROWS_WITH_AS(
-        nn::LuongDecoder({.vocab_size = 4, .embedding_dim = 2, .hidden_size = 3, .window = -1}),
-        doctest::Contains("LuongDecoder: window must be >= 0, got -1"), ValueError);
     CHECK_THROWS_WITH_AS(nn::LuongDecoder({.vocab_size = 4,
                                            .embedding_dim = 2,
                                            .hidden_size = 3,
-                                           .local = nn::LocalMode::Predictive,
-                                           .window = 0}),
-                         doctest::Contains("LuongDecoder: local-p needs window >= 1"), ValueError);
+                                           .scoring = {.score = nn::Score::Bilinear, .window = -1}}),
+                         doctest::Contains("LuongDecoder: window D must be >= 0, got -1"), ValueError);
+    CHECK_THROWS_WITH_AS(nn::LuongDecoder({.vocab_size = 4,
+                                           .embedding_dim = 2,
+                                           .hidden_size = 3,
+                                           .scoring = {.positional = nn::Positional::ALiBi}}),
+                         doctest::Contains("LuongDecoder: positional alibi is not supported"), ValueError);
+    CHECK_THROWS_WITH_AS(
+        nn::LuongDecoder(
+            {.vocab_size = 4,
+             .embedding_dim = 2,
+             .hidden_size = 3,
+             .scoring = {.score = nn::Score::Bilinear, .local = nn::LocalMode::Predictive, .window = 0}}),
+        doctest::Contains("LuongDecoder: local-p needs window D >= 1"), ValueError);
     CHECK_THROWS_WITH_AS(nn::LuongDecoder({.vocab_size = 4,
                                            .embedding_dim = 2,
                                            .hidden_size = 3,
                                            .memory_dim = 5,
-                                           .score = nn::Score::Dot}),
+                                           .scoring = {.score = nn::Score::Dot}}),
                          doctest::Contains("LuongDecoder: the dot score needs memory_dim == hidden_size, got "
                                            "memory_dim=5 hidden_size=3"),
                          ShapeError);

@@ -62,7 +62,7 @@ TEST_CASE("a float mask holding NaN or +inf is refused naming the mask and the l
     Generator gen(2);
     nn::MultiHeadAttention mha({.embed_dim = 4, .num_heads = 2}, gen);
     nn::MultiHeadAttention local(
-        {.embed_dim = 4, .num_heads = 2, .local = nn::LocalMode::Monotonic, .window = 1}, gen);
+        {.embed_dim = 4, .num_heads = 2, .scoring = {.local = nn::LocalMode::Monotonic, .window = 1}}, gen);
     nn::Attention single({.query_dim = 4}, gen);
     const Tensor x = randn({2, 3, 4}, gen);
     for (const double bad : {nan, inf}) {

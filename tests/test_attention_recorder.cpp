@@ -24,14 +24,15 @@ struct Model : Module {
         decoder = register_module(
             "decoder",
             std::make_shared<Block>(
-                "cross_attn", AttentionOptions{.query_dim = 4, .local = LocalMode::Monotonic, .window = 1},
+                "cross_attn",
+                AttentionOptions{.query_dim = 4, .scoring = {.local = LocalMode::Monotonic, .window = 1}},
                 gen));
     }
     std::string type_name() const override { return "Model"; }
     // Model code that knows nothing about recording; it even asks for no weights.
     Tensor forward(const Tensor& src, const Tensor& tgt) const {
-        const Tensor memory = encoder->attn->forward(src, src, {}, false).output;
-        return decoder->attn->forward(tgt, memory, {}, false).output;
+        const Tensor memory = encoder->attn->forward(src, src, AttentionArgs{.need_weights = false}).output;
+        return decoder->attn->forward(tgt, memory, AttentionArgs{.need_weights = false}).output;
     }
 };
 
@@ -70,7 +71,7 @@ TEST_CASE("nothing is recorded outside a recorder, and layers outside the root a
     Model model(gen);
     Attention stranger({.query_dim = 4}, gen);
     Tensor src = randn({1, 4, 4}, gen);
-    const auto lean = model.decoder->attn->forward(src, src, {}, false);
+    const auto lean = model.decoder->attn->forward(src, src, AttentionArgs{.need_weights = false});
     CHECK_FALSE(lean.weights.defined());  // no recorder: the local layer built no dense weights
     AttentionRecorder recorder(model);
     stranger.forward(src, src);

@@ -213,7 +213,7 @@ TEST_CASE("multi-head attention without weights equals it with weights for every
         for (std::int64_t i = 0; i < t.numel(); ++i) t.data<bool>()[i] = masked(i);
         return t;
     };
-    const std::vector<std::pair<const char*, nn::MultiHeadAttentionArgs>> cases = {
+    const std::vector<std::pair<const char*, nn::AttentionArgs>> cases = {
         {"bool attn_mask [Tq, Tk]", {.attn_mask = bools({Tq, Tk}, [](auto i) { return i % 3 == 1; })}},
         {"float attn_mask [B * h, Tq, Tk]", {.attn_mask = rand64({B * H, Tq, Tk}, 31).detach()}},
         {"bool key_padding_mask", {.key_padding_mask = bools({B, Tk}, [](auto i) { return i % Tk > 1000; })}},
@@ -226,7 +226,7 @@ TEST_CASE("multi-head attention without weights equals it with weights for every
         Generator gen(21);
         nn::MultiHeadAttention mha({.embed_dim = 4, .num_heads = H, .dtype = DType::Float64}, gen);
         auto attend = [&, args = args](const std::vector<Tensor>& in, bool kept) {
-            nn::MultiHeadAttentionArgs a = args;
+            nn::AttentionArgs a = args;
             a.need_weights = kept;
             return mha.forward(in[0], in[1], in[1], a).output;
         };

@@ -48,7 +48,7 @@ std::shared_ptr<Attention> train_reverse(HardEstimator estimator, Generator& gen
     auto layer = std::make_shared<Attention>(AttentionOptions{.query_dim = t,
                                                               .key_dim = t,
                                                               .value_dim = vocab,
-                                                              .score = Score::Bilinear,
+                                                              .scoring = {.score = Score::Bilinear},
                                                               .normalizer = Normalizer::Hard,
                                                               .estimator = estimator},
                                              gen);

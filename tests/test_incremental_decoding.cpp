@@ -36,13 +36,13 @@ std::vector<Variant> variants() {
         o.norm_first = true;
         out.push_back({"pre-norm", o});
         o = base;
-        o.positional = nn::Positional::Rotary;
+        o.scoring.positional = nn::Positional::Rotary;
         out.push_back({"rotary", o});
         o = base;
-        o.positional = nn::Positional::ALiBi;
+        o.scoring.positional = nn::Positional::ALiBi;
         out.push_back({"alibi", o});
         o = base;
-        o.score = nn::Score::Dot;
+        o.scoring.score = nn::Score::Dot;
         o.activation = nn::Activation::GELU;
         out.push_back({"dot score, gelu", o});
         o = base;
@@ -131,10 +131,12 @@ TEST_CASE(
          {nn::Positional::None, nn::Positional::Rotary, nn::Positional::ALiBi}) {
         INFO(to_string(positional));
         Generator gen(11);
-        nn::MultiHeadAttention self({.embed_dim = 8, .num_heads = 2, .positional = positional}, gen);
+        nn::MultiHeadAttention self({.embed_dim = 8, .num_heads = 2, .scoring = {.positional = positional}},
+                                    gen);
         // kdim / vdim 6: separate q / k / v projections
         nn::MultiHeadAttention cross(
-            {.embed_dim = 8, .num_heads = 2, .kdim = 6, .vdim = 6, .positional = positional}, gen);
+            {.embed_dim = 8, .num_heads = 2, .kdim = 6, .vdim = 6, .scoring = {.positional = positional}},
+            gen);
         randomize_parameters(self, 12);
         randomize_parameters(cross, 13);
         const Tensor x = randn({2, 6, 8}, gen), memory = randn({2, 4, 6}, gen);
@@ -254,8 +256,8 @@ TEST_CASE("decoding with the cache records the chosen output's attention as the 
 
 TEST_CASE("architectures without a cached path decode through the stateless step") {
     nn::TransformerOptions local = arch(DType::Float64);
-    local.local = nn::LocalMode::Monotonic;
-    local.window = 2;
+    local.scoring.local = nn::LocalMode::Monotonic;
+    local.scoring.window = 2;
     const Variant v{"local-m", local};
     const auto model = make_model(v);
     CHECK_FALSE(model->supports_cache());
@@ -409,9 +411,7 @@ TEST_CASE(
                                         .hidden_size = 6,
                                         .num_layers = 2,
                                         .cell = cell,
-                                        .score = score,
-                                        .local = local,
-                                        .window = 1,
+                                        .scoring = {.score = score, .local = local, .window = 1},
                                         .input_feeding = feeding,
                                         .dtype = DType::Float32},
                                        gen);

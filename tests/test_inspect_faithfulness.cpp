@@ -22,7 +22,7 @@ using Row = std::vector<double>;
 
 // probabilities = softmax(W c), c = sum_s w_s x_s, w = softmax(q . x_s): one query, 3 keys of width 2.
 struct Tiny {
-    Attention attention{AttentionOptions{.query_dim = 2, .score = Score::Dot, .dtype = f64}};
+    Attention attention{AttentionOptions{.query_dim = 2, .scoring = {.score = Score::Dot}, .dtype = f64}};
     std::array<double, 2> q;
     std::array<double, 4> W;  // row-major [2, 2]
 

@@ -19,7 +19,7 @@ constexpr auto f64 = DType::Float64;
 
 // probabilities = softmax(W c) of one fixed query's attention output c over inputs [B, T, 2].
 struct Classifier {
-    Attention attention{AttentionOptions{.query_dim = 2, .score = Score::Dot, .dtype = f64}};
+    Attention attention{AttentionOptions{.query_dim = 2, .scoring = {.score = Score::Dot}, .dtype = f64}};
     Tensor probabilities(const Tensor& x) const {
         const std::int64_t b = x.size(0);
         const Tensor query = zeros({b, 1, 2}, {.dtype = f64}) + tensor({1.5, -0.5}, {2}, {.dtype = f64});

@@ -22,7 +22,9 @@ double max_abs(const Tensor& t) {
 }
 
 // Single-head dot attention without parameters: keys = values = x.
-Attention plain_attention() { return Attention({.query_dim = 2, .score = Score::Dot, .dtype = f64}); }
+Attention plain_attention() {
+    return Attention({.query_dim = 2, .scoring = {.score = Score::Dot}, .dtype = f64});
+}
 
 // out[b, q, :] = sum_k w[b, q, k] v[b, k, :], by loops.
 std::vector<double> weighted_values(const std::vector<double>& w, const std::vector<double>& v,
@@ -66,11 +68,12 @@ struct Stack : Module {
             "first", std::make_shared<MultiHeadAttention>(
                          MultiHeadAttentionOptions{.embed_dim = 4, .num_heads = 2, .dtype = f64}, gen));
         local = register_module(
-            "local",
-            std::make_shared<MultiHeadAttention>(
-                MultiHeadAttentionOptions{
-                    .embed_dim = 4, .num_heads = 2, .local = LocalMode::Monotonic, .window = 1, .dtype = f64},
-                gen));
+            "local", std::make_shared<MultiHeadAttention>(
+                         MultiHeadAttentionOptions{.embed_dim = 4,
+                                                   .num_heads = 2,
+                                                   .scoring = {.local = LocalMode::Monotonic, .window = 1},
+                                                   .dtype = f64},
+                         gen));
     }
     std::string type_name() const override { return "Stack"; }
 };
@@ -102,7 +105,7 @@ TEST_CASE("intervention: uniform weights give the mean of the allowed values, ma
     const Tensor x = randn({2, 4, 2}, gen, {.dtype = f64}), query = randn({2, 3, 2}, gen, {.dtype = f64});
     const Tensor padding = bool_mask({2, 4}, [](std::int64_t b, std::int64_t k) { return b == 1 && k >= 2; });
     AttentionIntervention uniform(attention, {{"", {{0, Replacement::uniform()}}}});
-    const AttentionOutput out = attention.forward(query, x, AttentionMasks{.key_padding_mask = padding});
+    const AttentionOutput out = attention.forward(query, x, AttentionArgs{.key_padding_mask = padding});
     const auto xv = x.to_vector<double>(), got = out.output.to_vector<double>(),
                w = out.weights.to_vector<double>();
     for (std::int64_t b = 0; b < 2; ++b) {
@@ -126,7 +129,7 @@ TEST_CASE("intervention: a permutation permutes each row's allowed weights and k
     MultiHeadAttention mha({.embed_dim = 4, .num_heads = 2, .dtype = f64}, gen);
     const Tensor x = randn({2, 5, 4}, gen, {.dtype = f64});
     const Tensor padding = bool_mask({2, 5}, [](std::int64_t b, std::int64_t k) { return b == 0 && k == 4; });
-    const MultiHeadAttentionArgs args{.key_padding_mask = padding, .average_attn_weights = false};
+    const AttentionArgs args{.key_padding_mask = padding, .average_attn_weights = false};
     const auto own = mha.forward(x, args).weights.to_vector<double>();
     Generator shuffle(3);
     AttentionIntervention permuted(mha, {{"", {{1, Replacement::permuted(shuffle)}}}});
@@ -213,7 +216,8 @@ TEST_CASE("intervention: guards nest, the inner head overrides, the outer's othe
 
 TEST_CASE("intervention: sparse and hard attention attend with the replacement too") {
     for (const Normalizer normalizer : {Normalizer::Sparse, Normalizer::Hard}) {
-        Attention attention({.query_dim = 2, .score = Score::Dot, .normalizer = normalizer, .dtype = f64});
+        Attention attention(
+            {.query_dim = 2, .scoring = {.score = Score::Dot}, .normalizer = normalizer, .dtype = f64});
         attention.eval();
         const Tensor x = tensor({1, 0, 0, 1, 2, 2}, {1, 3, 2}, {.dtype = f64});
         AttentionIntervention uniform(attention, {{"", {{0, Replacement::uniform()}}}});
@@ -320,7 +324,7 @@ TEST_CASE(
                                 .add_bias_kv = true,
                                 .kdim = 3,
                                 .vdim = 5,
-                                .score = score,
+                                .scoring = {.score = score},
                                 .dtype = f64},
                                gen);
         const Tensor q = randn({2, 3, 4}, gen, {.dtype = f64}), k = randn({2, 6, 3}, gen, {.dtype = f64}),

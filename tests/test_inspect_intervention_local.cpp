@@ -54,8 +54,7 @@ Luong luong(Generator& gen, LocalMode local, std::int64_t window = 1) {
                   .embedding_dim = 3,
                   .hidden_size = 4,
                   .memory_dim = 3,
-                  .local = local,
-                  .window = window,
+                  .scoring = {.score = Score::Bilinear, .local = local, .window = window},
                   .dtype = f64},
                  gen);
 }
@@ -73,8 +72,9 @@ Tensor recorded(const Model& model, const Tensor& tgt, const Tensor& memory, con
 }  // namespace
 
 TEST_CASE("local-m attention: uniform weights give the mean of each window's allowed values") {
-    const Attention attention(
-        {.query_dim = 2, .score = Score::Dot, .local = LocalMode::Monotonic, .window = 1, .dtype = f64});
+    const Attention attention({.query_dim = 2,
+                               .scoring = {.score = Score::Dot, .local = LocalMode::Monotonic, .window = 1},
+                               .dtype = f64});
     Generator gen(1);
     const Tensor x = randn({2, 5, 2}, gen, {.dtype = f64});
     const Tensor padding = bool_mask({2, 5}, [](std::int64_t b, std::int64_t k) { return b == 1 && k == 3; });
@@ -105,10 +105,8 @@ TEST_CASE("local-m attention: uniform weights give the mean of each window's all
 
 TEST_CASE("local-p attention: the Gaussian multiplies the replacement as it does the own weights") {
     const Attention attention({.query_dim = 2,
-                               .score = Score::Dot,
+                               .scoring = {.score = Score::Dot, .local = LocalMode::Predictive, .window = 2},
                                .hidden = 3,
-                               .local = LocalMode::Predictive,
-                               .window = 2,
                                .dtype = f64});
     Generator gen(3);
     const Tensor query = randn({1, 3, 2}, gen, {.dtype = f64}), x = randn({1, 7, 2}, gen, {.dtype = f64});
@@ -135,8 +133,11 @@ TEST_CASE("local-p attention: the Gaussian multiplies the replacement as it does
 
 TEST_CASE("local MultiHeadAttention with replaced heads equals the global layer with the same weights") {
     Generator gen(4);
-    const MultiHeadAttention local(
-        {.embed_dim = 4, .num_heads = 2, .local = LocalMode::Monotonic, .window = 1, .dtype = f64}, gen);
+    const MultiHeadAttention local({.embed_dim = 4,
+                                    .num_heads = 2,
+                                    .scoring = {.local = LocalMode::Monotonic, .window = 1},
+                                    .dtype = f64},
+                                   gen);
     MultiHeadAttention global({.embed_dim = 4, .num_heads = 2, .dtype = f64}, gen);
     global.load_state_dict(local.state_dict());
     const Tensor x = randn({2, 5, 4}, gen, {.dtype = f64});
@@ -177,10 +178,14 @@ TEST_CASE("local MultiHeadAttention with replaced heads equals the global layer 
 
 TEST_CASE("local attention: gradients reach a replacement that requires grad (finite differences)") {
     Generator gen(5);
-    const Attention attention(
-        {.query_dim = 2, .score = Score::Dot, .local = LocalMode::Monotonic, .window = 1, .dtype = f64});
-    const MultiHeadAttention mha(
-        {.embed_dim = 4, .num_heads = 2, .local = LocalMode::Monotonic, .window = 1, .dtype = f64}, gen);
+    const Attention attention({.query_dim = 2,
+                               .scoring = {.score = Score::Dot, .local = LocalMode::Monotonic, .window = 1},
+                               .dtype = f64});
+    const MultiHeadAttention mha({.embed_dim = 4,
+                                  .num_heads = 2,
+                                  .scoring = {.local = LocalMode::Monotonic, .window = 1},
+                                  .dtype = f64},
+                                 gen);
     const Tensor x2 = randn({2, 4, 2}, gen, {.dtype = f64}), x4 = randn({2, 4, 4}, gen, {.dtype = f64});
     Tensor logits = randn({4, 4}, gen, {.dtype = f64});
     logits.requires_grad_();
@@ -202,8 +207,11 @@ TEST_CASE("local attention: gradients reach a replacement that requires grad (fi
 
 TEST_CASE("local-p attention: gradients flow through a function of the own weights and the Gaussian") {
     Generator gen(6);
-    const MultiHeadAttention mha(
-        {.embed_dim = 4, .num_heads = 2, .local = LocalMode::Predictive, .window = 2, .dtype = f64}, gen);
+    const MultiHeadAttention mha({.embed_dim = 4,
+                                  .num_heads = 2,
+                                  .scoring = {.local = LocalMode::Predictive, .window = 2},
+                                  .dtype = f64},
+                                 gen);
     Tensor x = randn({1, 5, 4}, gen, {.dtype = f64});
     x.requires_grad_();
     // sharpened own weights w^2 / sum(w^2): 0 wherever the own weights are
@@ -220,8 +228,9 @@ TEST_CASE("local-p attention: gradients flow through a function of the own weigh
 }
 
 TEST_CASE("local attention refuses weights outside the window and on masked keys") {
-    const Attention attention(
-        {.query_dim = 2, .score = Score::Dot, .local = LocalMode::Monotonic, .window = 1, .dtype = f64});
+    const Attention attention({.query_dim = 2,
+                               .scoring = {.score = Score::Dot, .local = LocalMode::Monotonic, .window = 1},
+                               .dtype = f64});
     Generator gen(7);
     const Tensor x = randn({1, 4, 2}, gen, {.dtype = f64});
     {

@@ -32,9 +32,10 @@ struct Stack : Module {
         first = register_module("first", std::make_shared<MultiHeadAttention>(
                                              MultiHeadAttentionOptions{.embed_dim = 8, .num_heads = 4}, gen));
         second = register_module(
-            "second",
-            std::make_shared<MultiHeadAttention>(
-                MultiHeadAttentionOptions{.embed_dim = 8, .num_heads = 2, .local = local, .window = 1}, gen));
+            "second", std::make_shared<MultiHeadAttention>(
+                          MultiHeadAttentionOptions{
+                              .embed_dim = 8, .num_heads = 2, .scoring = {.local = local, .window = 1}},
+                          gen));
         cross = register_module("cross", std::make_shared<Attention>(AttentionOptions{.query_dim = 8}, gen));
     }
     std::string type_name() const override { return "Stack"; }
@@ -43,7 +44,7 @@ struct Stack : Module {
         const Tensor h =
             second->forward(first->forward(x, {.need_weights = false}).output, {.need_weights = false})
                 .output;
-        return cross->forward(y, h, AttentionMasks{}, false).output;
+        return cross->forward(y, h, AttentionArgs{.need_weights = false}).output;
     }
 };
 

@@ -166,8 +166,8 @@ Tensor band_as_mask(const Tensor& window_start, std::int64_t tk, std::int64_t wi
 // The same layer as `local` without the window: same options and parameters (minus W_p, v_p).
 Layer64 global_twin(const Layer64& local) {
     AttentionOptions o = local->options();
-    o.local = LocalMode::None;
-    o.window = 0;
+    o.scoring.local = LocalMode::None;
+    o.scoring.window = 0;
     auto twin = make_layer64(o, 5);
     StateDict state;
     for (const auto& [name, t] : local->state_dict())
@@ -180,11 +180,9 @@ AttentionOptions local_options(Score score, Normalizer normalizer, LocalMode mod
     return {.query_dim = 3,
             .key_dim = 3,
             .value_dim = 2,
-            .score = score,
+            .scoring = {.score = score, .local = mode, .window = window},
             .hidden = 4,
-            .normalizer = normalizer,
-            .local = mode,
-            .window = window};
+            .normalizer = normalizer};
 }
 
 }  // namespace
@@ -198,9 +196,9 @@ TEST_CASE(
                 auto local = make_layer64(local_options(score, normalizer, LocalMode::Monotonic, 1));
                 auto global = global_twin(local);
                 Tensor q = rand64({1, tq, 3}, 1), k = rand64({1, 7, 3}, 2), v = rand64({1, 7, 2}, 3);
-                const AttentionMasks pad{.key_padding_mask = bool_tensor({0, 0, 1, 0, 0, 0, 0}, {1, 7})};
+                const AttentionArgs pad{.key_padding_mask = bool_tensor({0, 0, 1, 0, 0, 0, 0}, {1, 7})};
                 const auto lo = local->forward(q, k, v, pad);
-                AttentionMasks band = pad;
+                AttentionArgs band = pad;
                 band.attn_mask = band_as_mask(lo.window_start, 7, 3);
                 const auto gl = global->forward(q, k, v, band);
                 CHECK(max_abs_diff(lo.weights, gl.weights) < 1e-14);
@@ -247,7 +245,7 @@ TEST_CASE(
                 if (std::abs(s - t) <= 2) CHECK(out.weights.at({b, t, s}) > 0.0);
             }
     CHECK(out.band_weights.shape() == Shape{2, 12, 5});
-    const auto lean = layer->forward(q, k, v, {}, false);
+    const auto lean = layer->forward(q, k, v, {.need_weights = false});
     CHECK_FALSE(lean.weights.defined());
     CHECK(max_abs_diff(lean.output, out.output) == 0.0);
 }
@@ -332,13 +330,15 @@ TEST_CASE("window placement: local-m for unequal lengths, local-p rounding and c
 
 TEST_CASE("local attention rejects bad windows and masks with the right error") {
     Generator gen(1);
-    CHECK_THROWS_WITH_AS(Attention({.query_dim = 3, .local = LocalMode::Monotonic, .window = -1}, gen),
-                         doctest::Contains("window D must be >= 0, got -1"), ValueError);
-    CHECK_THROWS_WITH_AS(Attention({.query_dim = 3, .local = LocalMode::Predictive, .window = 0}, gen),
-                         doctest::Contains("local-p needs window D >= 1"), ValueError);
+    CHECK_THROWS_WITH_AS(
+        Attention({.query_dim = 3, .scoring = {.local = LocalMode::Monotonic, .window = -1}}, gen),
+        doctest::Contains("window D must be >= 0, got -1"), ValueError);
+    CHECK_THROWS_WITH_AS(
+        Attention({.query_dim = 3, .scoring = {.local = LocalMode::Predictive, .window = 0}}, gen),
+        doctest::Contains("local-p needs window D >= 1"), ValueError);
     CHECK_THROWS_WITH_AS(monotonic_window_start(1, 3, 3, -2), doctest::Contains("got -2"), ValueError);
     CHECK_THROWS_WITH_AS(parse_local_mode("x"), doctest::Contains("unknown mode 'x'"), ValueError);
-    Attention layer({.query_dim = 3, .local = LocalMode::Monotonic, .window = 1}, gen);
+    Attention layer({.query_dim = 3, .scoring = {.local = LocalMode::Monotonic, .window = 1}}, gen);
     Tensor x = zeros({2, 5, 3});
     CHECK_THROWS_WITH_AS(layer.forward(x, x, {.attn_mask = zeros({5, 4}, {.dtype = DType::Bool})}),
                          doctest::Contains("attn_mask must be [Tq, Tk] = [5, 5]"), ShapeError);
@@ -366,10 +366,10 @@ TEST_CASE("a window wider than the keys computes a band of at most 2 Tk - 1 slot
             CHECK(max_abs_diff(w.weights, global_twin(wide)->forward(q, k, v).weights) < 1e-12);
         }
     }
-    nn::MultiHeadAttention mha({.embed_dim = 8,
-                                .num_heads = 2,
-                                .local = LocalMode::Monotonic,
-                                .window = std::numeric_limits<std::int64_t>::max() / 2});
+    nn::MultiHeadAttention mha(
+        {.embed_dim = 8,
+         .num_heads = 2,
+         .scoring = {.local = LocalMode::Monotonic, .window = std::numeric_limits<std::int64_t>::max() / 2}});
     Generator generator(0);
     const auto out = mha.forward(randn({1, 3, 8}, generator));
     CHECK(out.output.shape() == Shape{1, 3, 8});

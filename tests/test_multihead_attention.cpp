@@ -64,8 +64,8 @@ TEST_CASE("MultiHeadAttention matches torch.nn.MultiheadAttention: outputs, weig
         const bool self = c.at("self_attention");
         Tensor key = self ? query : fixture_tensor(c.at("key"), dtype).requires_grad_();
         Tensor value = self ? query : fixture_tensor(c.at("value"), dtype).requires_grad_();
-        nn::MultiHeadAttentionArgs args{.need_weights = c.at("need_weights"),
-                                        .average_attn_weights = c.at("average_attn_weights")};
+        nn::AttentionArgs args{.need_weights = c.at("need_weights"),
+                               .average_attn_weights = c.at("average_attn_weights")};
         if (c.contains("attn_mask")) args.attn_mask = fixture_mask(c.at("attn_mask"), dtype);
         if (c.contains("key_padding_mask"))
             args.key_padding_mask = fixture_mask(c.at("key_padding_mask"), dtype);
@@ -95,7 +95,7 @@ TEST_CASE("MultiHeadAttention matches torch.nn.MultiheadAttention: outputs, weig
 TEST_CASE("MultiHeadAttention passes float64 gradcheck for inputs and every parameter, every mask kind") {
     Generator gen(1);
     const std::int64_t B = 2, Tq = 3, Tk = 4, E = 4, h = 2;
-    const std::vector<std::pair<std::string, nn::MultiHeadAttentionArgs>> mask_kinds = {
+    const std::vector<std::pair<std::string, nn::AttentionArgs>> mask_kinds = {
         {"none", {}},
         {"bool 2-D", {.attn_mask = bool_mask({Tq, Tk}, [](auto t, auto s) { return s == t + 1; })}},
         {"bool 3-D",
@@ -150,9 +150,8 @@ TEST_CASE("self-attention's packed path equals the general path") {
     auto mha = random_module({.embed_dim = 8, .num_heads = 2}, gen);
     const Tensor x = rand64({3, 5, 8}, 9).detach();
     const Tensor copy = clone(x);
-    const nn::MultiHeadAttentionArgs args{
-        .key_padding_mask = bool_mask({3, 5}, [](auto b, auto s) { return s < b; }),
-        .average_attn_weights = false};
+    const nn::AttentionArgs args{.key_padding_mask = bool_mask({3, 5}, [](auto b, auto s) { return s < b; }),
+                                 .average_attn_weights = false};
     const auto packed = mha->forward(x, args);
     const auto general = mha->forward(x, copy, copy, args);
     CHECK(max_abs_diff(packed.output, general.output) < 1e-13);
@@ -167,9 +166,10 @@ TEST_CASE("local self-attention: the fused packed path equals the fused general 
         // dropout 1e-300 drops nothing (and scales by exactly 1) but sends training mode down
         // the unfused path: score module, softmax, local_weighted_sum
         auto mha = random_module(
-            {.embed_dim = 8, .num_heads = 2, .dropout = 1e-300, .local = local, .window = 2}, gen);
+            {.embed_dim = 8, .num_heads = 2, .dropout = 1e-300, .scoring = {.local = local, .window = 2}},
+            gen);
         const Tensor x = rand64({3, 7, 8}, 32), copy = clone(x);
-        const nn::MultiHeadAttentionArgs args{
+        const nn::AttentionArgs args{
             .key_padding_mask = bool_mask({3, 7}, [](auto b, auto s) { return s == 2 * b; }),
             .is_causal = true,
             .average_attn_weights = false};
@@ -195,9 +195,10 @@ TEST_CASE("each score option passes gradcheck in MultiHeadAttention") {
     for (const nn::Score score :
          {nn::Score::Dot, nn::Score::ScaledDot, nn::Score::Additive, nn::Score::Bilinear}) {
         INFO("score " << nn::to_string(score));
-        auto mha = random_module({.embed_dim = 4, .num_heads = 2, .kdim = 3, .score = score}, gen);
+        auto mha =
+            random_module({.embed_dim = 4, .num_heads = 2, .kdim = 3, .scoring = {.score = score}}, gen);
         Tensor q = rand64({2, 3, 4}, 10), k = rand64({2, 4, 3}, 11), v = rand64({2, 4, 4}, 12);
-        const nn::MultiHeadAttentionArgs args{
+        const nn::AttentionArgs args{
             .key_padding_mask = bool_mask({2, 4}, [](auto b, auto s) { return s == b; }), .is_causal = true};
         auto fn = [&](const Inputs& in) {
             const auto out = mha->forward(in[0], in[1], in[2], args);
@@ -213,7 +214,7 @@ TEST_CASE("each score option passes gradcheck in MultiHeadAttention") {
 TEST_CASE("local attention in every head: gradcheck for local-m and local-p with each score and mask") {
     Generator gen(12);
     const std::int64_t B = 2, T = 6, E = 4, h = 2;
-    const std::vector<std::pair<std::string, nn::MultiHeadAttentionArgs>> mask_kinds = {
+    const std::vector<std::pair<std::string, nn::AttentionArgs>> mask_kinds = {
         {"none", {}},
         {"key padding", {.key_padding_mask = bool_mask({B, T}, [](auto b, auto s) { return s == 2 + b; })}},
         {"bool 3-D",
@@ -222,9 +223,11 @@ TEST_CASE("local attention in every head: gradcheck for local-m and local-p with
     };
     for (const nn::LocalMode local : {nn::LocalMode::Monotonic, nn::LocalMode::Predictive}) {
         for (const nn::Score score : {nn::Score::ScaledDot, nn::Score::Additive}) {
-            auto mha = random_module(
-                {.embed_dim = E, .num_heads = h, .kdim = 3, .score = score, .local = local, .window = 1},
-                gen);
+            auto mha = random_module({.embed_dim = E,
+                                      .num_heads = h,
+                                      .kdim = 3,
+                                      .scoring = {.score = score, .local = local, .window = 1}},
+                                     gen);
             Tensor x = rand64({B, T, E}, 14), kv = rand64({B, T, 3}, 15), val = rand64({B, T, E}, 16);
             for (const auto& [kind, args] : mask_kinds) {
                 INFO(nn::to_string(local) << ", " << nn::to_string(score) << ", mask " << kind);
@@ -241,14 +244,13 @@ TEST_CASE("local attention in every head: gradcheck for local-m and local-p with
 TEST_CASE("local-m attention with a window covering every key equals global attention") {
     Generator gen(13);
     auto global = random_module({.embed_dim = 8, .num_heads = 2}, gen);
-    auto local =
-        random_module({.embed_dim = 8, .num_heads = 2, .local = nn::LocalMode::Monotonic, .window = 5}, gen);
+    auto local = random_module(
+        {.embed_dim = 8, .num_heads = 2, .scoring = {.local = nn::LocalMode::Monotonic, .window = 5}}, gen);
     local->load_state_dict(global->state_dict());
     const Tensor x = rand64({2, 5, 8}, 17).detach();
-    const nn::MultiHeadAttentionArgs args{
-        .key_padding_mask = bool_mask({2, 5}, [](auto b, auto s) { return s == b; }),
-        .is_causal = true,
-        .average_attn_weights = false};
+    const nn::AttentionArgs args{.key_padding_mask = bool_mask({2, 5}, [](auto b, auto s) { return s == b; }),
+                                 .is_causal = true,
+                                 .average_attn_weights = false};
     const auto a = global->forward(x, args), b = local->forward(x, args);
     CHECK(max_abs_diff(a.output, b.output) < 1e-13);
     CHECK(max_abs_diff(a.weights, b.weights) < 1e-13);
@@ -257,8 +259,8 @@ TEST_CASE("local-m attention with a window covering every key equals global atte
 TEST_CASE(
     "local attention gives exactly zero weight outside each window and builds no weights unless asked") {
     Generator gen(14);
-    auto mha =
-        random_module({.embed_dim = 4, .num_heads = 2, .local = nn::LocalMode::Monotonic, .window = 1}, gen);
+    auto mha = random_module(
+        {.embed_dim = 4, .num_heads = 2, .scoring = {.local = nn::LocalMode::Monotonic, .window = 1}}, gen);
     const Tensor x = rand64({1, 7, 4}, 18).detach();
     const auto out = mha->forward(x, {.average_attn_weights = false});
     REQUIRE(out.weights.shape() == Shape{1, 2, 7, 7});
@@ -279,23 +281,21 @@ TEST_CASE("a fully masked row gives zero weights and output and finite gradients
     Generator gen(5);
     const std::vector<nn::MultiHeadAttentionOptions> variants = {
         {.embed_dim = 4, .num_heads = 2},
-        {.embed_dim = 4, .num_heads = 2, .score = nn::Score::Additive},
-        {.embed_dim = 4, .num_heads = 2, .local = nn::LocalMode::Monotonic, .window = 1},
+        {.embed_dim = 4, .num_heads = 2, .scoring = {.score = nn::Score::Additive}},
+        {.embed_dim = 4, .num_heads = 2, .scoring = {.local = nn::LocalMode::Monotonic, .window = 1}},
         {.embed_dim = 4,
          .num_heads = 2,
-         .score = nn::Score::Bilinear,
-         .local = nn::LocalMode::Predictive,
-         .window = 2},
+         .scoring = {.score = nn::Score::Bilinear, .local = nn::LocalMode::Predictive, .window = 2}},
     };
     for (const auto& options : variants) {
         for (const bool self : {true, false}) {
-            INFO("score " << nn::to_string(options.score) << ", local " << nn::to_string(options.local)
-                          << ", self " << self);
+            INFO("score " << nn::to_string(options.scoring.score) << ", local "
+                          << nn::to_string(options.scoring.local) << ", self " << self);
             auto mha = random_module(options, gen);
             Tensor x = rand64({2, 3, 4}, 13);
             Tensor other = self ? x : rand64({2, 3, 4}, 14);
             // Query 1 of every sequence may see no key; sequence 1 pads key 0.
-            const nn::MultiHeadAttentionArgs args{
+            const nn::AttentionArgs args{
                 .key_padding_mask = bool_mask({2, 3}, [](auto b, auto s) { return b == 1 && s == 0; }),
                 .attn_mask = bool_mask({3, 3}, [](auto t, auto) { return t == 1; }),
                 .average_attn_weights = false};
@@ -471,7 +471,7 @@ TEST_CASE("weights behind a finite attn_mask of -1e4 are exactly 0, as in PyTorc
             for (std::int64_t i = 0; i < t; ++i)
                 for (std::int64_t j = 0; j < t; ++j)
                     if ((i + j) % 3 == 0) values[static_cast<std::size_t>(i * t + j)] = -1e4;
-            nn::MultiHeadAttentionArgs args;
+            nn::AttentionArgs args;
             args.attn_mask = tensor(values, {t, t}, {.dtype = dtype});
             args.average_attn_weights = false;
             const auto weights = mha.forward(randn({2, t, 16}, gen, {.dtype = dtype}), args).weights;

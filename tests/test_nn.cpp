@@ -210,7 +210,7 @@ TEST_CASE("after Module::to every layer follows its parameters' new dtype: optio
         nn::MultiHeadAttentionOptions{.embed_dim = 4, .num_heads = 2}, gen);
     auto local = std::make_shared<nn::MultiHeadAttention>(
         nn::MultiHeadAttentionOptions{
-            .embed_dim = 4, .num_heads = 2, .local = nn::LocalMode::Predictive, .window = 1},
+            .embed_dim = 4, .num_heads = 2, .scoring = {.local = nn::LocalMode::Predictive, .window = 1}},
         gen);
     for (const DType dtype : {DType::Float64, DType::Float32}) {
         CAPTURE(dtype);
@@ -529,14 +529,13 @@ TEST_CASE("a dtype mismatch names the layer and the input, not an inner op") {
 
 TEST_CASE("AttentionOptions takes a dtype for every parameter") {
     Generator gen(4);
-    nn::Attention attention({.query_dim = 4,
-                             .score = nn::Score::Additive,
-                             .project_query = true,
-                             .project_value = true,
-                             .local = nn::LocalMode::Predictive,
-                             .window = 2,
-                             .dtype = DType::Float64},
-                            gen);
+    nn::Attention attention(
+        {.query_dim = 4,
+         .scoring = {.score = nn::Score::Additive, .local = nn::LocalMode::Predictive, .window = 2},
+         .project_query = true,
+         .project_value = true,
+         .dtype = DType::Float64},
+        gen);
     for (const auto& [name, p] : attention.named_parameters()) {
         CAPTURE(name);
         CHECK(p.dtype() == DType::Float64);

@@ -121,8 +121,8 @@ TEST_CASE("RoPE in MultiHeadAttention equals the reference on every path") {
     const std::int64_t B = 2, T = 6, Tk = 5, E = 8, h = 2;
     const Tensor x = rand64({B, T, E}, 1).detach(), memory = rand64({B, Tk, E}, 2).detach();
     {  // global: packed self-attention and the general (cross) path
-        const auto mha =
-            random_mha({.embed_dim = E, .num_heads = h, .positional = nn::Positional::Rotary}, 1);
+        const auto mha = random_mha(
+            {.embed_dim = E, .num_heads = h, .scoring = {.positional = nn::Positional::Rotary}}, 1);
         CHECK(max_abs_diff(mha->forward(x, {.need_weights = false}).output,
                            reference_rope_attention(*mha, x, x)) < 1e-12);
         CHECK(max_abs_diff(mha->forward(x, memory, memory).output,
@@ -135,24 +135,26 @@ TEST_CASE("RoPE in MultiHeadAttention equals the reference on every path") {
         INFO("window " << window);
         const auto mha = random_mha({.embed_dim = E,
                                      .num_heads = h,
-                                     .local = nn::LocalMode::Monotonic,
-                                     .window = window,
-                                     .positional = nn::Positional::Rotary},
+                                     .scoring = {.local = nn::LocalMode::Monotonic,
+                                                 .window = window,
+                                                 .positional = nn::Positional::Rotary}},
                                     2);
         CHECK(max_abs_diff(mha->forward(x).output, reference_rope_attention(*mha, x, x, window)) < 1e-12);
         CHECK(max_abs_diff(mha->forward(x, memory, memory).output,
                            reference_rope_attention(*mha, x, memory, window)) < 1e-12);
     }
     // the unfused band (a score module): a window over every key equals global attention
-    const auto global = random_mha(
-        {.embed_dim = E, .num_heads = h, .score = nn::Score::Additive, .positional = nn::Positional::Rotary},
-        3);
+    const auto global =
+        random_mha({.embed_dim = E,
+                    .num_heads = h,
+                    .scoring = {.score = nn::Score::Additive, .positional = nn::Positional::Rotary}},
+                   3);
     const auto local = random_mha({.embed_dim = E,
                                    .num_heads = h,
-                                   .score = nn::Score::Additive,
-                                   .local = nn::LocalMode::Monotonic,
-                                   .window = T,
-                                   .positional = nn::Positional::Rotary},
+                                   .scoring = {.score = nn::Score::Additive,
+                                               .local = nn::LocalMode::Monotonic,
+                                               .window = T,
+                                               .positional = nn::Positional::Rotary}},
                                   3);
     CHECK(max_abs_diff(global->forward(x, {.is_causal = true}).output,
                        local->forward(x, {.is_causal = true}).output) < 1e-12);
@@ -202,9 +204,11 @@ TEST_CASE("ALiBi in MultiHeadAttention equals a float attn_mask of its biases on
                           Path{"local-p fused", nn::Score::Dot, nn::LocalMode::Predictive, 2}}) {
         INFO(p.name);
         const nn::MultiHeadAttentionOptions o{
-            .embed_dim = E, .num_heads = h, .score = p.score, .local = p.local, .window = p.window};
+            .embed_dim = E,
+            .num_heads = h,
+            .scoring = {.score = p.score, .local = p.local, .window = p.window}};
         auto with = o;
-        with.positional = nn::Positional::ALiBi;
+        with.scoring.positional = nn::Positional::ALiBi;
         const auto alibi = random_mha(with, 4), plain = random_mha(o, 4);
         // self-attention (the packed path) with padding and causal masks
         const auto a = alibi->forward(x, {.key_padding_mask = padding, .is_causal = true});
@@ -230,11 +234,11 @@ TEST_CASE("RoPE and ALiBi pass float64 gradcheck in MultiHeadAttention, global a
                 INFO(nn::to_string(positional) << " " << nn::to_string(score) << " " << nn::to_string(local));
                 const auto mha = random_mha({.embed_dim = E,
                                              .num_heads = h,
-                                             .score = score,
-                                             .local = local,
-                                             .window = local == nn::LocalMode::None ? 0 : 1,
-                                             .positional = positional,
-                                             .rope_base = 100.0},
+                                             .scoring = {.score = score,
+                                                         .local = local,
+                                                         .window = local == nn::LocalMode::None ? 0 : 1,
+                                                         .positional = positional,
+                                                         .rope_base = 100.0}},
                                             5);
                 const Tensor r = rand64({B, T, E}, 6).detach();
                 auto self = [&](const Inputs& in) {
@@ -257,7 +261,7 @@ TEST_CASE("RoPE with bias_kv and zero_attn: the appended keys get no position") 
                                  .num_heads = 2,
                                  .add_bias_kv = true,
                                  .add_zero_attn = true,
-                                 .positional = nn::Positional::Rotary},
+                                 .scoring = {.positional = nn::Positional::Rotary}},
                                 6);
     const Tensor x = rand64({2, 3, 4}, 1), k = rand64({2, 4, 4}, 2);
     auto fn = [&](const Inputs& in) { return sum(mha->forward(in[0], in[1], in[1]).output); };
@@ -333,11 +337,13 @@ TEST_CASE("positions reject bad options and inputs, naming the op and the shapes
     CHECK_THROWS_WITH_AS(rotary_embedding(index_tensor({1, 2}, {1, 2}), 2),
                          doctest::Contains("must be float32 or float64"), DTypeError);
     CHECK_THROWS_WITH_AS(
-        nn::MultiHeadAttention({.embed_dim = 6, .num_heads = 2, .positional = nn::Positional::Rotary}),
+        nn::MultiHeadAttention(
+            {.embed_dim = 6, .num_heads = 2, .scoring = {.positional = nn::Positional::Rotary}}),
         doctest::Contains("rotary positions need an even head width, got embed_dim 6 / num_heads 2 = 3"),
         ValueError);
     CHECK_THROWS_WITH_AS(
-        nn::MultiHeadAttention({.embed_dim = 4, .positional = nn::Positional::Rotary, .rope_base = -1}),
+        nn::MultiHeadAttention(
+            {.embed_dim = 4, .scoring = {.positional = nn::Positional::Rotary, .rope_base = -1}}),
         doctest::Contains("rope_base must be finite and > 0"), ValueError);
     CHECK_THROWS_WITH_AS(nn::alibi_slopes(0), doctest::Contains("alibi_slopes: heads must be >= 1"),
                          ValueError);

@@ -181,25 +181,25 @@ TEST_CASE("training with the library gives the same parameters on any thread cou
             [] { return train_small_model({.embed_dim = 128, .num_heads = 4}); });
     }
     SUBCASE("global additive, 2 heads") {
-        check_same_on_every_thread_count(
-            [] { return train_small_model({.embed_dim = 64, .num_heads = 2, .score = Score::Additive}); });
+        check_same_on_every_thread_count([] {
+            return train_small_model(
+                {.embed_dim = 64, .num_heads = 2, .scoring = {.score = Score::Additive}});
+        });
     }
     SUBCASE("local-m additive, window 4") {
         check_same_on_every_thread_count([] {
-            return train_small_model({.embed_dim = 64,
-                                      .num_heads = 2,
-                                      .score = Score::Additive,
-                                      .local = LocalMode::Monotonic,
-                                      .window = 4});
+            return train_small_model(
+                {.embed_dim = 64,
+                 .num_heads = 2,
+                 .scoring = {.score = Score::Additive, .local = LocalMode::Monotonic, .window = 4}});
         });
     }
     SUBCASE("local-p bilinear, window 4") {
         check_same_on_every_thread_count([] {
-            return train_small_model({.embed_dim = 64,
-                                      .num_heads = 2,
-                                      .score = Score::Bilinear,
-                                      .local = LocalMode::Predictive,
-                                      .window = 4});
+            return train_small_model(
+                {.embed_dim = 64,
+                 .num_heads = 2,
+                 .scoring = {.score = Score::Bilinear, .local = LocalMode::Predictive, .window = 4}});
         });
     }
 }

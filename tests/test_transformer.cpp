@@ -231,18 +231,18 @@ TEST_CASE("a layer passes score, local, window and positions to its attentions: 
                                              .nhead = 2,
                                              .dim_feedforward = 6,
                                              .dropout = 0.0,
-                                             .score = score,
-                                             .local = local,
-                                             .window = 1,
-                                             .positional = positional,
-                                             .rope_base = 50.0,
+                                             .scoring = {.score = score,
+                                                         .local = local,
+                                                         .window = 1,
+                                                         .positional = positional,
+                                                         .rope_base = 50.0},
                                              .dtype = DType::Float64},
                                             gen);
-            CHECK(dec.self_attn().options().local == local);
-            CHECK(dec.multihead_attn().options().score == score);
-            CHECK(dec.multihead_attn().options().window == 1);
-            CHECK(dec.self_attn().options().positional == positional);
-            CHECK(dec.multihead_attn().options().rope_base == 50.0);
+            CHECK(dec.self_attn().options().scoring.local == local);
+            CHECK(dec.multihead_attn().options().scoring.score == score);
+            CHECK(dec.multihead_attn().options().scoring.window == 1);
+            CHECK(dec.self_attn().options().scoring.positional == positional);
+            CHECK(dec.multihead_attn().options().scoring.rope_base == 50.0);
             randomize_parameters(dec, 70);
             const Tensor r = rand64({B, T, E}, 5).detach();
             auto fn = [&](const Inputs& in) {
@@ -259,8 +259,7 @@ TEST_CASE("a layer passes score, local, window and positions to its attentions: 
     nn::TransformerEncoder local({.layer = {.d_model = E,
                                             .nhead = 2,
                                             .dim_feedforward = 6,
-                                            .local = nn::LocalMode::Monotonic,
-                                            .window = T,
+                                            .scoring = {.local = nn::LocalMode::Monotonic, .window = T},
                                             .dtype = DType::Float64},
                                   .num_layers = 2},
                                  g2);

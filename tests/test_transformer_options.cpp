@@ -72,7 +72,7 @@ TEST_CASE("LayerAttention::Single puts an nn::Attention in each block: its keys,
     const auto& attn = child<nn::Attention>(enc, "self_attn");
     const Tensor h = x + attn.forward(child<nn::LayerNorm>(enc, "norm1").forward(x),
                                       child<nn::LayerNorm>(enc, "norm1").forward(x),
-                                      nn::AttentionMasks{.key_padding_mask = padding})
+                                      nn::AttentionArgs{.key_padding_mask = padding})
                              .output;
     const Tensor expected =
         h +
@@ -95,10 +95,10 @@ TEST_CASE("LayerAttention::Single puts an nn::Attention in each block: its keys,
                          Case{nn::Score::Additive, nn::Normalizer::Soft, nn::LocalMode::Predictive}}) {
         INFO(nn::to_string(c.score) << " " << nn::to_string(c.normalizer) << " " << nn::to_string(c.local));
         O o = single;
-        o.score = c.score;
+        o.scoring.score = c.score;
         o.normalizer = c.normalizer;
-        o.local = c.local;
-        o.window = c.local == nn::LocalMode::None ? 0 : 2;
+        o.scoring.local = c.local;
+        o.scoring.window = c.local == nn::LocalMode::None ? 0 : 2;
         nn::TransformerDecoderLayer dec(o, gen);
         randomize_parameters(dec, 4);
         const Tensor r = rand64({B, T, E}, 5).detach();
@@ -277,8 +277,9 @@ TEST_CASE("options beyond PyTorch that do not combine are refused, naming the la
         doctest::Contains("TransformerEncoderLayer: attention Single is one head, but nhead is 2"),
         ValueError);
     CHECK_THROWS_WITH_AS(
-        nn::TransformerDecoderLayer(
-            O{.d_model = 4, .positional = nn::Positional::ALiBi, .attention = nn::LayerAttention::Single}),
+        nn::TransformerDecoderLayer(O{.d_model = 4,
+                                      .scoring = {.positional = nn::Positional::ALiBi},
+                                      .attention = nn::LayerAttention::Single}),
         doctest::Contains("TransformerDecoderLayer: positional alibi needs attention MultiHead"), ValueError);
     CHECK_THROWS_WITH_AS(nn::TransformerDecoderLayer(O{.d_model = 4, .normalizer = nn::Normalizer::Hard}),
                          doctest::Contains("normalizer hard needs attention Single"), ValueError);
@@ -288,9 +289,9 @@ TEST_CASE("options beyond PyTorch that do not combine are refused, naming the la
                          doctest::Contains("TransformerEncoder: num_layers must be >= 0, got -1"),
                          ValueError);
     // nn::Attention's own checks surface through the layer
-    CHECK_THROWS_WITH_AS(nn::TransformerEncoderLayer(O{.d_model = 4,
-                                                       .local = nn::LocalMode::Predictive,
-                                                       .window = 0,
-                                                       .attention = nn::LayerAttention::Single}),
-                         doctest::Contains("local-p"), ValueError);
+    CHECK_THROWS_WITH_AS(
+        nn::TransformerEncoderLayer(O{.d_model = 4,
+                                      .scoring = {.local = nn::LocalMode::Predictive, .window = 0},
+                                      .attention = nn::LayerAttention::Single}),
+        doctest::Contains("local-p"), ValueError);
 }

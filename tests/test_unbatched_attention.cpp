@@ -42,10 +42,12 @@ TEST_CASE("Attention takes [T, D] inputs and returns [Tq, Dv] and [Tq, Tk]") {
     CHECK(out.weights.shape() == Shape{3, 6});
     const auto batched = attention.forward(reshape(q, {1, 3, 4}), reshape(kv, {1, 6, 4}));
     CHECK(out.output.to_vector<double>() == first(batched.output).to_vector<double>());
-    nn::Attention local(
-        {.query_dim = 4, .local = nn::LocalMode::Monotonic, .window = 1, .dtype = DType::Float64}, gen);
+    nn::Attention local({.query_dim = 4,
+                         .scoring = {.local = nn::LocalMode::Monotonic, .window = 1},
+                         .dtype = DType::Float64},
+                        gen);
     const auto banded = local.forward(
-        q, kv, nn::AttentionMasks{.key_padding_mask = index_tensor({0, 0, 0, 0, 0, 1}, {6}) == 1});
+        q, kv, nn::AttentionArgs{.key_padding_mask = index_tensor({0, 0, 0, 0, 0, 1}, {6}) == 1});
     CHECK(banded.band_weights.shape() == Shape{3, 3});
     CHECK(banded.window_start.shape() == Shape{3});
     CHECK_GRADCHECK([&](const std::vector<Tensor>& in) { return attention.forward(in[0], in[1]).output; },

@@ -57,17 +57,18 @@ public:
                           generator));
         if (luong) {
             luong_ = register_module(
-                "decoder", std::make_shared<nn::LuongDecoder>(
-                               nn::LuongDecoderOptions{.vocab_size = vocab.size(),
-                                                       .embedding_dim = e,
-                                                       .hidden_size = e,
-                                                       .num_layers = c.rnn_layers,
-                                                       .cell = nn::parse_luong_cell(c.cell),
-                                                       .score = nn::parse_score(c.score),
-                                                       .local = c.window >= 0 ? nn::parse_local_mode(c.local)
-                                                                              : nn::LocalMode::None,
-                                                       .window = std::max<std::int64_t>(c.window, 0)},
-                               generator));
+                "decoder",
+                std::make_shared<nn::LuongDecoder>(
+                    nn::LuongDecoderOptions{.vocab_size = vocab.size(),
+                                            .embedding_dim = e,
+                                            .hidden_size = e,
+                                            .num_layers = c.rnn_layers,
+                                            .cell = nn::parse_luong_cell(c.cell),
+                                            .scoring = {.score = nn::parse_score(c.score),
+                                                        .local = c.window >= 0 ? nn::parse_local_mode(c.local)
+                                                                               : nn::LocalMode::None,
+                                                        .window = std::max<std::int64_t>(c.window, 0)}},
+                    generator));
         } else {
             bahdanau_ = register_module(
                 "decoder", std::make_shared<nn::BahdanauDecoder>(

@@ -34,9 +34,9 @@ nn::TransformerLayerOptions layer_options(const ModelConfig& c, bool cross) {
         .dim_feedforward = c.ffn_dim,
         .dropout = 0.0,
         .norm_first = true,
-        .score = nn::parse_score(c.score),
-        .local = c.window >= 0 ? nn::parse_local_mode(c.local) : nn::LocalMode::None,
-        .window = std::max<std::int64_t>(c.window, 0),
+        .scoring = {.score = nn::parse_score(c.score),
+                    .local = c.window >= 0 ? nn::parse_local_mode(c.local) : nn::LocalMode::None,
+                    .window = std::max<std::int64_t>(c.window, 0)},
         .attention = c.heads > 1 ? nn::LayerAttention::MultiHead : nn::LayerAttention::Single,
         .self_attention = !cross};
     if (cross && c.heads == 1) {
