@@ -7,6 +7,7 @@
 #include "data_parallel.hpp"
 #include "evaluation.hpp"
 #include "models.hpp"
+#include "renderers.hpp"
 #include "settings.hpp"
 
 #include "core/error.hpp"
@@ -249,15 +250,18 @@ int run_cli(int argc, char** argv) {
     auto* samples = with_default_value(checked<std::int64_t>(inspect_cmd->add_option(
                                            "--samples", inspect.samples, "held-out examples to draw")),
                                        inspect.samples);
-    with_default_value(checked<std::string>(inspect_cmd->add_option("--format", inspect.format,
-                                                                    "term, svg, html, csv or json")),
-                       inspect.format);
+    with_default_value(
+        checked<std::string>(inspect_cmd->add_option("--format", inspect.format, renderer_names_text())),
+        inspect.format);
     with_default(
-        checked<std::string>(inspect_cmd->add_option("--to", inspect.to,
-                                                     "output file (html, csv, json; '-' = stdout) or "
-                                                     "directory (svg); missing folders are created"),
-                             "PATH"),
-        "RUN/inspect/report.html, attention.csv or attention.json; RUN/inspect/ for svg");
+        checked<std::string>(
+            inspect_cmd->add_option(
+                "--to", inspect.to,
+                fmt::format("output file ({}; '-' = stdout) or directory ({}); missing folders are created",
+                            renderer_file_names_text(), renderer_names_text(Renderer::Target::Directory))),
+            "PATH"),
+        renderer_outputs_text());
+    inspect_cmd->footer(renderer_help_text());
     inspect_cmd
         ->add_option("--knockout", inspect.knockout,
                      "silence a head (zero weights and output): LAYER.HEAD, e.g. 0.0 (repeatable)")

@@ -1,94 +1,22 @@
 // The formats of `attograd inspect --format` (renderers.hpp).
 #include "renderers.hpp"
 
-#include "console.hpp"
-#include "evaluation.hpp"
-#include "report_builder.hpp"
-#include "snapshot_probes.hpp"
-
-#include "data/text.hpp"
 #include "inspect/export.hpp"
-#include "inspect/render_html.hpp"
-#include "inspect/render_svg.hpp"
-#include "inspect/render_term.hpp"
-#include "inspect/snapshot.hpp"
-#include "optim/distributed.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
 
 namespace attograd::cli {
 
-namespace {
-
-/// The terminal view: each example's prediction and heat maps.
-std::vector<RenderedFile> render_term(const Inspection& in) {
-    const Task& task = *in.run.task;
-    // Under mpirun stdout is the launcher's forwarding: a terminal even when mpirun's own output
-    // goes to a file, so colour codes would end up there.
-    const inspect::TermOptions term{
-        .colour = optim::under_launcher() ? inspect::TermColour::Plain : inspect::detect_term_colour(stdout),
-        .width = std::max<std::int64_t>(20, inspect::terminal_width(stdout))};
-    std::string text;
-    for (const auto& note : in.notes) text += note + "\n\n";
-    for (std::size_t e = 0; e < in.examples.size(); ++e) {
-        const auto& ex = in.examples[e];
-        text += fmt::format("example {}: {}\n\n", e + 1,
-                            prediction_line(task, ex.source, ex.prediction, ex.target));
-        for (const auto& map : ex.maps) {
-            text += fmt::format("layer {}: {}", map.layer, inspect::render_heatmap(map, term));
-            if (map.saliency_correlation)
-                text +=
-                    fmt::format("Spearman correlation with saliency: {:+.3f}\n", *map.saliency_correlation);
-            text += "\n";
-        }
-        for (const auto* extra : {&ex.saliency, &ex.rollout, &ex.flow})
-            if (*extra) text += inspect::render_heatmap(**extra, term) + "\n";
-    }
-    if (!task.info().alignment.empty()) text += fmt::format("right alignment: {}\n", task.info().alignment);
-    return {{"", std::move(text)}};
-}
-
+// The renderers' functions, each in its own file renderer_NAME.cpp.
+/// The terminal view: each example's prediction and heat maps, the notes first.
+std::vector<RenderedFile> render_term(const Inspection& in);
 /// One SVG file per map: exampleE_layerL_headH.svg, and exampleE_saliency/rollout/flow.svg.
-std::vector<RenderedFile> render_svg_files(const Inspection& in) {
-    const std::string& alignment = in.run.task->info().alignment;
-    const inspect::SvgOptions options{
-        .alignment_legend = alignment.empty() ? "right alignment" : "right alignment: " + alignment};
-    std::vector<RenderedFile> files;
-    const auto add = [&](const inspect::AttentionMap& map, std::string name) {
-        files.push_back({std::move(name),
-                         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" + inspect::render_svg(map, options)});
-    };
-    for (std::size_t e = 0; e < in.examples.size(); ++e) {
-        const auto& ex = in.examples[e];
-        for (const auto& map : ex.maps)
-            add(map, fmt::format("example{}_layer{}_head{}.svg", e + 1, map.layer, map.head));
-        if (ex.saliency) add(*ex.saliency, fmt::format("example{}_saliency.svg", e + 1));
-        if (ex.rollout) add(*ex.rollout, fmt::format("example{}_rollout.svg", e + 1));
-        if (ex.flow) add(*ex.flow, fmt::format("example{}_flow.svg", e + 1));
-    }
-    return files;
-}
-
-/// The HTML report, with the training replay when the run's snapshots can be read.
-std::vector<RenderedFile> render_report(const Inspection& in) {
-    inspect::Report report = build_report(in.run, in.examples, in.notes);
-    const std::filesystem::path snapshots = in.run.dir / snapshot_file;
-    if (std::filesystem::exists(snapshots)) {
-        try {
-            report.snapshots = inspect::load_snapshots(snapshots);
-        } catch (const Error& e) {  // the report is still worth having without them
-            output(stderr, "attograd: warning: {}; the report has no training replay\n",
-                   data::escape_control(e.what()));
-            report.notes.push_back(fmt::format("attention snapshots could not be read: {}", e.what()));
-        }
-    }
-    return {{"", inspect::render_html(report)}};
-}
-
-}  // namespace
+std::vector<RenderedFile> render_svg_files(const Inspection& in);
+/// The HTML report (inspect::render_html), with the training replay when the run's snapshots
+/// can be read (a warning on stderr and a note in the report when they cannot).
+std::vector<RenderedFile> render_report(const Inspection& in);
 
 const std::vector<Renderer>& renderers() {
     using T = Renderer::Target;
