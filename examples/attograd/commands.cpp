@@ -106,7 +106,7 @@ std::string task_default_text(const Setting& setting) {
     for (const auto& task : names) {
         const nlohmann::json value = setting.get(task_defaults(task));
         std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-        if (setting.key == "model.window" && text == "-1") text = "none (global attention)";
+        if (!setting.off_text.empty() && text == "-1") text = std::string(setting.off_text);
         by_task.emplace_back(task, text);
     }
     if (by_task.empty()) return "";
