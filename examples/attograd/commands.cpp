@@ -199,6 +199,15 @@ int checked_stdout(int code) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+    // train's --help shows every task's defaults: a program's task entry whose defaults the
+    // settings table refuses is reported here, naming the task and the key, not while --help
+    // is built.
+    try {
+        for (const auto& name : data::task_names()) (void)task_defaults(name);
+    } catch (const attograd::ValueError& e) {
+        report_error(e.what());
+        return 2;
+    }
     CLI::App app{"attograd: train small attention models on toy tasks and look inside them", "attograd"};
     app.require_subcommand(1);
     app.set_version_flag("--version", version_text(),
