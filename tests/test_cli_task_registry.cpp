@@ -89,7 +89,7 @@ TEST_CASE("every setting of config.json is in the table, once, and reads back wh
     CHECK(attograd::cli::to_json(attograd::cli::run_config_from_json(written)) == written);
 }
 
-TEST_CASE("the table says which model kinds a flag applies to; train refuses it with the others") {
+TEST_CASE("the table says which model kinds a flag applies to, and train refuses it with the others") {
     using attograd::cli::ModelKinds;
     std::vector<std::string> rnn_only, transformer_only;
     for (const auto& s : attograd::cli::settings()) {
