@@ -6,6 +6,8 @@
 
 #include "data/task.hpp"
 
+#include <map>
+
 using namespace cli_test;
 using attograd::ValueError;
 
@@ -85,4 +87,49 @@ TEST_CASE("every setting of config.json is in the table, once, and reads back wh
     }
     CHECK(fields == table.size());
     CHECK(attograd::cli::to_json(attograd::cli::run_config_from_json(written)) == written);
+}
+
+TEST_CASE("the table says which model kinds a flag applies to, and train refuses it with the others") {
+    using attograd::cli::ModelKinds;
+    std::vector<std::string> rnn_only, transformer_only;
+    for (const auto& s : attograd::cli::settings()) {
+        if (s.applies_to == ModelKinds::rnn) rnn_only.emplace_back(s.flag);
+        if (s.applies_to == ModelKinds::transformer) transformer_only.emplace_back(s.flag);
+    }
+    CHECK(rnn_only == std::vector<std::string>{"cell", "decoder", "bidirectional", "rnn-layers"});
+    CHECK(transformer_only == std::vector<std::string>{"layers", "decoder-layers", "ffn-dim", "next-token"});
+    TempDir tmp;
+    const std::map<std::string, std::string> values = {{"cell", "gru"},         {"decoder", "luong"},
+                                                       {"rnn-layers", "2"},     {"layers", "2"},
+                                                       {"decoder-layers", "2"}, {"ffn-dim", "8"}};
+    const auto flag_args = [&](const std::string& flag) {
+        std::vector<std::string> args = {"train", "--task", "copy",      "--steps",
+                                         "1",     "--out",  tmp / "run", "--" + flag};
+        if (values.count(flag)) args.push_back(values.at(flag));
+        return args;
+    };
+    for (const auto& flag : rnn_only) {
+        for (const char* model : {"seq2seq", "encoder"}) {
+            auto args = flag_args(flag);
+            args.insert(args.end(), {"--model", model});
+            check_refused(run(args), {"attograd: --" + flag + " applies to --model rnn only\n"});
+        }
+    }
+    for (const auto& flag : transformer_only) {
+        auto args = flag_args(flag);
+        args.insert(args.end(), {"--model", "rnn"});
+        check_refused(run(args), {"attograd: --" + flag +
+                                  " sets the Transformer models' layers; --model rnn takes --rnn-layers, "
+                                  "--cell, --decoder\n"});
+    }
+    CHECK_FALSE(fs::exists(tmp / "run"));
+}
+
+TEST_CASE("train --help shows --window's default -1 as the table names it") {
+    const auto* window = attograd::cli::find_setting("model.window");
+    REQUIRE(window != nullptr);
+    CHECK(window->off_text == "none (global attention)");
+    const Outcome help = run({"train", "--help"});
+    require_ok(help);
+    CHECK(line_with(help.out, "--window").find("[default: none (global attention)") != std::string::npos);
 }

@@ -4,28 +4,19 @@
 #include "console.hpp"
 #include "evaluation.hpp"
 #include "faithfulness_run.hpp"
-#include "report_builder.hpp"
+#include "renderers.hpp"
 #include "run_dir.hpp"
-#include "snapshot_probes.hpp"
 #include "train/file_io.hpp"
 #include "train/run_lock.hpp"
 
 #include "data/text.hpp"
 
-#include "inspect/export.hpp"
 #include "inspect/knockout.hpp"
-#include "inspect/render_html.hpp"
-#include "inspect/render_svg.hpp"
-#include "inspect/render_term.hpp"
-#include "inspect/snapshot.hpp"
-#include "optim/distributed.hpp"
 
 #include <fmt/format.h>
 
 #include <sys/stat.h>
 
-#include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -106,35 +97,38 @@ std::string summary_line(const inspect::AttentionMap& map) {
 }  // namespace
 
 int cmd_inspect(const InspectArgs& args) {
-    constexpr std::array formats = {"term", "svg", "html", "csv", "json"};
-    if (std::find(formats.begin(), formats.end(), args.format) == formats.end()) {
+    const Renderer* renderer = find_renderer(args.format);
+    if (renderer == nullptr) {
         throw UsageError(
-            fmt::format("--format must be term, svg, html, csv or json, got '{}'", shown_text(args.format)));
+            fmt::format("--format must be {}, got '{}'", renderer_names_text(), shown_text(args.format)));
     }
+    using Target = Renderer::Target;
     if (!args.inputs.empty() && args.samples_given) {
         throw UsageError(
             "--input and --samples do not combine: inspect either your inputs or held-out samples");
     }
-    if (args.format == "svg" && args.to == "-") {
+    if (renderer->target == Target::Directory && args.to == "-") {
         throw UsageError(
-            "--to - (stdout) does not apply to --format svg: give a directory for the SVG files");
+            fmt::format("--to - (stdout) does not apply to --format {}: give a directory for the {} files",
+                        renderer->name, renderer->kind));
     }
     // --to is checked before anything is computed or created (missing parent folders are then
     // created, as --out's are).
-    if (!args.to.empty() && args.to != "-" && args.format != "term") {
+    if (!args.to.empty() && args.to != "-" && renderer->target != Target::Terminal) {
         std::error_code ec;
         const fs::file_status status = fs::status(args.to, ec);
-        if (args.format == "svg") {
+        if (renderer->target == Target::Directory) {
             if (fs::exists(status) && !fs::is_directory(status))
                 throw UsageError(fmt::format(
-                    "--to {}: not a directory (--format svg writes one file per map into a directory)",
-                    shown_path(args.to)));
+                    "--to {}: not a directory (--format {} writes one file per map into a directory)",
+                    shown_path(args.to), renderer->name));
         } else if (fs::path(args.to).filename().empty() || fs::is_directory(status)) {
             throw UsageError(fmt::format("--to {}: give a file name, not a directory", shown_path(args.to)));
         }
     }
-    if (args.format == "term" && !args.to.empty()) {
-        throw UsageError("--to does not apply to --format term (it prints to the terminal)");
+    if (renderer->target == Target::Terminal && !args.to.empty()) {
+        throw UsageError(
+            fmt::format("--to does not apply to --format {} (it prints to the terminal)", renderer->name));
     }
     if (args.samples < 1) throw UsageError(fmt::format("--samples must be >= 1, got {}", args.samples));
     if (args.faithfulness) {
@@ -226,30 +220,14 @@ int cmd_inspect(const InspectArgs& args) {
         }
     };
 
-    if (args.format == "term") {
-        // Under mpirun stdout is the launcher's forwarding: a terminal even when mpirun's own
-        // output goes to a file, so colour codes would end up there.
-        const inspect::TermOptions term{.colour = optim::under_launcher()
-                                                      ? inspect::TermColour::Plain
-                                                      : inspect::detect_term_colour(stdout),
-                                        .width = std::max<std::int64_t>(20, inspect::terminal_width(stdout))};
-        for (const auto& note : notes) output(stdout, "{}\n\n", note);
-        for (std::size_t e = 0; e < examples.size(); ++e) {
-            const auto& ex = examples[e];
-            output(stdout, "example {}: {}\n\n", e + 1,
-                   prediction_line(task, ex.source, ex.prediction, ex.target));
-            for (const auto& map : ex.maps) {
-                output(stdout, "layer {}: {}", map.layer, inspect::render_heatmap(map, term));
-                if (map.saliency_correlation) {
-                    output(stdout, "Spearman correlation with saliency: {:+.3f}\n",
-                           *map.saliency_correlation);
-                }
-                output(stdout, "\n");
-            }
-            for (const auto* extra : {&ex.saliency, &ex.rollout, &ex.flow})
-                if (*extra) output(stdout, "{}\n", inspect::render_heatmap(**extra, term));
-        }
-        if (!task.info().alignment.empty()) output(stdout, "right alignment: {}\n", task.info().alignment);
+    std::optional<inspect::FaithfulnessSection> section;
+    if (faithfulness)
+        section =
+            inspect::FaithfulnessSection{.table = faithfulness->table, .evidence = faithfulness->evidence};
+    const std::vector<RenderedFile> rendered = renderer->render(
+        {.run = run, .examples = examples, .notes = notes, .faithfulness = section ? &*section : nullptr});
+    if (renderer->target == Target::Terminal) {
+        for (const auto& text : rendered) output(stdout, "{}", text.contents);
         return code;
     }
 
@@ -266,65 +244,25 @@ int cmd_inspect(const InspectArgs& args) {
         write_file_atomic(path, contents,
                           by_default ? AtomicFile::Symlinks::refuse : AtomicFile::Symlinks::follow);
     };
-    const inspect::SvgOptions svg_options{
-        .alignment_legend =
-            task.info().alignment.empty() ? "right alignment" : "right alignment: " + task.info().alignment};
-    if (args.format == "svg") {
+    if (renderer->target == Target::Directory) {
         const fs::path dir = by_default ? default_dir : fs::path(args.to);
         const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, dir, "inspect");
         make_dir(dir);
-        std::int64_t written = 0;
-        for (std::size_t e = 0; e < examples.size(); ++e) {
-            const auto write = [&](const inspect::AttentionMap& map, const std::string& name) {
-                write_output(dir / name, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n" +
-                                             inspect::render_svg(map, svg_options));
-                ++written;
-            };
-            for (const auto& map : examples[e].maps) {
-                write(map, fmt::format("example{}_layer{}_head{}.svg", e + 1, map.layer, map.head));
-            }
-            if (examples[e].saliency)
-                write(*examples[e].saliency, fmt::format("example{}_saliency.svg", e + 1));
-            if (examples[e].rollout) write(*examples[e].rollout, fmt::format("example{}_rollout.svg", e + 1));
-            if (examples[e].flow) write(*examples[e].flow, fmt::format("example{}_flow.svg", e + 1));
-        }
+        for (const auto& file : rendered) write_output(dir / file.name, file.contents);
         print_summary();
-        output(stdout, "wrote {} SVG file(s) to {}/\n", written, shown_path(dir));
+        output(stdout, "wrote {} {} file(s) to {}/\n", rendered.size(), renderer->kind, shown_path(dir));
         return code;
     }
 
-    std::string contents;
-    std::string name;
-    if (args.format == "html") {
-        inspect::Report report = build_report(run, examples, notes);
-        if (faithfulness)
-            report.faithfulness = inspect::FaithfulnessSection{.table = faithfulness->table,
-                                                               .evidence = faithfulness->evidence};
-        const fs::path snapshots = run.dir / snapshot_file;
-        if (fs::exists(snapshots)) {
-            try {
-                report.snapshots = inspect::load_snapshots(snapshots);
-            } catch (const Error& e) {  // the report is still worth having without them
-                output(stderr, "attograd: warning: {}; the report has no training replay\n",
-                       data::escape_control(e.what()));
-                report.notes.push_back(fmt::format("attention snapshots could not be read: {}", e.what()));
-            }
-        }
-        contents = inspect::render_html(report);
-        name = "report.html";
-    } else if (args.format == "csv") {
-        contents = inspect::to_csv(examples);
-        name = "attention.csv";
-    } else {
-        contents = inspect::to_json(examples);
-        name = "attention.json";
-    }
+    AG_ASSERT(rendered.size() == 1, "inspect: --format {} gave {} files, not one", renderer->name,
+              rendered.size());
+    const std::string& contents = rendered[0].contents;
     if (args.to == "-") {
         output(stdout, "{}", contents);
         print_summary();
         return code;
     }
-    fs::path path = by_default ? default_dir / name : fs::path(args.to);
+    fs::path path = by_default ? default_dir / renderer->writes : fs::path(args.to);
     if (!by_default) train::refuse_run_file(run.dir, path, "inspect");
     const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "inspect");
     if (!path.parent_path().empty()) make_dir(path.parent_path());

@@ -7,6 +7,7 @@
 #include "data_parallel.hpp"
 #include "evaluation.hpp"
 #include "models.hpp"
+#include "renderers.hpp"
 #include "settings.hpp"
 
 #include "core/error.hpp"
@@ -106,7 +107,7 @@ std::string task_default_text(const Setting& setting) {
     for (const auto& task : names) {
         const nlohmann::json value = setting.get(task_defaults(task));
         std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-        if (setting.key == "model.window" && text == "-1") text = "none (global attention)";
+        if (!setting.off_text.empty() && text == "-1") text = std::string(setting.off_text);
         by_task.emplace_back(task, text);
     }
     if (by_task.empty()) return "";
@@ -215,6 +216,15 @@ int checked_stdout(int code) {
 }  // namespace
 
 int run_cli(int argc, char** argv) {
+    // train's --help shows every task's defaults: a program's task entry whose defaults the
+    // settings table refuses is reported here, naming the task and the key, not while --help
+    // is built.
+    try {
+        for (const auto& name : data::task_names()) (void)task_defaults(name);
+    } catch (const attograd::ValueError& e) {
+        report_error(e.what());
+        return 2;
+    }
     CLI::App app{"attograd: train small attention models on toy tasks and look inside them", "attograd"};
     app.require_subcommand(1);
     app.set_version_flag("--version", version_text(),
@@ -268,15 +278,18 @@ int run_cli(int argc, char** argv) {
                                            "held-out examples to draw (with --faithfulness: to measure, "
                                            "default 50)")),
                                        inspect.samples);
-    with_default_value(checked<std::string>(inspect_cmd->add_option("--format", inspect.format,
-                                                                    "term, svg, html, csv or json")),
-                       inspect.format);
+    with_default_value(
+        checked<std::string>(inspect_cmd->add_option("--format", inspect.format, renderer_names_text())),
+        inspect.format);
     with_default(
-        checked<std::string>(inspect_cmd->add_option("--to", inspect.to,
-                                                     "output file (html, csv, json; '-' = stdout) or "
-                                                     "directory (svg); missing folders are created"),
-                             "PATH"),
-        "RUN/inspect/report.html, attention.csv or attention.json; RUN/inspect/ for svg");
+        checked<std::string>(
+            inspect_cmd->add_option(
+                "--to", inspect.to,
+                fmt::format("output file ({}; '-' = stdout) or directory ({}); missing folders are created",
+                            renderer_file_names_text(), renderer_names_text(Renderer::Target::Directory))),
+            "PATH"),
+        renderer_outputs_text());
+    inspect_cmd->footer(renderer_help_text());
     inspect_cmd
         ->add_option("--knockout", inspect.knockout,
                      "silence a head (zero weights and output): LAYER.HEAD, e.g. 0.0 (repeatable)")

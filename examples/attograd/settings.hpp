@@ -20,6 +20,13 @@ namespace attograd::cli {
 /// Where a setting's value lives in a RunConfig: the field, of its type.
 using SettingField = std::variant<std::int64_t*, std::uint64_t*, double*, bool*, std::string*>;
 
+/// The --model kinds a setting applies to: train refuses its flag with the others.
+enum class ModelKinds {
+    all,          ///< every model
+    rnn,          ///< --model rnn only
+    transformer,  ///< the Transformer models only (seq2seq and encoder)
+};
+
 /// One setting of a run: a field of ModelConfig or TrainConfig.
 struct Setting {
     std::string_view key{};   ///< its config.json name, "section.field": "model.embed_dim"
@@ -36,6 +43,11 @@ struct Setting {
     bool negated_flag = false;
     /// --resume may change it (the others would change the saved run).
     bool resumable = false;
+    /// The models whose flag it is (check_model_flags refuses it with the others).
+    ModelKinds applies_to = ModelKinds::all;
+    /// How --help shows the default -1 of an integer that -1 turns off ("none (global
+    /// attention)"); "" = as the number.
+    std::string_view off_text{};
 
     /// The value in `config`, as config.json stores it.
     nlohmann::json get(const RunConfig& config) const;

@@ -96,15 +96,18 @@ void check_not_cwd(const fs::path& dir, const char* option) {
 /// Refuses the flags of another kind of model (`kind`, the --model of the run): the recurrent
 /// model's without --model rnn, the Transformer layers' with it.
 void check_model_flags(const TrainArgs& a, const std::string& kind) {
-    for (const char* name : {"cell", "decoder", "bidirectional", "rnn-layers"}) {
-        if (kind != "rnn" && a.was_given(name))
-            throw UsageError(fmt::format("--{} applies to --model rnn only", name));
+    const auto given = [&](const Setting& s, ModelKinds kinds) {
+        return s.applies_to == kinds && !s.flag.empty() && a.was_given(std::string(s.flag));
+    };
+    for (const Setting& s : settings()) {
+        if (kind != "rnn" && given(s, ModelKinds::rnn))
+            throw UsageError(fmt::format("--{} applies to --model rnn only", s.flag));
     }
-    for (const char* name : {"layers", "decoder-layers", "ffn-dim", "next-token"}) {
-        if (kind == "rnn" && a.was_given(name))
+    for (const Setting& s : settings()) {
+        if (kind == "rnn" && given(s, ModelKinds::transformer))
             throw UsageError(fmt::format(
                 "--{} sets the Transformer models' layers; --model rnn takes --rnn-layers, --cell, --decoder",
-                name));
+                s.flag));
     }
 }
 

@@ -1,0 +1,34 @@
+// `attograd inspect --format html`: the report (renderers.hpp).
+#include "renderers.hpp"
+
+#include "console.hpp"
+#include "report_builder.hpp"
+#include "snapshot_probes.hpp"
+
+#include "data/text.hpp"
+#include "inspect/render_html.hpp"
+#include "inspect/snapshot.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+
+namespace attograd::cli {
+
+std::vector<RenderedFile> render_report(const Inspection& in) {
+    inspect::Report report = build_report(in.run, in.examples, in.notes);
+    if (in.faithfulness != nullptr) report.faithfulness = *in.faithfulness;
+    const std::filesystem::path snapshots = in.run.dir / snapshot_file;
+    if (std::filesystem::exists(snapshots)) {
+        try {
+            report.snapshots = inspect::load_snapshots(snapshots);
+        } catch (const Error& e) {  // the report is still worth having without them
+            output(stderr, "attograd: warning: {}; the report has no training replay\n",
+                   data::escape_control(e.what()));
+            report.notes.push_back(fmt::format("attention snapshots could not be read: {}", e.what()));
+        }
+    }
+    return {{"", inspect::render_html(report)}};
+}
+
+}  // namespace attograd::cli
