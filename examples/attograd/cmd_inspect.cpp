@@ -303,7 +303,14 @@ int cmd_inspect(const InspectArgs& args) {
         const fs::path snapshots = run.dir / snapshot_file;
         if (fs::exists(snapshots)) {
             try {
-                report.snapshots = inspect::load_snapshots(snapshots);
+                auto loaded = inspect::load_snapshots(snapshots);
+                try {
+                    check_run_snapshots(loaded, run.config.vocab, run.config.train.snapshot_every,
+                                        run.counters.steps_done);
+                } catch (const ValueError& e) {
+                    throw IoError(fmt::format("load_snapshots: '{}': {}", snapshots.string(), e.what()));
+                }
+                report.snapshots = std::move(loaded);
             } catch (const Error& e) {  // the report is still worth having without them
                 output(stderr, "attograd: warning: {}; the report has no training replay\n",
                        data::escape_control(e.what()));

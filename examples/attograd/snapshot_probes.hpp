@@ -26,4 +26,14 @@ std::vector<inspect::SnapshotProbe> snapshot_probes(const Model& model, const Mo
                                                     const Task& task, const Vocabulary& vocab,
                                                     std::int64_t count);
 
+/// Throws ValueError when `snapshots` (read from a run's snapshot file) cannot be what `train`
+/// wrote for the run: a prediction token outside `vocab` (the argmax tokens are the
+/// vocabulary's), or a step off the period: every snapshot is taken at a multiple of `every`
+/// (train.snapshot_every; thinning doubles the period, which keeps its multiples), except
+/// the last, which may also be at the end of training, `steps_done`, and none after it (`every`
+/// 0, snapshots now off: only the latter). The
+/// message names the snapshot, its step and the token or period.
+void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshots, const Vocabulary& vocab,
+                         std::int64_t every, std::int64_t steps_done);
+
 }  // namespace attograd::cli
