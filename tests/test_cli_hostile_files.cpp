@@ -421,7 +421,7 @@ TEST_CASE("edited attention snapshots are refused by --resume and left out of in
     planted([](json&) {}, -3.0f);
     refused("negative weight -3");
     planted([](json&) {}, saved.tensors.at("weights").data<float>()[offset] + 0.5f);  // the row sums to 1.5
-    refused("not 1");
+    refused("more than 1");
     planted([](json& j) { j[1]["step"] = 15; });
     refused("step 15, not a multiple of train.snapshot_every 10");
 }

@@ -599,7 +599,8 @@ TEST_CASE("load_snapshots refuses weights and shares that no recorder writes, na
         [](auto& j) { j[0]["probes"][0]["maps"][0]["alignment_share"] = 0.5; });  // a map without right keys
     CHECK_LOAD_REFUSED(path, "none (no right key)");
 
-    // Weights: negative, or a row that does not sum to 1 (softmax rows do, within float32 rounding).
+    // Weights: negative, or a row summing to more than 1 (softmax rows sum to 1 within float32
+    // rounding; local-p attention scales them down).
     const auto changed = [&](std::int64_t index, float value) {
         Tensor w = clone(weights);
         w.data<float>()[index] = value;
@@ -609,7 +610,9 @@ TEST_CASE("load_snapshots refuses weights and shares that no recorder writes, na
     CHECK_LOAD_REFUSED(path, "negative weight -3 at row 0, column 1");
     file.with([](auto&) {}, changed(0, weights.data<float>()[0] + 0.01f));
     CHECK_LOAD_REFUSED(path, "row 0 sums to");
-    CHECK_LOAD_REFUSED(path, "not 1");
+    CHECK_LOAD_REFUSED(path, "more than 1");
+    file.with([](auto&) {}, changed(0, weights.data<float>()[0] * 0.5f));  // scaled down: a local-p row
+    CHECK(load_snapshots(path).size() == 2);
     // Step 7's first probe holds a saliency map after its maps (rows need not sum to 1, but
     // are never negative): its first weight follows every map before it in the file.
     const std::int64_t saliency = [&] {
