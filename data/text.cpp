@@ -99,20 +99,28 @@ bool is_valid_utf8(std::string_view text) {
 
 std::size_t control_length(std::string_view text, std::size_t i) {
     if (i >= text.size()) return 0;
-    const auto lead = static_cast<unsigned char>(text[i]);
+    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
+    const auto lead = byte(0);
     if (lead < 0x20 || lead == 0x7F) return 1;
-    if (lead == 0xE2 && i + 2 < text.size()) {
-        const auto second = static_cast<unsigned char>(text[i + 1]),
-                   third = static_cast<unsigned char>(text[i + 2]);
-        // U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR (E2 80 A8 / A9) break lines;
-        // the bidirectional embeddings and overrides U+202A-U+202E (E2 80 AA-AE) and isolates
-        // U+2066-U+2069 (E2 81 A6-A9) reorder the text after them ("Trojan Source").
-        if (second == 0x80 && third >= 0xA8 && third <= 0xAE) return 3;
-        if (second == 0x81 && third >= 0xA6 && third <= 0xA9) return 3;
+    if (i + 1 < text.size()) {
+        // C1 (C2 80-9F; U+009B is a terminal's CSI) and U+061C ARABIC LETTER MARK (D8 9C).
+        if (lead == 0xC2 && byte(1) >= 0x80 && byte(1) <= 0x9F) return 2;
+        if (lead == 0xD8 && byte(1) == 0x9C) return 2;
     }
-    const bool c1 = lead == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-                    static_cast<unsigned char>(text[i + 1]) <= 0x9F;
-    return c1 ? 2 : 0;
+    if (i + 2 < text.size()) {
+        const auto second = byte(1), third = byte(2);
+        // U+200B ZERO WIDTH SPACE (E2 80 8B) hides inside a word; the marks U+200E LRM and
+        // U+200F RLM (E2 80 8E / 8F) move neutral characters around them; U+2028 LINE SEPARATOR
+        // and U+2029 PARAGRAPH SEPARATOR (E2 80 A8 / A9) break lines; the embeddings and
+        // overrides U+202A-U+202E (E2 80 AA-AE) and isolates U+2066-U+2069 (E2 81 A6-A9)
+        // reorder the text after them ("Trojan Source"); U+FEFF ZERO WIDTH NO-BREAK SPACE
+        // (EF BB BF) is invisible past the start of a file, where strip_bom drops it.
+        if (lead == 0xE2 && second == 0x80 && (third == 0x8B || third == 0x8E || third == 0x8F)) return 3;
+        if (lead == 0xE2 && second == 0x80 && third >= 0xA8 && third <= 0xAE) return 3;
+        if (lead == 0xE2 && second == 0x81 && third >= 0xA6 && third <= 0xA9) return 3;
+        if (lead == 0xEF && second == 0xBB && third == 0xBF) return 3;
+    }
+    return 0;
 }
 
 namespace {
@@ -120,10 +128,10 @@ namespace {
 // The escape of the control character of `length` bytes at text[i].
 std::string escaped_control(std::string_view text, std::size_t i, std::size_t length) {
     const auto lead = static_cast<unsigned char>(text[i]);
-    if (length == 2) return fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));
-    if (length == 3) {  // E2 8x yy: U+2000 + (x << 6) + (yy & 0x3F)
-        const unsigned code = 0x2000u + ((static_cast<unsigned char>(text[i + 1]) & 0x3Fu) << 6) +
-                              (static_cast<unsigned char>(text[i + 2]) & 0x3Fu);
+    if (length > 1) {  // a 2- or 3-byte UTF-8 sequence, escaped as its code point
+        unsigned code = lead & (length == 2 ? 0x1Fu : 0x0Fu);
+        for (std::size_t k = 1; k < length; ++k)
+            code = (code << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3Fu);
         return fmt::format("\\u{:04x}", code);
     }
     if (lead == '\t') return "\\t";

@@ -24,18 +24,21 @@ std::string_view strip_bom(std::string_view text);
 /// sequences, surrogates or code points above U+10FFFF): run configs and exports are JSON.
 bool is_valid_utf8(std::string_view text);
 /// Bytes of the control character that starts at `text[i]`: 1 for C0 (U+0000-U+001F) and DEL
-/// (U+007F), 2 for C1 (U+0080-U+009F, UTF-8 C2 80-C2 9F; e.g. U+009B is a terminal's CSI), 3 for
-/// U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR (E2 80 A8 / A9, which break lines in
-/// terminals, editors and JavaScript strings) and for the bidirectional formatting characters
-/// U+202A-U+202E (embeddings, overrides) and U+2066-U+2069 (isolates), which reorder the text
-/// shown after them (Unicode TR #9; Boucher & Anderson 2021, "Trojan Source"); 0 when none
+/// (U+007F); 2 for C1 (U+0080-U+009F, UTF-8 C2 80-C2 9F; e.g. U+009B is a terminal's CSI) and
+/// U+061C ARABIC LETTER MARK; 3 for U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR (which
+/// break lines in terminals, editors and JavaScript strings), the other bidirectional controls
+/// U+200E, U+200F (marks), U+202A-U+202E (embeddings, overrides) and U+2066-U+2069 (isolates),
+/// which reorder the text shown around them (Unicode TR #9; Boucher & Anderson 2021, "Trojan
+/// Source"), and the invisible U+200B ZERO WIDTH SPACE and U+FEFF ZERO WIDTH NO-BREAK SPACE (a
+/// byte order mark at the start of a file, which readers drop first with strip_bom); 0 when none
 /// starts there (or i is past the end). These are the characters Unicode calls Cc, Zl and Zp,
-/// and the explicit bidi controls.
+/// every Bidi_Control character, U+200B and U+FEFF.
 std::size_t control_length(std::string_view text, std::size_t i);
 /// `text` made safe to show in a message or label: \t \n \r for those three, \xhh for any
 /// other C0 character, DEL or byte that is not part of well-formed UTF-8, \u00hh for a C1
-/// character (lowercase hex), \u2028 and \u2029 for the line and paragraph separators, \u202a-
-/// \u202e and \u2066-\u2069 for the bidi controls; every other character unchanged.
+/// character (lowercase hex), and \uhhhh for the other control characters of control_length
+/// (\u061c, \u200b, \u200e, \u200f, \u2028, \u2029, \u202a-\u202e, \u2066-\u2069, \ufeff);
+/// every other character unchanged.
 std::string escape_control(std::string_view text);
 /// The first control character of `text` (see control_length), escaped as escape_control
 /// writes it, or "" when it has none; `allowed` characters (e.g. "\t") are skipped.

@@ -111,6 +111,36 @@ void check_snapshot_map(const AttentionMap& map) {
     }
 }
 
+/// Throws ValueError on a map whose values a recorder cannot have written: a negative weight,
+/// an attention row summing to more than 1 (softmax rows sum to 1, Luong et al. 2015 §3.2's
+/// local-p attention scales them by a Gaussian <= 1; float32 sums drift by a few ulp per key,
+/// far inside kRowTolerance), or a share outside [0, 1] or unequal to the one its weights and
+/// right keys give (alignment_share, recomputed in the same double arithmetic).
+void check_recorded_values(const AttentionMap& map, bool attention) {
+    constexpr double kRowTolerance = 1e-3, kShareTolerance = 1e-9;
+    for (std::int64_t r = 0; r < map.rows(); ++r) {
+        double sum = 0.0;
+        for (std::int64_t c = 0; c < map.cols(); ++c) {
+            const double w = map.at(r, c);
+            AG_CHECK(w >= 0.0, ValueError, "map '{}' has a negative weight {} at row {}, column {}",
+                     map.title(), w, r, c);
+            sum += w;
+        }
+        AG_CHECK(!attention || sum <= 1.0 + kRowTolerance, ValueError,
+                 "map '{}' row {} sums to {}, more than 1 (attention weights are a softmax, at most "
+                 "scaled down)",
+                 map.title(), r, sum);
+    }
+    if (!map.alignment_share) return;
+    const double share = *map.alignment_share;
+    AG_CHECK(share >= 0.0 && share <= 1.0, ValueError, "map '{}' has an alignment_share {} outside [0, 1]",
+             map.title(), share);
+    const std::optional<double> recomputed = alignment_share(map, map.right);
+    AG_CHECK(recomputed && std::abs(*recomputed - share) <= kShareTolerance, ValueError,
+             "map '{}' has an alignment_share {} but its weights and right keys give {}", map.title(), share,
+             recomputed ? fmt::format("{}", *recomputed) : std::string("none (no right key)"));
+}
+
 /// The maps of one probe in file order: its maps, then saliency, rollout and flow when present.
 std::vector<const AttentionMap*> maps_in_order(const InspectedExample& probe) {
     std::vector<const AttentionMap*> out;
@@ -142,7 +172,8 @@ const json& member(const json& object, const char* key) {
 std::int64_t integer(const json& j, const char* key) {
     AG_CHECK(j.is_number_integer(), ValueError, "\"{}\" is not an integer ({})", key, j.type_name());
     const std::optional<std::int64_t> value = attograd::detail::json_integer<std::int64_t>(j);
-    AG_CHECK(value, ValueError, "\"{}\" is out of range {}", key, attograd::detail::json_integer_range<std::int64_t>());
+    AG_CHECK(value, ValueError, "\"{}\" is out of range {}", key,
+             attograd::detail::json_integer_range<std::int64_t>());
     return *value;
 }
 
@@ -239,6 +270,20 @@ std::vector<AttentionSnapshot> snapshots_from_json(const json& array, const std:
     }
     AG_CHECK(offset == weights.size(), ValueError,
              "the maps use {} weights but \"weights\" holds {} (mismatched lengths)", offset, weights.size());
+    for (std::size_t i = 0; i < out.size(); ++i) {  // the values, once every map has its own weights
+        for (std::size_t p = 0; p < out[i].probes.size(); ++p) {
+            const std::vector<const AttentionMap*> maps = maps_in_order(out[i].probes[p]);
+            for (std::size_t m = 0; m < maps.size(); ++m) {
+                try {
+                    // Saliency, rollout and flow (after the maps) are not softmax rows.
+                    check_recorded_values(*maps[m], m < out[i].probes[p].maps.size());
+                } catch (const Error& e) {
+                    throw ValueError(fmt::format("snapshot {} (step {}), probe {}, map {}: {}", i,
+                                                 out[i].step, p, m, e.what()));
+                }
+            }
+        }
+    }
     check_step_order(out, "snapshots");
     check_probe_inputs(out);
     return out;

@@ -130,7 +130,10 @@ void save_snapshots(const std::filesystem::path& path, const std::vector<Attenti
 /// Reads a file written by save_snapshots, checking everything before trusting it: the
 /// safetensors container, the format and version, every field's type, step order, each map's
 /// labels against its share of "weights" (which must be used exactly), right columns in
-/// [-1, cols), finite weights and shares, one input per probe index (check_probe_inputs). Any problem throws
+/// [-1, cols), finite and non-negative weights, rows of each attention map (not of saliency,
+/// rollout or flow) summing to at most 1 (+ 1e-3: softmax rows, or local-p attention's scaled
+/// ones), shares in [0, 1] equal to alignment_share of
+/// the map's weights and right keys, one input per probe index (check_probe_inputs). Any problem throws
 /// IoError naming the file and, where one is at fault, the snapshot, probe and map.
 std::vector<AttentionSnapshot> load_snapshots(const std::filesystem::path& path);
 

@@ -10,6 +10,7 @@
 
 #include <functional>
 #include <limits>
+#include <optional>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -361,4 +362,72 @@ TEST_CASE("a config.json edited to a model too large for memory is refused befor
         check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}),
                       {"config.json: ", "model.layers 16", "training would need"});
     }
+}
+
+TEST_CASE("edited attention snapshots are refused by --resume and left out of inspect's report") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run", file = dir / "attention_snapshots.safetensors";
+    train(dir, {"--task", "reverse", "--steps", "25", "--no-early-stop", "--snapshot-every", "10"});
+    const attograd::SafetensorsContents saved = attograd::read_safetensors(file);
+    const json good = json::parse(saved.metadata.at("snapshots"));
+    REQUIRE(good.size() == 4);  // steps 0, 10, 20 and the end of training, 25
+    REQUIRE(good[3]["step"] == 25);
+    // The first map of the last snapshot's first probe that has a share (a right alignment).
+    std::size_t shared = 0, offset = 0;
+    for (std::size_t s = 0; s < 3; ++s)
+        for (const auto& probe : good[s]["probes"])
+            for (const auto& map : probe["maps"]) offset += map["queries"].size() * map["keys"].size();
+    const json& maps = good[3]["probes"][0]["maps"];
+    while (shared < maps.size() && !maps[shared].contains("alignment_share")) ++shared;
+    REQUIRE(shared < maps.size());
+    // Writes the file with `edit` made to its metadata and `first_weight` (when given) as the
+    // last snapshot's first weight, with its checksum recorded as train would have.
+    const auto planted = [&](const std::function<void(json&)>& edit, std::optional<float> first_weight = {}) {
+        json j = good;
+        edit(j);
+        attograd::Tensor weights = attograd::clone(saved.tensors.at("weights"));
+        if (first_weight) weights.data<float>()[offset] = *first_weight;
+        auto metadata = saved.metadata;
+        metadata["snapshots"] = j.dump();
+        attograd::save_safetensors(file, {{"weights", weights}}, metadata);
+        record_checksum(file);
+    };
+    const auto refused = [&](const std::string& problem) {
+        INFO(problem);
+        const Outcome report =
+            run({"inspect", "--run", dir, "--format", "html", "--to", tmp / "report.html"});
+        CHECK(report.code == 0);
+        CHECK(report.err.find("warning") != std::string::npos);
+        CHECK(report.err.find(problem) != std::string::npos);
+        CHECK(read_text(tmp / "report.html").find("could not be read") != std::string::npos);
+        check_refused(run({"train", "--resume", dir, "--steps", "30", "--quiet"}),
+                      {"attention_snapshots.safetensors", problem});
+        CHECK(read_config(dir)["progress"]["steps_done"] == 25);
+    };
+    planted([](json&) {});  // unchanged: read and resumable
+    const Outcome clean = run({"inspect", "--run", dir, "--format", "html", "--to", tmp / "report.html"});
+    CHECK(clean.code == 0);
+    CHECK(clean.err.find("warning") == std::string::npos);
+
+    planted([&](json& j) { j[3]["probes"][0]["maps"][shared]["alignment_share"] = 5; });
+    refused("alignment_share 5 outside [0, 1]");
+    planted([&](json& j) {
+        const double share = j[3]["probes"][0]["maps"][shared]["alignment_share"];
+        j[3]["probes"][0]["maps"][shared]["alignment_share"] = share > 0.5 ? share - 0.25 : share + 0.25;
+    });
+    refused("but its weights and right keys give");
+    planted([](json& j) { j[2]["probes"][0]["prediction"][0] = "ZZZ"; });
+    refused("prediction token 'ZZZ' is not in the run's vocabulary");
+    planted([](json&) {}, -3.0f);
+    refused("negative weight -3");
+    planted([](json&) {}, saved.tensors.at("weights").data<float>()[offset] + 0.5f);  // the row sums to 1.5
+    refused("more than 1");
+    planted([](json& j) { j.back()["step"] = 26; });
+    refused("has step 26, after the 25 steps the run has trained");
+    // A resume may change the period: the snapshots of both periods are the run's.
+    planted([](json&) {});
+    require_ok(run({"train", "--resume", dir, "--steps", "30", "--snapshot-every", "7", "--quiet"}));
+    const Outcome changed = run({"inspect", "--run", dir, "--format", "html", "--to", tmp / "report.html"});
+    CHECK(changed.code == 0);
+    CHECK(changed.err.find("warning") == std::string::npos);
 }

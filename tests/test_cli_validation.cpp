@@ -164,6 +164,32 @@ TEST_CASE("bidirectional override and isolate characters never reach the termina
     CHECK(json_out.out.find("\\u2066") != std::string::npos);
 }
 
+TEST_CASE("bidi marks and invisible format characters never reach the terminal raw") {
+    TempDir tmp;
+    const std::string rlm = "\xe2\x80\x8f", bom = "\xef\xbb\xbf";
+    write_text(tmp / "rlm.tsv", reverse_tsv() + "a " + rlm + " b c\tc b a\n");
+    const Outcome data = run({"train", "--data", tmp / "rlm.tsv", "--steps", "1", "--out", tmp / "bad"});
+    check_refused(data, {"\\u200f"});
+    CHECK(data.err.find(rlm) == std::string::npos);
+    CHECK_FALSE(fs::exists(tmp / "bad/config.json"));
+    // A byte order mark at the start of the file is dropped, not refused.
+    write_text(tmp / "bom.tsv", bom + reverse_tsv());
+    train(tmp / "run", {"--data", tmp / "bom.tsv", "--steps", "1"});
+    const std::vector<std::pair<std::string, std::string>> marks = {{"\xd8\x9c", "\\u061c"},
+                                                                    {"\xe2\x80\x8b", "\\u200b"},
+                                                                    {"\xe2\x80\x8e", "\\u200e"},
+                                                                    {rlm, "\\u200f"},
+                                                                    {bom, "\\ufeff"}};
+    for (const auto& [mark, escaped] : marks) {
+        CAPTURE(escaped);
+        const Outcome input = run({"eval", "--run", tmp / "run", "--input", "a " + mark + " b c"});
+        check_refused(input, {escaped});
+        CHECK(input.err.find(mark) == std::string::npos);
+        CHECK(input.out.find(mark) == std::string::npos);
+    }
+    require_ok(run({"eval", "--run", tmp / "run", "--input", bom + "a b c"}));  // pasted from a file
+}
+
 TEST_CASE("eval --to and inspect --to never replace the run's own files") {
     TempDir tmp;
     train(tmp / "run", {"--task", "reverse", "--steps", "2"});

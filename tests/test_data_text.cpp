@@ -83,3 +83,31 @@ TEST_CASE("text: bidirectional embeddings, overrides and isolates are escaped as
     CHECK(printable(" ") == "\u2423");
     CHECK(printable("\x1b") == "\\x1b");
 }
+
+TEST_CASE("text: the bidi marks and invisible format characters are escaped as control characters") {
+    // Every other Bidi_Control character (U+061C ALM, U+200E LRM, U+200F RLM) reorders the
+    // neutral characters around it; U+200B and U+FEFF are invisible inside a word.
+    const std::vector<std::pair<std::string, std::string>> marks = {{"\xd8\x9c", "\\u061c"},
+                                                                    {"\xe2\x80\x8b", "\\u200b"},
+                                                                    {"\xe2\x80\x8e", "\\u200e"},
+                                                                    {"\xe2\x80\x8f", "\\u200f"},
+                                                                    {"\xef\xbb\xbf", "\\ufeff"}};
+    for (const auto& [character, escaped] : marks) {
+        CAPTURE(escaped);
+        CHECK(control_length("a" + character, 1) == character.size());
+        CHECK(control_length(character + "b", 0) == character.size());
+        CHECK(escape_control("a " + character + " b") == "a " + escaped + " b");
+        CHECK(first_control("x" + character + "\x01") == escaped);
+        CHECK(printable(character) == escaped);
+        CHECK(control_length(character.substr(0, character.size() - 1), 0) == 0);  // truncated
+    }
+    CHECK(first_control(std::string(strip_bom("\xef\xbb\xbf"
+                                              "ab")))
+              .empty());                                      // a leading BOM is dropped first
+    CHECK(control_length("\xd8\x9b", 0) == 0);                // U+061B ARABIC SEMICOLON: printable
+    CHECK(control_length("\xe2\x80\x8c", 0) == 0);            // U+200C ZWNJ shapes Persian and Indic words
+    CHECK(control_length("\xe2\x80\x8d", 0) == 0);            // U+200D ZWJ joins emoji sequences
+    CHECK(control_length("\xe2\x80\x90", 0) == 0);            // U+2010 HYPHEN
+    CHECK(control_length("\xef\xbb\xbe", 0) == 0);            // U+FEFE: an Arabic presentation form
+    CHECK(escape_control("\u00e9\u0628") == "\u00e9\u0628");  // letters unchanged
+}

@@ -79,7 +79,7 @@ TEST_CASE("local-m attention: uniform weights give the mean of each window's all
     const Tensor x = randn({2, 5, 2}, gen, {.dtype = f64});
     const Tensor padding = bool_mask({2, 5}, [](std::int64_t b, std::int64_t k) { return b == 1 && k == 3; });
     AttentionIntervention uniform(attention, {{"", {{0, Replacement::uniform()}}}});
-    const AttentionOutput out = attention.forward(x, x, AttentionMasks{.key_padding_mask = padding});
+    const AttentionOutput out = attention.forward(x, x, AttentionArgs{.key_padding_mask = padding});
     const auto xv = x.to_vector<double>(), got = out.output.to_vector<double>(),
                w = out.weights.to_vector<double>();
     for (std::int64_t b = 0; b < 2; ++b)
@@ -156,7 +156,7 @@ TEST_CASE("local MultiHeadAttention with replaced heads equals the global layer 
         }
     const std::map<std::int64_t, Replacement> heads{
         {0, Replacement::uniform()}, {1, Replacement::fixed(tensor(fixed, {2, 5, 5}, {.dtype = f64}))}};
-    const MultiHeadAttentionArgs args{.key_padding_mask = padding, .average_attn_weights = false};
+    const AttentionArgs args{.key_padding_mask = padding, .average_attn_weights = false};
     MultiHeadAttentionOutput from_local, from_global;
     {
         AttentionIntervention in_local(local, {{"", heads}});
@@ -249,7 +249,7 @@ TEST_CASE("local attention refuses weights outside the window and on masked keys
     {
         AttentionIntervention masked(attention, {{"", {{0, Replacement::uniform()}}}});
         const Tensor padding = bool_mask({1, 4}, [](std::int64_t, std::int64_t k) { return k == 0; });
-        const Tensor w = attention.forward(x, x, AttentionMasks{.key_padding_mask = padding}).weights;
+        const Tensor w = attention.forward(x, x, AttentionArgs{.key_padding_mask = padding}).weights;
         // query 0's window [0, 1] without the padded key 0: key 1 only
         const auto row0 = select(select(w, 0, 0), 0, 0).to_vector<double>();
         CHECK(row0 == std::vector<double>{0, 1, 0, 0});

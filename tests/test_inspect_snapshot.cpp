@@ -159,6 +159,25 @@ void rewrite(const fs::path& path, const std::string& snapshots, const Tensor& w
     CHECK_THROWS_WITH_AS(load_snapshots(path), doctest::Contains((path).filename().string().c_str()), \
                          attograd::IoError)
 
+/// sample_snapshots() saved at a path, and rewritten there with one change at a time.
+struct SampleFile {
+    explicit SampleFile(fs::path file) : path(std::move(file)) {
+        save_snapshots(path, sample_snapshots());
+        good = snapshots_json(path);
+        weights = read_safetensors(path).tensors.at("weights");
+    }
+    /// Rewrites the file with `change` made to the saved metadata and `w` (default: the saved
+    /// weights) as its tensor.
+    void with(const std::function<void(nlohmann::json&)>& change, const Tensor& w = Tensor()) const {
+        nlohmann::json j = good;
+        change(j);
+        rewrite(path, j.dump(), w.defined() ? w : weights);
+    }
+    fs::path path;
+    nlohmann::json good;
+    Tensor weights;
+};
+
 /// The steps of a snapshotter's snapshots, in order.
 std::vector<std::int64_t> steps(const AttentionSnapshotter& s) {
     std::vector<std::int64_t> out;
@@ -501,58 +520,117 @@ TEST_CASE(
     "load_snapshots refuses wrong types, mismatched lengths and bad values, naming the snapshot and map") {
     TempDir tmp;
     const fs::path path = tmp / "s.safetensors";
-    save_snapshots(path, sample_snapshots());
-    const nlohmann::json good = snapshots_json(path);
-    const Tensor weights = read_safetensors(path).tensors.at("weights");
-    const auto with = [&](const std::function<void(nlohmann::json&)>& change, Tensor w = Tensor()) {
-        nlohmann::json j = good;
-        change(j);
-        rewrite(path, j.dump(), w.defined() ? w : weights);
-    };
+    const SampleFile file(path);
+    const Tensor& weights = file.weights;
     // Sanity: the unchanged parts load.
-    with([](nlohmann::json&) {});
+    file.with([](nlohmann::json&) {});
     CHECK(load_snapshots(path).size() == 2);
 
     rewrite(path, "{not json", weights);
     CHECK_LOAD_REFUSED(path, "corrupt \"snapshots\" metadata");
     rewrite(path, std::string(100000, '[') + std::string(100000, ']'), weights);  // deep nesting
     CHECK_LOAD_REFUSED(path, "load_snapshots");
-    with([](auto& j) { j = nlohmann::json::object(); });
+    file.with([](auto& j) { j = nlohmann::json::object(); });
     CHECK_LOAD_REFUSED(path, "\"snapshots\" is not an array");
-    with([](auto& j) { j[0]["step"] = "zero"; });
+    file.with([](auto& j) { j[0]["step"] = "zero"; });
     CHECK_LOAD_REFUSED(path, "snapshot 0: \"step\" is not an integer");
-    with([](auto& j) { j[1]["step"] = 1.5; });
+    file.with([](auto& j) { j[1]["step"] = 1.5; });
     CHECK_LOAD_REFUSED(path, "snapshot 1: \"step\" is not an integer");
-    with([](auto& j) { j[1]["step"] = std::numeric_limits<std::uint64_t>::max(); });
+    file.with([](auto& j) { j[1]["step"] = std::numeric_limits<std::uint64_t>::max(); });
     CHECK_LOAD_REFUSED(path, "out of range");
-    with([](auto& j) { j[1]["step"] = 0; });
+    file.with([](auto& j) { j[1]["step"] = 0; });
     CHECK_LOAD_REFUSED(path, "not after the previous snapshot's step");
-    with([](auto& j) { j[0].erase("probes"); });
+    file.with([](auto& j) { j[0].erase("probes"); });
     CHECK_LOAD_REFUSED(path, "missing \"probes\"");
-    with([](auto& j) { j[0]["probes"][0]["source"][0] = 7; });
+    file.with([](auto& j) { j[0]["probes"][0]["source"][0] = 7; });
     CHECK_LOAD_REFUSED(path, "snapshot 0 (step 0), probe 0");
-    with([](auto& j) { j[0]["probes"][1]["maps"][2]["queries"] = "abc"; });
+    file.with([](auto& j) { j[0]["probes"][1]["maps"][2]["queries"] = "abc"; });
     CHECK_LOAD_REFUSED(path, "probe 1, map 2: \"queries\" is not an array");
-    with([](auto& j) { j[1]["probes"][0]["source"].push_back("x"); });  // another input under probe 1
+    file.with([](auto& j) { j[1]["probes"][0]["source"].push_back("x"); });  // another input under probe 1
     CHECK_LOAD_REFUSED(path, "probe 1 has source");
     CHECK_LOAD_REFUSED(path, "at step 0 but");
-    with([](auto& j) { j[0]["probes"][0]["maps"][1]["head"] = -2; });
+    file.with([](auto& j) { j[0]["probes"][0]["maps"][1]["head"] = -2; });
     CHECK_LOAD_REFUSED(path, "negative");
-    with([](auto& j) { j[0]["probes"][0]["maps"][1]["alignment_share"] = "high"; });
+    file.with([](auto& j) { j[0]["probes"][0]["maps"][1]["alignment_share"] = "high"; });
     CHECK_LOAD_REFUSED(path, "\"alignment_share\" is not a number");
-    with([](auto& j) { j[0]["probes"][0]["maps"][3]["right"] = {0, 1, 2, 4}; });  // 4 keys: 4 is outside
+    file.with([](auto& j) { j[0]["probes"][0]["maps"][3]["right"] = {0, 1, 2, 4}; });  // 4 keys: 4 is outside
     CHECK_LOAD_REFUSED(path, "has right key 4 at row 3");
-    with([](auto& j) { j[0]["probes"][0]["maps"][3]["right"] = {0, 1, 2, 3, 0}; });  // 5 rows for 4 queries
+    file.with([](auto& j) {
+        j[0]["probes"][0]["maps"][3]["right"] = {0, 1, 2, 3, 0};
+    });  // 5 rows for 4 queries
     CHECK_LOAD_REFUSED(path, "5 right columns for 4 rows");
     // Mismatched lengths: a label more than the weights hold, a label fewer, weights left over.
-    with([](auto& j) { j[1]["probes"][1]["maps"].back()["keys"].push_back("extra"); });
+    file.with([](auto& j) { j[1]["probes"][1]["maps"].back()["keys"].push_back("extra"); });
     CHECK_LOAD_REFUSED(path, "needs");
-    with([](auto& j) { j[1]["probes"][1]["maps"][0]["keys"].erase(0); });
+    file.with([](auto& j) { j[1]["probes"][1]["maps"][0]["keys"].erase(0); });
     CHECK_LOAD_REFUSED(path, "mismatched lengths");
-    with([](auto&) {}, zeros({weights.numel() + 1}));
+    file.with([](auto&) {}, zeros({weights.numel() + 1}));
     CHECK_LOAD_REFUSED(path, "mismatched lengths");
     Tensor nan_weights = tensor(weights.to_vector<double>(), weights.shape());
     nan_weights.data<float>()[5] = std::numeric_limits<float>::quiet_NaN();
-    with([](auto&) {}, nan_weights);
+    file.with([](auto&) {}, nan_weights);
     CHECK_LOAD_REFUSED(path, "non-finite weight");
+}
+
+TEST_CASE("load_snapshots refuses weights and shares that no recorder writes, naming the map") {
+    TempDir tmp;
+    const fs::path path = tmp / "s.safetensors";
+    const SampleFile file(path);
+    const nlohmann::json& good = file.good;
+    const Tensor& weights = file.weights;
+    // Map 3 of probe 0 at step 0 (the second layer's second head) has the anti-diagonal share.
+    const double share = good[0]["probes"][0]["maps"][3]["alignment_share"];
+    REQUIRE(share > 0.0);
+    REQUIRE(share < 1.0);
+    for (const double bad : {5.0, -0.5, 1.0 + 1e-6}) {
+        CAPTURE(bad);
+        file.with([bad](auto& j) { j[0]["probes"][0]["maps"][3]["alignment_share"] = bad; });
+        CHECK_LOAD_REFUSED(path, "snapshot 0 (step 0), probe 0, map 3");
+        CHECK_LOAD_REFUSED(path, "outside [0, 1]");
+    }
+    // In range but not what the weights give: the share of another map, or nudged past rounding.
+    file.with([&](auto& j) {
+        j[0]["probes"][0]["maps"][3]["alignment_share"] = share > 0.5 ? share - 0.2 : share + 0.2;
+    });
+    CHECK_LOAD_REFUSED(path, "but its weights and right keys give");
+    file.with([&](auto& j) { j[0]["probes"][0]["maps"][3]["alignment_share"] = share + 1e-6; });
+    CHECK_LOAD_REFUSED(path, "but its weights and right keys give");
+    file.with(
+        [](auto& j) { j[0]["probes"][0]["maps"][0]["alignment_share"] = 0.5; });  // a map without right keys
+    CHECK_LOAD_REFUSED(path, "none (no right key)");
+
+    // Weights: negative, or a row summing to more than 1 (softmax rows sum to 1 within float32
+    // rounding; local-p attention scales them down).
+    const auto changed = [&](std::int64_t index, float value) {
+        Tensor w = clone(weights);
+        w.data<float>()[index] = value;
+        return w;
+    };
+    file.with([](auto&) {}, changed(1, -3.0f));
+    CHECK_LOAD_REFUSED(path, "negative weight -3 at row 0, column 1");
+    file.with([](auto&) {}, changed(0, weights.data<float>()[0] + 0.01f));
+    CHECK_LOAD_REFUSED(path, "row 0 sums to");
+    CHECK_LOAD_REFUSED(path, "more than 1");
+    file.with([](auto&) {}, changed(0, weights.data<float>()[0] * 0.5f));  // scaled down: a local-p row
+    CHECK(load_snapshots(path).size() == 2);
+    // Step 7's first probe holds a saliency map after its maps (rows need not sum to 1, but
+    // are never negative): its first weight follows every map before it in the file.
+    const std::int64_t saliency = [&] {
+        std::int64_t at = 0;
+        for (const auto& snapshot : good) {
+            for (const auto& probe : snapshot["probes"]) {
+                for (const auto& map : probe["maps"])
+                    at += std::ssize(map["queries"]) * std::ssize(map["keys"]);
+                if (probe.contains("saliency")) return at;
+            }
+        }
+        FAIL("no saliency map");
+        return at;
+    }();
+    REQUIRE(good[1]["probes"][0].contains("saliency"));
+    file.with([](auto&) {}, changed(saliency, weights.data<float>()[saliency] + 0.25f));
+    CHECK(load_snapshots(path).size() == 2);
+    file.with([](auto&) {}, changed(saliency, -0.25f));
+    CHECK_LOAD_REFUSED(path, "saliency");
+    CHECK_LOAD_REFUSED(path, "negative weight");
 }

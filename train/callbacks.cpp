@@ -230,6 +230,14 @@ void AttentionSnapshots::load_files(Trainer& trainer, const fs::path& dir) {
     auto earlier = inspect::load_snapshots(dir / options_.filename);
     std::erase_if(earlier,
                   [&](const inspect::AttentionSnapshot& s) { return s.step > trainer.global_step(); });
+    if (options_.check_loaded) {
+        try {
+            options_.check_loaded(earlier, trainer.global_step());
+        } catch (const ValueError& e) {
+            throw IoError(
+                fmt::format("load_snapshots: '{}': {}", (dir / options_.filename).string(), e.what()));
+        }
+    }
     try {
         snapshotter_.resume(std::move(earlier), saved_period_);
     } catch (const ValueError& e) {

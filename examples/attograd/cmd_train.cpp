@@ -77,7 +77,11 @@ int cmd_train(const TrainArgs& args) {
                 train::AttentionSnapshotsOptions{
                     .snapshot = {.every = t.snapshot_every, .max_snapshots = max_snapshots},
                     .filename = snapshot_file,
-                    .resume_period = same_period});
+                    .resume_period = same_period,
+                    .check_loaded = [&config](const std::vector<inspect::AttentionSnapshot>& loaded,
+                                              std::int64_t steps_done) {
+                        check_run_snapshots(loaded, config.vocab, steps_done);
+                    }});
             trainer.add_callback(snapshots);
         }
     }

@@ -102,7 +102,7 @@ std::vector<std::string> read_input(const Task& task, const RunConfig& config, c
     // terminal, and no training source holds one (nor, in a character-level task, a tab or
     // newline): refused, not read as <unk>.
     const bool words = !task.info().char_level;
-    std::string normalised = text;
+    std::string normalised(data::strip_bom(text));  // as Task::tokenize, which drops a leading BOM
     for (char& c : normalised) {
         const bool space = c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
         if (words && space) c = ' ';

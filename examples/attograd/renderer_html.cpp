@@ -21,7 +21,13 @@ std::vector<RenderedFile> render_report(const Inspection& in) {
     const std::filesystem::path snapshots = in.run.dir / snapshot_file;
     if (std::filesystem::exists(snapshots)) {
         try {
-            report.snapshots = inspect::load_snapshots(snapshots);
+            auto loaded = inspect::load_snapshots(snapshots);
+            try {
+                check_run_snapshots(loaded, in.run.config.vocab, in.run.counters.steps_done);
+            } catch (const ValueError& e) {
+                throw IoError(fmt::format("load_snapshots: '{}': {}", snapshots.string(), e.what()));
+            }
+            report.snapshots = std::move(loaded);
         } catch (const Error& e) {  // the report is still worth having without them
             output(stderr, "attograd: warning: {}; the report has no training replay\n",
                    data::escape_control(e.what()));

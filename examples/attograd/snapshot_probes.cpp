@@ -4,7 +4,11 @@
 
 #include "evaluation.hpp"
 
+#include "core/error.hpp"
 #include "core/ops.hpp"
+#include "data/text.hpp"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
@@ -64,6 +68,25 @@ std::vector<inspect::SnapshotProbe> snapshot_probes(const Model& model, const Mo
         probes.push_back(std::move(probe));
     }
     return probes;
+}
+
+void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshots, const Vocabulary& vocab,
+                         std::int64_t steps_done) {
+    // The steps are not checked against train.snapshot_every: --resume may change the period.
+    for (std::size_t i = 0; i < snapshots.size(); ++i) {
+        const inspect::AttentionSnapshot& snapshot = snapshots[i];
+        AG_CHECK(snapshot.step <= steps_done, ValueError,
+                 "snapshot {} has step {}, after the {} steps the run has trained", i, snapshot.step,
+                 steps_done);
+        for (std::size_t p = 0; p < snapshot.probes.size(); ++p) {
+            for (const std::string& token : snapshot.probes[p].prediction) {
+                AG_CHECK(
+                    vocab.contains(token), ValueError,
+                    "snapshot {} (step {}), probe {}: prediction token '{}' is not in the run's vocabulary",
+                    i, snapshot.step, p, data::escape_control(token));
+            }
+        }
+    }
 }
 
 }  // namespace attograd::cli

@@ -26,4 +26,11 @@ std::vector<inspect::SnapshotProbe> snapshot_probes(const Model& model, const Mo
                                                     const Task& task, const Vocabulary& vocab,
                                                     std::int64_t count);
 
+/// Throws ValueError when `snapshots` (read from a run's snapshot file) cannot be what `train`
+/// wrote for the run: a prediction token outside `vocab` (the argmax tokens are the
+/// vocabulary's), or a step after the `steps_done` the run has trained. The message names the
+/// snapshot, its step and the token.
+void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshots, const Vocabulary& vocab,
+                         std::int64_t steps_done);
+
 }  // namespace attograd::cli
