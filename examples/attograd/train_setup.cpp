@@ -74,6 +74,15 @@ void check_out_is_free(const fs::path& out, bool force) {
                         "continue it, or choose another --out",
                         shown_path(out), shell_quote(out.string())));
     }
+    // The save drops the old run's files, which are those its config.json lists: a listed name
+    // attograd never writes (an entry added by hand) would take a file of the user's with them.
+    nlohmann::json old;
+    try {
+        old = train::read_run_json(out / "config.json");
+    } catch (const IoError&) {
+        return;  // a broken run is replaced whole; what it lists cannot be told
+    }
+    check_run_file_names(old, true, out);
 }
 
 /// Refuses a run directory that is the current directory or holds it: each save swaps a new
