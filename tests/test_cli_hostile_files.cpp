@@ -381,6 +381,16 @@ TEST_CASE("a files entry naming a file attograd does not write for the run is re
     CHECK(read_text(dir / "notes.txt") == "mine\n");
     require_ok(run(replace));
     CHECK(read_text(dir / "notes.txt") == "mine\n");
+    // Without a readable list of the run's files, --force cannot tell them from the user's.
+    for (const std::string broken : {"{not json", "{\"files\": 5}"}) {
+        INFO(broken);
+        write_text(dir / "config.json", broken);
+        check_refused(run(replace), {"--force", "'notes.txt'", "move that out of the directory first"});
+        CHECK(read_text(dir / "notes.txt") == "mine\n");
+    }
+    fs::remove(dir / "notes.txt");
+    require_ok(run(replace));  // run files only: replaced
+    CHECK_NOTHROW(json::parse(read_text(dir / "config.json")));
 }
 
 TEST_CASE("a hand-edited config.json cannot drop a file's checksum entry") {
