@@ -267,6 +267,32 @@ TEST_CASE("config.json values outside the range train writes are refused naming 
             c["progress"]["window_steps"] = 0;
         },
         {"config.json: progress.window_steps must be >= 1 while progress.evaluation_pending is true"});
+    // Integers print as integers, other numbers in full, and the path once.
+    check([](json& c) { c["progress"]["steps_done"] = std::numeric_limits<std::int64_t>::max(); },
+          {"config.json: progress.steps_done must be in [0, train.steps = 2], got 9223372036854775807"});
+    check([](json& c) { c["progress"]["heldout_token_accuracy"] = 1.0000001; },
+          {"config.json: progress.heldout_token_accuracy must be in [0, 1], got 1.0000001"});
+    // An integer beyond its field's type is out of the setting's range, said as that range.
+    check(
+        [](json& c) { c["train"]["steps"] = std::numeric_limits<std::uint64_t>::max(); },
+        {"config.json: train.steps must be >= 0 and at most 9223372036854775807, got 18446744073709551615"});
+    check([](json& c) { c["model"]["rnn_layers"] = std::numeric_limits<std::uint64_t>::max(); },
+          {"config.json: model.rnn_layers must be in [1, 8], got 18446744073709551615"});
+    check([](json& c) { c["train"]["seed"] = json::parse("18446744073709551616"); },
+          {"config.json: train.seed must be an integer in [0, 18446744073709551615], got "
+           "18446744073709551616"});
+    {
+        json config = json::parse(saved);
+        config["progress"]["snapshot_period"] = std::numeric_limits<std::int64_t>::max();
+        config["config_fnv1a64"] = "unchecked";
+        write_text(fs::path(tmp / "run") / "config.json", config.dump());
+        const Outcome o = run({"train", "--resume", tmp / "run", "--steps", "4"});
+        CHECK(o.code == 2);
+        CHECK(line_with(o.err, "snapshot_period")
+                  .ends_with("config.json: progress.snapshot_period must be an integer in [0, 9e15), got "
+                             "9223372036854775807"));
+        CHECK(o.err.find("config.json: config.json") == std::string::npos);
+    }
     // The largest seed --seed takes is kept, not refused.
     json config = json::parse(saved);
     config["train"]["seed"] = std::numeric_limits<std::uint64_t>::max();
@@ -319,6 +345,53 @@ TEST_CASE(
     config["config_fnv1a64"] = "unchecked";
     write_text(fs::path(tmp / "run") / "config.json", config.dump());
     check_refused(run({"eval", "--run", tmp / "run"}), {"'progress.steps_done' must be an integer, got 1.5"});
+}
+
+TEST_CASE("a files entry naming a file attograd does not write for the run is refused, and the file kept") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    const fs::path dir = tmp / "run";
+    const std::string saved = read_text(dir / "config.json");
+    // notes.txt is the user's; heldout.tsv is written for --data runs only, not for this reverse run.
+    for (const char* name : {"notes.txt", "heldout.tsv"}) {
+        INFO(name);
+        write_text(dir / name, "mine\n");
+        record_checksum(dir / name);
+        for (const auto& command :
+             std::vector<std::vector<std::string>>{{"eval", "--run", dir},
+                                                   {"inspect", "--run", dir},
+                                                   {"train", "--resume", dir, "--steps", "4"}}) {
+            check_refused(run(command), {"config.json: field 'files' lists", fmt::format("'{}'", name),
+                                         "which attograd does not write for this run"});
+            REQUIRE(fs::exists(dir / name));
+            CHECK(read_text(dir / name) == "mine\n");
+        }
+        write_text(dir / "config.json", saved);
+        fs::remove(dir / name);
+    }
+    // Replacing the run with --force would drop every file its config.json lists.
+    write_text(dir / "notes.txt", "mine\n");
+    record_checksum(dir / "notes.txt");
+    auto replace = train_args(dir, "2");
+    replace.push_back("--force");
+    check_refused(run(replace), {"config.json: field 'files' lists", "'notes.txt'"});
+    CHECK(read_text(dir / "notes.txt") == "mine\n");
+    // Unlisted, the user's file is kept by a save.
+    write_text(dir / "config.json", saved);
+    require_ok(run({"train", "--resume", dir, "--steps", "3", "--quiet"}));
+    CHECK(read_text(dir / "notes.txt") == "mine\n");
+    require_ok(run(replace));
+    CHECK(read_text(dir / "notes.txt") == "mine\n");
+    // Without a readable list of the run's files, --force cannot tell them from the user's.
+    for (const std::string broken : {"{not json", "{\"files\": 5}"}) {
+        INFO(broken);
+        write_text(dir / "config.json", broken);
+        check_refused(run(replace), {"--force", "'notes.txt'", "move that out of the directory first"});
+        CHECK(read_text(dir / "notes.txt") == "mine\n");
+    }
+    fs::remove(dir / "notes.txt");
+    require_ok(run(replace));  // run files only: replaced
+    CHECK_NOTHROW(json::parse(read_text(dir / "config.json")));
 }
 
 TEST_CASE("a hand-edited config.json cannot drop a file's checksum entry") {

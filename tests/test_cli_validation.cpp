@@ -61,13 +61,15 @@ TEST_CASE("config.json integers beyond their type are refused, never wrapped") {
         check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}), names);
     };
     // 2^64 - 1 read as int64 was -1: global attention instead of a refusal.
-    check([](json& c) { c["model"]["window"] = std::numeric_limits<std::uint64_t>::max(); },
-          {"config.json: model.window must be an integer in [-9223372036854775808, 9223372036854775807]",
-           "got 18446744073709551615"});
+    check(
+        [](json& c) { c["model"]["window"] = std::numeric_limits<std::uint64_t>::max(); },
+        {"config.json: model.window must be >= 0 (or -1: global attention) and at most 9223372036854775807, "
+         "got 18446744073709551615"});
     check([](json& c) { c["model"]["embed_dim"] = std::uint64_t{1} << 63; },
-          {"config.json: model.embed_dim must be an integer in", "got 9223372036854775808"});
+          {"config.json: model.embed_dim must be in [1, 4096], got 9223372036854775808"});
     check([](json& c) { c["progress"]["steps_done"] = std::uint64_t{1} << 63; },
-          {"config.json: field 'progress.steps_done' must be an integer in", "got 9223372036854775808"});
+          {"config.json: field 'progress.steps_done' must be an integer in [0, 9223372036854775807], got "
+           "9223372036854775808"});
     check([](json& c) { c["format_version"] = std::numeric_limits<std::uint64_t>::max(); },
           {"config.json: field 'format_version' is missing or not an integer"});
     check([](json& c) { c["train"]["lr"] = 1e-50; },
@@ -102,18 +104,38 @@ TEST_CASE("a negative REINFORCE baseline update count in model.safetensors is re
     require_ok(run({"eval", "--run", tmp / "run"}));
 }
 
-TEST_CASE("heldout.tsv holding a token outside the run's vocabulary is refused, not evaluated as <unk>") {
+TEST_CASE("a broken heldout.tsv is refused by eval, inspect and --resume alike, and kept as it is") {
     TempDir tmp;
     write_text(tmp / "data.tsv", reverse_tsv());
     train(tmp / "run", {"--data", tmp / "data.tsv", "--steps", "2"});
     const fs::path heldout = fs::path(tmp / "run") / "heldout.tsv";
-    std::string text = read_text(heldout);
-    REQUIRE(text.size() > 2);
-    text.replace(0, 1, "zzz");
-    write_text(heldout, text);
+    const std::string saved = read_text(heldout);
+    REQUIRE(saved.size() > 2);
+    // The first line's first token replaced by: a token outside the vocabulary (which would be
+    // evaluated as <unk>), <unk> itself, a control character; and the first line's target emptied.
+    const std::string first_line = saved.substr(0, saved.find('\n'));
+    const std::string source = first_line.substr(0, first_line.find('\t'));
+    const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+        {"zzz" + saved.substr(1), {"heldout.tsv: example 1: token 'zzz' is not in config.json's vocab"}},
+        {"<unk>" + saved.substr(1), {"heldout.tsv:1: the source holds '<unk>', a reserved token"}},
+        {"a\x1b" + saved.substr(1), {"heldout.tsv:1: the source token 'a\\x1b'"}},
+        {source + "\t\n" + saved.substr(first_line.size() + 1), {"heldout.tsv:1: the target is empty"}},
+    };
+    for (const auto& [text, names] : cases) {
+        INFO(names.front());
+        write_text(heldout, text);
+        record_checksum(heldout);
+        for (const auto& command :
+             std::vector<std::vector<std::string>>{{"eval", "--run", tmp / "run"},
+                                                   {"inspect", "--run", tmp / "run"},
+                                                   {"train", "--resume", tmp / "run", "--steps", "3"}}) {
+            check_refused(run(command), names);
+            CHECK(read_text(heldout) == text);  // refused, not rewritten
+        }
+    }
+    write_text(heldout, saved);
     record_checksum(heldout);
-    check_refused(run({"eval", "--run", tmp / "run"}),
-                  {"heldout.tsv: example 1: token 'zzz' is not in config.json's vocab"});
+    require_ok(run({"train", "--resume", tmp / "run", "--steps", "3", "--quiet"}));
 }
 
 TEST_CASE("real-valued flags float32 cannot hold are refused, naming the flag and the value") {

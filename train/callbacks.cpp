@@ -23,6 +23,15 @@ double progress_value(const nlohmann::json& progress, const char* key, double fa
     return progress[key].get<double>();
 }
 
+/// A count of config.json's "progress" (0 when absent): an integer in [0, 9e15), which a
+/// double holds exactly. Throws ValueError naming the field otherwise.
+std::int64_t progress_count(const nlohmann::json& progress, const char* key) {
+    const double value = progress_value(progress, key, 0.0);
+    AG_CHECK(value >= 0.0 && value == std::floor(value) && value < 9.0e15, ValueError,
+             "config.json: progress.{} must be an integer in [0, 9e15), got {}", key, progress[key].dump());
+    return static_cast<std::int64_t>(value);
+}
+
 }  // namespace
 
 ModelCheckpoint::ModelCheckpoint(ModelCheckpointOptions options) : options_(options) {
@@ -113,12 +122,9 @@ nlohmann::json DivergenceMonitor::state_dict() const {
 
 void DivergenceMonitor::load_state_dict(const nlohmann::json& progress) {
     initial_loss_ = progress_value(progress, "initial_loss", 0.0);
-    const double high = progress_value(progress, "high_loss_steps", 0.0);
     AG_CHECK(std::isfinite(initial_loss_) && initial_loss_ >= 0.0, ValueError,
              "config.json: progress.initial_loss must be finite and >= 0, got {}", initial_loss_);
-    AG_CHECK(high >= 0.0 && high == std::floor(high) && high < 9.0e15, ValueError,
-             "config.json: progress.high_loss_steps must be a count >= 0, got {}", high);
-    high_loss_steps_ = static_cast<std::int64_t>(high);
+    high_loss_steps_ = progress_count(progress, "high_loss_steps");
 }
 
 CSVLogger::CSVLogger(CSVLoggerOptions options) : options_(std::move(options)) {
@@ -214,10 +220,8 @@ void AttentionSnapshots::on_fit_end(Trainer& trainer) {
 nlohmann::json AttentionSnapshots::state_dict() const { return {{"snapshot_period", snapshotter_.every()}}; }
 
 void AttentionSnapshots::load_state_dict(const nlohmann::json& progress) {
-    const double period = progress_value(progress, "snapshot_period", 0.0);
-    AG_CHECK(period >= 0.0 && period == std::floor(period) && period < 9.0e15, ValueError,
-             "config.json: progress.snapshot_period must be a count >= 0, got {}", period);
-    saved_period_ = options_.resume_period ? static_cast<std::int64_t>(period) : 0;
+    const std::int64_t period = progress_count(progress, "snapshot_period");
+    saved_period_ = options_.resume_period ? period : 0;
 }
 
 void AttentionSnapshots::save_files(Trainer&, RunWriter& writer) {

@@ -152,7 +152,8 @@ void Trainer::load_state_dict(const nlohmann::json& progress) {
     const auto count = [&](const char* key) {
         const double value = progress.contains(key) ? progress_number(progress, key) : 0.0;
         AG_CHECK(value >= 0.0 && value == std::floor(value) && value < 9.0e15, ValueError,
-                 "config.json: field 'progress.{}' must be a count >= 0, got {}", key, progress[key].dump());
+                 "config.json: field 'progress.{}' must be an integer in [0, 9e15), got {}", key,
+                 progress[key].dump());
         return static_cast<std::int64_t>(value);
     };
     global_step_ = count("steps_done");
@@ -193,7 +194,10 @@ void Trainer::load_run(const fs::path& dir) {
     try {
         load_state_dict(saved.config.value("progress", nlohmann::json::object()));
     } catch (const ValueError& e) {
-        throw IoError(fmt::format("{}: {}", shown_path(dir / "config.json"), e.what()));
+        // Its messages name the field as "config.json: ...": said once, as the path.
+        std::string_view what = e.what();
+        if (what.starts_with("config.json: ")) what.remove_prefix(std::string_view("config.json: ").size());
+        throw IoError(fmt::format("{}: {}", shown_path(dir / "config.json"), what));
     }
     const auto epoch = saved.optimizer.find("schedule.last_epoch");
     AG_CHECK(epoch != saved.optimizer.end() && epoch->second.numel() == 1 &&

@@ -10,13 +10,56 @@
 #include "data/text.hpp"
 #include "data/tsv.hpp"
 #include "memory_check.hpp"
+#include "snapshot_probes.hpp"
 #include "train/file_io.hpp"
 #include "train/run_writer.hpp"
 
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace attograd::cli {
+
+std::vector<data::Example> read_saved_heldout(const RunConfig& config, const std::filesystem::path& dir) {
+    auto held_out = data::TsvDataset::read(dir / "heldout.tsv", config.task.chars).examples();
+    // The vocabulary was built from every example of the data, the held-out ones included: a
+    // token it lacks would be evaluated as <unk>, so the file is not this run's.
+    for (std::size_t i = 0; i < held_out.size(); ++i) {
+        for (const auto* tokens : {&held_out[i].source, &held_out[i].target}) {
+            for (const std::string& token : *tokens) {
+                AG_CHECK(
+                    config.vocab.contains(token), IoError,
+                    "{}: example {}: token '{}' is not in config.json's vocab (the held-out examples of this "
+                    "run's data have every token in it)",
+                    shown_path(dir / "heldout.tsv"), i + 1, data::escape_control(excerpt(token, 40)));
+            }
+        }
+    }
+    return held_out;
+}
+
+std::vector<std::string> run_file_names(bool data_run) {
+    std::vector<std::string> names = {"model.safetensors", "optimizer.safetensors", "metrics.csv",
+                                      snapshot_file};
+    if (data_run) names.emplace_back("heldout.tsv");
+    return names;
+}
+
+void check_run_file_names(const nlohmann::json& json, bool data_run, const std::filesystem::path& dir) {
+    if (!json.is_object() || !json.contains("files") || !json["files"].is_object()) return;
+    const auto names = run_file_names(data_run);
+    for (const auto& entry : json["files"].items()) {
+        const std::string& name = entry.key();
+        AG_CHECK(
+            std::find(names.begin(), names.end(), name) != names.end(), IoError,
+            "{}: field 'files' lists '{}', which attograd does not write for this run (it writes {}): a save "
+            "would replace or remove it; take the entry out of 'files' (your own files in the run "
+            "directory need none)",
+            shown_path(dir / "config.json"), data::escape_control(excerpt(name, 80)), fmt::join(names, ", "));
+    }
+}
 
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir,
                                    bool for_training) {
@@ -44,22 +87,12 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
             "checksum {}): restore that file to resume, or train a new run on this one with --data",
             shown_path(config.task.data), data.bytes, data.fnv1a64, config.task.data_bytes,
             data::escape_control(config.task.data_fnv1a64));
+        // The saved held-out examples are rewritten by the next save: checked as eval checks them,
+        // so that a broken file is refused here too rather than silently replaced.
+        if (std::filesystem::exists(dir / "heldout.tsv")) read_saved_heldout(config, dir);
         return data::make_data_task(std::move(data.dataset));
     }
-    auto held_out = data::TsvDataset::read(dir / "heldout.tsv", config.task.chars).examples();
-    // The vocabulary was built from every example of the data, the held-out ones included: a
-    // token it lacks would be evaluated as <unk>, so the file is not this run's.
-    for (std::size_t i = 0; i < held_out.size(); ++i) {
-        for (const auto* tokens : {&held_out[i].source, &held_out[i].target}) {
-            for (const std::string& token : *tokens) {
-                AG_CHECK(
-                    config.vocab.contains(token), IoError,
-                    "{}: example {}: token '{}' is not in config.json's vocab (the held-out examples of this "
-                    "run's data have every token in it)",
-                    shown_path(dir / "heldout.tsv"), i + 1, data::escape_control(excerpt(token, 40)));
-            }
-        }
-    }
+    auto held_out = read_saved_heldout(config, dir);
     std::vector<std::string> symbols(config.vocab.tokens().begin() + Vocabulary::reserved_count,
                                      config.vocab.tokens().end());
     return data::make_saved_data_task(std::move(held_out), config.task.chars, std::move(symbols));
@@ -90,8 +123,11 @@ RunProgress read_progress(const nlohmann::json& json) {
             AG_CHECK(j[key].is_number_integer(), ValueError,
                      "config.json: field 'progress.{}' must be an integer, got {}", key, j[key].dump());
             const std::optional<T> integer = detail::json_integer<T>(j[key]);
-            AG_CHECK(integer, ValueError, "config.json: field 'progress.{}' must be an integer in {}, got {}",
-                     key, detail::json_integer_range<T>(), j[key].dump());
+            // Every integer of "progress" is a count (check_progress names its range; only one beyond
+            // int64 fails here).
+            AG_CHECK(integer, ValueError,
+                     "config.json: field 'progress.{}' must be an integer in [0, {}], got {}", key,
+                     std::numeric_limits<T>::max(), j[key].dump());
             value = *integer;
         } else {
             AG_CHECK(j[key].is_number(), ValueError,
@@ -123,12 +159,13 @@ RunProgress read_progress(const nlohmann::json& json) {
 
 void check_progress(const RunProgress& p, const RunConfig& config) {
     // Each field in the range train writes it, named when it is not (a hand-edited file).
-    const auto check = [](bool ok, const char* field, const std::string& range, double value) {
-        AG_CHECK(ok, ValueError, "config.json: progress.{} must be {}, got {:g}", field, range, value);
+    // Counts print as integers, other numbers in full (1.0000001 is not "1").
+    const auto check = [](bool ok, const char* field, const std::string& range, auto value) {
+        AG_CHECK(ok, ValueError, "config.json: progress.{} must be {}, got {}", field, range, value);
     };
     const auto count = [](std::int64_t v) { return static_cast<double>(v); };
     check(p.steps_done >= 0 && p.steps_done <= config.train.steps, "steps_done",
-          fmt::format("in [0, train.steps = {}]", config.train.steps), count(p.steps_done));
+          fmt::format("in [0, train.steps = {}]", config.train.steps), p.steps_done);
     // Wall-clock seconds: at most 10^9 (31 years) rules out a typo, never a real run.
     check(std::isfinite(p.seconds) && p.seconds >= 0.0 && p.seconds <= 1e9, "seconds",
           "finite and in [0, 1e9] (seconds of training)", p.seconds);
@@ -137,7 +174,7 @@ void check_progress(const RunProgress& p, const RunConfig& config) {
     check(p.heldout_sequence_accuracy >= 0.0 && p.heldout_sequence_accuracy <= 1.0,
           "heldout_sequence_accuracy", "in [0, 1]", p.heldout_sequence_accuracy);
     check(p.window_steps >= 0 && p.window_steps <= p.steps_done, "window_steps",
-          fmt::format("in [0, progress.steps_done = {}]", p.steps_done), count(p.window_steps));
+          fmt::format("in [0, progress.steps_done = {}]", p.steps_done), p.window_steps);
     // Sums over window_steps steps of a loss (cross-entropy, >= 0) and of an accuracy in [0, 1].
     check(std::isfinite(p.window_loss_sum) && p.window_loss_sum >= 0.0, "window_loss_sum", "finite and >= 0",
           p.window_loss_sum);
@@ -148,13 +185,13 @@ void check_progress(const RunProgress& p, const RunConfig& config) {
     check(std::isfinite(p.initial_loss) && p.initial_loss >= 0.0, "initial_loss",
           "finite and >= 0 (0: not measured yet)", p.initial_loss);
     check(p.high_loss_steps >= 0 && p.high_loss_steps <= p.steps_done, "high_loss_steps",
-          fmt::format("in [0, progress.steps_done = {}]", p.steps_done), count(p.high_loss_steps));
+          fmt::format("in [0, progress.steps_done = {}]", p.steps_done), p.high_loss_steps);
     // Whether it fits the saved snapshots is the snapshotter's check on --resume.
-    check(p.snapshot_period >= 0, "snapshot_period", ">= 0", count(p.snapshot_period));
+    check(p.snapshot_period >= 0, "snapshot_period", ">= 0", p.snapshot_period);
     check(std::isfinite(p.pending_lr) && p.pending_lr >= 0.0, "pending_lr", "finite and >= 0", p.pending_lr);
     // The step whose evaluation is pending is in the window (its metrics line comes with it).
     check(!p.evaluation_pending || p.window_steps >= 1, "window_steps",
-          ">= 1 while progress.evaluation_pending is true", count(p.window_steps));
+          ">= 1 while progress.evaluation_pending is true", p.window_steps);
 }
 
 void check_task_fits(const RunConfig& config, const Task& task) {
@@ -206,6 +243,7 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     } catch (const nlohmann::json::exception& e) {  // a type run_config_from_json did not check
         throw IoError(fmt::format("{}: {}", shown_path(config_path), excerpt(e.what(), 200)));
     }
+    check_run_file_names(json, run.config.task.name == "data", dir);  // before anything a save would replace
     check_progress(run.counters, run.config);
     run.task = task_for_run(run.config, dir, for_training);
     check_task_fits(run.config, *run.task);

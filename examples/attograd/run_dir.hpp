@@ -96,6 +96,21 @@ data::TranslateTaskOptions translate_options(const std::string& lang);
 
 TrainingData read_training_data(const std::filesystem::path& path, bool chars);
 
+/// The held-out examples saved in `dir`/heldout.tsv of a --data run. Throws as
+/// data::TsvDataset::read (a malformed file, `<unk>`, a control character, an empty target), and
+/// IoError naming the file and the example when a token is not in config.json's vocabulary.
+std::vector<data::Example> read_saved_heldout(const RunConfig& config, const std::filesystem::path& dir);
+
+/// The files attograd writes in a run directory besides config.json (heldout.tsv for a
+/// --data run only).
+std::vector<std::string> run_file_names(bool data_run);
+
+/// Refuses (IoError naming DIR/config.json and the name) a "files" entry of config.json `json`
+/// that is not one of run_file_names(data_run): each save replaces the files listed and drops
+/// the rest, so a hand-edited entry naming a file of the user's (notes.txt) would lose it.
+/// A "files" field that is missing or not an object is left to train::open_run to refuse.
+void check_run_file_names(const nlohmann::json& json, bool data_run, const std::filesystem::path& dir);
+
 /// The task `config` names: a bundled task, or user data: for training the TSV file named in
 /// the config, otherwise the held-out examples saved in `dir`/heldout.tsv. For training, throws
 /// IoError naming the TSV file when it is not the data the run started on (its size or checksum

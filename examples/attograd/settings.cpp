@@ -134,10 +134,46 @@ nlohmann::json Setting::get(const RunConfig& config) const {
                       field(const_cast<RunConfig&>(config)));
 }
 
+std::string Setting::integer_range(const RunConfig& config) const {
+    return std::visit(
+        [&](auto* target) -> std::string {
+            using T = std::remove_pointer_t<decltype(target)>;
+            if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+                // The setting's own check at the bounds of T says what it allows: "must be >= 0".
+                const auto phrase_at = [&](T bound) {
+                    if (!check) return std::string();
+                    RunConfig probe = config;
+                    *std::get<T*>(field(probe)) = bound;
+                    std::string phrase = check(probe);
+                    return phrase.substr(0, phrase.rfind(", got "));
+                };
+                const std::string low = phrase_at(std::numeric_limits<T>::min());
+                const std::string high = phrase_at(std::numeric_limits<T>::max());
+                if (!high.empty()) return high;
+                if (!low.empty()) return fmt::format("{} and at most {}", low, std::numeric_limits<T>::max());
+                return "must be an integer in " + detail::json_integer_range<T>();
+            } else {
+                return "";
+            }
+        },
+        field(const_cast<RunConfig&>(config)));
+}
+
 void Setting::set(RunConfig& config, const nlohmann::json& value, std::string_view where) const {
     std::visit(
         [&](auto* target) {
-            *target = read_value<std::remove_pointer_t<decltype(target)>>(value, where, key);
+            using T = std::remove_pointer_t<decltype(target)>;
+            if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+                // An integer beyond T is out of the setting's range, not of the wrong type (the
+                // parser holds one beyond 64 bits, 2^64, as a float).
+                const bool huge = value.is_number_float() && std::isfinite(value.get<double>()) &&
+                                  value.get<double>() == std::floor(value.get<double>()) &&
+                                  std::fabs(value.get<double>()) >= 0x1p63;
+                AG_CHECK(!huge && (!value.is_number_integer() || detail::json_integer<T>(value)), ValueError,
+                         "{}: {} {}, got {}", where, key, integer_range(config),
+                         huge ? fmt::format("{:.0f}", value.get<double>()) : value.dump());
+            }
+            *target = read_value<T>(value, where, key);
         },
         field(config));
 }

@@ -55,6 +55,9 @@ struct Setting {
     /// integer, got 1.0" (or true or false, a string, a number) when `value` has another type,
     /// and naming the range when an integer does not fit the field.
     void set(RunConfig& config, const nlohmann::json& value, std::string_view where) const;
+    /// For an integer setting, what it allows in words ("must be >= 0 and at most
+    /// 9223372036854775807", from its check at the bounds of its type); "" for the others.
+    std::string integer_range(const RunConfig& config) const;
     /// Copies the value of `from` into `to`.
     void copy(const RunConfig& from, RunConfig& to) const;
 };

@@ -5,7 +5,9 @@
 #include "settings.hpp"
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "data/example_vocabulary.hpp"
+#include "data/text.hpp"
 #include "data/translate_task.hpp"
 #include "data/tsv.hpp"
 #include "optim/adam.hpp"
@@ -73,6 +75,31 @@ void check_out_is_free(const fs::path& out, bool force) {
             fmt::format("--out {}: holds a run already; pass --force to replace it, --resume {} to "
                         "continue it, or choose another --out",
                         shown_path(out), shell_quote(out.string())));
+    }
+    // The save drops the old run's files, which are those its config.json lists: a listed name
+    // attograd never writes (an entry added by hand) would take a file of the user's with them.
+    // Without a readable list the old directory is removed whole, so it must hold run files only.
+    nlohmann::json old;
+    std::string unreadable;
+    try {
+        old = train::read_run_json(out / "config.json");
+    } catch (const IoError& e) {
+        unreadable = e.what();
+    }
+    if (unreadable.empty() && old.is_object() && old.contains("files") && old["files"].is_object()) {
+        check_run_file_names(old, true, out);
+        return;
+    }
+    const auto names = run_file_names(true);
+    for (const auto& entry : fs::directory_iterator(out, ec)) {
+        const std::string name = entry.path().filename().string();
+        if (name == "config.json" || std::find(names.begin(), names.end(), name) != names.end()) continue;
+        throw IoError(
+            fmt::format("--out {}: its config.json lists no run files ({}), so --force replacing the run "
+                        "would remove '{}' "
+                        "with it; move that out of the directory first",
+                        shown_path(out), unreadable.empty() ? "no 'files' object" : excerpt(unreadable, 200),
+                        data::escape_control(excerpt(name, 80))));
     }
 }
 
