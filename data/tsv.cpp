@@ -124,9 +124,6 @@ std::string to_tsv(const std::vector<Example>& examples, bool chars) {
     for (const auto& example : examples) {
         out += join(example.source, chars ? "" : " ") + "\t" + join(example.target, chars ? "" : " ") + "\n";
     }
-    // parse strips a byte order mark at the start of the text: a first token that begins with
-    // U+FEFF gets one written before it, so that the token keeps its own.
-    if (strip_bom(out).size() != out.size()) out.insert(0, "\xEF\xBB\xBF");
     return out;
 }
 

@@ -55,8 +55,8 @@ private:
 };
 
 /// `examples` as TSV text, one line each, tokens joined by a space (words) or nothing
-/// (characters): TsvDataset::parse reads it back to the same examples (a text that would begin
-/// with U+FEFF, which parse takes for a byte order mark, starts with one more).
+/// (characters): TsvDataset::parse reads it back to the same examples (whose tokens, as parse
+/// requires, hold no control or invisible format character such as U+FEFF).
 std::string to_tsv(const std::vector<Example>& examples, bool chars);
 
 /// A dataset as a task named "data" (sequence accuracy, no alignment). The held-out split is
