@@ -26,15 +26,8 @@ namespace {
 
 // Examples of equal length as ids [B, T] and next-token targets [B, T].
 std::pair<Tensor, Tensor> encode(const std::vector<data::Example>& examples, const data::Vocabulary& vocab) {
-    std::vector<std::int64_t> x, y;
-    for (const auto& e : examples) {
-        const auto s = vocab.encode(e.source), t = vocab.encode(e.target);
-        x.insert(x.end(), s.begin(), s.end());
-        y.insert(y.end(), t.begin(), t.end());
-    }
-    const auto b = static_cast<std::int64_t>(examples.size());
-    const auto len = static_cast<std::int64_t>(examples[0].source.size());
-    return {index_tensor(x, {b, len}), index_tensor(y, {b, len})};
+    const data::Batch batch = data::collate(examples, vocab);  // equal lengths: nothing padded
+    return {batch.source.ids, batch.target.ids};
 }
 
 Tensor lm_loss(const nn::TransformerLM& model, const Tensor& x, const Tensor& y) {
