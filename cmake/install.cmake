@@ -96,6 +96,10 @@ if(ATTOGRAD_USE_BLAS)
   string(APPEND ATTOGRAD_PC_LIBS " -lblas")
 endif()
 string(APPEND ATTOGRAD_PC_LIBS " -fopenmp -pthread")
+# An instrumented library needs the sanitizers' runtimes wherever it is linked.
+if(ATTOGRAD_SANITIZE)
+  string(APPEND ATTOGRAD_PC_LIBS " -fsanitize=address,undefined")
+endif()
 # The prefix relative to the .pc file, so the installed tree can move (a scratch root, a DESTDIR).
 file(RELATIVE_PATH ATTOGRAD_PC_PREFIX_FROM_PCFILEDIR /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(cmake/attograd.pc.in ${CMAKE_CURRENT_BINARY_DIR}/attograd.pc @ONLY)
