@@ -10,16 +10,10 @@
 #include "core/ops_shape.hpp"
 #include "nn/parameter_size.hpp"
 
-#include <array>
 #include <cmath>
 
 namespace attograd::nn {
 namespace {
-
-constexpr std::array<std::pair<Score, std::string_view>, 4> kScoreNames{{{Score::Additive, "additive"},
-                                                                         {Score::Dot, "dot"},
-                                                                         {Score::ScaledDot, "scaled-dot"},
-                                                                         {Score::Bilinear, "bilinear"}}};
 
 // Uniform in [-1/sqrt(fan_in), 1/sqrt(fan_in)] (PyTorch's nn.Linear default bound).
 Tensor init_uniform(const Shape& shape, std::int64_t fan_in, Generator& generator) {
@@ -31,25 +25,6 @@ Tensor init_uniform(const Shape& shape, std::int64_t fan_in, Generator& generato
 Tensor times_transposed(const Tensor& x, const Tensor& w) { return matmul(x, transpose(w, 0, 1)); }
 
 }  // namespace
-
-Score parse_score(std::string_view name) {
-    for (const auto& [score, text] : kScoreNames)
-        if (text == name) return score;
-    throw ValueError(
-        fmt::format("score: unknown score '{}' (choose additive, dot, scaled-dot or bilinear)", name));
-}
-
-std::string_view to_string(Score score) {
-    for (const auto& [s, text] : kScoreNames)
-        if (s == score) return text;
-    throw InternalError("to_string: unknown Score");
-}
-
-std::vector<std::string> score_names() {
-    std::vector<std::string> names;
-    for (const auto& [score, text] : kScoreNames) names.emplace_back(text);
-    return names;
-}
 
 AttentionScore::AttentionScore(Score kind, std::int64_t query_dim, std::int64_t key_dim)
     : kind_(kind), query_dim_(query_dim), key_dim_(key_dim == 0 ? query_dim : key_dim) {
@@ -172,21 +147,6 @@ Tensor BilinearScore::forward_local(const Tensor& query, const Tensor& key, cons
                                     std::int64_t width) const {
     check_inputs(query, key);
     return local_dot_score(times_transposed(query, W_), key, window_start, width);
-}
-
-std::shared_ptr<AttentionScore> make_score(Score score, const AttentionScoreOptions& options,
-                                           Generator& generator) {
-    switch (score) {
-        case Score::Additive:
-            return std::make_shared<AdditiveScore>(options, generator);
-        case Score::Dot:
-            return std::make_shared<DotScore>(options, false);
-        case Score::ScaledDot:
-            return std::make_shared<DotScore>(options, true);
-        case Score::Bilinear:
-            return std::make_shared<BilinearScore>(options, generator);
-    }
-    throw InternalError("make_score: unknown Score");
 }
 
 }  // namespace attograd::nn

@@ -16,13 +16,17 @@ namespace attograd::nn {
 /// - Dot (Luong, Pham & Manning 2015, "dot"): x^T q; no parameters; needs Dk == Dq.
 /// - ScaledDot (Vaswani et al. 2017, eq. 1): x^T q / sqrt(D); no parameters; needs Dk == Dq.
 /// - Bilinear (Luong et al. 2015, "general"): x^T W q; parameter W [Dk, Dq].
+/// A program adds its own scores with nn::register_score (nn/score_registry.hpp), which returns
+/// the Score value of each, after Bilinear.
 enum class Score { Additive, Dot, ScaledDot, Bilinear };
 
-/// Parses "additive", "dot", "scaled-dot" or "bilinear". Throws ValueError listing the choices.
+/// Parses a registered score's name: "additive", "dot", "scaled-dot", "bilinear" or one added by
+/// register_score. Throws ValueError listing the choices.
 Score parse_score(std::string_view name);
-/// The name parse_score accepts: "additive", "dot", "scaled-dot", "bilinear".
+/// The name parse_score accepts for `score`. Throws ValueError for a value no entry has.
 std::string_view to_string(Score score);
-/// The names parse_score accepts, in the order of Score: additive, dot, scaled-dot, bilinear.
+/// The names parse_score accepts in registration order: additive, dot, scaled-dot, bilinear, then
+/// those added by register_score.
 std::vector<std::string> score_names();
 
 /// Options of every score module.
@@ -142,8 +146,10 @@ private:
     Tensor W_;
 };
 
-/// A score module of the given kind, its parameters drawn from `generator`. Throws ValueError (query_dim < 1,
-/// key_dim or hidden < 0) and ShapeError (dot or scaled dot with Dq != Dk).
+/// A score module of the given kind (a built-in or registered one), its parameters drawn from
+/// `generator`. Throws ValueError (query_dim < 1, key_dim or hidden < 0, a Score no entry has) and
+/// ShapeError (dot or scaled dot with Dq != Dk); a registered factory's own errors pass through, and
+/// it returning null or a module of another kind is a ValueError naming the score.
 std::shared_ptr<AttentionScore> make_score(Score score, const AttentionScoreOptions& options,
                                            Generator& generator = default_generator());
 

@@ -25,6 +25,7 @@
 #include "nn/rnn.hpp"
 #include "nn/rnn_cell.hpp"
 #include "nn/sampling.hpp"
+#include "nn/score_registry.hpp"
 #include "nn/scoring_options.hpp"
 #include "nn/seq2seq_transformer.hpp"
 #include "nn/sequential.hpp"

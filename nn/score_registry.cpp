@@ -1,0 +1,113 @@
+// The registry of attention score functions (nn/score_registry.hpp).
+#include "nn/score_registry.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <deque>
+#include <mutex>
+
+namespace attograd::nn {
+namespace {
+
+// The built-in scores, in the order of Score's enumerators, then the registered ones. A deque
+// keeps the names to_string() returns valid while others are added.
+struct Registry {
+    std::mutex mutex;
+    std::deque<ScoreEntry> entries{
+        {"additive", [](Score, const AttentionScoreOptions& o,
+                        Generator& g) { return std::make_shared<AdditiveScore>(o, g); }},
+        {"dot", [](Score, const AttentionScoreOptions& o,
+                   Generator&) { return std::make_shared<DotScore>(o, false); }},
+        {"scaled-dot", [](Score, const AttentionScoreOptions& o,
+                          Generator&) { return std::make_shared<DotScore>(o, true); }},
+        {"bilinear", [](Score, const AttentionScoreOptions& o, Generator& g) {
+             return std::make_shared<BilinearScore>(o, g);
+         }}};
+};
+
+Registry& registry() {
+    static Registry instance;
+    return instance;
+}
+
+std::vector<std::string> names_locked(const Registry& r) {
+    std::vector<std::string> names;
+    for (const auto& entry : r.entries) names.push_back(entry.name);
+    return names;
+}
+
+// The entry of `score`, or ValueError naming the value.
+const ScoreEntry& entry_locked(const Registry& r, Score score, std::string_view fn) {
+    const auto index = static_cast<std::size_t>(score);
+    AG_CHECK(index < r.entries.size(), ValueError, "{}: no score is registered as Score value {} (known: {})",
+             fn, index, fmt::join(names_locked(r), ", "));
+    return r.entries[index];
+}
+
+}  // namespace
+
+Score register_score(ScoreEntry entry) {
+    const bool bad_character = std::any_of(entry.name.begin(), entry.name.end(), [](unsigned char c) {
+        return std::isspace(c) != 0 || std::iscntrl(c) != 0;
+    });
+    AG_CHECK(!entry.name.empty() && !bad_character, ValueError,
+             "register_score: the name must be non-empty without spaces or control characters (got {} bytes)",
+             entry.name.size());
+    AG_CHECK(static_cast<bool>(entry.make), ValueError, "register_score: score '{}' has no make function",
+             entry.name);
+    Registry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    for (const auto& known : r.entries)
+        AG_CHECK(known.name != entry.name, ValueError, "register_score: score '{}' is registered already",
+                 entry.name);
+    r.entries.push_back(std::move(entry));
+    return static_cast<Score>(r.entries.size() - 1);
+}
+
+Score parse_score(std::string_view name) {
+    Registry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    for (std::size_t i = 0; i < r.entries.size(); ++i)
+        if (r.entries[i].name == name) return static_cast<Score>(i);
+    throw ValueError(
+        fmt::format("score: unknown score '{}' (choose {})", name, fmt::join(names_locked(r), ", ")));
+}
+
+std::string_view to_string(Score score) {
+    Registry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    return entry_locked(r, score, "to_string").name;
+}
+
+std::vector<std::string> score_names() {
+    Registry& r = registry();
+    const std::lock_guard lock(r.mutex);
+    return names_locked(r);
+}
+
+std::shared_ptr<AttentionScore> make_score(Score score, const AttentionScoreOptions& options,
+                                           Generator& generator) {
+    ScoreFactory make;
+    std::string name;
+    {
+        Registry& r = registry();
+        const std::lock_guard lock(r.mutex);
+        const ScoreEntry& entry = entry_locked(r, score, "make_score");
+        make = entry.make;
+        name = entry.name;
+    }
+    auto module = make(score, options, generator);
+    AG_CHECK(module != nullptr, ValueError, "make_score: the factory of score '{}' returned no module", name);
+    AG_CHECK(
+        module->kind() == score, ValueError,
+        "make_score: the factory of score '{}' made a module of score '{}' (pass it the kind it is given)",
+        name, to_string(module->kind()));
+    return module;
+}
+
+}  // namespace attograd::nn
