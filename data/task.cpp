@@ -1,6 +1,7 @@
 // Tasks: tokenising, the generated tasks' held-out split, and the registry of bundled tasks.
 #include "data/task.hpp"
 
+#include "core/detail/named_registry.hpp"
 #include "core/error.hpp"
 #include "data/coref.hpp"
 #include "data/dates.hpp"
@@ -9,7 +10,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <deque>
 #include <mutex>
 
 namespace attograd::data {
@@ -66,24 +66,13 @@ void GeneratedTask::make_held_out(std::uint64_t seed) {
 
 namespace {
 
-/// The registry: the bundled tasks, then those registered in order. A deque keeps the
-/// references task_entry() returns valid while others are added.
-struct Registry {
-    std::mutex mutex;
-    std::deque<TaskEntry> entries{copy_task_entry(), reverse_task_entry(), sort_task_entry(),
-                                  recall_task_entry(), dates_task_entry(),
-                                  coref_task_entry()};
-};
+using Registry = attograd::detail::NamedRegistry<TaskEntry>;
 
+/// The registry: the bundled tasks, then those registered in order.
 Registry& registry() {
-    static Registry instance;
+    static Registry instance{.entries = {copy_task_entry(), reverse_task_entry(), sort_task_entry(),
+                                         recall_task_entry(), dates_task_entry(), coref_task_entry()}};
     return instance;
-}
-
-std::vector<std::string> names_locked(const Registry& r) {
-    std::vector<std::string> names;
-    for (const auto& entry : r.entries) names.push_back(entry.name);
-    return names;
 }
 
 }  // namespace
@@ -105,12 +94,7 @@ void register_task(TaskEntry entry) {
     AG_CHECK(entry.defaults.is_object(), ValueError,
              "register_task: task '{}': defaults must be a JSON object of settings, got {}", entry.name,
              entry.defaults.type_name());
-    Registry& r = registry();
-    const std::lock_guard lock(r.mutex);
-    for (const auto& known : r.entries)
-        AG_CHECK(known.name != entry.name, ValueError, "register_task: task '{}' is registered already",
-                 entry.name);
-    r.entries.push_back(std::move(entry));
+    registry().add(std::move(entry), "register_task", "task");
 }
 
 const TaskEntry& task_entry(const std::string& name) {
@@ -119,13 +103,13 @@ const TaskEntry& task_entry(const std::string& name) {
     for (const auto& entry : r.entries)
         if (entry.name == name) return entry;
     throw ValueError(
-        fmt::format("unknown task '{}' (known: {})", escape_control(name), join(names_locked(r), ", ")));
+        fmt::format("unknown task '{}' (known: {})", escape_control(name), join(r.names_locked(), ", ")));
 }
 
 std::vector<std::string> task_names() {
     Registry& r = registry();
     const std::lock_guard lock(r.mutex);
-    return names_locked(r);
+    return r.names_locked();
 }
 
 std::unique_ptr<Task> make_task(const std::string& name) {

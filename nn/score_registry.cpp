@@ -1,6 +1,7 @@
 // The registry of attention score functions (nn/score_registry.hpp).
 #include "nn/score_registry.hpp"
 
+#include "core/detail/named_registry.hpp"
 #include "core/error.hpp"
 
 #include <fmt/format.h>
@@ -8,44 +9,32 @@
 
 #include <algorithm>
 #include <cctype>
-#include <deque>
-#include <mutex>
 
 namespace attograd::nn {
 namespace {
 
-// The built-in scores, in the order of Score's enumerators, then the registered ones. A deque
-// keeps the names to_string() returns valid while others are added.
-struct Registry {
-    std::mutex mutex;
-    std::deque<ScoreEntry> entries{
-        {"additive", [](Score, const AttentionScoreOptions& o,
-                        Generator& g) { return std::make_shared<AdditiveScore>(o, g); }},
-        {"dot", [](Score, const AttentionScoreOptions& o,
-                   Generator&) { return std::make_shared<DotScore>(o, false); }},
-        {"scaled-dot", [](Score, const AttentionScoreOptions& o,
-                          Generator&) { return std::make_shared<DotScore>(o, true); }},
-        {"bilinear", [](Score, const AttentionScoreOptions& o, Generator& g) {
-             return std::make_shared<BilinearScore>(o, g);
-         }}};
-};
+using Registry = attograd::detail::NamedRegistry<ScoreEntry>;
 
+// The built-in scores, in the order of Score's enumerators, then the registered ones.
 Registry& registry() {
-    static Registry instance;
+    static Registry instance{
+        .entries = {{"additive", [](Score, const AttentionScoreOptions& o,
+                                    Generator& g) { return std::make_shared<AdditiveScore>(o, g); }},
+                    {"dot", [](Score, const AttentionScoreOptions& o,
+                               Generator&) { return std::make_shared<DotScore>(o, false); }},
+                    {"scaled-dot", [](Score, const AttentionScoreOptions& o,
+                                      Generator&) { return std::make_shared<DotScore>(o, true); }},
+                    {"bilinear", [](Score, const AttentionScoreOptions& o, Generator& g) {
+                         return std::make_shared<BilinearScore>(o, g);
+                     }}}};
     return instance;
-}
-
-std::vector<std::string> names_locked(const Registry& r) {
-    std::vector<std::string> names;
-    for (const auto& entry : r.entries) names.push_back(entry.name);
-    return names;
 }
 
 // The entry of `score`, or ValueError naming the value.
 const ScoreEntry& entry_locked(const Registry& r, Score score, std::string_view fn) {
     const auto index = static_cast<std::size_t>(score);
     AG_CHECK(index < r.entries.size(), ValueError, "{}: no score is registered as Score value {} (known: {})",
-             fn, index, fmt::join(names_locked(r), ", "));
+             fn, index, fmt::join(r.names_locked(), ", "));
     return r.entries[index];
 }
 
@@ -60,13 +49,7 @@ Score register_score(ScoreEntry entry) {
              entry.name.size());
     AG_CHECK(static_cast<bool>(entry.make), ValueError, "register_score: score '{}' has no make function",
              entry.name);
-    Registry& r = registry();
-    const std::lock_guard lock(r.mutex);
-    for (const auto& known : r.entries)
-        AG_CHECK(known.name != entry.name, ValueError, "register_score: score '{}' is registered already",
-                 entry.name);
-    r.entries.push_back(std::move(entry));
-    return static_cast<Score>(r.entries.size() - 1);
+    return static_cast<Score>(registry().add(std::move(entry), "register_score", "score"));
 }
 
 Score parse_score(std::string_view name) {
@@ -75,7 +58,7 @@ Score parse_score(std::string_view name) {
     for (std::size_t i = 0; i < r.entries.size(); ++i)
         if (r.entries[i].name == name) return static_cast<Score>(i);
     throw ValueError(
-        fmt::format("score: unknown score '{}' (choose {})", name, fmt::join(names_locked(r), ", ")));
+        fmt::format("score: unknown score '{}' (choose {})", name, fmt::join(r.names_locked(), ", ")));
 }
 
 std::string_view to_string(Score score) {
@@ -87,7 +70,7 @@ std::string_view to_string(Score score) {
 std::vector<std::string> score_names() {
     Registry& r = registry();
     const std::lock_guard lock(r.mutex);
-    return names_locked(r);
+    return r.names_locked();
 }
 
 std::shared_ptr<AttentionScore> make_score(Score score, const AttentionScoreOptions& options,
