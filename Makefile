@@ -60,7 +60,7 @@ package: deps
 	cd $(BUILD) && cpack
 
 # libFuzzer targets (clang, ASan + UBSan) for the checkpoint reader, the TSV reader, the
-# run-directory loader and the gettext .mo reader, each run for FUZZ_SECONDS from the committed seed corpus and dictionary
+# Trainer's resume of a run directory and the gettext .mo reader, each run for FUZZ_SECONDS from the committed seed corpus and dictionary
 # (fuzz/corpus/NAME, fuzz/NAME.dict); new inputs go to $(FUZZ)/corpus/NAME, findings to $(FUZZ)/.
 fuzz:
 	@$(MAKE) --no-print-directory deps PACKAGES="$(FUZZ_PACKAGES)"
