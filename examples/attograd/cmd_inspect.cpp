@@ -151,7 +151,8 @@ int cmd_inspect(const InspectArgs& args) {
     const Task& task = *run.task;
     const auto knockout = parse_knockout(args.knockout, *run.model);
     const bool lm = run.config.model.kind == "lm";
-    // Its decisions are the seq2seq and encoder models' outputs; an lm run's are not measured.
+    // The faithfulness measures take a decoder's outputs and <eos>, or the encoder's one output
+    // per input, as the decisions; they are not defined for a language model's.
     if (args.faithfulness && lm)
         throw UsageError("--faithfulness applies to seq2seq, encoder and rnn runs; this run is --model lm");
     const DecodeSettings decoding{.beam = args.beam, .length_penalty = args.length_penalty};
