@@ -128,4 +128,16 @@ std::unique_ptr<Task> make_charlm_task(const CharLMOptions& options) {
     return std::make_unique<CharLMTask>(options);
 }
 
+TaskEntry charlm_task_entry() {
+    return {.name = "charlm",
+            .make = [] { return make_charlm_task(); },
+            .target_accuracy = 0.5,
+            .defaults = {{"model.kind", "lm"},
+                         {"model.layers", 2},
+                         {"model.heads", 4},
+                         {"model.ffn_dim", 256},
+                         {"train.steps", 2000},
+                         {"train.eval_every", 250}}};
+}
+
 }  // namespace attograd::data

@@ -35,4 +35,10 @@ struct CharLMOptions {
 /// not UTF-8, or the training or held-out text is shorter than context + 1 characters.
 std::unique_ptr<Task> make_charlm_task(const CharLMOptions& options = {});
 
+/// charlm's registry entry (default options): a two-layer causal Transformer (`lm`, 4 heads,
+/// width 64, feed-forward 256) trained with Adam at lr 3e-3 on batches of 32 windows, at most
+/// 2000 steps; target 50 % held-out next-character accuracy, where the held-out accuracy levels
+/// off (the training texts are about 86 KB, which the model then starts to memorise).
+TaskEntry charlm_task_entry();
+
 }  // namespace attograd::data

@@ -66,4 +66,18 @@ std::unique_ptr<Task> make_induction_task(const InductionOptions& options) {
     return std::make_unique<InductionTask>(options);
 }
 
+TaskEntry induction_task_entry() {
+    return {.name = "induction",
+            .make = [] { return make_induction_task(); },
+            .target_accuracy = 0.35,
+            .defaults = {{"model.kind", "lm"},
+                         {"model.layers", 2},
+                         {"model.heads", 4},
+                         {"model.ffn_dim", 0},
+                         {"train.lr", 3e-3},
+                         {"train.schedule", "constant"},
+                         {"train.steps", 2000},
+                         {"train.snapshot_every", 50}}};
+}
+
 }  // namespace attograd::data

@@ -3,8 +3,10 @@
 
 #include "core/detail/named_registry.hpp"
 #include "core/error.hpp"
+#include "data/char_lm.hpp"
 #include "data/coref.hpp"
 #include "data/dates.hpp"
+#include "data/induction.hpp"
 #include "data/text.hpp"
 #include "data/toy_tasks.hpp"
 
@@ -71,7 +73,8 @@ using Registry = attograd::detail::NamedRegistry<TaskEntry>;
 /// The registry: the bundled tasks, then those registered in order.
 Registry& registry() {
     static Registry instance{.entries = {copy_task_entry(), reverse_task_entry(), sort_task_entry(),
-                                         recall_task_entry(), dates_task_entry(), coref_task_entry()}};
+                                         recall_task_entry(), dates_task_entry(), coref_task_entry(),
+                                         induction_task_entry(), charlm_task_entry()}};
     return instance;
 }
 

@@ -4,8 +4,8 @@
 
 #include "commands.hpp"
 #include "core/input_file.hpp"
-#include "train/run_writer.hpp"
 #include "temp_dir.hpp"
+#include "train/run_writer.hpp"
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -147,6 +147,25 @@ inline void check_refused(const Outcome& o, const std::vector<std::string>& name
     for (const auto& name : names) CHECK_MESSAGE(o.err.find(name) != std::string::npos, "names ", name);
 }
 
+/// `attograd train ARGS... --steps STEPS --out DIR --quiet` (not checked).
+inline Outcome train_run(std::vector<std::string> args, const std::string& steps, const std::string& dir) {
+    args.insert(args.begin(), "train");
+    args.insert(args.end(), {"--steps", steps, "--out", dir, "--quiet"});
+    return run(args);
+}
+
+/// The same run interrupted (SIGINT) after step `at`, then resumed to its end.
+inline void interrupted_run(const std::vector<std::string>& args, const std::string& steps,
+                            const std::string& dir, const std::string& at) {
+    {
+        ScopedEnv hook("ATTOGRAD_TEST_SIGNAL_AT_STEP", at);
+        const Outcome first = train_run(args, steps, dir);
+        INFO(first.command, "\nstderr: ", first.err);
+        REQUIRE(first.code == 130);
+    }
+    require_ok(run({"train", "--resume", dir, "--quiet"}));
+}
+
 /// The number of lines of `text` (its '\n' characters).
 inline std::size_t count_lines(const std::string& text) {
     return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
@@ -166,6 +185,11 @@ inline std::string read_text(const fs::path& path) {
     std::ostringstream text;
     text << in.rdbuf();
     return text.str();
+}
+
+/// The bytes of file `name` in run directory `dir`.
+inline std::string file_bytes(const std::string& dir, const char* name) {
+    return read_text(fs::path(dir) / name);
 }
 
 inline void write_text(const fs::path& path, const std::string& text) {

@@ -14,27 +14,6 @@ namespace {
 
 using namespace cli_test;
 
-/// `attograd train ARGS... --steps STEPS --out DIR --quiet` (not checked).
-Outcome train_run(std::vector<std::string> args, const std::string& steps, const std::string& dir) {
-    args.insert(args.begin(), "train");
-    args.insert(args.end(), {"--steps", steps, "--out", dir, "--quiet"});
-    return run(args);
-}
-
-/// The same run interrupted (SIGINT) after step `at`, then resumed to its end.
-void interrupted_run(const std::vector<std::string>& args, const std::string& steps, const std::string& dir,
-                     const std::string& at) {
-    {
-        ScopedEnv hook("ATTOGRAD_TEST_SIGNAL_AT_STEP", at);
-        const Outcome first = train_run(args, steps, dir);
-        INFO(first.command, "\nstderr: ", first.err);
-        REQUIRE(first.code == 130);
-    }
-    require_ok(run({"train", "--resume", dir, "--quiet"}));
-}
-
-std::string file_bytes(const std::string& dir, const char* name) { return read_text(fs::path(dir) / name); }
-
 /// Rewrites one entry of `dir`/optimizer.safetensors (0-d int64 or float64) and its checksum.
 void plant(const std::string& dir, const std::string& name, double value) {
     const fs::path path = fs::path(dir) / "optimizer.safetensors";

@@ -24,7 +24,7 @@ using namespace cli_test;
 // --- --help and --version ---------------------------------------------------------------------
 
 TEST_CASE("--help of every subcommand shows plain type names and the default of every setting") {
-    for (const char* sub : {"train", "eval", "inspect"}) {
+    for (const char* sub : {"train", "eval", "inspect", "sample"}) {
         const Outcome o = run({sub, "--help"});
         INFO(sub, "\n", o.out);
         REQUIRE(o.code == 0);
@@ -42,7 +42,8 @@ TEST_CASE("--help of every subcommand shows plain type names and the default of 
                 continue;
             ++with_value;
             const std::string name = m[1];
-            if (name == "task" || name == "data" || name == "resume" || name == "run" || name == "input")
+            if (name == "task" || name == "data" || name == "resume" || name == "run" || name == "input" ||
+                name == "prompt")
                 continue;
             CHECK_MESSAGE(line.find("[default: ") != std::string::npos, line);
             // once: the task defaults and a flag's own default were both shown for one
@@ -130,7 +131,9 @@ TEST_CASE(
         for (int i = 0; i < 5000; ++i)
             shortest = std::min<std::int64_t>(shortest, std::ssize(task->train_example(generator).source));
         INFO(name);
-        CHECK(shortest == min_len);
+        CHECK(shortest >= min_len);
+        // A causal language model trains on every prefix of its windows: charlm declares 1.
+        if (attograd::cli::task_defaults(name).model.kind != "lm") CHECK(shortest == min_len);
     }
 }
 

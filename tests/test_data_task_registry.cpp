@@ -38,7 +38,8 @@ TaskEntry twice_entry() {
 }  // namespace
 
 TEST_CASE("the bundled tasks' entries carry their targets and defaults") {
-    CHECK(task_names() == std::vector<std::string>{"copy", "reverse", "sort", "recall", "dates", "coref"});
+    CHECK(task_names() == std::vector<std::string>{"copy", "reverse", "sort", "recall", "dates", "coref",
+                                                   "induction", "charlm"});
     for (const auto& name : task_names()) {
         const TaskEntry& entry = task_entry(name);
         CHECK(entry.name == name);
@@ -49,6 +50,8 @@ TEST_CASE("the bundled tasks' entries carry their targets and defaults") {
     CHECK(task_entry("sort").target_accuracy == 0.95);
     CHECK(task_entry("dates").defaults.at("model.heads") == 4);
     CHECK(task_entry("recall").defaults.at("model.next_token") == true);
+    for (const char* lm : {"induction", "charlm"}) CHECK(task_entry(lm).defaults.at("model.kind") == "lm");
+    CHECK(task_entry("induction").defaults.at("model.ffn_dim") == 0);  // attention-only
     CHECK(data_task_entry().name == "data");
     CHECK(data_task_entry().defaults.at("train.steps") == 2000);
     CHECK_THROWS_WITH_AS(task_entry("nope"), doctest::Contains("unknown task 'nope' (known: copy, reverse"),

@@ -18,6 +18,13 @@ namespace {
 
 std::string key(const std::vector<std::string>& tokens) { return join(tokens, " "); }
 
+/// Whether `target` is `source` shifted by one token (next-token prediction: the language-model
+/// tasks, which have no solver since the next token is not a function of the source).
+bool is_next_token(const std::vector<std::string>& source, const std::vector<std::string>& target) {
+    return source.size() == target.size() && !source.empty() &&
+           std::equal(source.begin() + 1, source.end(), target.begin());
+}
+
 }  // namespace
 
 TEST_CASE("every bundled task: fixed held-out split, disjoint from training, lengths within its limits") {
@@ -25,7 +32,10 @@ TEST_CASE("every bundled task: fixed held-out split, disjoint from training, len
         CAPTURE(name);
         const auto task = make_task(name);
         const auto again = make_task(name);
-        REQUIRE(task->held_out().size() == GeneratedTask::held_out_size);
+        // charlm's held-out windows are those its held-out texts give (fewer than 500)
+        if (dynamic_cast<const GeneratedTask*>(task.get()) != nullptr)
+            REQUIRE(task->held_out().size() == GeneratedTask::held_out_size);
+        REQUIRE(!task->held_out().empty());
         std::set<std::string> held;
         for (std::size_t i = 0; i < task->held_out().size(); ++i) {
             const auto& example = task->held_out()[i];
@@ -34,8 +44,11 @@ TEST_CASE("every bundled task: fixed held-out split, disjoint from training, len
             CHECK(std::ssize(example.source) <= task->info().max_source_len);
             CHECK(std::ssize(example.target) <= task->info().max_target_len);
             const auto solved = task->solve(example.source);
-            REQUIRE(solved.has_value());
-            CHECK(*solved == example.target);
+            if (solved) {
+                CHECK(*solved == example.target);
+            } else {
+                CHECK(is_next_token(example.source, example.target));
+            }
         }
         CHECK(held.size() == task->held_out().size());  // distinct sources
         Generator generator(42);
@@ -192,8 +205,11 @@ TEST_CASE("each task's listed example is one its solver agrees with") {
         const auto source = task->tokenize(example.substr(0, arrow));
         const auto target = task->tokenize(example.substr(arrow + 4));
         const auto solved = task->solve(source);
-        REQUIRE(solved.has_value());
-        CHECK(*solved == target);
+        if (solved) {
+            CHECK(*solved == target);
+        } else {
+            CHECK(is_next_token(source, target));
+        }
         CHECK(task->detokenize(target) == example.substr(arrow + 4));
     }
 }

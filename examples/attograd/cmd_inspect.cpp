@@ -4,6 +4,7 @@
 #include "console.hpp"
 #include "evaluation.hpp"
 #include "faithfulness_run.hpp"
+#include "head_score_report.hpp"
 #include "renderers.hpp"
 #include "run_dir.hpp"
 #include "train/file_io.hpp"
@@ -83,6 +84,9 @@ std::map<std::string, std::vector<std::int64_t>> parse_knockout(const std::vecto
     return heads;
 }
 
+/// Held-out examples whose attention gives a language model's head scores.
+constexpr std::int64_t head_score_examples = 100;
+
 /// Held-out examples --faithfulness measures when --samples is not given.
 constexpr std::int64_t faithfulness_samples = 50;
 
@@ -146,6 +150,11 @@ int cmd_inspect(const InspectArgs& args) {
     const LoadedRun run = load_run(args.run);
     const Task& task = *run.task;
     const auto knockout = parse_knockout(args.knockout, *run.model);
+    const bool lm = run.config.model.kind == "lm";
+    // The faithfulness measures take a decoder's outputs and <eos>, or the encoder's one output
+    // per input, as the decisions; they are not defined for a language model's.
+    if (args.faithfulness && lm)
+        throw UsageError("--faithfulness applies to seq2seq, encoder and rnn runs; this run is --model lm");
     const DecodeSettings decoding{.beam = args.beam, .length_penalty = args.length_penalty};
     check_decoding(decoding, run.config.model);
     std::optional<FaithfulnessRun> faithfulness;
@@ -207,6 +216,16 @@ int cmd_inspect(const InspectArgs& args) {
             "{:.1f}% -> {:.1f}%",
             heads, 100 * with_all_heads->sequence_accuracy, 100 * without.sequence_accuracy,
             100 * with_all_heads->token_accuracy, 100 * without.token_accuracy));
+    }
+    if (lm) {
+        const auto scores = held_out_head_scores(*run.model, run.config.vocab, task, head_score_examples);
+        notes.push_back(fmt::format(
+            "head scores over {} held-out example(s) (previous-token: attention to the token before the "
+            "query; "
+            "induction: to the token after an earlier occurrence of the query's token; Olsson et al. 2022), "
+            "labelled at >= {:.1f}:",
+            std::min<std::int64_t>(head_score_examples, std::ssize(task.held_out())), head_label_threshold));
+        for (const auto& score : scores) notes.push_back("  " + head_score_line(score));
     }
     // Summary lines go to stdout, or to stderr when stdout carries the data (--to -).
     std::FILE* summary = args.to == "-" ? stderr : stdout;

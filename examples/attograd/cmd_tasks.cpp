@@ -18,11 +18,19 @@ int cmd_tasks() {
         output(stdout, "{}\n", info.name);
         output(stdout, "  {}\n", info.description);
         output(stdout, "  example:   {}\n", info.example);
-        output(
-            stdout,
-            "  model:     {} (embed {}, {} encoder self-attention layer(s), {} decoder layer(s), {} head(s), "
-            "{} score), {} steps\n",
-            m.kind, m.embed_dim, m.layers, m.decoder_layers, m.heads, m.score, config.train.steps);
+        if (m.kind == "lm") {
+            output(stdout,
+                   "  model:     lm (embed {}, {} causal self-attention layer(s), {} head(s), feed-forward "
+                   "{}), {} "
+                   "steps\n",
+                   m.embed_dim, m.layers, m.heads, m.ffn_dim == 0 ? "none" : std::to_string(m.ffn_dim),
+                   config.train.steps);
+        } else {
+            output(stdout,
+                   "  model:     {} (embed {}, {} encoder self-attention layer(s), {} decoder layer(s), {} "
+                   "head(s), {} score), {} steps\n",
+                   m.kind, m.embed_dim, m.layers, m.decoder_layers, m.heads, m.score, config.train.steps);
+        }
         output(stdout, "  target:    {:.0f}% held-out {} accuracy\n", 100 * target_accuracy(info.name),
                info.metric == Metric::Sequence ? "sequence (exact match)" : "token");
         output(stdout, "  alignment: {}\n\n", info.alignment.empty() ? "none defined" : info.alignment);

@@ -23,7 +23,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -98,25 +97,22 @@ CLI::Option* with_default_value(CLI::Option* option, const T& value) {
 }
 
 /// The default of `setting` by task, as train's --help shows it: "1000; sort: 2000, recall:
-/// 6000" (the value most tasks share, then the tasks that differ).
+/// 6000" (the program's own default, then the tasks that differ).
 std::string task_default_text(const Setting& setting) {
+    const auto shown = [&](const RunConfig& config) {
+        const nlohmann::json value = setting.get(config);
+        std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+        if (!setting.off_text.empty() && text == "-1") text = std::string(setting.off_text);
+        return text;
+    };
     std::vector<std::pair<std::string, std::string>> by_task;  // (task, value)
     std::vector<std::string> names = data::task_names();
     names.emplace_back("translate");
     names.emplace_back("data");
-    for (const auto& task : names) {
-        const nlohmann::json value = setting.get(task_defaults(task));
-        std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-        if (!setting.off_text.empty() && text == "-1") text = std::string(setting.off_text);
-        by_task.emplace_back(task, text);
-    }
-    if (by_task.empty()) return "";
-    std::map<std::string, int> counts;
-    for (const auto& [task, value] : by_task) ++counts[value];
-    const std::string usual =
-        std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) {
-            return a.second < b.second;
-        })->first;
+    for (const auto& task : names) by_task.emplace_back(task, shown(task_defaults(task)));
+    // The program's default, which a task without its own value keeps (the most common value
+    // would change with the tasks a program registers).
+    const std::string usual = shown(RunConfig{});
     std::string text = usual, others;
     for (const auto& [task, value] : by_task)
         if (value != usual) others += fmt::format("{}{}: {}", others.empty() ? "" : ", ", task, value);
@@ -306,13 +302,37 @@ int run_cli(int argc, char** argv) {
                           "(--format html: add the report's faithfulness section)");
     add_decoding(*inspect_cmd, inspect.beam, inspect.length_penalty);
 
+    SampleArgs sample;
+    auto* sample_cmd = app.add_subcommand(
+        "sample", "text drawn from a language model run (--model lm): the prompt and the tokens that follow");
+    checked<std::string>(sample_cmd->add_option("--run", sample.run, "run directory written by train"), "DIR")
+        ->required();
+    checked<std::string>(sample_cmd->add_option("--prompt", sample.prompt,
+                                                "text the model continues (tokens of the run's vocabulary)"),
+                         "TEXT")
+        ->required();
+    with_default_value(checked<double>(sample_cmd->add_option(
+                           "--temperature", sample.temperature,
+                           "logits are divided by it before the softmax (< 1 sharper, > 1 flatter)")),
+                       sample.temperature);
+    auto* top_k = with_default(checked<std::int64_t>(sample_cmd->add_option(
+                                   "--top-k", sample.top_k, "draw only from this many most likely tokens")),
+                               "every token");
+    with_default_value(checked<std::int64_t>(sample_cmd->add_option(
+                           "--length", sample.length,
+                           fmt::format("tokens to draw after the prompt (1 to {})", SampleArgs::max_length))),
+                       sample.length);
+    with_default_value(checked<std::uint64_t>(sample_cmd->add_option(
+                           "--seed", sample.seed, "random seed (the same seed, the same text)")),
+                       sample.seed);
+
     // CLI11 would report a mistyped subcommand as "A subcommand is required".
-    constexpr std::array subcommands = {"tasks", "train", "eval", "inspect"};
+    constexpr std::array subcommands = {"tasks", "train", "eval", "inspect", "sample"};
     if (argc > 1 && argv[1][0] != '-' &&
         std::none_of(subcommands.begin(), subcommands.end(),
                      [&](const char* name) { return std::strcmp(name, argv[1]) == 0; })) {
-        report_error(fmt::format("unknown subcommand '{}' (choose tasks, train, eval or inspect; see --help)",
-                                 argv[1]));
+        report_error(fmt::format(
+            "unknown subcommand '{}' (choose tasks, train, eval, inspect or sample; see --help)", argv[1]));
         return 2;
     }
     try {
@@ -334,6 +354,10 @@ int run_cli(int argc, char** argv) {
             return cmd_train(train);
         }
         if (app.got_subcommand("eval")) return cmd_eval(eval);
+        if (app.got_subcommand("sample")) {
+            sample.top_k_given = top_k->count() > 0;
+            return cmd_sample(sample);
+        }
         inspect.samples_given = samples->count() > 0;
         return cmd_inspect(inspect);
     };

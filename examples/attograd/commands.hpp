@@ -25,8 +25,8 @@ struct TrainArgs {
     bool chars = false;
     std::string lang;                          ///< --task translate: the catalogs' language
     std::int64_t min_freq = 2, max_vocab = 0;  ///< --task translate: the vocabulary's limits
-    RunConfig flags;     ///< the values of the settings' flags (those in `given` count)
-    bool force = false;  ///< --out may replace a run that is there
+    RunConfig flags;                           ///< the values of the settings' flags (those in `given` count)
+    bool force = false;                        ///< --out may replace a run that is there
     bool quiet = false;
     std::vector<std::string> given;
     bool was_given(const std::string& name) const;
@@ -60,6 +60,18 @@ struct InspectArgs {
     double length_penalty = 0.0;
 };
 
+/// `attograd sample` arguments: nn::generate's sampling, PyTorch's and Hugging Face's semantics.
+struct SampleArgs {
+    std::string run;
+    std::string prompt;
+    double temperature = 1.0;   ///< logits are divided by it (> 0)
+    std::int64_t top_k = 0;     ///< keep the k largest logits (>= 1), when top_k_given
+    bool top_k_given = false;   ///< --top-k was given (else every token may be drawn)
+    std::int64_t length = 200;  ///< tokens to draw after the prompt
+    std::uint64_t seed = 0;     ///< the same seed draws the same text
+    static constexpr std::int64_t max_length = 10000;
+};
+
 /// Prints the bundled tasks: name, example, default model, target, right alignment.
 int cmd_tasks();
 /// Trains a model (docs/reference/program.md); returns the exit code.
@@ -68,6 +80,9 @@ int cmd_train(const TrainArgs& args);
 int cmd_eval(const EvalArgs& args);
 /// Draws a saved run's attention for --input texts or held-out samples.
 int cmd_inspect(const InspectArgs& args);
+/// Prints the prompt followed by `length` tokens drawn from a language model run (--model lm).
+/// Throws UsageError for bad flags, a prompt the vocabulary cannot read, or another kind of run.
+int cmd_sample(const SampleArgs& args);
 
 /// Parses the command line and runs the subcommand. Exit codes: 0 success, 2 bad usage or bad
 /// input (one line on stderr), 1 internal failure.

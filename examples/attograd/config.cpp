@@ -107,13 +107,14 @@ RunConfig task_defaults(const std::string& task_name) {
 RunConfig default_config(const Task& task) {
     const TaskInfo& info = task.info();
     RunConfig config = task_defaults(info.name);
-    config.model.kind = "seq2seq";  // every task's default (the encoder needs --model encoder)
     config.model.max_source_len = info.max_source_len;
     config.model.max_target_len = info.max_target_len;
     config.model.min_source_len = info.min_source_len;
     config.vocab = Vocabulary(task.symbols());
     return config;
 }
+
+bool writes_per_input(const ModelConfig& config) { return config.kind == "encoder" || config.kind == "lm"; }
 
 double target_accuracy(const std::string& name) { return entry_of(name).target_accuracy; }
 
@@ -178,14 +179,16 @@ void validate(const RunConfig& config, const TaskInfo& task, const SettingNames&
     check(t.momentum == 0.0 || t.optim == "sgd", "train.momentum",
           fmt::format("applies to {} sgd only (got {} {})", n("train.optim"), n("train.optim"), t.optim));
 
-    if (m.kind == "encoder") {
+    if (writes_per_input(m)) {
         check(m.layers >= 1, "model.kind",
-              fmt::format("encoder needs {} >= 1 (its attention is self-attention layers), got {}",
+              fmt::format("{} needs {} >= 1 (its attention is self-attention layers), got {}", m.kind,
                           n("model.layers"), m.layers));
         check(task.same_length, "model.kind",
-              fmt::format("encoder writes one output per input token, but task '{}' has outputs of another "
+              fmt::format("{} writes one output per input token, but task '{}' has outputs of another "
                           "length; use {} seq2seq",
-                          task.name, n("model.kind")));
+                          m.kind, task.name, n("model.kind")));
+    }
+    if (m.kind == "encoder") {
         check(m.attention == "soft", "model.attention",
               fmt::format("hard applies to the seq2seq decoder's attention; {} encoder is soft",
                           n("model.kind")));
@@ -258,8 +261,10 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.task.data_fnv1a64 = text_field(json, "task", "data_fnv1a64");
     if (json["task"].contains("lang")) {  // translate's catalogs and vocabulary limits
         c.task.lang = text_field(json, "task", "lang");
-        for (const auto& [key, value] : {std::pair{"min_freq", &c.task.min_freq}, {"max_vocab", &c.task.max_vocab}}) {
-            const std::optional<std::int64_t> n = detail::json_integer<std::int64_t>(field(json, "task", key));
+        for (const auto& [key, value] :
+             {std::pair{"min_freq", &c.task.min_freq}, {"max_vocab", &c.task.max_vocab}}) {
+            const std::optional<std::int64_t> n =
+                detail::json_integer<std::int64_t>(field(json, "task", key));
             AG_CHECK(n && *n >= 0, ValueError, "config.json: task.{} must be an integer >= 0, got {}", key,
                      field(json, "task", key).dump());
             *value = *n;

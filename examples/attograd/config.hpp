@@ -31,7 +31,7 @@ inline constexpr int run_format_version = 4;
 
 /// Everything needed to rebuild the model (with the vocabulary of RunConfig).
 struct ModelConfig {
-    std::string kind = "seq2seq";  ///< "seq2seq", "encoder" or "rnn" (model_rnn.hpp)
+    std::string kind = "seq2seq";  ///< "seq2seq", "encoder", "rnn" (model_rnn.cpp) or "lm" (model_lm.cpp)
     std::int64_t embed_dim = 64;
     std::int64_t heads = 1;           ///< heads of every attention layer
     std::int64_t layers = 0;          ///< self-attention layers (seq2seq: in the encoder)
@@ -57,6 +57,10 @@ struct ModelConfig {
     bool bidirectional = false;        ///< rnn: the encoder reads the source both ways
     std::int64_t rnn_layers = 1;       ///< rnn: stacked layers of the encoder (and of the Luong decoder)
 };
+
+/// Whether a model of `config` writes one output per input token in one pass (encoder, lm)
+/// rather than decoding an output followed by <eos> (seq2seq, rnn).
+bool writes_per_input(const ModelConfig& config);
 
 /// How the model is trained.
 struct TrainConfig {

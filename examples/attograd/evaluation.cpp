@@ -202,7 +202,7 @@ std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConf
             if (!align) return {};
             sources.push_back(examples[i].source);
             outputs.push_back(predictions[i]);
-            if (config.kind == "encoder") outputs.back().resize(examples[i].source.size(), Vocabulary::pad);
+            if (writes_per_input(config)) outputs.back().resize(examples[i].source.size(), Vocabulary::pad);
             right.push_back(*align);
         }
         const auto source_ids = encode_all(vocab, sources);
@@ -220,7 +220,7 @@ std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConf
                 const auto& r = right[static_cast<std::size_t>(i)];
                 // Rows the model wrote: its tokens and the <eos> after them (seq2seq).
                 const auto written = static_cast<std::int64_t>(outputs[static_cast<std::size_t>(i)].size()) +
-                                     (config.kind == "encoder" ? 0 : 1);
+                                     (writes_per_input(config) ? 0 : 1);
                 for (std::int64_t t = 0; t < std::ssize(r) && t < written && t < w.tq; ++t) {
                     const std::int64_t col = model.source_column(r[static_cast<std::size_t>(t)]);
                     for (std::int64_t head = 0; head < w.h; ++head) {
@@ -253,7 +253,7 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
     const std::vector<std::vector<std::int64_t>> source_ids{encode_tokens(vocab, source, false)};
     out.prediction = vocab.decode(model.predict(source_ids, options.decoding)[0]);
     std::vector<std::string> outputs = out.prediction;
-    if (config.kind == "encoder") outputs.resize(source.size(), Vocabulary::pad);
+    if (writes_per_input(config)) outputs.resize(source.size(), Vocabulary::pad);
     const std::vector<std::vector<std::int64_t>> output_ids{vocab.lookup_indices(outputs)};
     const Batch batch = model.make_batch(source_ids, &output_ids);
 
@@ -262,7 +262,7 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
     // padded beyond them: label the padding, then crop every map to the real tokens.
     const auto columns = model.model_source(source);
     std::vector<std::string> output_rows = outputs;
-    if (config.kind != "encoder") output_rows.emplace_back(Vocabulary::eos);
+    if (!writes_per_input(config)) output_rows.emplace_back(Vocabulary::eos);
     const std::int64_t source_width = batch.source.size(1);
     const std::int64_t output_width =
         batch.decoder_input.defined() ? batch.decoder_input.size(1) : source_width;

@@ -238,16 +238,7 @@ public:
                      const std::vector<std::vector<std::int64_t>>* targets) const override {
         Batch batch;
         fill_source(batch, sources, -1);
-        std::vector<std::vector<std::int64_t>> outputs(sources.size());
-        for (std::size_t i = 0; targets != nullptr && i < sources.size(); ++i) {
-            const auto& y = (*targets)[i];
-            AG_CHECK(
-                y.size() == sources[i].size(), ValueError,
-                "--model encoder writes one token per input token, but a target has {} tokens for {} inputs",
-                y.size(), sources[i].size());
-            outputs[i] = y;
-        }
-        batch.target = pad(outputs, source_width_).ids;
+        fill_per_input_targets(batch, sources, targets, source_width_, config_.kind);
         return batch;
     }
 
@@ -261,17 +252,7 @@ public:
                                                    const DecodeSettings& decoding) const override {
         check_decoding(decoding, config_);
         NoGradGuard no_grad;
-        const Batch batch = make_batch(sources, nullptr);
-        const Tensor l = forward(batch, Tensor()).logits;  // [B, S, V]
-        const float* data = l.data<float>();
-        std::vector<std::vector<std::int64_t>> out(sources.size());
-        for (std::size_t i = 0; i < sources.size(); ++i) {
-            for (std::size_t j = 0; j < sources[i].size(); ++j) {
-                const auto row = static_cast<std::int64_t>(i) * source_width_ + static_cast<std::int64_t>(j);
-                out[i].push_back(argmax_row(data + row * vocab_size_, vocab_size_));
-            }
-        }
-        return out;
+        return argmax_per_input(forward(make_batch(sources, nullptr), Tensor()).logits, sources);
     }
 
     std::vector<std::string> model_source(const std::vector<std::string>& source) const override {
@@ -281,6 +262,34 @@ public:
 };
 
 }  // namespace
+
+void fill_per_input_targets(Batch& batch, const std::vector<std::vector<std::int64_t>>& sources,
+                            const std::vector<std::vector<std::int64_t>>* targets, std::int64_t width,
+                            const std::string& kind) {
+    std::vector<std::vector<std::int64_t>> outputs(sources.size());
+    for (std::size_t i = 0; targets != nullptr && i < sources.size(); ++i) {
+        const auto& y = (*targets)[i];
+        AG_CHECK(y.size() == sources[i].size(), ValueError,
+                 "--model {} writes one token per input token, but a target has {} tokens for {} inputs",
+                 kind, y.size(), sources[i].size());
+        outputs[i] = y;
+    }
+    batch.target = pad(outputs, width).ids;
+}
+
+std::vector<std::vector<std::int64_t>> argmax_per_input(
+    const Tensor& logits, const std::vector<std::vector<std::int64_t>>& sources) {
+    const std::int64_t width = logits.size(1), v = logits.size(2);
+    const float* data = logits.data<float>();
+    std::vector<std::vector<std::int64_t>> out(sources.size());
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+        for (std::size_t j = 0; j < sources[i].size(); ++j) {
+            const auto row = static_cast<std::int64_t>(i) * width + static_cast<std::int64_t>(j);
+            out[i].push_back(argmax_row(data + row * v, v));
+        }
+    }
+    return out;
+}
 
 std::vector<std::string> with_eos(const std::vector<std::string>& source) {
     std::vector<std::string> out = source;
@@ -360,17 +369,17 @@ void check_decoding(const DecodeSettings& decoding, const ModelConfig& config) {
     AG_CHECK(is_float32_magnitude(decoding.length_penalty), ValueError,
              "--length-penalty must be 0 or a magnitude in {} (representable in float32), got {:g}",
              float32_range_text(), decoding.length_penalty);
-    AG_CHECK(
-        decoding.beam == 1 || config.kind != "encoder", ValueError,
-        "--beam {}: beam search applies to seq2seq runs only (--model encoder writes one token per input "
-        "token in one pass)",
-        decoding.beam);
+    AG_CHECK(decoding.beam == 1 || !writes_per_input(config), ValueError,
+             "--beam {}: beam search applies to seq2seq runs only (--model {} writes one token per input "
+             "token in one pass)",
+             decoding.beam, config.kind);
 }
 
 std::shared_ptr<Model> make_model(const ModelConfig& config, const Vocabulary& vocab, Generator& generator) {
     if (config.kind == "encoder") return std::make_shared<EncoderModel>(config, vocab, generator);
     if (config.kind == "rnn") return make_rnn_model(config, vocab, generator);
-    AG_CHECK(config.kind == "seq2seq", ValueError, "--model must be seq2seq, encoder or rnn, got '{}'",
+    if (config.kind == "lm") return make_lm_model(config, vocab, generator);
+    AG_CHECK(config.kind == "seq2seq", ValueError, "--model must be seq2seq, encoder, rnn or lm, got '{}'",
              config.kind);
     return std::make_shared<Seq2SeqModel>(config, vocab, generator);
 }

@@ -21,6 +21,7 @@
 //            start" (copy) or "from the end" (reverse) with one dot product.
 // EncoderModel — a self-attention encoder for tasks whose output has one token per input token:
 //   the same embeddings (no markers), an nn::TransformerEncoder, an nn::Linear per position.
+// LmModel — a decoder-only causal language model, nn::TransformerLM (model_lm.cpp).
 #pragma once
 
 #include "config.hpp"
@@ -36,6 +37,10 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+namespace attograd::nn {
+class TransformerLM;
+}
 
 namespace attograd::cli {
 
@@ -117,6 +122,16 @@ std::vector<std::string> with_eos(const std::vector<std::string>& source);
 /// padded to `width`. Throws ValueError for no source or one longer than max_source_len.
 void fill_source(Batch& batch, const std::vector<std::vector<std::int64_t>>& sources, std::int64_t suffix,
                  std::int64_t max_source_len, std::int64_t width);
+/// Fills the target of a batch of `sources` from `targets` (none when null), one token per
+/// source token, padded to `width`. Throws ValueError naming `kind` (the --model) when a target's
+/// length differs from its source's.
+void fill_per_input_targets(Batch& batch, const std::vector<std::vector<std::int64_t>>& sources,
+                            const std::vector<std::vector<std::int64_t>>* targets, std::int64_t width,
+                            const std::string& kind);
+/// The argmax token of each real position: logits float32 [B, S, V] of `sources` (B rows of at
+/// most S tokens) -> one id per source token.
+std::vector<std::vector<std::int64_t>> argmax_per_input(
+    const Tensor& logits, const std::vector<std::vector<std::int64_t>>& sources);
 /// Fills decoder_input (<bos> y) and target (y <eos>) of a batch of batch.size rows from
 /// `targets` (<bos> alone and no target when null), padded to max_target_len + 1. Throws
 /// ValueError for a target longer than max_target_len.
@@ -138,6 +153,13 @@ std::vector<std::vector<std::int64_t>> decode_outputs(const Tensor& memory, cons
                                                       const nn::DecodeStep& step,
                                                       const DecodeSettings& decoding,
                                                       std::int64_t max_target_len);
+
+/// The decoder-only causal language model of `--model lm` (model_lm.cpp): output t is predicted
+/// from source tokens 0..t. Throws ValueError as nn::TransformerLM.
+std::shared_ptr<Model> make_lm_model(const ModelConfig& config, const Vocabulary& vocab,
+                                     Generator& generator);
+/// The nn::TransformerLM of a model make_lm_model made, else nullptr.
+const nn::TransformerLM* language_model(const Model& model);
 
 /// The recurrent encoder-decoder of `--model rnn` (model_rnn.cpp).
 std::shared_ptr<Model> make_rnn_model(const ModelConfig& config, const Vocabulary& vocab,

@@ -6,6 +6,7 @@
 #include "snapshot_probes.hpp"
 
 #include "data/text.hpp"
+#include "inspect/head_score_curves.hpp"
 #include "inspect/render_html.hpp"
 #include "inspect/snapshot.hpp"
 
@@ -28,6 +29,11 @@ std::vector<RenderedFile> render_report(const Inspection& in) {
                 throw IoError(fmt::format("load_snapshots: '{}': {}", snapshots.string(), e.what()));
             }
             report.snapshots = std::move(loaded);
+            // A language model's heads over training: when its previous-token and induction heads
+            // form (Olsson et al. 2022), beside the loss curve's plateau and drop.
+            if (in.run.config.model.kind == "lm")
+                for (auto& chart : inspect::head_score_charts(report.snapshots))
+                    report.charts.push_back(std::move(chart));
         } catch (const Error& e) {  // the report is still worth having without them
             output(stderr, "attograd: warning: {}; the report has no training replay\n",
                    data::escape_control(e.what()));

@@ -21,7 +21,8 @@ std::vector<RenderedFile> render_term(const Inspection& in) {
         .colour = optim::under_launcher() ? inspect::TermColour::Plain : inspect::detect_term_colour(stdout),
         .width = std::max<std::int64_t>(20, inspect::terminal_width(stdout))};
     std::string text;
-    for (const auto& note : in.notes) text += note + "\n\n";
+    for (const auto& note : in.notes) text += note + "\n";
+    if (!in.notes.empty()) text += "\n";
     for (std::size_t e = 0; e < in.examples.size(); ++e) {
         const auto& ex = in.examples[e];
         text += fmt::format("example {}: {}\n\n", e + 1,

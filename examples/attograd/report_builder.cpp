@@ -39,7 +39,8 @@ bool applies(const RunConfig& c, const std::string& key) {
     if (key == "model.local") return local;
     if (key == "model.window") return local;
     if (key == "model.decoder_layers" || key == "model.attention") return c.model.kind == "seq2seq";
-    if (key == "model.max_target_len") return c.model.kind != "encoder";
+    if (key == "model.max_target_len") return !writes_per_input(c.model);
+    if (key == "model.score" || key == "model.next_token") return c.model.kind != "lm";
     const bool rnn = c.model.kind == "rnn";
     if (key == "model.cell" || key == "model.decoder" || key == "model.bidirectional" ||
         key == "model.rnn_layers")

@@ -24,7 +24,7 @@ using SettingField = std::variant<std::int64_t*, std::uint64_t*, double*, bool*,
 enum class ModelKinds {
     all,          ///< every model
     rnn,          ///< --model rnn only
-    transformer,  ///< the Transformer models only (seq2seq and encoder)
+    transformer,  ///< the Transformer models only (seq2seq, encoder and lm)
 };
 
 /// One setting of a run: a field of ModelConfig or TrainConfig.
@@ -45,6 +45,9 @@ struct Setting {
     bool resumable = false;
     /// The models whose flag it is (check_model_flags refuses it with the others).
     ModelKinds applies_to = ModelKinds::all;
+    /// The causal language model (--model lm) has no such choice (its attention is causal scaled
+    /// dot-product self-attention): train refuses the flag with --model lm.
+    bool not_lm = false;
     /// How --help shows the default -1 of an integer that -1 turns off ("none (global
     /// attention)"); "" = as the number.
     std::string_view off_text{};

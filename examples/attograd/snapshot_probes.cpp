@@ -30,7 +30,7 @@ std::vector<inspect::SnapshotProbe> snapshot_probes(const Model& model, const Mo
 
         // Rows of output-row layers: the target (+ <eos>, which the seq2seq decoder also writes).
         auto output_rows = std::make_shared<std::vector<std::string>>(example.target);
-        if (config.kind != "encoder") output_rows->emplace_back(Vocabulary::eos);
+        if (!writes_per_input(config)) output_rows->emplace_back(Vocabulary::eos);
         auto columns = std::make_shared<std::vector<std::string>>(model.model_source(example.source));
         auto output_layers = std::make_shared<std::map<std::string, bool>>();
         for (std::size_t l = 0; l < layers.size(); ++l) {

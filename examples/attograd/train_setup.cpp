@@ -131,6 +131,13 @@ void check_model_flags(const TrainArgs& a, const std::string& kind) {
             throw UsageError(fmt::format("--{} applies to --model rnn only", s.flag));
     }
     for (const Setting& s : settings()) {
+        if (kind == "lm" && s.not_lm && a.was_given(std::string(s.flag)))
+            throw UsageError(fmt::format(
+                "--{} does not apply to --model lm (causal scaled dot-product self-attention); it takes "
+                "--layers, --heads, --embed-dim, --ffn-dim",
+                s.flag));
+    }
+    for (const Setting& s : settings()) {
         if (kind == "rnn" && given(s, ModelKinds::transformer))
             throw UsageError(fmt::format(
                 "--{} sets the Transformer models' layers; --model rnn takes --rnn-layers, --cell, --decoder",
@@ -153,7 +160,7 @@ void apply_overrides(const TrainArgs& a, RunConfig& c) {
     // et al. and Luong et al.'s "general" (bilinear) score.
     if (m.kind == "rnn" && !a.was_given("score")) m.score = m.decoder == "luong" ? "bilinear" : "additive";
     if (m.kind == "rnn" && !a.was_given("heads")) m.heads = 1;  // a task's Transformer default (dates: 4)
-    if (m.kind == "encoder" && !a.was_given("layers")) m.layers = std::max<std::int64_t>(m.layers, 1);
+    if (writes_per_input(m) && !a.was_given("layers")) m.layers = std::max<std::int64_t>(m.layers, 1);
 }
 
 /// Refuses schedule state in optimizer.safetensors that this run cannot have written:
@@ -361,6 +368,12 @@ std::string describe(const RunConfig& c, std::int64_t parameters) {
             "rnn model: {} {} encoder layer(s){}, {} decoder, {} attention, E = {}, {} parameters",
             m.rnn_layers, m.cell, m.bidirectional ? " (bidirectional)" : "", m.decoder, attention,
             m.embed_dim, parameters);
+    }
+    if (m.kind == "lm") {
+        return fmt::format(
+            "lm model: {} causal self-attention layer(s) x {} head(s), feed-forward {}, E = {}, {} "
+            "parameters",
+            m.layers, m.heads, m.ffn_dim, m.embed_dim, parameters);
     }
     if (m.kind == "encoder") {
         return fmt::format(
