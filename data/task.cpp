@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "data/coref.hpp"
 #include "data/dates.hpp"
+#include "data/keyword.hpp"
 #include "data/text.hpp"
 #include "data/toy_tasks.hpp"
 
@@ -70,9 +71,9 @@ namespace {
 /// references task_entry() returns valid while others are added.
 struct Registry {
     std::mutex mutex;
-    std::deque<TaskEntry> entries{copy_task_entry(), reverse_task_entry(), sort_task_entry(),
-                                  recall_task_entry(), dates_task_entry(),
-                                  coref_task_entry()};
+    std::deque<TaskEntry> entries{copy_task_entry(),    reverse_task_entry(),    sort_task_entry(),
+                                  recall_task_entry(),  dates_task_entry(),      coref_task_entry(),
+                                  keyword_task_entry(), keyword_end_task_entry()};
 };
 
 Registry& registry() {

@@ -38,7 +38,8 @@ TaskEntry twice_entry() {
 }  // namespace
 
 TEST_CASE("the bundled tasks' entries carry their targets and defaults") {
-    CHECK(task_names() == std::vector<std::string>{"copy", "reverse", "sort", "recall", "dates", "coref"});
+    CHECK(task_names() == std::vector<std::string>{"copy", "reverse", "sort", "recall", "dates", "coref",
+                                                   "keyword", "keyword-end"});
     for (const auto& name : task_names()) {
         const TaskEntry& entry = task_entry(name);
         CHECK(entry.name == name);

@@ -258,8 +258,10 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     c.task.data_fnv1a64 = text_field(json, "task", "data_fnv1a64");
     if (json["task"].contains("lang")) {  // translate's catalogs and vocabulary limits
         c.task.lang = text_field(json, "task", "lang");
-        for (const auto& [key, value] : {std::pair{"min_freq", &c.task.min_freq}, {"max_vocab", &c.task.max_vocab}}) {
-            const std::optional<std::int64_t> n = detail::json_integer<std::int64_t>(field(json, "task", key));
+        for (const auto& [key, value] :
+             {std::pair{"min_freq", &c.task.min_freq}, {"max_vocab", &c.task.max_vocab}}) {
+            const std::optional<std::int64_t> n =
+                detail::json_integer<std::int64_t>(field(json, "task", key));
             AG_CHECK(n && *n >= 0, ValueError, "config.json: task.{} must be an integer >= 0, got {}", key,
                      field(json, "task", key).dump());
             *value = *n;
@@ -276,7 +278,11 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     for (const Setting& s : settings()) {
         const std::size_t dot = s.key.find('.');
         const std::string section(s.key.substr(0, dot));
-        s.set(c, field(json, section.c_str(), s.key.substr(dot + 1)), "config.json");
+        const std::string key(s.key.substr(dot + 1));
+        if (s.optional_in_file && json.contains(section) && json[section].is_object() &&
+            !json[section].contains(key))
+            continue;
+        s.set(c, field(json, section.c_str(), key), "config.json");
     }
     AG_CHECK(json.contains("vocab"), ValueError, "config.json: missing field 'vocab'");
     c.vocab = vocabulary_from_json(json["vocab"]);
