@@ -103,11 +103,20 @@ private:
 std::unique_ptr<Task> make_keyword_task() { return std::make_unique<KeywordTask>(false); }
 std::unique_ptr<Task> make_keyword_end_task() { return std::make_unique<KeywordTask>(true); }
 
+// One encoder self-attention layer: the Transformer model is then a self-attention classifier
+// (its decoder's one query reads what the encoder gathered), next to --model rnn's attention over
+// a recurrent encoder.
 TaskEntry keyword_task_entry() {
-    return {.name = "keyword", .make = make_keyword_task, .target_accuracy = 0.95};
+    return {.name = "keyword",
+            .make = make_keyword_task,
+            .target_accuracy = 0.95,
+            .defaults = {{"model.layers", 1}}};
 }
 TaskEntry keyword_end_task_entry() {
-    return {.name = "keyword-end", .make = make_keyword_end_task, .target_accuracy = 0.95};
+    return {.name = "keyword-end",
+            .make = make_keyword_end_task,
+            .target_accuracy = 0.95,
+            .defaults = {{"model.layers", 1}}};
 }
 
 }  // namespace attograd::data

@@ -23,7 +23,7 @@ std::unique_ptr<Task> make_keyword_task();
 /// recurrent encoder ends in (the decoder's initial state) and attention need not be used for
 /// it: the case where weights may look meaningful without deciding the output.
 std::unique_ptr<Task> make_keyword_end_task();
-/// keyword's registry entry: target 95 % held-out accuracy, 1000 steps.
+/// keyword's registry entry: target 95 % held-out accuracy; one encoder self-attention layer.
 TaskEntry keyword_task_entry();
 /// keyword-end's registry entry: as keyword's.
 TaskEntry keyword_end_task_entry();
