@@ -32,18 +32,25 @@ std::map<std::string, double> table_row(const std::string& out, const std::strin
     return row;
 }
 
-}  // namespace
-
-TEST_CASE("keyword: a bidirectional GRU with attention learns the label and attends to the cue") {
-    TempDir tmp;
-    const std::string dir = tmp / "keyword";
-    const Outcome trained = run({"train", "--task", "keyword", "--model", "rnn", "--bidirectional", "--steps",
+// Trains `task` with the bidirectional GRU and Bahdanau attention (it must reach the 95 %
+// target) and returns `inspect --faithfulness` over 40 held-out examples.
+Outcome trained_faithfulness(const TempDir& tmp, const std::string& task) {
+    const std::string dir = tmp / task;
+    const Outcome trained = run({"train", "--task", task, "--model", "rnn", "--bidirectional", "--steps",
                                  "600", "--eval-every", "100", "--seed", "1", "--out", dir});
     require_ok(trained);
     INFO(trained.out);
     CHECK(trained.out.find("(target 95% reached)") != std::string::npos);
     const Outcome o = run({"inspect", "--run", dir, "--faithfulness", "--samples", "40"});
     require_ok(o);
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("keyword: a bidirectional GRU with attention learns the label and attends to the cue") {
+    TempDir tmp;
+    const Outcome o = trained_faithfulness(tmp, "keyword");
     INFO(o.out);
     // one decision per example: the label (every target is one token, so <eos> is no decision)
     CHECK(o.out.find("faithfulness over 40 held-out example(s), 40 decision(s)") != std::string::npos);
@@ -56,14 +63,7 @@ TEST_CASE("keyword: a bidirectional GRU with attention learns the label and atte
 
 TEST_CASE("keyword-end: the label is in the encoder's last state, attention does not decide it") {
     TempDir tmp;
-    const std::string dir = tmp / "keyword-end";
-    const Outcome trained = run({"train", "--task", "keyword-end", "--model", "rnn", "--bidirectional",
-                                 "--steps", "600", "--eval-every", "100", "--seed", "1", "--out", dir});
-    require_ok(trained);
-    INFO(trained.out);
-    CHECK(trained.out.find("(target 95% reached)") != std::string::npos);
-    const Outcome o = run({"inspect", "--run", dir, "--faithfulness", "--samples", "40"});
-    require_ok(o);
+    const Outcome o = trained_faithfulness(tmp, "keyword-end");
     INFO(o.out);
     const auto row = table_row(o.out, "decoder.attention");
     REQUIRE(row.count("perm_tvd") == 1);
