@@ -285,7 +285,7 @@ const std::vector<Setting>& settings() {
         {.key = "model.uniform_attention",
          .flag = "uniform-attention",
          .help =
-             "hold the weights of attention layer LAYER (numbered as inspect lists them) uniform over the "
+             "hold the weights of attention layer N (numbered as inspect lists the layers) uniform over the "
              "allowed keys, in training and evaluation: Wiegreffe & Pinter's uniform baseline",
          .field = model<&M::uniform_attention>(),
          .check = int_check<&RunConfig::model, &M::uniform_attention>(
