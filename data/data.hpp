@@ -1,5 +1,5 @@
-// attograd::data: the bundled toy tasks, coref, translate, Vocabulary, TSV datasets, batching, BLEU and
-// gettext translation pairs, in one include.
+// attograd::data: the bundled toy tasks, coref, keyword, translate, Vocabulary, TSV datasets,
+// batching, BLEU and gettext translation pairs, in one include.
 #pragma once
 
 #include "data/batcher.hpp"
@@ -7,6 +7,7 @@
 #include "data/char_lm.hpp"
 #include "data/coref.hpp"
 #include "data/dates.hpp"
+#include "data/keyword.hpp"
 #include "data/evaluation.hpp"
 #include "data/example_vocabulary.hpp"
 #include "data/gettext_catalog.hpp"

@@ -7,6 +7,7 @@
 #include "data/coref.hpp"
 #include "data/dates.hpp"
 #include "data/induction.hpp"
+#include "data/keyword.hpp"
 #include "data/text.hpp"
 #include "data/toy_tasks.hpp"
 
@@ -74,6 +75,7 @@ using Registry = attograd::detail::NamedRegistry<TaskEntry>;
 Registry& registry() {
     static Registry instance{.entries = {copy_task_entry(), reverse_task_entry(), sort_task_entry(),
                                          recall_task_entry(), dates_task_entry(), coref_task_entry(),
+                                         keyword_task_entry(), keyword_end_task_entry(),
                                          induction_task_entry(), charlm_task_entry()}};
     return instance;
 }

@@ -61,16 +61,17 @@ Tensor repeat_examples(const Tensor& inputs, std::int64_t copies) {
     return index_select(inputs, 0, index_tensor(index, {static_cast<std::int64_t>(index.size())}));
 }
 
-// Replaces row `query` of the head's weights [B', Tq, Tk] by `rows` [B', Tk]; the other rows stay.
+// Replaces row `query` of the head's weights [B', Tq, Tk] by `rows` [B', Tk]; the other rows stay,
+// and so does a recurrent decoder's step (one row, `first` = the step) other than `query`.
 Replacement row_replacement(std::int64_t query, const Tensor& rows) {
-    return Replacement::function([query, rows](const Tensor& own, const Tensor&) {
+    return Replacement::row_function([query, rows](const Tensor& own, const Tensor&, std::int64_t first) {
         const std::int64_t tq = own.size(1);
-        AG_CHECK(query < tq, ValueError, "faithfulness: query {} is outside the head's {} queries", query,
-                 tq);
+        if (query < first || query >= first + tq) return own;  // observe() refuses a query no call holds
         AG_CHECK(rows.size(0) == own.size(0) && rows.size(1) == own.size(2), ShapeError,
                  "faithfulness: replacement rows {} for a head's weights {}", rows.shape(), own.shape());
+        if (tq == 1 && first == query) return reshape(rows, own.shape());  // a decoder's step
         std::vector<double> select_row(static_cast<std::size_t>(tq), 0.0);
-        select_row[static_cast<std::size_t>(query)] = 1.0;
+        select_row[static_cast<std::size_t>(query - first)] = 1.0;
         const Tensor chosen = tensor(select_row, {1, tq, 1}, {.dtype = own.dtype()});
         return own * (1.0 - chosen) + reshape(rows, {rows.size(0), 1, rows.size(1)}) * chosen;
     });
@@ -137,28 +138,37 @@ Tensor jsd_rows(const Tensor& p, const Tensor& q) {
 
 HeadObservation observe(const ExplainedModel& m, const Tensor& inputs, const HeadId& head, const char* op) {
     check_model(m, inputs, op);
-    auto seen = std::make_shared<std::pair<Tensor, Tensor>>();
+    // The call holding query row m.query (a recurrent decoder attends one row per step), its first
+    // row, and the most rows a call covered (for the message when none holds it).
+    struct Seen {
+        Tensor own, allowed;
+        std::int64_t first = 0, rows = 0;
+    };
+    auto seen = std::make_shared<Seen>();
     Tensor y;
     {
         NoGradGuard no_grad;
         AttentionIntervention watch(
             *m.model,
             {{head.layer,
-              {{head.head, Replacement::function([seen](const Tensor& own, const Tensor& allowed) {
-                    *seen = {own, allowed};
-                    return own;
-                })}}}},
+              {{head.head,
+                Replacement::row_function(
+                    [seen, query = m.query](const Tensor& own, const Tensor& allowed, std::int64_t first) {
+                        seen->rows = std::max(seen->rows, first + own.size(1));
+                        if (query >= first && query < first + own.size(1))
+                            *seen = {own, allowed, first, seen->rows};
+                        return own;
+                    })}}}},
             {}, op);
         y = run_model(m, inputs, op);
     }
-    AG_CHECK(seen->first.defined(), ValueError, "{}: layer '{}' did not run in the model's forward pass", op,
+    AG_CHECK(seen->rows > 0, ValueError, "{}: layer '{}' did not run in the model's forward pass", op,
              head.layer);
-    const Tensor& own = seen->first;
-    AG_CHECK(m.query < own.size(1), ValueError, "{}: query {} is outside layer '{}''s {} queries", op,
-             m.query, head.layer, own.size(1));
+    AG_CHECK(seen->own.defined(), ValueError, "{}: query {} is outside layer '{}''s {} queries", op, m.query,
+             head.layer, seen->rows);
     HeadObservation out;
-    out.weights = rows_of(select(own, 1, m.query));
-    const Tensor allowed = select(seen->second, 1, m.query);
+    out.weights = rows_of(select(seen->own, 1, m.query - seen->first));
+    const Tensor allowed = select(seen->allowed, 1, m.query - seen->first);
     const bool* a = allowed.data<bool>();
     const std::int64_t tk = allowed.size(1);
     for (std::int64_t b = 0; b < allowed.size(0); ++b) out.allowed.emplace_back(a + b * tk, a + (b + 1) * tk);

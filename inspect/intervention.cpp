@@ -203,6 +203,13 @@ Replacement Replacement::function(WeightFunction f) {
     return r;
 }
 
+Replacement Replacement::row_function(RowWeightFunction f) {
+    AG_CHECK(static_cast<bool>(f), ValueError, "Replacement::row_function: the function is empty");
+    Replacement r;
+    r.row_fn_ = std::move(f);
+    return r;
+}
+
 Replacement Replacement::silence() {
     Replacement r;
     r.silence_ = true;
@@ -233,18 +240,24 @@ AttentionIntervention::AttentionIntervention(
             AG_CHECK(head >= 0 && head < h, IndexError, "{}: layer '{}' has {} head{}, no head {}", op, name,
                      h, h == 1 ? "" : "s", head);
             nn::HeadIntervention& slot = per_head[static_cast<std::size_t>(head)];
+            const nn::HeadIntervention outer = slot;
             slot = {};
+            if (options.beneath && (outer.silence || (outer.replace && replacement.silences()))) {
+                slot = outer;  // nothing of this guard's reaches the output
+                continue;
+            }
             if (replacement.silences()) {
                 slot.silence = true;
                 continue;
             }
             const std::string what = fmt::format("{}: layer '{}' head {}", op, name, head);
-            slot.replace = [fn = replacement.fn(), fixed = replacement.fixed_, what,
-                            tolerance = options.tolerance](const Tensor& own, const Tensor& allowed,
-                                                           const nn::QueryRows& rows) {
+            slot.replace = [fn = replacement.fn(), row_fn = replacement.row_fn_, fixed = replacement.fixed_,
+                            what, tolerance = options.tolerance](const Tensor& own, const Tensor& allowed,
+                                                                 const nn::QueryRows& rows) {
                 Tensor used;
                 try {
                     used = fixed.defined() ? broadcast_fixed(fixed, own, rows, "Replacement::fixed")
+                           : row_fn        ? row_fn(own, allowed, rows.first)
                                            : fn(own, allowed);
                 } catch (const ShapeError& e) {  // name the layer and head
                     throw ShapeError(fmt::format("{}: {}", what, e.what()));
@@ -254,6 +267,11 @@ AttentionIntervention::AttentionIntervention(
                 check_replacement(used, own, allowed, tolerance, what);
                 return used;
             };
+            if (options.beneath && outer.replace)
+                slot.replace = [mine = slot.replace, over = outer.replace](
+                                   const Tensor& own, const Tensor& allowed, const nn::QueryRows& rows) {
+                    return over(mine(own, allowed, rows), allowed, rows);
+                };
         }
     }
     installed_.previous = nn::detail::active_attention_interventions();

@@ -27,6 +27,11 @@ std::vector<AttentionLayer> attention_layers(const nn::Module& root);
 /// Any function of a head's own weights [B, Tq, Tk] and its allowed keys [B, Tq, Tk] (bool, true =
 /// may be attended to) returning the weights to use [B, Tq, Tk] (same dtype).
 using WeightFunction = std::function<Tensor(const Tensor& weights, const Tensor& allowed)>;
+/// A WeightFunction that also takes the index of the weights' first query row among the layer's:
+/// 0 for a whole-sequence layer, t for step t of a recurrent decoder (which attends one row at a
+/// time, weights [B, 1, Tk]).
+using RowWeightFunction =
+    std::function<Tensor(const Tensor& weights, const Tensor& allowed, std::int64_t first_row)>;
 
 /// What one head attends with while an AttentionIntervention is alive. Every replacement must be
 /// a distribution over the allowed keys: finite, >= 0, exactly 0 on masked keys, and each row
@@ -48,6 +53,9 @@ public:
     static Replacement permuted(Generator& generator);
     /// Any function of the head's own weights and allowed keys.
     static Replacement function(WeightFunction f);
+    /// Any function of the head's own weights, allowed keys and the index of their first query
+    /// row (what a function of one query row needs on a recurrent decoder, called step by step).
+    static Replacement row_function(RowWeightFunction f);
     /// Zero weights and a zero output (what HeadKnockout does).
     static Replacement silence();
 
@@ -59,7 +67,8 @@ public:
 private:
     friend class AttentionIntervention;
     WeightFunction fn_;
-    Tensor fixed_;  // fixed(): the matrix, whose rows a recurrent decoder's steps take one by one
+    RowWeightFunction row_fn_;  // row_function(): used instead of fn_
+    Tensor fixed_;              // fixed(): the matrix, whose rows a recurrent decoder's steps take one by one
     bool silence_ = false;
 };
 
@@ -67,6 +76,13 @@ private:
 struct InterventionOptions {
     /// |row sum - 1| allowed for a replacement row; in (0, 0.5).
     double tolerance = 1e-5;
+    /// Apply this guard's replacements beneath the interventions already in force on this thread,
+    /// instead of overriding them: a head an outer guard silences stays silenced, and a head an
+    /// outer guard replaces gets the outer replacement applied to this guard's weights (which
+    /// the outer replacement sees as the head's own). A model whose layer is held uniform by
+    /// its own forward (attograd train --uniform-attention) is then measured on the weights it
+    /// attends with: permuting or knocking out that head from outside acts on uniform weights.
+    bool beneath = false;
 };
 
 /// RAII: while alive, the named heads of the named attention layers under `root` attend, on this
@@ -96,7 +112,8 @@ struct InterventionOptions {
 ///   [B, 1, S], so later steps see the states the replaced weights lead to.
 /// No dropout is applied to the weights used. An nn::AttentionRecorder alive at the same time
 /// records the weights actually used. Guards nest: an inner guard's heads override the outer's
-/// for the same head; the outer's other heads stay in force.
+/// for the same head (or lie beneath them: InterventionOptions::beneath); the outer's other heads
+/// stay in force.
 ///
 /// Throws ValueError when `heads` is empty or a layer names no head, when `root` has no
 /// attention layer, when a name is not an attention layer under `root` (listing the layers and

@@ -19,8 +19,8 @@ namespace {
 // both kinds of query row (output positions, source positions) are measured.
 std::string trained_reverse(const TempDir& tmp) {
     const std::string dir = tmp / "reverse";
-    cli_test::train(dir, {"--task", "reverse", "--steps", "40", "--layers", "1", "--heads", "2", "--batch", "16",
-                "--eval-every", "100", "--seed", "3"});
+    cli_test::train(dir, {"--task", "reverse", "--steps", "40", "--layers", "1", "--heads", "2", "--batch",
+                          "16", "--eval-every", "100", "--seed", "3"});
     return dir;
 }
 
@@ -62,6 +62,20 @@ TEST_CASE("inspect --faithfulness prints every head's row and one verdict per he
     CHECK(o.out.find("verdicts (the first rule that applies):") != std::string::npos);
     CHECK(o.out.find("median TVD below 0.01") != std::string::npos);
     CHECK(o.out.find("seconds:") != std::string::npos);
+}
+
+TEST_CASE("inspect --faithfulness measures a recurrent decoder at every output position, step by step") {
+    TempDir tmp;
+    const std::string dir = tmp / "rnn";
+    cli_test::train(dir, {"--task", "reverse", "--model", "rnn", "--steps", "30", "--batch", "16",
+                          "--eval-every", "100", "--seed", "3"});
+    const Outcome o = run({"inspect", "--run", dir, "--faithfulness", "--samples", "2"});
+    require_ok(o);
+    INFO(o.out);
+    const auto loaded = attograd::cli::load_run(dir);
+    CHECK(o.out.find(fmt::format("faithfulness over 2 held-out example(s), {} decision(s)",
+                                 decisions(loaded, 2))) != std::string::npos);
+    CHECK(has_verdict(line_with(o.out, "decoder.attention head 0: ")));
 }
 
 TEST_CASE("inspect --faithfulness --format html adds the faithfulness section to the report") {

@@ -39,7 +39,7 @@ TaskEntry twice_entry() {
 
 TEST_CASE("the bundled tasks' entries carry their targets and defaults") {
     CHECK(task_names() == std::vector<std::string>{"copy", "reverse", "sort", "recall", "dates", "coref",
-                                                   "induction", "charlm"});
+                                                   "keyword", "keyword-end", "induction", "charlm"});
     for (const auto& name : task_names()) {
         const TaskEntry& entry = task_entry(name);
         CHECK(entry.name == name);

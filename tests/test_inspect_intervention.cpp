@@ -214,6 +214,44 @@ TEST_CASE("intervention: guards nest, the inner head overrides, the outer's othe
     CHECK(max_abs(mha.forward(x, {.average_attn_weights = false}).weights - own) == 0.0);
 }
 
+TEST_CASE("intervention beneath: outer replacements see this guard's weights, outer silence stays") {
+    Generator gen(7);
+    MultiHeadAttention mha({.embed_dim = 4, .num_heads = 2, .dtype = f64}, gen);
+    const Tensor x = randn({1, 3, 4}, gen, {.dtype = f64});
+    const auto own = mha.forward(x, {.average_attn_weights = false}).weights;
+    auto head = [&](const Tensor& w, std::int64_t h) { return select(select(w, 0, 0), 0, h); };
+    // The outer guard doubles the weight on key 0 of its own weights and renormalises; it records
+    // the weights it was handed as the head's own.
+    Tensor seen;
+    const auto tilt = Replacement::function([&seen](const Tensor& w, const Tensor&) {
+        seen = w;
+        const Tensor scale = tensor({2, 1, 1}, {1, 1, 3}, {.dtype = f64});
+        const Tensor t = w * scale;
+        return t / sum(t, {-1}, true);
+    });
+    AttentionIntervention outer(mha, {{"", {{0, tilt}, {1, Replacement::silence()}}}});
+    {
+        AttentionIntervention uniform(mha, {{"", {{0, Replacement::uniform()}, {1, Replacement::uniform()}}}},
+                                      {.beneath = true});
+        const auto w = mha.forward(x, {.average_attn_weights = false}).weights;
+        CHECK(max_abs(seen - 1.0 / 3) < 1e-15);  // the outer replacement was handed uniform weights
+        const Tensor expected = tensor({0.5, 0.25, 0.25}, {1, 3}, {.dtype = f64});
+        CHECK(max_abs(head(w, 0) - expected) < 1e-15);
+        CHECK(max_abs(head(w, 1)) == 0.0);  // silenced from outside, beneath or not
+    }
+    {  // without beneath the inner guard overrides the outer for the heads it names
+        AttentionIntervention uniform(mha,
+                                      {{"", {{0, Replacement::uniform()}, {1, Replacement::uniform()}}}});
+        const auto w = mha.forward(x, {.average_attn_weights = false}).weights;
+        CHECK(max_abs(head(w, 0) - 1.0 / 3) < 1e-15);
+        CHECK(max_abs(head(w, 1) - 1.0 / 3) < 1e-15);
+    }
+    // outside both inner guards the outer one tilts the head's own weights
+    const auto w = mha.forward(x, {.average_attn_weights = false}).weights;
+    CHECK(max_abs(seen - head(own, 0)) < 1e-15);
+    CHECK(max_abs(head(w, 0) - head(own, 0)) > 1e-3);
+}
+
 TEST_CASE("intervention: sparse and hard attention attend with the replacement too") {
     for (const Normalizer normalizer : {Normalizer::Sparse, Normalizer::Hard}) {
         Attention attention(

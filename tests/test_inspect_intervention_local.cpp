@@ -299,6 +299,34 @@ TEST_CASE(
         ShapeError);
 }
 
+TEST_CASE("recurrent decoders: a row function learns each step's row and replaces only the one it names") {
+    Generator gen(11);
+    Bahdanau model = bahdanau(gen);
+    const Tensor tgt = tensor({1, 2, 3, 4, 0, 1}, {2, 3}, {.dtype = DType::Int64});
+    const Tensor memory = randn({2, 4, 3}, gen, {.dtype = f64});
+    const Tensor before = model.decoder->forward(tgt, memory);
+    std::vector<std::int64_t> firsts;
+    const Tensor one_hot = tensor({0, 0, 0, 1, 0, 0, 0, 1}, {2, 1, 4}, {.dtype = f64});
+    {  // step 1 attends to key 3 alone; the other steps keep their own weights
+        AttentionIntervention step_one(
+            model,
+            {{"decoder.attention",
+              {{0, Replacement::row_function([&](const Tensor& own, const Tensor&, std::int64_t first) {
+                    firsts.push_back(first);
+                    CHECK(own.size(1) == 1);  // one step at a time
+                    return first == 1 ? one_hot : own;
+                })}}}});
+        const Tensor w = recorded(model, tgt, memory);
+        CHECK(firsts == std::vector<std::int64_t>{0, 1, 2});
+        CHECK(max_abs(select(w, 1, 1) - reshape(one_hot, {2, 4})) == 0.0);
+        const Tensor after = model.decoder->forward(tgt, memory);
+        CHECK(max_abs(select(after, 1, 0) - select(before, 1, 0)) == 0.0);  // step 0 comes before
+        CHECK(max_abs(select(after, 1, 1) - select(before, 1, 1)) > 1e-6);
+    }
+    CHECK_THROWS_WITH_AS(Replacement::row_function({}),
+                         doctest::Contains("Replacement::row_function: the function is empty"), ValueError);
+}
+
 TEST_CASE("recurrent decoders: masks are respected, knockout silences, bad rows are refused") {
     Generator gen(10);
     const Luong model = luong(gen, LocalMode::None);

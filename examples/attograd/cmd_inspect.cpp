@@ -165,7 +165,8 @@ int cmd_inspect(const InspectArgs& args) {
                                                   args.samples_given ? args.samples : faithfulness_samples,
                                                   {.evidence = args.format == "html"});
         const std::string measured = fmt::format(
-            "faithfulness over {} held-out example(s), {} decision(s) (every output position), in {:.1f} s",
+            "faithfulness over {} held-out example(s), {} decision(s) (every output token; <eos> where "
+            "target lengths vary), in {:.1f} s",
             faithfulness->examples, faithfulness->decisions, faithfulness->seconds);
         if (args.format == "term") {
             output(stdout, "{}\n\n{}", measured, inspect::to_text(faithfulness->table));

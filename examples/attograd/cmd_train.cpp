@@ -96,8 +96,12 @@ int cmd_train(const TrainArgs& args) {
 
     std::int64_t parameters = 0;
     for (const auto& p : model.parameters()) parameters += p.numel();
-    bar->line(fmt::format("{} {}: {}", run.resuming ? "resuming" : "training", info.name,
-                          describe(config, parameters)));
+    const std::int64_t uniform = config.model.uniform_attention;
+    bar->line(fmt::format(
+        "{} {}: {}{}", run.resuming ? "resuming" : "training", info.name, describe(config, parameters),
+        uniform >= 0 ? fmt::format("; attention layer {} ({}) held uniform", uniform,
+                                   model.attention_layers()[static_cast<std::size_t>(uniform)].name)
+                     : ""));
     bar->line(fmt::format(
         "{} lr {:g}, batch {}, {} steps from step {}; target {:.0f}% held-out {} accuracy on {} examples",
         t.optim, t.lr, t.batch, t.steps, run.counters.steps_done, 100 * target_accuracy(info.name),

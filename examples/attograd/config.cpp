@@ -281,7 +281,11 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     for (const Setting& s : settings()) {
         const std::size_t dot = s.key.find('.');
         const std::string section(s.key.substr(0, dot));
-        s.set(c, field(json, section.c_str(), s.key.substr(dot + 1)), "config.json");
+        const std::string key(s.key.substr(dot + 1));
+        if (s.optional_in_file && json.contains(section) && json[section].is_object() &&
+            !json[section].contains(key))
+            continue;
+        s.set(c, field(json, section.c_str(), key), "config.json");
     }
     AG_CHECK(json.contains("vocab"), ValueError, "config.json: missing field 'vocab'");
     c.vocab = vocabulary_from_json(json["vocab"]);

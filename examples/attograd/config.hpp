@@ -51,6 +51,9 @@ struct ModelConfig {
     /// Runs written before it was saved read it from their task (1 for a "data" run).
     std::int64_t min_source_len = 1;
     std::int64_t max_target_len = 0;  ///< longest output it writes (tokens, without <eos>)
+    /// The attention layer (its number in Model::attention_layers()) whose weights are held
+    /// uniform over the allowed keys (uniform_attention.hpp); -1 = none.
+    std::int64_t uniform_attention = -1;
     // --model rnn only:
     std::string cell = "gru";          ///< rnn: the encoder's and decoder's recurrent unit, gru or lstm
     std::string decoder = "bahdanau";  ///< rnn: bahdanau (nn::BahdanauDecoder) or luong (nn::LuongDecoder)

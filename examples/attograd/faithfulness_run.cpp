@@ -169,6 +169,9 @@ FaithfulnessRun faithfulness_over_held_out(const Model& model, const ModelConfig
     std::map<std::pair<std::string, std::int64_t>, std::vector<HeadFaithfulness>> rows;
     FaithfulnessRun result;
     const auto& held_out = task.held_out();
+    const bool fixed_length = std::all_of(held_out.begin(), held_out.end(), [&](const Example& e) {
+        return e.target.size() == held_out.front().target.size();
+    });
     for (std::int64_t e = 0; e < samples && e < std::ssize(held_out); ++e) {
         const Example& example = held_out[static_cast<std::size_t>(e)];
         const auto source = encode_tokens(vocab, example.source, false);
@@ -178,9 +181,11 @@ FaithfulnessRun faithfulness_over_held_out(const Model& model, const ModelConfig
         const Tensor inputs = model.token_embedding(batch);          // [1, S, E]
         const auto labels = batch.target.to_vector<std::int64_t>();  // [1, T]
         const auto align = task.alignment(example);
-        // seq2seq: the target tokens and <eos>; encoder: one output per source token
-        const auto decisions =
-            static_cast<std::int64_t>(example.target.size()) + (config.kind == "encoder" ? 0 : 1);
+        // seq2seq: the target tokens, and <eos> where the held-out targets differ in length (where
+        // they do not, as for a one-token label, its place is no decision); encoder: one output per
+        // source token
+        const auto decisions = static_cast<std::int64_t>(example.target.size()) +
+                               (config.kind == "encoder" || fixed_length ? 0 : 1);
         for (std::int64_t t = 0; t < decisions; ++t) {
             const auto label = labels[static_cast<std::size_t>(t)];
             const auto m = decision_model(model, source, target, t, t);
@@ -216,6 +221,14 @@ FaithfulnessRun faithfulness_over_held_out(const Model& model, const ModelConfig
         HeadFaithfulness h = summarise(head, rows[{head.layer, head.head}]);
         h.verdict = inspect::faithfulness_verdict(h, result.table.epsilon);
         h.verdict += reach_caveat(h);
+        const std::int64_t uniform = config.uniform_attention;
+        if (uniform >= 0 && uniform < std::ssize(layers) &&
+            head.layer == layers[static_cast<std::size_t>(uniform)].name)
+            h.verdict += fmt::format(
+                "; the layer attends uniformly (trained with --uniform-attention {}): its weights say "
+                "nothing "
+                "of the input",
+                uniform);
         result.table.heads.push_back(std::move(h));
     }
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

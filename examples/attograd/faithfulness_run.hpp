@@ -35,8 +35,9 @@ struct FaithfulnessRun {
 /// Every head's faithfulness over the first `samples` held-out examples of `task`, teacher-forced
 /// on their targets. Each example is one input (a batch of one: its embeddings [1, S, E], the
 /// inputs the measures perturb), and each of its output positions t (a seq2seq model's target
-/// tokens and <eos>, the encoder model's one output per input token) one decision: the output
-/// distribution at t, its label the target token at t. The intervened query row of a head is the
+/// tokens, and <eos> unless every held-out target has the same length; the encoder model's one
+/// output per input token) one decision: the output distribution at t, its label the target
+/// token at t. The intervened query row of a head is the
 /// row whose output is that decision: row t for layers whose rows are the outputs (the decoder's
 /// cross-attention, every layer of the encoder model); for a seq2seq encoder's self-attention,
 /// whose rows are source positions, the source position the answer layer (its heads' mean

@@ -13,6 +13,7 @@
 #include "snapshot_probes.hpp"
 #include "train/file_io.hpp"
 #include "train/run_writer.hpp"
+#include "uniform_attention.hpp"
 
 #include <fmt/ranges.h>
 
@@ -254,6 +255,9 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     check_memory(run.config, SettingNames::config_file(), available_bytes(), for_training);
     run.generator = std::make_unique<Generator>(run.config.train.seed);
     run.model = make_model(run.config.model, run.config.vocab, *run.generator);
+    if (run.config.model.uniform_attention >= 0)
+        run.model = with_uniform_attention(run.model, run.config.model.uniform_attention,
+                                           "config.json: model.uniform_attention");
     const auto weights = dir / "model.safetensors";
     const auto state = train::load_checkpoint(weights);
     try {

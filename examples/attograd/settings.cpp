@@ -291,6 +291,16 @@ const std::vector<Setting>& settings() {
          .field = model<&M::next_token>(),
          .applies_to = ModelKinds::transformer,
          .not_lm = true},
+        {.key = "model.uniform_attention",
+         .flag = "uniform-attention",
+         .help =
+             "hold the weights of attention layer N (numbered as inspect lists the layers) uniform over the "
+             "allowed keys, in training and evaluation: Wiegreffe & Pinter's uniform baseline",
+         .field = model<&M::uniform_attention>(),
+         .check = int_check<&RunConfig::model, &M::uniform_attention>(
+             -1, kNoLimit, "must be an attention layer's number >= 0 (or -1: none)"),
+         .off_text = "none",
+         .optional_in_file = true},
         // The lengths come from the task or the TSV file, never from a flag; validate() checks them.
         {.key = "model.max_source_len", .field = model<&M::max_source_len>()},
         {.key = "model.max_target_len", .field = model<&M::max_target_len>()},

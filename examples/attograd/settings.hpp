@@ -51,6 +51,9 @@ struct Setting {
     /// How --help shows the default -1 of an integer that -1 turns off ("none (global
     /// attention)"); "" = as the number.
     std::string_view off_text{};
+    /// A run's config.json may leave it out; it then keeps its default (a setting that changes
+    /// nothing at its default, so that runs which do not use it read as before).
+    bool optional_in_file = false;
 
     /// The value in `config`, as config.json stores it.
     nlohmann::json get(const RunConfig& config) const;

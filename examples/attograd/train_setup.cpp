@@ -3,6 +3,7 @@
 #include "console.hpp"
 #include "memory_check.hpp"
 #include "settings.hpp"
+#include "uniform_attention.hpp"
 
 #include "core/error.hpp"
 #include "core/input_file.hpp"
@@ -261,6 +262,12 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
             (args.was_given("attention") ? args.flags.model.attention : config.model.attention) != "hard") {
             throw UsageError("--estimator applies to --attention hard only");
         }
+        if (args.was_given("uniform-attention") && args.flags.model.uniform_attention < 0) {
+            throw UsageError(
+                fmt::format("--uniform-attention must be an attention layer's number >= 0 (as inspect lists "
+                            "them), got {}",
+                            args.flags.model.uniform_attention));
+        }
         if (args.was_given("window") && args.flags.model.window < 0) {
             throw UsageError(fmt::format("--window must be >= 0, got {} (leave it out for global attention)",
                                          args.flags.model.window));
@@ -269,6 +276,11 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
         apply_overrides(args, config);
         validate(config, task->info());
         check_memory(config, SettingNames::flags(), available_bytes());  // before the model is built
+        // Built before --out is touched: a layer number the model does not have is refused first.
+        s.model_generator = std::make_unique<Generator>(config.train.seed);
+        s.model = make_model(config.model, config.vocab, *s.model_generator);
+        if (config.model.uniform_attention >= 0)
+            s.model = with_uniform_attention(s.model, config.model.uniform_attention, "--uniform-attention");
         out = args.out.empty() ? fs::path("runs") / config.task.name : fs::path(args.out);
         if (ranks.is_main()) {
             check_not_cwd(out, "--out");
@@ -277,8 +289,6 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
             check_out_is_free(out, args.force);
             train::RunWriter probe(out);  // a bad --out fails now, not after training
         }
-        s.model_generator = std::make_unique<Generator>(config.train.seed);
-        s.model = make_model(config.model, config.vocab, *s.model_generator);
     }
     // On --resume the settings are config.json's but for the flags it allows.
     validate(config, task->info(), resuming ? SettingNames::config_file(args.given) : SettingNames::flags());
