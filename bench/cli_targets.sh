@@ -5,7 +5,8 @@
 # the machine and its load (the CPU and date of the published table are on the performance
 # page). Not a test.
 # The translate rows read this machine's French gettext catalogs and train for a fixed number
-# of steps (no target ends them); the coref row is followed by the knockout of each head.
+# of steps (no target ends them); the keyword rows are followed by their faithfulness tables,
+# the induction row by its head scores and the coref row by the knockout of each head.
 #   bench/cli_targets.sh [BUILD_DIR [ROW...]]   (default build, every row; needs python3 for the JSON)
 set -euo pipefail
 build=${1:-build}
@@ -52,6 +53,28 @@ row reverse-local-p sequence --task reverse --window 4 --local p
 row coref alignment --task coref
 row translate-fr bleu --task translate --lang fr --steps 600 --eval-every 600
 row translate-fr-rnn bleu --task translate --lang fr --model rnn --steps 600 --eval-every 600
+row keyword sequence --task keyword
+row keyword-rnn sequence --task keyword --model rnn --bidirectional
+row keyword-rnn-uniform sequence --task keyword --model rnn --bidirectional --uniform-attention 0
+row keyword-end sequence --task keyword-end
+row keyword-end-rnn sequence --task keyword-end --model rnn --bidirectional
+row induction token --task induction
+row charlm token --task charlm
+
+# Does the attention explain the label: the faithfulness table and verdicts of each keyword run.
+for run in keyword keyword-rnn keyword-rnn-uniform keyword-end keyword-end-rnn; do
+    if [[ -d $runs/$run ]]; then
+        echo
+        echo "faithfulness of $run (200 held-out examples):"
+        "$program" inspect --run "$runs/$run" --faithfulness --samples 200 --format term | sed "s/^/- $run: /"
+    fi
+done
+
+# The induction run's heads: previous-token and induction scores per head.
+if [[ -d $runs/induction ]]; then
+    echo
+    "$program" inspect --run "$runs/induction" --format term | grep -E 'previous-token .*induction' | sed 's/^/- induction: /'
+fi
 
 # Which head resolves "it": held-out accuracy with each attention head of the coref run knocked out.
 if [[ -d $runs/coref ]]; then
