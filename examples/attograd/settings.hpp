@@ -25,6 +25,7 @@ enum class ModelKinds {
     all,          ///< every model
     rnn,          ///< --model rnn only
     transformer,  ///< the Transformer models only (seq2seq and encoder)
+    seq2seq,      ///< --model seq2seq only (the one Transformer decoder)
 };
 
 /// One setting of a run: a field of ModelConfig or TrainConfig.
@@ -45,6 +46,9 @@ struct Setting {
     bool resumable = false;
     /// The models whose flag it is (check_model_flags refuses it with the others).
     ModelKinds applies_to = ModelKinds::all;
+    /// A config.json without it reads the default: a setting whose default leaves the model as
+    /// runs without the setting built it (decoder self-attention off, no dropout).
+    bool default_when_absent = false;
     /// How --help shows the default -1 of an integer that -1 turns off ("none (global
     /// attention)"); "" = as the number.
     std::string_view off_text{};
