@@ -79,6 +79,13 @@ TEST_CASE("eval of a translate run scores corpus BLEU against every reference, a
     CHECK(config["task"]["lang"] == "fr");
     CHECK(config["task"]["min_freq"] == 2);
     CHECK(config["vocab"].size() == 500);
+    // separate vocabularies by default: French words are the target's only
+    const auto source = config["vocab"].get<std::vector<std::string>>();
+    const auto target = config["target_vocab"].get<std::vector<std::string>>();
+    CHECK(target.size() == 500);
+    CHECK(std::find(target.begin(), target.end(), "fichier") != target.end());
+    CHECK(std::find(source.begin(), source.end(), "fichier") == source.end());
+    CHECK(std::find(source.begin(), source.end(), "file") != source.end());
     const std::string to = (tmp.path() / "out" / "eval.json").string();
     const Outcome text = run({"eval", "--run", tmp / "run", "--to", to});
     require_ok(text);

@@ -58,10 +58,10 @@ int cmd_eval(const EvalArgs& args) {
     const auto& held_out = task.held_out();
     const DecodeSettings decoding{.beam = args.beam, .length_penalty = args.length_penalty};
     check_decoding(decoding, run.config.model);
-    const Evaluation result = evaluate(*run.model, run.config.vocab, held_out, decoding);
+    const Evaluation result = evaluate(*run.model, vocabularies(run.config), held_out, decoding);
     const data::BleuScore bleu = held_out_bleu(task, held_out, result.predictions);
-    const auto alignment =
-        alignment_by_head(*run.model, run.config.model, task, run.config.vocab, held_out, result.predictions);
+    const auto alignment = alignment_by_head(*run.model, run.config.model, task, vocabularies(run.config),
+                                             held_out, result.predictions);
 
     // Predictions for --input texts (with the right answer where the task can compute it). A bad
     // input is reported, naming it, and the others still run; the exit code is then 2.
@@ -77,7 +77,7 @@ int cmd_eval(const EvalArgs& args) {
             input.source = read_input(task, run.config, text);
             const std::vector<std::vector<std::int64_t>> ids{
                 encode_tokens(run.config.vocab, input.source, false)};
-            input.prediction = run.config.vocab.decode(run.model->predict(ids, decoding)[0]);
+            input.prediction = vocabularies(run.config).target.decode(run.model->predict(ids, decoding)[0]);
             input.target = task.solve(input.source).value_or(std::vector<std::string>{});
         });
     }

@@ -161,9 +161,9 @@ int cmd_inspect(const InspectArgs& args) {
     if (args.faithfulness) {
         if (run.model->attention_layers().empty())
             throw UsageError("--faithfulness: the model has no attention layer to measure");
-        faithfulness = faithfulness_over_held_out(*run.model, run.config.model, task, run.config.vocab,
-                                                  args.samples_given ? args.samples : faithfulness_samples,
-                                                  {.evidence = args.format == "html"});
+        faithfulness = faithfulness_over_held_out(
+            *run.model, run.config.model, task, vocabularies(run.config),
+            args.samples_given ? args.samples : faithfulness_samples, {.evidence = args.format == "html"});
         const std::string measured = fmt::format(
             "faithfulness over {} held-out example(s), {} decision(s) (every output token; <eos> where "
             "target lengths vary), in {:.1f} s",
@@ -197,7 +197,8 @@ int cmd_inspect(const InspectArgs& args) {
 
     std::vector<std::string> notes;
     std::optional<Evaluation> with_all_heads;
-    if (!knockout.empty()) with_all_heads = evaluate(*run.model, run.config.vocab, task.held_out(), decoding);
+    if (!knockout.empty())
+        with_all_heads = evaluate(*run.model, vocabularies(run.config), task.held_out(), decoding);
     // Everything below runs with the knocked-out heads silenced (inspect::HeadKnockout).
     std::optional<inspect::HeadKnockout> silenced;
     if (!knockout.empty()) silenced.emplace(*run.model, knockout);
@@ -205,11 +206,11 @@ int cmd_inspect(const InspectArgs& args) {
         .saliency = args.saliency, .rollout = args.rollout, .flow = args.flow, .decoding = decoding};
     std::vector<inspect::InspectedExample> examples;
     for (const auto& [source, target] : cases) {
-        examples.push_back(
-            inspect_example(*run.model, run.config.model, task, run.config.vocab, source, target, options));
+        examples.push_back(inspect_example(*run.model, run.config.model, task, vocabularies(run.config),
+                                           source, target, options));
     }
     if (with_all_heads) {
-        const Evaluation without = evaluate(*run.model, run.config.vocab, task.held_out(), decoding);
+        const Evaluation without = evaluate(*run.model, vocabularies(run.config), task.held_out(), decoding);
         std::string heads;
         for (const auto& text : args.knockout) heads += (heads.empty() ? "" : ", ") + text;
         notes.push_back(fmt::format(

@@ -39,10 +39,11 @@ int cmd_tasks() {
            "translate\n  English -> --lang LANG (fr, de, es, ...) short messages from this machine's gettext "
            "catalogs (/usr/share/locale/LANG/LC_MESSAGES/*.mo), read at run time, word level\n  judged by "
            "exact match and corpus BLEU against every translation of a source: attograd train --task "
-           "translate [--lang fr] [--min-freq 2] [--max-vocab N]\n\n");
-    output(stdout,
-           "data\n  your own TSV file: attograd train --data FILE.tsv [--chars]; one source<TAB>target per "
-           "line\n");
+           "translate [--lang fr] [--min-freq 2] [--max-vocab N] [--vocab separate|shared]\n\n");
+    output(
+        stdout,
+        "data\n  your own TSV file: attograd train --data FILE.tsv [--chars] [--vocab shared|separate]; one "
+        "source<TAB>target per line\n");
     return 0;
 }
 

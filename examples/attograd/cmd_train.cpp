@@ -67,7 +67,8 @@ int cmd_train(const TrainArgs& args) {
     // training is the same with and without them).
     std::shared_ptr<train::AttentionSnapshots> snapshots;
     if (t.snapshot_every > 0 && ranks.is_main()) {
-        auto probes = snapshot_probes(model, config.model, *run.task, config.vocab, snapshot_probe_count);
+        auto probes =
+            snapshot_probes(model, config.model, *run.task, vocabularies(config), snapshot_probe_count);
         if (!probes.empty()) {
             // The period the earlier run reached, unless --snapshot-every changed it.
             const bool same_period = !args.was_given("snapshot-every") ||
@@ -80,7 +81,7 @@ int cmd_train(const TrainArgs& args) {
                     .resume_period = same_period,
                     .check_loaded = [&config](const std::vector<inspect::AttentionSnapshot>& loaded,
                                               std::int64_t steps_done) {
-                        check_run_snapshots(loaded, config.vocab, steps_done);
+                        check_run_snapshots(loaded, vocabularies(config).target, steps_done);
                     }});
             trainer.add_callback(snapshots);
         }

@@ -166,8 +166,13 @@ void add_train(CLI::App& app, TrainArgs& a, std::vector<std::pair<std::string, C
     add_count("min-freq", a.min_freq,
               "--task translate: words seen fewer times in training are read as <unk>");
     add_count("max-vocab", a.max_vocab,
-              "--task translate: at most this many vocabulary entries, the 4 special tokens included (0 = no "
-              "limit)");
+              "--task translate: at most this many vocabulary entries (of each side with separate "
+              "vocabularies), the 4 special tokens included (0 = no limit)");
+    with_default(add("vocab", a.vocab,
+                     "--task translate and --data: separate (a source and a target vocabulary: each "
+                     "language's words apart, each smaller) or shared (one for both sides)",
+                     "separate|shared"),
+                 "separate for translate, shared for --data");
     for (const Setting& setting : settings()) {
         if (!setting.flag.empty())
             options.emplace_back(std::string(setting.flag), add_setting(app, setting, a.flags));

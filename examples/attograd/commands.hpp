@@ -25,8 +25,11 @@ struct TrainArgs {
     bool chars = false;
     std::string lang;                          ///< --task translate: the catalogs' language
     std::int64_t min_freq = 2, max_vocab = 0;  ///< --task translate: the vocabulary's limits
-    RunConfig flags;                           ///< the values of the settings' flags (those in `given` count)
-    bool force = false;                        ///< --out may replace a run that is there
+    /// --task translate and --data: "separate" source and target vocabularies or one "shared"
+    /// (default: separate for translate, shared for --data).
+    std::string vocab;
+    RunConfig flags;     ///< the values of the settings' flags (those in `given` count)
+    bool force = false;  ///< --out may replace a run that is there
     bool quiet = false;
     std::vector<std::string> given;
     bool was_given(const std::string& name) const;

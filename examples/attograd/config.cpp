@@ -51,18 +51,19 @@ void check_choice(const std::string& value, const std::vector<std::string>& choi
              "{}{} must be one of {}, got '{}'", names.prefix(field), names(field), list, value);
 }
 
-/// The vocabulary saved in config.json: a JSON array of its tokens, index = id.
-Vocabulary vocabulary_from_json(const nlohmann::json& json) {
-    AG_CHECK(json.is_array(), ValueError, "config.json: vocab: expected a JSON array of tokens");
+/// A vocabulary saved in config.json's field `name` ("vocab", "target_vocab"): a JSON array of
+/// its tokens, index = id.
+Vocabulary vocabulary_from_json(const nlohmann::json& json, std::string_view name) {
+    AG_CHECK(json.is_array(), ValueError, "config.json: {}: expected a JSON array of tokens", name);
     std::vector<std::string> tokens;
     for (std::size_t i = 0; i < json.size(); ++i) {
-        AG_CHECK(json[i].is_string(), ValueError, "config.json: vocab: entry {} is not a string", i);
+        AG_CHECK(json[i].is_string(), ValueError, "config.json: {}: entry {} is not a string", name, i);
         tokens.push_back(json[i].get<std::string>());
     }
     try {
         return Vocabulary::from_tokens(tokens);
     } catch (const ValueError& e) {  // a duplicate, empty or control-character token: say which file
-        throw ValueError(fmt::format("config.json: {}", e.what()));
+        throw ValueError(fmt::format("config.json: {}: {}", name, e.what()));
     }
 }
 
@@ -197,12 +198,19 @@ void validate(const RunConfig& config, const TaskInfo& task, const SettingNames&
                           n("model.kind"), n("model.local")));
     }
     if (m.kind == "rnn") validate_rnn(m, names);
+    check(!m.decoder_self_attention || m.kind == "seq2seq", "model.decoder_self_attention",
+          fmt::format("applies to {} seq2seq only ({} {} has no Transformer decoder)", n("model.kind"),
+                      n("model.kind"), m.kind));
     if (m.kind == "seq2seq") {
         check(m.heads == 1 || m.attention == "soft", "model.attention",
               fmt::format(
                   "hard picks one key per query with single-head attention, but this model has {} heads: "
                   "add {} 1 or use {} soft",
                   m.heads, n("model.heads"), n("model.attention")));
+        check(!m.decoder_self_attention || m.attention == "soft", "model.attention",
+              fmt::format("hard applies to the decoder's cross-attention, and a decoder layer's attention "
+                          "options are shared: with {} its self-attention would be hard too; use {} soft",
+                          n("model.decoder_self_attention"), n("model.attention")));
     }
 }
 
@@ -225,6 +233,7 @@ nlohmann::json to_json(const RunConfig& config) {
         json[std::string(s.key.substr(0, dot))][std::string(s.key.substr(dot + 1))] = s.get(config);
     }
     json["vocab"] = config.vocab.tokens();
+    if (config.target_vocab) json["target_vocab"] = config.target_vocab->tokens();
     return json;
 }
 
@@ -280,15 +289,16 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
         data::escape_control(excerpt(sum, 40)));
     for (const Setting& s : settings()) {
         const std::size_t dot = s.key.find('.');
-        const std::string section(s.key.substr(0, dot));
-        const std::string key(s.key.substr(dot + 1));
-        if (s.optional_in_file && json.contains(section) && json[section].is_object() &&
+        const std::string section(s.key.substr(0, dot)), key(s.key.substr(dot + 1));
+        if (s.default_when_absent && json.contains(section) && json[section].is_object() &&
             !json[section].contains(key))
             continue;
         s.set(c, field(json, section.c_str(), key), "config.json");
     }
     AG_CHECK(json.contains("vocab"), ValueError, "config.json: missing field 'vocab'");
-    c.vocab = vocabulary_from_json(json["vocab"]);
+    c.vocab = vocabulary_from_json(json["vocab"], "vocab");
+    if (json.contains("target_vocab"))
+        c.target_vocab = vocabulary_from_json(json["target_vocab"], "target_vocab");
     AG_CHECK(c.model.max_source_len >= 1 && c.model.max_target_len >= 1, ValueError,
              "config.json: model.max_source_len and model.max_target_len must be >= 1");
     return c;

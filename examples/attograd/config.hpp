@@ -59,6 +59,15 @@ struct ModelConfig {
     std::string decoder = "bahdanau";  ///< rnn: bahdanau (nn::BahdanauDecoder) or luong (nn::LuongDecoder)
     bool bidirectional = false;        ///< rnn: the encoder reads the source both ways
     std::int64_t rnn_layers = 1;       ///< rnn: stacked layers of the encoder (and of the Luong decoder)
+    /// seq2seq: each decoder layer also attends causally over the earlier outputs (a Transformer
+    /// decoder, Vaswani et al. 2017; PyTorch's tgt_is_causal mask). Off: every output position
+    /// sees only its own input and the source, and the cross-attention is the whole alignment.
+    bool decoder_self_attention = false;
+    /// Dropout probability while training, in [0, 1): the Transformer layers' (PyTorch's
+    /// TransformerEncoderLayer / TransformerDecoderLayer dropout: attention weights, each block's
+    /// output, inside the feed-forward block); rnn: on the source embeddings and between stacked
+    /// encoder layers (nn::GRU / nn::LSTM's dropout). Eval mode drops nothing.
+    double dropout = 0.0;
 };
 
 /// Whether a model of `config` writes one output per input token in one pass (encoder, lm)
@@ -106,8 +115,23 @@ struct RunConfig {
     TaskConfig task;
     ModelConfig model;
     TrainConfig train;
-    Vocabulary vocab;
+    Vocabulary vocab;  ///< the sources' vocabulary, and the targets' too unless target_vocab is set
+    /// The targets' own vocabulary (config.json's "target_vocab"); none: `vocab` serves both sides.
+    std::optional<Vocabulary> target_vocab;
 };
+
+/// The vocabularies a run reads its sources and writes its outputs with (the same one when
+/// shared): sources are encoded with `source`, targets encoded and outputs decoded with `target`.
+struct Vocabularies {
+    const Vocabulary& source;
+    const Vocabulary& target;
+};
+
+/// The vocabularies of `config` (its vocab for both sides unless it has a target_vocab); they
+/// refer to `config`, which must outlive them.
+inline Vocabularies vocabularies(const RunConfig& config) {
+    return {config.vocab, config.target_vocab ? *config.target_vocab : config.vocab};
+}
 
 /// The model and training defaults of task `task_name` (a registered task, or "data"): the
 /// defaults of ModelConfig and TrainConfig with the task entry's `defaults` applied (see

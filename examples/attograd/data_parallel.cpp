@@ -28,7 +28,7 @@ StepFigures whole_batch(const StepFigures& mine) {
     return {.loss = sums[0] / tokens, .accuracy = sums[1] / tokens, .tokens = sums[2]};
 }
 
-Evaluation evaluate_split(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples,
+Evaluation evaluate_split(const Model& model, const Vocabularies& vocab, const std::vector<Example>& examples,
                           const std::function<void()>& between_batches) {
     const optim::ProcessGroup& group = optim::world();
     if (group.size() == 1) return evaluate(model, vocab, examples, {}, between_batches);

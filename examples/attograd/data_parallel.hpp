@@ -33,7 +33,7 @@ StepFigures whole_batch(const StepFigures& mine);
 /// counts are summed). Predictions are those of this rank's share only. `between_batches` is
 /// evaluate's, in a single process only: several ranks each run their share whole, as each must
 /// take part in the sums (an interrupt is then acted on after the evaluation).
-Evaluation evaluate_split(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples,
+Evaluation evaluate_split(const Model& model, const Vocabularies& vocab, const std::vector<Example>& examples,
                           const std::function<void()>& between_batches = {});
 
 /// The signal every rank acts on after a step: SIGTERM when any rank got one, else SIGINT

@@ -152,7 +152,7 @@ std::string prediction_line(const Task& task, const std::vector<std::string>& so
     return line + fmt::format("   (wrong, expected {})", task.detokenize(target));
 }
 
-Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples,
+Evaluation evaluate(const Model& model, const Vocabularies& vocab, const std::vector<Example>& examples,
                     const DecodeSettings& decoding, const std::function<void()>& between_batches) {
     Evaluation result;
     std::int64_t tokens = 0, right_tokens = 0, right_sequences = 0;
@@ -160,10 +160,10 @@ Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vect
         if (between_batches) between_batches();
         const std::size_t end = std::min(examples.size(), start + eval_batch);
         std::vector<std::vector<std::int64_t>> sources;
-        for (std::size_t i = start; i < end; ++i) sources.push_back(vocab.encode(examples[i].source));
+        for (std::size_t i = start; i < end; ++i) sources.push_back(vocab.source.encode(examples[i].source));
         const auto predicted = model.predict(sources, decoding);
         for (std::size_t i = start; i < end; ++i) {
-            auto prediction = vocab.decode(predicted[i - start]);
+            auto prediction = vocab.target.decode(predicted[i - start]);
             const auto& target = examples[i].target;
             for (std::size_t t = 0; t < target.size(); ++t)
                 right_tokens += t < prediction.size() && prediction[t] == target[t];
@@ -185,8 +185,26 @@ bool layer_has_alignment(const Model& model, const ModelConfig& config, std::int
     return config.kind == "encoder" || model.attention_layers()[static_cast<std::size_t>(layer)].cross;
 }
 
+bool decoder_self_attention(const Model& model, const std::string& name) {
+    const std::int64_t l = layer_index(model, name);
+    return l >= 0 && model.attention_layers()[static_cast<std::size_t>(l)].over_outputs;
+}
+
+inspect::TokenLabels layer_labels(const Model& model, const ModelConfig& config, const std::string& name,
+                                  const std::vector<std::string>& columns,
+                                  const std::vector<std::string>& output_rows) {
+    if (decoder_self_attention(model, name)) {
+        // the decoder's inputs: <bos> y_1 .. y_m, one per output row
+        std::vector<std::string> inputs{Vocabulary::bos};
+        if (!output_rows.empty()) inputs.insert(inputs.end(), output_rows.begin(), output_rows.end() - 1);
+        return {output_rows, inputs};
+    }
+    const std::int64_t l = layer_index(model, name);
+    return {l >= 0 && layer_has_alignment(model, config, l) ? output_rows : columns, columns};
+}
+
 std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConfig& config, const Task& task,
-                                             const Vocabulary& vocab, const std::vector<Example>& examples,
+                                             const Vocabularies& vocab, const std::vector<Example>& examples,
                                              const std::vector<std::vector<std::string>>& predictions) {
     const auto& layers = model.attention_layers();
     std::vector<std::vector<double>> mass(layers.size());
@@ -205,8 +223,8 @@ std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConf
             if (writes_per_input(config)) outputs.back().resize(examples[i].source.size(), Vocabulary::pad);
             right.push_back(*align);
         }
-        const auto source_ids = encode_all(vocab, sources);
-        const auto output_ids = encode_all(vocab, outputs);
+        const auto source_ids = encode_all(vocab.source, sources);
+        const auto output_ids = encode_all(vocab.target, outputs);
         std::vector<Tensor> recorded(layers.size());  // the last call of each layer
         for (const auto& record : record_forward(model, model.make_batch(source_ids, &output_ids))) {
             const std::int64_t l = layer_index(model, record.name);
@@ -244,17 +262,17 @@ std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConf
 }
 
 inspect::InspectedExample inspect_example(const Model& model, const ModelConfig& config, const Task& task,
-                                          const Vocabulary& vocab, const std::vector<std::string>& source,
+                                          const Vocabularies& vocab, const std::vector<std::string>& source,
                                           const std::vector<std::string>& target,
                                           const InspectOptions& options) {
     inspect::InspectedExample out;
     out.source = source;
     out.target = target;
-    const std::vector<std::vector<std::int64_t>> source_ids{encode_tokens(vocab, source, false)};
-    out.prediction = vocab.decode(model.predict(source_ids, options.decoding)[0]);
+    const std::vector<std::vector<std::int64_t>> source_ids{encode_tokens(vocab.source, source, false)};
+    out.prediction = vocab.target.decode(model.predict(source_ids, options.decoding)[0]);
     std::vector<std::string> outputs = out.prediction;
     if (writes_per_input(config)) outputs.resize(source.size(), Vocabulary::pad);
-    const std::vector<std::vector<std::int64_t>> output_ids{vocab.lookup_indices(outputs)};
+    const std::vector<std::vector<std::int64_t>> output_ids{vocab.target.lookup_indices(outputs)};
     const Batch batch = model.make_batch(source_ids, &output_ids);
 
     // Labels: columns are the source as the model sees it; rows the outputs (+ <eos>) for
@@ -271,10 +289,12 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
         return l >= 0 && layer_has_alignment(model, config, l);
     };
     const inspect::LabelFunction labels = [&](const std::string& name) {
-        const bool rows_are_outputs = output_layer(name);
+        const bool over_outputs = decoder_self_attention(model, name);
+        const bool rows_are_outputs = over_outputs || output_layer(name);
+        const inspect::TokenLabels l = layer_labels(model, config, name, columns, output_rows);
         return inspect::TokenLabels{
-            .queries = rows_are_outputs ? padded(output_rows, output_width) : padded(columns, source_width),
-            .keys = padded(columns, source_width)};
+            .queries = padded(l.queries, rows_are_outputs ? output_width : source_width),
+            .keys = padded(l.keys, over_outputs ? output_width : source_width)};
     };
     std::vector<std::int64_t> right;
     if (const auto align = task.alignment(Example{source, target.empty() ? out.prediction : target})) {
@@ -284,8 +304,8 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
     const auto records = record_forward(model, batch);
     for (auto& map : inspect::attention_maps(records, labels)) {
         const bool rows_are_outputs = output_layer(map.module);
-        map =
-            inspect::crop_map(map, std::ssize(rows_are_outputs ? output_rows : columns), std::ssize(columns));
+        const inspect::TokenLabels real = layer_labels(model, config, map.module, columns, output_rows);
+        map = inspect::crop_map(map, std::ssize(real.queries), std::ssize(real.keys));
         map.layer = layer_index(model, map.module);
         if (rows_are_outputs && !right.empty()) {
             map.right = right;
@@ -303,7 +323,7 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
             Tensor last;
             for (const auto& record : records)
                 if (record.name == info.name) last = record.weights;
-            if (!last.defined()) continue;
+            if (!last.defined() || info.over_outputs) continue;  // rollout and flow reach the source
             if (info.cross) {
                 cross = last;
             } else {
@@ -331,7 +351,7 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
     if (options.saliency) {
         // Gradient x input of each output's chosen logit with respect to the source token
         // embeddings (the model's own <eos> marker included as a column).
-        const auto out_ids = vocab.lookup_indices(output_rows);
+        const auto out_ids = vocab.target.lookup_indices(output_rows);
         const Tensor embedding = model.token_embedding(batch);  // [1, S, E]
         const std::int64_t s = embedding.size(1), e = embedding.size(2);
         const inspect::ScoreFunction chosen_logits = [&](const Tensor& x) {

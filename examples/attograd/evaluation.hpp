@@ -54,11 +54,12 @@ std::string prediction_line(const Task& task, const std::vector<std::string>& so
                             const std::vector<std::string>& prediction,
                             const std::vector<std::string>& target);
 
-/// Predictions of `model` for `examples` (in batches; greedy, or beam search per `decoding`) and
-/// their accuracies (an inspect::HeadKnockout alive around the call silences its heads).
-/// `between_batches`, when given, is called before each batch and may throw to abandon the
-/// evaluation (train::InterruptGuard::check: a Ctrl-C during a long evaluation).
-Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples,
+/// Predictions of `model` for `examples` (sources encoded with vocab.source, outputs decoded with
+/// vocab.target; in batches; greedy, or beam search per `decoding`) and their accuracies (an
+/// inspect::HeadKnockout alive around the call silences its heads). `between_batches`, when given, is called
+/// before each batch and may throw to abandon the evaluation (train::InterruptGuard::check: a Ctrl-C during a
+/// long evaluation).
+Evaluation evaluate(const Model& model, const Vocabularies& vocab, const std::vector<Example>& examples,
                     const DecodeSettings& decoding = {}, const std::function<void()>& between_batches = {});
 
 /// Share of attention mass on the right source position of one head, over many examples.
@@ -73,11 +74,24 @@ struct HeadAlignment {
 /// alignment applies to it (the decoder's attention; every layer of the encoder model).
 bool layer_has_alignment(const Model& model, const ModelConfig& config, std::int64_t layer);
 
+/// Whether attention layer `name` is the seq2seq decoder's causal self-attention
+/// (AttentionLayerInfo::over_outputs).
+bool decoder_self_attention(const Model& model, const std::string& name);
+
+/// The token labels of layer `name`'s maps of one example: queries and keys the source as the
+/// model sees it (`columns`) for the encoder's self-attention; queries the outputs
+/// (`output_rows`) and keys `columns` for the layers with an alignment (layer_has_alignment);
+/// queries the outputs and keys the decoder's inputs (<bos> and the outputs but the last) for the
+/// decoder's self-attention.
+inspect::TokenLabels layer_labels(const Model& model, const ModelConfig& config, const std::string& name,
+                                  const std::vector<std::string>& columns,
+                                  const std::vector<std::string>& output_rows);
+
 /// Per head of every layer with outputs as rows, the mean over `examples` and their target
 /// tokens of the weight on the right source position (rows the model did not write count 0).
 /// Empty when the task defines no alignment.
 std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConfig& config, const Task& task,
-                                             const Vocabulary& vocab, const std::vector<Example>& examples,
+                                             const Vocabularies& vocab, const std::vector<Example>& examples,
                                              const std::vector<std::vector<std::string>>& predictions);
 
 /// What inspect_example adds to the attention maps.
@@ -93,7 +107,7 @@ struct InspectOptions {
 /// options.decoding): the output-row layers' rows are its tokens and <eos>. `target` is the right
 /// output when known (empty otherwise).
 inspect::InspectedExample inspect_example(const Model& model, const ModelConfig& config, const Task& task,
-                                          const Vocabulary& vocab, const std::vector<std::string>& source,
+                                          const Vocabularies& vocab, const std::vector<std::string>& source,
                                           const std::vector<std::string>& target,
                                           const InspectOptions& options);
 

@@ -144,7 +144,7 @@ std::string reach_caveat(const HeadFaithfulness& head) {
 }
 
 FaithfulnessRun faithfulness_over_held_out(const Model& model, const ModelConfig& config, const Task& task,
-                                           const Vocabulary& vocab, std::int64_t samples,
+                                           const Vocabularies& vocab, std::int64_t samples,
                                            const FaithfulnessSettings& settings) {
     AG_CHECK(samples >= 1, ValueError, "faithfulness: samples must be >= 1, got {}", samples);
     const auto& layers = model.attention_layers();
@@ -156,6 +156,9 @@ FaithfulnessRun faithfulness_over_held_out(const Model& model, const ModelConfig
     HeadGroup output_heads, source_heads;  // rows are output positions; rows are source positions
     std::vector<HeadId> order;
     for (std::size_t l = 0; l < layers.size(); ++l) {
+        // The decoder's self-attention weighs earlier outputs, not source tokens: the measures,
+        // which perturb the source, do not apply to it.
+        if (layers[l].over_outputs) continue;
         HeadGroup& group =
             layer_has_alignment(model, config, static_cast<std::int64_t>(l)) ? output_heads : source_heads;
         for (std::int64_t h = 0; h < layers[l].heads; ++h) {
@@ -174,8 +177,8 @@ FaithfulnessRun faithfulness_over_held_out(const Model& model, const ModelConfig
     });
     for (std::int64_t e = 0; e < samples && e < std::ssize(held_out); ++e) {
         const Example& example = held_out[static_cast<std::size_t>(e)];
-        const auto source = encode_tokens(vocab, example.source, false);
-        const auto target = encode_tokens(vocab, example.target, false);
+        const auto source = encode_tokens(vocab.source, example.source, false);
+        const auto target = encode_tokens(vocab.target, example.target, false);
         const std::vector<std::vector<std::int64_t>> sources{source}, targets{target};
         const Batch batch = model.make_batch(sources, &targets);
         const Tensor inputs = model.token_embedding(batch);          // [1, S, E]

@@ -79,9 +79,9 @@ private:
 
 }  // namespace
 
-std::shared_ptr<Model> make_lm_model(const ModelConfig& config, const Vocabulary& vocab,
+std::shared_ptr<Model> make_lm_model(const ModelConfig& config, const Vocabularies& vocab,
                                      Generator& generator) {
-    return std::make_shared<LmModel>(config, vocab, generator);
+    return std::make_shared<LmModel>(config, vocab.source, generator);
 }
 
 const nn::TransformerLM* language_model(const Model& model) {

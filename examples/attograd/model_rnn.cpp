@@ -1,6 +1,7 @@
 // The recurrent encoder-decoder of `attograd train --model rnn`:
-//   encoder: nn::Embedding + an nn::GRU or nn::LSTM of `rnn_layers` layers over `x_1 .. x_n <eos>`
-//            (the padding skipped through the lengths), bidirectional on request with E / 2
+//   encoder: nn::Embedding (+ nn::Dropout with --dropout) + an nn::GRU or nn::LSTM of `rnn_layers`
+//            layers over `x_1 .. x_n <eos>` (the padding skipped through the lengths; --dropout
+//            also between its layers, as PyTorch's), bidirectional on request with E / 2
 //            per direction, so that the annotations h_j [B, S, E] are E wide either way (as
 //            OpenNMT's bidirectional encoders) and every score of the Luong decoder applies;
 //   bridge:  the decoder's initial state tanh(W [h->_n; h<-_1]) from the top layer's last
@@ -16,6 +17,7 @@
 #include "core/error.hpp"
 #include "core/ops.hpp"
 #include "nn/bahdanau_decoder.hpp"
+#include "nn/dropout.hpp"
 #include "nn/embedding.hpp"
 #include "nn/linear.hpp"
 #include "nn/luong_decoder.hpp"
@@ -27,19 +29,22 @@ namespace {
 
 class RnnModel final : public Model {
 public:
-    RnnModel(const ModelConfig& c, const Vocabulary& vocab, Generator& generator)
+    RnnModel(const ModelConfig& c, const Vocabularies& vocab, Generator& generator)
         : config_(c), source_width_(c.max_source_len + 1) {
         const std::int64_t e = c.embed_dim, hidden = c.bidirectional ? e / 2 : e;
-        embed_ = register_module(
-            "embed", std::make_shared<nn::Embedding>(nn::EmbeddingOptions{.num_embeddings = vocab.size(),
-                                                                          .embedding_dim = e,
-                                                                          .padding_idx = Vocabulary::pad_id},
-                                                     generator));
+        embed_ = register_module("embed", std::make_shared<nn::Embedding>(
+                                              nn::EmbeddingOptions{.num_embeddings = vocab.source.size(),
+                                                                   .embedding_dim = e,
+                                                                   .padding_idx = Vocabulary::pad_id},
+                                              generator));
+        embed_dropout_ = register_module(
+            "embed_dropout", std::make_shared<nn::Dropout>(nn::DropoutOptions{.p = c.dropout}, generator));
         if (c.cell == "lstm") {
             lstm_ = register_module(
                 "encoder", std::make_shared<nn::LSTM>(nn::LSTMOptions{.input_size = e,
                                                                       .hidden_size = hidden,
                                                                       .num_layers = c.rnn_layers,
+                                                                      .dropout = c.dropout,
                                                                       .bidirectional = c.bidirectional},
                                                       generator));
         } else {
@@ -47,6 +52,7 @@ public:
                                    std::make_shared<nn::GRU>(nn::GRUOptions{.input_size = e,
                                                                             .hidden_size = hidden,
                                                                             .num_layers = c.rnn_layers,
+                                                                            .dropout = c.dropout,
                                                                             .bidirectional = c.bidirectional},
                                                              generator));
         }
@@ -59,7 +65,7 @@ public:
             luong_ = register_module(
                 "decoder",
                 std::make_shared<nn::LuongDecoder>(
-                    nn::LuongDecoderOptions{.vocab_size = vocab.size(),
+                    nn::LuongDecoderOptions{.vocab_size = vocab.target.size(),
                                             .embedding_dim = e,
                                             .hidden_size = e,
                                             .num_layers = c.rnn_layers,
@@ -73,7 +79,7 @@ public:
             bahdanau_ = register_module(
                 "decoder", std::make_shared<nn::BahdanauDecoder>(
                                nn::BahdanauDecoderOptions{
-                                   .vocab_size = vocab.size(), .embedding_dim = e, .hidden_size = e},
+                                   .vocab_size = vocab.target.size(), .embedding_dim = e, .hidden_size = e},
                                generator));
         }
         layers_info_.push_back({"decoder.attention", 1, true});
@@ -130,7 +136,8 @@ public:
 
 private:
     /// Embedded tokens [B, S, E] and their lengths [B] -> the annotations [B, S, E] (0 at padding).
-    Tensor encode(const Tensor& tokens, const Tensor& lengths) const {
+    Tensor encode(const Tensor& embedded, const Tensor& lengths) const {
+        const Tensor tokens = embed_dropout_->forward(embedded);
         return lstm_ ? lstm_->forward(tokens, {}, {}, lengths).output
                      : gru_->forward(tokens, {}, lengths).output;
     }
@@ -154,6 +161,7 @@ private:
     ModelConfig config_;
     std::int64_t source_width_;
     std::shared_ptr<nn::Embedding> embed_;
+    std::shared_ptr<nn::Dropout> embed_dropout_;
     std::shared_ptr<nn::GRU> gru_;
     std::shared_ptr<nn::LSTM> lstm_;
     std::shared_ptr<nn::Linear> bridge_;
@@ -163,7 +171,7 @@ private:
 
 }  // namespace
 
-std::shared_ptr<Model> make_rnn_model(const ModelConfig& config, const Vocabulary& vocab,
+std::shared_ptr<Model> make_rnn_model(const ModelConfig& config, const Vocabularies& vocab,
                                       Generator& generator) {
     return std::make_shared<RnnModel>(config, vocab, generator);
 }

@@ -23,22 +23,24 @@ data::PaddedSequences pad(const std::vector<std::vector<std::int64_t>>& rows, st
     return data::pad_sequences(rows, {.padding_value = Vocabulary::pad_id, .length = width});
 }
 
-/// The layer options of the program's models: pre-norm (Xiong et al. 2020), no dropout, the
-/// configured attention in every layer (nn::Attention with one head, MultiHeadAttention with
-/// several). Cross-attention layers (`cross`) have no self-attention and take the hard
-/// normaliser when asked; self-attention is always soft.
+/// The layer options of the program's models: pre-norm (Xiong et al. 2020), the configured
+/// dropout (PyTorch's, of every block), the configured attention in every layer (nn::Attention
+/// with one head, MultiHeadAttention with several). Decoder layers (`cross`) have a causal
+/// self-attention only with decoder_self_attention, and take the hard normaliser when asked
+/// (validate() refuses hard attention with a decoder self-attention, so self-attention is always
+/// soft).
 nn::TransformerLayerOptions layer_options(const ModelConfig& c, bool cross) {
     nn::TransformerLayerOptions o{
         .d_model = c.embed_dim,
         .nhead = c.heads,
         .dim_feedforward = c.ffn_dim,
-        .dropout = 0.0,
+        .dropout = c.dropout,
         .norm_first = true,
         .scoring = {.score = nn::parse_score(c.score),
                     .local = c.window >= 0 ? nn::parse_local_mode(c.local) : nn::LocalMode::None,
                     .window = std::max<std::int64_t>(c.window, 0)},
         .attention = c.heads > 1 ? nn::LayerAttention::MultiHead : nn::LayerAttention::Single,
-        .self_attention = !cross};
+        .self_attention = !cross || c.decoder_self_attention};
     if (cross && c.heads == 1) {
         o.normalizer = c.attention == "hard" ? nn::Normalizer::Hard : nn::Normalizer::Soft;
         o.estimator = nn::parse_hard_estimator(c.estimator);
@@ -46,34 +48,33 @@ nn::TransformerLayerOptions layer_options(const ModelConfig& c, bool cross) {
     return o;
 }
 
+/// An embedding of `vocab`'s ids of width `e`, <pad> embedded as zeros.
+std::shared_ptr<nn::Embedding> token_table(const Vocabulary& vocab, std::int64_t e, Generator& generator) {
+    return std::make_shared<nn::Embedding>(
+        nn::EmbeddingOptions{
+            .num_embeddings = vocab.size(), .embedding_dim = e, .padding_idx = Vocabulary::pad_id},
+        generator);
+}
+
 /// Index of the largest of `n` floats.
 std::int64_t argmax_row(const float* row, std::int64_t n) {
     return static_cast<std::int64_t>(std::max_element(row, row + n) - row);
 }
 
-/// What both models share: the token embedding, the source position tables (from the start and
-/// from the end), the optional next-token embedding, the self-attention encoder and the output
-/// layer. Registration order (the order the parameters are drawn in, kept from the program's
-/// earlier models so that a seed trains as it did): embed, source_next, source_pos,
+/// What both models share: the source token embedding, the source position tables (from the
+/// start and from the end), the optional next-token embedding, the self-attention encoder and the
+/// output layer over the target vocabulary. Registration order (the order the parameters are drawn in, kept
+/// from the program's earlier models so that a seed trains as it did): embed, source_next, source_pos,
 /// source_pos_from_end, encoder, then the subclass's modules, then out.
 class ModelBase : public Model {
 protected:
-    ModelBase(const ModelConfig& c, const Vocabulary& vocab, std::int64_t source_width, Generator& generator)
-        : config_(c), vocab_size_(vocab.size()), source_width_(source_width) {
+    ModelBase(const ModelConfig& c, const Vocabularies& vocab, std::int64_t source_width,
+              Generator& generator)
+        : config_(c), vocab_size_(vocab.target.size()), source_width_(source_width) {
         const std::int64_t e = c.embed_dim;
-        embed_ = register_module(
-            "embed", std::make_shared<nn::Embedding>(nn::EmbeddingOptions{.num_embeddings = vocab.size(),
-                                                                          .embedding_dim = e,
-                                                                          .padding_idx = Vocabulary::pad_id},
-                                                     generator));
-        if (c.next_token) {
-            source_next_ = register_module(
-                "source_next",
-                std::make_shared<nn::Embedding>(nn::EmbeddingOptions{.num_embeddings = vocab.size(),
-                                                                     .embedding_dim = e,
-                                                                     .padding_idx = Vocabulary::pad_id},
-                                                generator));
-        }
+        embed_ = register_module("embed", token_table(vocab.source, e, generator));
+        if (c.next_token)
+            source_next_ = register_module("source_next", token_table(vocab.source, e, generator));
         const nn::PositionalEncodingOptions positions{.embedding_dim = e, .max_len = source_width};
         source_pos_ = register_module("source_pos",
                                       std::make_shared<nn::LearnedPositionalEmbedding>(positions, generator));
@@ -121,7 +122,7 @@ protected:
     Tensor logits(const Tensor& h) const { return out_->forward(h); }
 
     ModelConfig config_;
-    std::int64_t vocab_size_, source_width_;
+    std::int64_t vocab_size_, source_width_;  // vocab_size_: the outputs' (target) vocabulary
     std::shared_ptr<nn::Embedding> embed_, source_next_;
     std::shared_ptr<nn::LearnedPositionalEmbedding> source_pos_, source_pos_from_end_;
     std::shared_ptr<nn::TransformerEncoder> encoder_;
@@ -130,9 +131,12 @@ protected:
 
 class Seq2SeqModel final : public ModelBase {
 public:
-    Seq2SeqModel(const ModelConfig& c, const Vocabulary& vocab, Generator& generator)
+    Seq2SeqModel(const ModelConfig& c, const Vocabularies& vocab, Generator& generator)
         : ModelBase(c, vocab, c.max_source_len + 1, generator), target_width_(c.max_target_len + 1) {
         const std::int64_t e = c.embed_dim;
+        // Separate vocabularies: the decoder's inputs have their own embedding (shared: `embed`).
+        if (&vocab.target != &vocab.source)
+            target_embed_ = register_module("target_embed", token_table(vocab.target, e, generator));
         target_pos_ = register_module(
             "target_pos",
             std::make_shared<nn::LearnedPositionalEmbedding>(
@@ -148,8 +152,10 @@ public:
                            generator));
         add_output(generator);
         for (std::int64_t i = 0; i < c.decoder_layers; ++i) {
-            layers_info_.push_back(
-                {"decoder.layers." + std::to_string(i) + ".multihead_attn", c.heads, true});
+            const std::string layer = "decoder.layers." + std::to_string(i);
+            if (c.decoder_self_attention)
+                layers_info_.push_back({layer + ".self_attn", c.heads, false, true});
+            layers_info_.push_back({layer + ".multihead_attn", c.heads, true});
         }
     }
 
@@ -196,15 +202,22 @@ private:
     Tensor decode(const Tensor& inputs, const Tensor& memory, const Tensor& mask, const Tensor& lengths,
                   nn::ReinforceTrace* trace) const {
         const std::int64_t b = inputs.size(0), e = config_.embed_dim;
-        const Tensor queries = target_pos_->forward(embed_->forward(inputs)) +
-                               reshape(source_length_->forward(lengths), {b, 1, e});
-        return decoder_->forward(queries, memory, {.memory_key_padding_mask = mask, .reinforce = trace});
+        const Tensor queries =
+            target_pos_->forward((target_embed_ ? target_embed_ : embed_)->forward(inputs)) +
+            reshape(source_length_->forward(lengths), {b, 1, e});
+        // With self-attention, output t sees outputs s <= t only (PyTorch's tgt_is_causal mask):
+        // teacher forcing then computes what decoding one token at a time computes.
+        return decoder_->forward(queries, memory,
+                                 {.memory_key_padding_mask = mask,
+                                  .tgt_is_causal = config_.decoder_self_attention,
+                                  .reinforce = trace});
     }
 
     /// The nn::DecodeStep of the decoder: prefixes int64 [N, t] (<bos> y_1 .. y_{t-1}), memory
-    /// [N, S, E], mask bool [N, S] -> logits [N, V] of y_t. Decoder positions do not see each
-    /// other, so position t - 1 depends only on the prefix; the rest of the width is run on <pad>
-    /// to keep local-m's centres (floor(t * S / T)) as in training.
+    /// [N, S, E], mask bool [N, S] -> logits [N, V] of y_t. Decoder positions see no later
+    /// position (none at all without self-attention, the earlier ones through the causal mask
+    /// with it), so position t - 1 depends only on the prefix; the rest of the width is run on
+    /// <pad> to keep local-m's centres (floor(t * S / T)) as in training.
     Tensor next_logits(const Tensor& prefixes, const Tensor& memory, const Tensor& mask) const {
         const std::int64_t n = prefixes.size(0), t = prefixes.size(1), s = mask.size(1);
         const Tensor inputs =
@@ -220,6 +233,7 @@ private:
     }
 
     std::int64_t target_width_;
+    std::shared_ptr<nn::Embedding> target_embed_;  // null when the vocabulary is shared
     std::shared_ptr<nn::LearnedPositionalEmbedding> target_pos_;
     std::shared_ptr<nn::Embedding> source_length_;
     std::shared_ptr<nn::TransformerDecoder> decoder_;
@@ -227,7 +241,7 @@ private:
 
 class EncoderModel final : public ModelBase {
 public:
-    EncoderModel(const ModelConfig& c, const Vocabulary& vocab, Generator& generator)
+    EncoderModel(const ModelConfig& c, const Vocabularies& vocab, Generator& generator)
         : ModelBase(c, vocab, c.max_source_len, generator) {
         add_output(generator);
     }
@@ -375,13 +389,18 @@ void check_decoding(const DecodeSettings& decoding, const ModelConfig& config) {
              decoding.beam, config.kind);
 }
 
-std::shared_ptr<Model> make_model(const ModelConfig& config, const Vocabulary& vocab, Generator& generator) {
+std::shared_ptr<Model> make_model(const ModelConfig& config, const Vocabularies& vocab,
+                                  Generator& generator) {
     if (config.kind == "encoder") return std::make_shared<EncoderModel>(config, vocab, generator);
     if (config.kind == "rnn") return make_rnn_model(config, vocab, generator);
     if (config.kind == "lm") return make_lm_model(config, vocab, generator);
     AG_CHECK(config.kind == "seq2seq", ValueError, "--model must be seq2seq, encoder, rnn or lm, got '{}'",
              config.kind);
     return std::make_shared<Seq2SeqModel>(config, vocab, generator);
+}
+
+std::shared_ptr<Model> make_model(const ModelConfig& config, const Vocabulary& vocab, Generator& generator) {
+    return make_model(config, Vocabularies{vocab, vocab}, generator);
 }
 
 }  // namespace attograd::cli

@@ -9,16 +9,19 @@
 //   decoder: the query of output position t is embed(y_{t-1}) + position(t) + length(n): the
 //            previous output token (teacher-forced while training, the model's own while
 //            decoding), where it is, and how long the source is. An nn::TransformerDecoder
-//            of `decoder_layers` pre-norm layers *without self-attention* then attends over the
+//            of `decoder_layers` pre-norm layers *without self-attention* by default (with
+//            --decoder-self-attention each first attends causally over the earlier outputs, as
+//            Vaswani et al. 2017's decoder) then attends over the
 //            encoder with the configured score, soft or hard weights and global, local-m or
 //            local-p windows (+ feed-forward), and an nn::Linear gives the token logits. With
 //            one head the layers' attention is nn::Attention (LayerAttention::Single: every score,
 //            normaliser and estimator), with several nn::MultiHeadAttention. No self-attention
-//            over earlier outputs: every toy task's output token is a function of the source, its
+//            over earlier outputs by default: every toy task's output token is a function of the source, its
 //            position and the previous token (sort: "the smallest letter after the last one"), and
 //            without it one attention layer's weights are the whole alignment story, which is
-//            what `inspect` shows. Both position tables let a query find "the k-th token from the
-//            start" (copy) or "from the end" (reverse) with one dot product.
+//            what `inspect` shows; real text (translation) needs the earlier outputs. Both position tables
+//            let a query find "the k-th token from the start" (copy) or "from the end" (reverse) with one dot
+//            product.
 // EncoderModel — a self-attention encoder for tasks whose output has one token per input token:
 //   the same embeddings (no markers), an nn::TransformerEncoder, an nn::Linear per position.
 // LmModel — a decoder-only causal language model, nn::TransformerLM (model_lm.cpp).
@@ -69,6 +72,9 @@ struct AttentionLayerInfo {
     std::string name;  ///< module name, as the AttentionRecorder reports it
     std::int64_t heads;
     bool cross;  ///< decoder attention over the encoder (else self-attention)
+    /// The decoder's causal self-attention: its queries and keys are output positions (the keys
+    /// labelled by the decoder's inputs <bos> y_1 ..), so it has no source alignment.
+    bool over_outputs = false;
 };
 
 /// How Model::predict writes the seq2seq model's outputs (the encoder model has no choice: it
@@ -143,8 +149,6 @@ void fill_targets(Batch& batch, const std::vector<std::vector<std::int64_t>>* ta
 /// length penalty in [-max_length_penalty, max_length_penalty].
 void check_decoding(const DecodeSettings& decoding, const ModelConfig& config);
 
-/// The model `config` describes, its parameters drawn from `generator` (which must outlive it:
-/// hard attention samples from it). Throws ValueError on bad options.
 /// The outputs (ids without <eos>, cut to max_target_len) of a seq2seq model's decoder `step`
 /// over `memory` [B, S, E] and its padding mask [B, S]: nn::greedy_decode when decoding.beam is
 /// 1, else the best hypothesis of nn::beam_search; at most max_target_len + 1 steps, no attention
@@ -156,15 +160,23 @@ std::vector<std::vector<std::int64_t>> decode_outputs(const Tensor& memory, cons
 
 /// The decoder-only causal language model of `--model lm` (model_lm.cpp): output t is predicted
 /// from source tokens 0..t. Throws ValueError as nn::TransformerLM.
-std::shared_ptr<Model> make_lm_model(const ModelConfig& config, const Vocabulary& vocab,
+std::shared_ptr<Model> make_lm_model(const ModelConfig& config, const Vocabularies& vocab,
                                      Generator& generator);
 /// The nn::TransformerLM of a model make_lm_model made, else nullptr.
 const nn::TransformerLM* language_model(const Model& model);
 
-/// The recurrent encoder-decoder of `--model rnn` (model_rnn.cpp).
-std::shared_ptr<Model> make_rnn_model(const ModelConfig& config, const Vocabulary& vocab,
+/// The recurrent encoder-decoder of `--model rnn` (model_rnn.cpp): the encoder embeds
+/// vocab.source, the decoder embeds and writes vocab.target.
+std::shared_ptr<Model> make_rnn_model(const ModelConfig& config, const Vocabularies& vocab,
                                       Generator& generator);
 
+/// The model `config` describes over vocabularies `vocab` (sources read with vocab.source, outputs
+/// written in vocab.target; with separate vocabularies the seq2seq decoder embeds its inputs with
+/// its own `target_embed`, else with the source's `embed`), its parameters drawn from `generator`
+/// (which must outlive it: hard attention and dropout draw from it). Throws ValueError on bad
+/// options.
+std::shared_ptr<Model> make_model(const ModelConfig& config, const Vocabularies& vocab, Generator& generator);
+/// make_model with one vocabulary for both sides.
 std::shared_ptr<Model> make_model(const ModelConfig& config, const Vocabulary& vocab, Generator& generator);
 
 }  // namespace attograd::cli

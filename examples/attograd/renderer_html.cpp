@@ -24,7 +24,7 @@ std::vector<RenderedFile> render_report(const Inspection& in) {
         try {
             auto loaded = inspect::load_snapshots(snapshots);
             try {
-                check_run_snapshots(loaded, in.run.config.vocab, in.run.counters.steps_done);
+                check_run_snapshots(loaded, vocabularies(in.run.config).target, in.run.counters.steps_done);
             } catch (const ValueError& e) {
                 throw IoError(fmt::format("load_snapshots: '{}': {}", snapshots.string(), e.what()));
             }

@@ -74,6 +74,7 @@ std::vector<std::pair<std::string, std::string>> config_rows(const RunConfig& co
                                                              const nlohmann::json& progress) {
     nlohmann::json json = to_json(config);
     json.erase("vocab");
+    json.erase("target_vocab");
     json.erase("format");
     json.erase("format_version");
     std::vector<std::pair<std::string, std::string>> rows;
@@ -83,6 +84,8 @@ std::vector<std::pair<std::string, std::string>> config_rows(const RunConfig& co
                           ? fmt::format("local-{} (window D = {})", config.model.local, config.model.window)
                           : std::string("global"));
     rows.emplace_back("vocab_size", std::to_string(config.vocab.size()));
+    if (config.target_vocab)
+        rows.emplace_back("target_vocab_size", std::to_string(config.target_vocab->size()));
     flatten(nlohmann::json{{"progress", progress}}, "", config, rows);
     return rows;
 }

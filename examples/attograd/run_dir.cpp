@@ -20,21 +20,25 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 namespace attograd::cli {
 
 std::vector<data::Example> read_saved_heldout(const RunConfig& config, const std::filesystem::path& dir) {
     auto held_out = data::TsvDataset::read(dir / "heldout.tsv", config.task.chars).examples();
-    // The vocabulary was built from every example of the data, the held-out ones included: a
-    // token it lacks would be evaluated as <unk>, so the file is not this run's.
+    // The vocabularies were built from every example of the data, the held-out ones included: a
+    // token they lack would be evaluated as <unk>, so the file is not this run's.
+    const Vocabularies vocab = vocabularies(config);
     for (std::size_t i = 0; i < held_out.size(); ++i) {
-        for (const auto* tokens : {&held_out[i].source, &held_out[i].target}) {
+        for (const auto& [tokens, side, field] :
+             {std::tuple{&held_out[i].source, &vocab.source, "vocab"},
+              {&held_out[i].target, &vocab.target, config.target_vocab ? "target_vocab" : "vocab"}}) {
             for (const std::string& token : *tokens) {
-                AG_CHECK(
-                    config.vocab.contains(token), IoError,
-                    "{}: example {}: token '{}' is not in config.json's vocab (the held-out examples of this "
-                    "run's data have every token in it)",
-                    shown_path(dir / "heldout.tsv"), i + 1, data::escape_control(excerpt(token, 40)));
+                AG_CHECK(side->contains(token), IoError,
+                         "{}: example {}: token '{}' is not in config.json's {} (the held-out examples of "
+                         "this run's data have every token in it)",
+                         shown_path(dir / "heldout.tsv"), i + 1, data::escape_control(excerpt(token, 40)),
+                         field);
             }
         }
     }
@@ -96,6 +100,11 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
     auto held_out = read_saved_heldout(config, dir);
     std::vector<std::string> symbols(config.vocab.tokens().begin() + Vocabulary::reserved_count,
                                      config.vocab.tokens().end());
+    if (config.target_vocab) {  // both sides' tokens, each once
+        for (auto it = config.target_vocab->tokens().begin() + Vocabulary::reserved_count;
+             it != config.target_vocab->tokens().end(); ++it)
+            if (!config.vocab.contains(*it)) symbols.push_back(*it);
+    }
     return data::make_saved_data_task(std::move(held_out), config.task.chars, std::move(symbols));
 }
 
@@ -202,10 +211,12 @@ void check_task_fits(const RunConfig& config, const Task& task) {
     // translate's vocabulary leaves rare words out (task.min_freq): its symbols need not all be in it.
     for (const std::string& symbol :
          config.task.name == "translate" ? std::vector<std::string>{} : task.symbols()) {
-        AG_CHECK(config.vocab.contains(symbol), ValueError,
-                 "config.json: task.name '{}' does not fit this run: its token '{}' is not in config.json's "
-                 "vocab (the model was trained on another task)",
-                 name, data::escape_control(symbol));
+        AG_CHECK(
+            config.vocab.contains(symbol) || (config.target_vocab && config.target_vocab->contains(symbol)),
+            ValueError,
+            "config.json: task.name '{}' does not fit this run: its token '{}' is not in config.json's "
+            "vocab (the model was trained on another task)",
+            name, data::escape_control(symbol));
     }
     AG_CHECK(
         info.max_source_len <= m.max_source_len && info.max_target_len <= m.max_target_len, ValueError,
@@ -254,7 +265,7 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     // Before the model is built: a hand-edited size (or a smaller machine) is refused, not OOM-killed.
     check_memory(run.config, SettingNames::config_file(), available_bytes(), for_training);
     run.generator = std::make_unique<Generator>(run.config.train.seed);
-    run.model = make_model(run.config.model, run.config.vocab, *run.generator);
+    run.model = make_model(run.config.model, vocabularies(run.config), *run.generator);
     if (run.config.model.uniform_attention >= 0)
         run.model = with_uniform_attention(run.model, run.config.model.uniform_attention,
                                            "config.json: model.uniform_attention");

@@ -126,6 +126,12 @@ std::string check_momentum(const RunConfig& c) {
     return is_float32_magnitude(v) ? std::string() : "must be " + float32_text(v);
 }
 
+std::string check_dropout(const RunConfig& c) {
+    const double v = c.model.dropout;
+    if (!(v >= 0.0 && v < 1.0)) return fmt::format("must be in [0, 1), got {:g}", v);
+    return is_float32_magnitude(v) ? std::string() : "must be " + float32_text(v);
+}
+
 }  // namespace
 
 nlohmann::json Setting::get(const RunConfig& config) const {
@@ -285,6 +291,21 @@ const std::vector<Setting>& settings() {
          .field = model<&M::ffn_dim>(),
          .check = model_in<&M::ffn_dim>(0, 16384),
          .applies_to = ModelKinds::transformer},
+        {.key = "model.decoder_self_attention",
+         .flag = "decoder-self-attention",
+         .help = "seq2seq: each decoder layer also attends causally over the earlier outputs (a Transformer "
+                 "decoder; off: the cross-attention alone is the alignment)",
+         .field = model<&M::decoder_self_attention>(),
+         .applies_to = ModelKinds::seq2seq,
+         .default_when_absent = true},
+        {.key = "model.dropout",
+         .flag = "dropout",
+         .help =
+             "dropout probability while training, in [0, 1): the Transformer layers' (as PyTorch's); rnn: "
+             "on the source embeddings and between encoder layers",
+         .field = model<&M::dropout>(),
+         .check = check_dropout,
+         .default_when_absent = true},
         {.key = "model.next_token",
          .flag = "next-token",
          .help = "encoder adds an embedding of each position's next token (--next-token=false: off)",
@@ -300,7 +321,7 @@ const std::vector<Setting>& settings() {
          .check = int_check<&RunConfig::model, &M::uniform_attention>(
              -1, kNoLimit, "must be an attention layer's number >= 0 (or -1: none)"),
          .off_text = "none",
-         .optional_in_file = true},
+         .default_when_absent = true},
         // The lengths come from the task or the TSV file, never from a flag; validate() checks them.
         {.key = "model.max_source_len", .field = model<&M::max_source_len>()},
         {.key = "model.max_target_len", .field = model<&M::max_target_len>()},

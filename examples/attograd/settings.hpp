@@ -25,6 +25,7 @@ enum class ModelKinds {
     all,          ///< every model
     rnn,          ///< --model rnn only
     transformer,  ///< the Transformer models only (seq2seq, encoder and lm)
+    seq2seq,      ///< --model seq2seq only (the one Transformer decoder)
 };
 
 /// One setting of a run: a field of ModelConfig or TrainConfig.
@@ -48,12 +49,12 @@ struct Setting {
     /// The causal language model (--model lm) has no such choice (its attention is causal scaled
     /// dot-product self-attention): train refuses the flag with --model lm.
     bool not_lm = false;
+    /// A config.json without it reads the default: a setting whose default leaves the model as
+    /// runs without the setting built it (decoder self-attention off, no dropout, no uniform layer).
+    bool default_when_absent = false;
     /// How --help shows the default -1 of an integer that -1 turns off ("none (global
     /// attention)"); "" = as the number.
     std::string_view off_text{};
-    /// A run's config.json may leave it out; it then keeps its default (a setting that changes
-    /// nothing at its default, so that runs which do not use it read as before).
-    bool optional_in_file = false;
 
     /// The value in `config`, as config.json stores it.
     nlohmann::json get(const RunConfig& config) const;

@@ -17,38 +17,38 @@
 namespace attograd::cli {
 
 std::vector<inspect::SnapshotProbe> snapshot_probes(const Model& model, const ModelConfig& config,
-                                                    const Task& task, const Vocabulary& vocab,
+                                                    const Task& task, const Vocabularies& vocab,
                                                     std::int64_t count) {
     const auto& held_out = task.held_out();
     const auto& layers = model.attention_layers();
     std::vector<inspect::SnapshotProbe> probes;
     for (std::size_t i = 0; i < held_out.size() && std::ssize(probes) < count; ++i) {
         const Example& example = held_out[i];
-        const std::vector<std::vector<std::int64_t>> sources{vocab.encode(example.source)},
-            targets{vocab.encode(example.target)};
+        const std::vector<std::vector<std::int64_t>> sources{vocab.source.encode(example.source)},
+            targets{vocab.target.encode(example.target)};
         const Batch batch = model.make_batch(sources, &targets);
 
         // Rows of output-row layers: the target (+ <eos>, which the seq2seq decoder also writes).
         auto output_rows = std::make_shared<std::vector<std::string>>(example.target);
         if (!writes_per_input(config)) output_rows->emplace_back(Vocabulary::eos);
-        auto columns = std::make_shared<std::vector<std::string>>(model.model_source(example.source));
-        auto output_layers = std::make_shared<std::map<std::string, bool>>();
+        const auto columns = model.model_source(example.source);
+        std::map<std::string, bool> output_layers;
+        auto labels = std::make_shared<std::map<std::string, inspect::TokenLabels>>();
         for (std::size_t l = 0; l < layers.size(); ++l) {
-            (*output_layers)[layers[l].name] =
-                layer_has_alignment(model, config, static_cast<std::int64_t>(l));
+            output_layers[layers[l].name] = layer_has_alignment(model, config, static_cast<std::int64_t>(l));
+            (*labels)[layers[l].name] = layer_labels(model, config, layers[l].name, columns, *output_rows);
         }
 
         inspect::SnapshotProbe probe;
         probe.source = example.source;
         probe.target = example.target;
         probe.crop = true;
-        probe.labels = [output_rows, columns, output_layers](const std::string& name) {
-            const auto it = output_layers->find(name);
-            const bool outputs = it != output_layers->end() && it->second;
-            return inspect::TokenLabels{outputs ? *output_rows : *columns, *columns};
+        probe.labels = [labels, columns](const std::string& name) {
+            const auto it = labels->find(name);
+            return it != labels->end() ? it->second : inspect::TokenLabels{columns, columns};
         };
         const auto rows = static_cast<std::int64_t>(output_rows->size());
-        probe.forward = [&model, &vocab, batch, rows] {
+        probe.forward = [&model, &target_vocab = vocab.target, batch, rows] {
             const Tensor logits = to_dtype(model.forward(batch).logits, DType::Float32);  // [1, T, V]
             const std::int64_t v = logits.size(-1);
             const float* data = logits.data<float>();
@@ -56,12 +56,12 @@ std::vector<inspect::SnapshotProbe> snapshot_probes(const Model& model, const Mo
             for (std::int64_t t = 0; t < std::min(rows, logits.size(1)); ++t) {
                 ids.push_back(std::max_element(data + t * v, data + (t + 1) * v) - (data + t * v));
             }
-            return vocab.decode(ids);
+            return target_vocab.decode(ids);
         };
         if (const auto align = task.alignment(example)) {
             std::vector<std::int64_t> right;
             for (const std::int64_t s : *align) right.push_back(model.source_column(s));
-            for (const auto& [name, outputs] : *output_layers) {
+            for (const auto& [name, outputs] : output_layers) {
                 if (outputs) probe.right[name] = right;
             }
         }

@@ -21,14 +21,14 @@ inline constexpr const char* snapshot_file = "attention_snapshots.safetensors";
 /// its prediction. Labels are those `inspect` draws (columns: the source as the model sees it;
 /// rows: the outputs for layers whose rows are outputs, else the source), the padding of the
 /// model's fixed-width batch cropped; where the task defines a right alignment, the output-row
-/// layers get it. `model` must outlive the probes.
+/// layers get it. `model` and the target vocabulary (vocab.target) must outlive the probes.
 std::vector<inspect::SnapshotProbe> snapshot_probes(const Model& model, const ModelConfig& config,
-                                                    const Task& task, const Vocabulary& vocab,
+                                                    const Task& task, const Vocabularies& vocab,
                                                     std::int64_t count);
 
 /// Throws ValueError when `snapshots` (read from a run's snapshot file) cannot be what `train`
-/// wrote for the run: a prediction token outside `vocab` (the argmax tokens are the
-/// vocabulary's), or a step after the `steps_done` the run has trained. The message names the
+/// wrote for the run: a prediction token outside `vocab` (the run's target vocabulary: the
+/// argmax tokens are its), or a step after the `steps_done` the run has trained. The message names the
 /// snapshot, its step and the token.
 void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshots, const Vocabulary& vocab,
                          std::int64_t steps_done);

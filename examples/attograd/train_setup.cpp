@@ -43,8 +43,33 @@ std::string resumable_text() {
     return text + "--quiet";
 }
 
-/// translate's vocabulary: one for both languages, from the training pairs, without words seen
-/// fewer than --min-freq times (read as <unk>), at most --max-vocab entries.
+/// Whether the run gets separate source and target vocabularies: --vocab, by default for
+/// translate (its two languages share few words) and not for --data (a file may copy or edit its
+/// sources, as the bundled tasks do). UsageError for another value, or --vocab elsewhere.
+bool separate_vocabularies(const TrainArgs& args, const std::string& task) {
+    if (!args.was_given("vocab")) return task == "translate";
+    if (task != "translate" && task != "data")
+        throw UsageError("--vocab applies to --task translate and --data only (a bundled task has one)");
+    if (args.vocab != "separate" && args.vocab != "shared")
+        throw UsageError(fmt::format("--vocab must be separate or shared, got '{}'",
+                                     data::escape_control(excerpt(args.vocab, 40))));
+    return args.vocab == "separate";
+}
+
+/// The vocabularies of `examples` as separate_vocabularies() asks: one of the sources (config.vocab)
+/// and one of the targets (config.target_vocab), or one of both sides.
+void set_vocabularies(const TrainArgs& args, const std::vector<Example>& examples,
+                      const data::VocabularyOptions& options, RunConfig& config) {
+    if (separate_vocabularies(args, config.task.name)) {
+        config.vocab = data::build_vocabulary(examples, data::ExampleSide::Source, options);
+        config.target_vocab = data::build_vocabulary(examples, data::ExampleSide::Target, options);
+    } else {
+        config.vocab = data::build_vocabulary(examples, data::ExampleSide::Both, options);
+    }
+}
+
+/// translate's vocabularies (separate by default), from the training pairs, without words seen
+/// fewer than --min-freq times (read as <unk>), at most --max-vocab entries each.
 void set_translate_vocabulary(const TrainArgs& args, const Task& task, RunConfig& config) {
     if (args.min_freq < 1) throw UsageError(fmt::format("--min-freq must be >= 1, got {}", args.min_freq));
     if (args.max_vocab != 0 && args.max_vocab < Vocabulary::reserved_count)
@@ -55,8 +80,7 @@ void set_translate_vocabulary(const TrainArgs& args, const Task& task, RunConfig
     config.task.max_vocab = args.max_vocab;
     data::VocabularyOptions options{.min_freq = args.min_freq};
     if (args.max_vocab != 0) options.max_tokens = args.max_vocab;
-    config.vocab = data::build_vocabulary(dynamic_cast<const data::TranslateTask&>(task).train_set(),
-                                          data::ExampleSide::Both, options);
+    set_vocabularies(args, dynamic_cast<const data::TranslateTask&>(task).train_set(), options, config);
 }
 
 /// Refuses an --out that holds anything but nothing or, with --force, a run: re-running a
@@ -122,7 +146,8 @@ void check_not_cwd(const fs::path& dir, const char* option) {
 }
 
 /// Refuses the flags of another kind of model (`kind`, the --model of the run): the recurrent
-/// model's without --model rnn, the Transformer layers' with it.
+/// model's without --model rnn, the Transformer decoder's without --model seq2seq, the
+/// Transformer layers' with --model rnn.
 void check_model_flags(const TrainArgs& a, const std::string& kind) {
     const auto given = [&](const Setting& s, ModelKinds kinds) {
         return s.applies_to == kinds && !s.flag.empty() && a.was_given(std::string(s.flag));
@@ -130,6 +155,11 @@ void check_model_flags(const TrainArgs& a, const std::string& kind) {
     for (const Setting& s : settings()) {
         if (kind != "rnn" && given(s, ModelKinds::rnn))
             throw UsageError(fmt::format("--{} applies to --model rnn only", s.flag));
+        if (kind != "seq2seq" && given(s, ModelKinds::seq2seq))
+            throw UsageError(
+                fmt::format("--{} applies to --model seq2seq only (--model {} has no Transformer "
+                            "decoder)",
+                            s.flag, kind));
     }
     for (const Setting& s : settings()) {
         if (kind == "lm" && s.not_lm && a.was_given(std::string(s.flag)))
@@ -246,6 +276,11 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
         }
         config = default_config(*task);
         if (config.task.name == "translate") set_translate_vocabulary(args, *task, config);
+        // --data, separate: every token of each side of the file, the held-out examples' too (as
+        // default_config's shared one)
+        if (!args.data.empty() && separate_vocabularies(args, config.task.name))
+            set_vocabularies(args, training_data->dataset.examples(), {}, config);
+        if (args.was_given("vocab")) (void)separate_vocabularies(args, config.task.name);
         for (const char* flag : {"lang", "min-freq", "max-vocab"})
             if (args.was_given(flag) && config.task.name != "translate")
                 throw UsageError(fmt::format("--{} applies to --task translate only", flag));
@@ -278,7 +313,7 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
         check_memory(config, SettingNames::flags(), available_bytes());  // before the model is built
         // Built before --out is touched: a layer number the model does not have is refused first.
         s.model_generator = std::make_unique<Generator>(config.train.seed);
-        s.model = make_model(config.model, config.vocab, *s.model_generator);
+        s.model = make_model(config.model, vocabularies(config), *s.model_generator);
         if (config.model.uniform_attention >= 0)
             s.model = with_uniform_attention(s.model, config.model.uniform_attention, "--uniform-attention");
         out = args.out.empty() ? fs::path("runs") / config.task.name : fs::path(args.out);
@@ -373,11 +408,12 @@ std::string describe(const RunConfig& c, std::int64_t parameters) {
     const ModelConfig& m = c.model;
     std::string attention = m.score + " " + m.attention;
     if (m.window >= 0) attention += fmt::format(" local-{} (D = {})", m.local, m.window);
+    const std::string dropout = m.dropout > 0.0 ? fmt::format(", dropout {:g}", m.dropout) : "";
     if (m.kind == "rnn") {
         return fmt::format(
-            "rnn model: {} {} encoder layer(s){}, {} decoder, {} attention, E = {}, {} parameters",
+            "rnn model: {} {} encoder layer(s){}, {} decoder, {} attention, E = {}{}, {} parameters",
             m.rnn_layers, m.cell, m.bidirectional ? " (bidirectional)" : "", m.decoder, attention,
-            m.embed_dim, parameters);
+            m.embed_dim, dropout, parameters);
     }
     if (m.kind == "lm") {
         return fmt::format(
@@ -387,13 +423,14 @@ std::string describe(const RunConfig& c, std::int64_t parameters) {
     }
     if (m.kind == "encoder") {
         return fmt::format(
-            "encoder model: {} self-attention layer(s) x {} head(s), {} attention, E = {}, {} parameters",
-            m.layers, m.heads, attention, m.embed_dim, parameters);
+            "encoder model: {} self-attention layer(s) x {} head(s), {} attention, E = {}{}, {} parameters",
+            m.layers, m.heads, attention, m.embed_dim, dropout, parameters);
     }
     return fmt::format(
-        "seq2seq model: {} encoder layer(s), {} decoder layer(s), {} head(s), {} attention, E = {}, {} "
+        "seq2seq model: {} encoder layer(s), {} decoder layer(s){}, {} head(s), {} attention, E = {}{}, {} "
         "parameters",
-        m.layers, m.decoder_layers, m.heads, attention, m.embed_dim, parameters);
+        m.layers, m.decoder_layers, m.decoder_self_attention ? " with causal self-attention" : "", m.heads,
+        attention, m.embed_dim, dropout, parameters);
 }
 
 }  // namespace attograd::cli

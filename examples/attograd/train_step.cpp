@@ -56,7 +56,7 @@ train::StepOutput TrainStep::operator()(std::int64_t step, Generator& batch_gene
         const Example example = task_->train_example(batch_generator);
         if (i < share.start || i >= share.start + share.length) continue;
         sources.push_back(config_->vocab.encode(example.source));
-        targets.push_back(config_->vocab.encode(example.target));
+        targets.push_back(vocabularies(*config_).target.encode(example.target));
     }
     const Batch batch = model_->make_batch(sources, &targets);
     const ForwardResult result = model_->forward(batch);
@@ -120,7 +120,7 @@ train::ValidationFunction heldout_validation(const Model& model, const RunConfig
                                              const train::Trainer& trainer) {
     return [&model, &config, &task, &trainer] {
         const Evaluation last =
-            evaluate_split(model, config.vocab, task.held_out(), [&] { trainer.check_interrupt(); });
+            evaluate_split(model, vocabularies(config), task.held_out(), [&] { trainer.check_interrupt(); });
         return train::Metrics{{"heldout_token_accuracy", last.token_accuracy},
                               {"heldout_sequence_accuracy", last.sequence_accuracy}};
     };
