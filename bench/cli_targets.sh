@@ -51,8 +51,9 @@ row reverse-hard sequence --task reverse --attention hard
 row copy-local-p sequence --task copy --window 4 --local p
 row reverse-local-p sequence --task reverse --window 4 --local p
 row coref alignment --task coref
-row translate-fr bleu --task translate --lang fr --steps 600 --eval-every 600
-row translate-fr-rnn bleu --task translate --lang fr --model rnn --steps 600 --eval-every 600
+row translate-fr bleu --task translate --lang fr --vocab shared --steps 600 --eval-every 600
+row translate-fr-rnn bleu --task translate --lang fr --vocab shared --model rnn --steps 600 --eval-every 600
+row translate-fr-self-attention bleu --task translate --lang fr --vocab shared --decoder-self-attention --dropout 0.1 --steps 600 --eval-every 600
 row keyword sequence --task keyword
 row keyword-rnn sequence --task keyword --model rnn --bidirectional
 row keyword-rnn-uniform sequence --task keyword --model rnn --bidirectional --uniform-attention 0

@@ -67,60 +67,83 @@ std::string printable(const std::string& token) {
     return escape_control(token);
 }
 
+namespace {
+
+// The code point of the well-formed UTF-8 sequence at text[i] and its length in bytes; length 0
+// when none starts there (a continuation byte, a truncated, overlong or surrogate sequence).
+std::pair<char32_t, std::size_t> decode_at(std::string_view text, std::size_t i) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    if (lead < 0x80) return {lead, 1};
+    std::size_t length = 0;
+    char32_t code = 0, min = 0;
+    if ((lead & 0xE0) == 0xC0) {
+        length = 2, code = lead & 0x1F, min = 0x80;
+    } else if ((lead & 0xF0) == 0xE0) {
+        length = 3, code = lead & 0x0F, min = 0x800;
+    } else if ((lead & 0xF8) == 0xF0) {
+        length = 4, code = lead & 0x07, min = 0x10000;
+    } else {
+        return {0, 0};
+    }
+    if (text.size() - i < length) return {0, 0};
+    for (std::size_t k = 1; k < length; ++k) {
+        const auto next = static_cast<unsigned char>(text[i + k]);
+        if ((next & 0xC0) != 0x80) return {0, 0};
+        code = (code << 6) | (next & 0x3F);
+    }
+    if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return {0, 0};
+    return {code, length};
+}
+
+}  // namespace
+
 bool is_valid_utf8(std::string_view text) {
-    const auto* p = reinterpret_cast<const unsigned char*>(text.data());
-    const auto* end = p + text.size();
-    while (p < end) {
-        const unsigned char c = *p;
-        int extra = 0;
-        std::uint32_t code = 0, min = 0;
-        if (c < 0x80) {
-            ++p;
-            continue;
-        } else if ((c & 0xE0) == 0xC0) {
-            extra = 1, code = c & 0x1F, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            extra = 2, code = c & 0x0F, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            extra = 3, code = c & 0x07, min = 0x10000;
-        } else {
-            return false;
-        }
-        if (end - p <= extra) return false;
-        for (int i = 1; i <= extra; ++i) {
-            if ((p[i] & 0xC0) != 0x80) return false;
-            code = (code << 6) | (p[i] & 0x3F);
-        }
-        if (code < min || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;
-        p += extra + 1;
+    for (std::size_t i = 0; i < text.size();) {
+        const std::size_t length = decode_at(text, i).second;
+        if (length == 0) return false;
+        i += length;
     }
     return true;
 }
 
+namespace {
+
+// Characters that reorder, break or hide inside the text shown around them (text.hpp).
+bool is_hidden_or_reordering(char32_t c) {
+    constexpr std::pair<char32_t, char32_t> ranges[] = {
+        {0x0080, 0x009F},    // C1 controls (U+009B is a terminal's CSI)
+        {0x00AD, 0x00AD},    // SOFT HYPHEN
+        {0x034F, 0x034F},    // COMBINING GRAPHEME JOINER
+        {0x061C, 0x061C},    // ARABIC LETTER MARK
+        {0x115F, 0x1160},    // HANGUL CHOSEONG / JUNGSEONG FILLER
+        {0x17B4, 0x17B5},    // KHMER VOWEL INHERENT AQ / AA
+        {0x180B, 0x180F},    // MONGOLIAN FREE VARIATION SELECTORS, VOWEL SEPARATOR
+        {0x200B, 0x200B},    // ZERO WIDTH SPACE
+        {0x200E, 0x200F},    // LEFT-TO-RIGHT / RIGHT-TO-LEFT MARK
+        {0x2028, 0x202E},    // LINE / PARAGRAPH SEPARATOR, embeddings and overrides
+        {0x2060, 0x2064},    // WORD JOINER, invisible operators
+        {0x2066, 0x206F},    // isolates, deprecated format characters
+        {0x3164, 0x3164},    // HANGUL FILLER
+        {0xFEFF, 0xFEFF},    // ZERO WIDTH NO-BREAK SPACE (a byte order mark past the start)
+        {0xFFA0, 0xFFA0},    // HALFWIDTH HANGUL FILLER
+        {0xFFF0, 0xFFFB},    // unassigned specials, interlinear annotation
+        {0x1BCA0, 0x1BCA3},  // shorthand format controls
+        {0x1D173, 0x1D17A},  // musical symbol format controls
+        {0xE0000, 0xE007F},  // tags
+    };
+    for (const auto& [first, last] : ranges)
+        if (c >= first && c <= last) return true;
+    return false;
+}
+
+}  // namespace
+
 std::size_t control_length(std::string_view text, std::size_t i) {
     if (i >= text.size()) return 0;
-    const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
-    const auto lead = byte(0);
+    const auto lead = static_cast<unsigned char>(text[i]);
     if (lead < 0x20 || lead == 0x7F) return 1;
-    if (i + 1 < text.size()) {
-        // C1 (C2 80-9F; U+009B is a terminal's CSI) and U+061C ARABIC LETTER MARK (D8 9C).
-        if (lead == 0xC2 && byte(1) >= 0x80 && byte(1) <= 0x9F) return 2;
-        if (lead == 0xD8 && byte(1) == 0x9C) return 2;
-    }
-    if (i + 2 < text.size()) {
-        const auto second = byte(1), third = byte(2);
-        // U+200B ZERO WIDTH SPACE (E2 80 8B) hides inside a word; the marks U+200E LRM and
-        // U+200F RLM (E2 80 8E / 8F) move neutral characters around them; U+2028 LINE SEPARATOR
-        // and U+2029 PARAGRAPH SEPARATOR (E2 80 A8 / A9) break lines; the embeddings and
-        // overrides U+202A-U+202E (E2 80 AA-AE) and isolates U+2066-U+2069 (E2 81 A6-A9)
-        // reorder the text after them ("Trojan Source"); U+FEFF ZERO WIDTH NO-BREAK SPACE
-        // (EF BB BF) is invisible past the start of a file, where strip_bom drops it.
-        if (lead == 0xE2 && second == 0x80 && (third == 0x8B || third == 0x8E || third == 0x8F)) return 3;
-        if (lead == 0xE2 && second == 0x80 && third >= 0xA8 && third <= 0xAE) return 3;
-        if (lead == 0xE2 && second == 0x81 && third >= 0xA6 && third <= 0xA9) return 3;
-        if (lead == 0xEF && second == 0xBB && third == 0xBF) return 3;
-    }
-    return 0;
+    const auto [code, length] = decode_at(text, i);
+    return length > 1 && is_hidden_or_reordering(code) ? length : 0;
 }
 
 namespace {
@@ -128,11 +151,10 @@ namespace {
 // The escape of the control character of `length` bytes at text[i].
 std::string escaped_control(std::string_view text, std::size_t i, std::size_t length) {
     const auto lead = static_cast<unsigned char>(text[i]);
-    if (length > 1) {  // a 2- or 3-byte UTF-8 sequence, escaped as its code point
-        unsigned code = lead & (length == 2 ? 0x1Fu : 0x0Fu);
-        for (std::size_t k = 1; k < length; ++k)
-            code = (code << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3Fu);
-        return fmt::format("\\u{:04x}", code);
+    if (length > 1) {  // a UTF-8 sequence, escaped as its code point
+        const char32_t code = decode_at(text, i).first;
+        return code > 0xFFFF ? fmt::format("\\U{:08x}", static_cast<std::uint32_t>(code))
+                             : fmt::format("\\u{:04x}", static_cast<std::uint32_t>(code));
     }
     if (lead == '\t') return "\\t";
     if (lead == '\n') return "\\n";

@@ -23,22 +23,24 @@ std::string_view strip_bom(std::string_view text);
 /// True when `text` is well-formed UTF-8 (no stray continuation bytes, truncated or overlong
 /// sequences, surrogates or code points above U+10FFFF): run configs and exports are JSON.
 bool is_valid_utf8(std::string_view text);
-/// Bytes of the control character that starts at `text[i]`: 1 for C0 (U+0000-U+001F) and DEL
-/// (U+007F); 2 for C1 (U+0080-U+009F, UTF-8 C2 80-C2 9F; e.g. U+009B is a terminal's CSI) and
-/// U+061C ARABIC LETTER MARK; 3 for U+2028 LINE SEPARATOR and U+2029 PARAGRAPH SEPARATOR (which
-/// break lines in terminals, editors and JavaScript strings), the other bidirectional controls
-/// U+200E, U+200F (marks), U+202A-U+202E (embeddings, overrides) and U+2066-U+2069 (isolates),
-/// which reorder the text shown around them (Unicode TR #9; Boucher & Anderson 2021, "Trojan
-/// Source"), and the invisible U+200B ZERO WIDTH SPACE and U+FEFF ZERO WIDTH NO-BREAK SPACE (a
-/// byte order mark at the start of a file, which readers drop first with strip_bom); 0 when none
-/// starts there (or i is past the end). These are the characters Unicode calls Cc, Zl and Zp,
-/// every Bidi_Control character, U+200B and U+FEFF.
+/// Bytes of the control character that starts at `text[i]`, 0 when none starts there (or i is
+/// past the end): 1 for C0 (U+0000-U+001F) and DEL (U+007F); the UTF-8 length of C1
+/// (U+0080-U+009F; U+009B is a terminal's CSI), of U+2028 LINE SEPARATOR and U+2029 PARAGRAPH
+/// SEPARATOR (which break lines in terminals, editors and JavaScript strings), of every
+/// Bidi_Control character (U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069), which reorders
+/// the text shown around it (Unicode TR #9; Boucher & Anderson 2021, "Trojan Source"), and of
+/// the invisible default-ignorable characters that could make two tokens look alike (U+00AD,
+/// U+034F, U+115F, U+1160, U+17B4, U+17B5, U+180B-U+180F, U+200B, U+2060-U+2064, U+206A-U+206F,
+/// U+3164, U+FEFF, U+FFA0, U+1BCA0-U+1BCA3, U+1D173-U+1D17A, the tags U+E0000-U+E007F; also the
+/// interlinear annotation characters U+FFF9-U+FFFB). U+FEFF at the start of a file is a byte
+/// order mark, which readers drop first with strip_bom. Kept as text: U+200C ZWNJ and U+200D ZWJ
+/// (they shape Persian and Indic words and join emoji) and the variation selectors U+FE00-U+FE0F
+/// (emoji presentation).
 std::size_t control_length(std::string_view text, std::size_t i);
 /// `text` made safe to show in a message or label: \t \n \r for those three, \xhh for any
 /// other C0 character, DEL or byte that is not part of well-formed UTF-8, \u00hh for a C1
-/// character (lowercase hex), and \uhhhh for the other control characters of control_length
-/// (\u061c, \u200b, \u200e, \u200f, \u2028, \u2029, \u202a-\u202e, \u2066-\u2069, \ufeff);
-/// every other character unchanged.
+/// character (lowercase hex), and \uhhhh (\Uhhhhhhhh above U+FFFF) for the other control
+/// characters of control_length; every other character unchanged.
 std::string escape_control(std::string_view text);
 /// The first control character of `text` (see control_length), escaped as escape_control
 /// writes it, or "" when it has none; `allowed` characters (e.g. "\t") are skipped.

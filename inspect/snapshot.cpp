@@ -393,8 +393,11 @@ void AttentionSnapshotter::resume(std::vector<AttentionSnapshot> earlier, std::i
         while (period > 0 && period < every && period <= std::numeric_limits<std::int64_t>::max() / 2)
             period *= 2;
         AG_CHECK(period == every, ValueError,
-                 "AttentionSnapshotter::resume: every {} is not the period {} doubled some times", every,
-                 every_);
+                 "AttentionSnapshotter::resume: the saved run's snapshot period {} is not this snapshotter's "
+                 "period {} doubled zero or more times (snapshots are taken every {} steps, and the period "
+                 "doubles "
+                 "when they are thinned)",
+                 every, every_, every_);
         every_ = every;
     }
     snapshots_ = std::move(earlier);

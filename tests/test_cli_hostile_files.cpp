@@ -286,12 +286,19 @@ TEST_CASE("config.json values outside the range train writes are refused naming 
         config["progress"]["snapshot_period"] = std::numeric_limits<std::int64_t>::max();
         config["config_fnv1a64"] = "unchecked";
         write_text(fs::path(tmp / "run") / "config.json", config.dump());
-        const Outcome o = run({"train", "--resume", tmp / "run", "--steps", "4"});
-        CHECK(o.code == 2);
-        CHECK(line_with(o.err, "snapshot_period")
-                  .ends_with("config.json: progress.snapshot_period must be an integer in [0, 9e15), got "
-                             "9223372036854775807"));
-        CHECK(o.err.find("config.json: config.json") == std::string::npos);
+        // Every command that reads the run applies the same bound.
+        for (const auto& command :
+             std::vector<std::vector<std::string>>{{"train", "--resume", tmp / "run", "--steps", "4"},
+                                                   {"eval", "--run", tmp / "run"},
+                                                   {"inspect", "--run", tmp / "run"}}) {
+            INFO(command[0]);
+            const Outcome o = run(command);
+            CHECK(o.code == 2);
+            CHECK(line_with(o.err, "snapshot_period")
+                      .ends_with("config.json: progress.snapshot_period must be an integer in [0, 9e15), got "
+                                 "9223372036854775807"));
+            CHECK(o.err.find("config.json: config.json") == std::string::npos);
+        }
     }
     // The largest seed --seed takes is kept, not refused.
     json config = json::parse(saved);
@@ -370,18 +377,24 @@ TEST_CASE("a files entry naming a file attograd does not write for the run is re
         fs::remove(dir / name);
     }
     // Replacing the run with --force would drop every file its config.json lists.
-    write_text(dir / "notes.txt", "mine\n");
-    record_checksum(dir / "notes.txt");
     auto replace = train_args(dir, "2");
     replace.push_back("--force");
-    check_refused(run(replace), {"config.json: field 'files' lists", "'notes.txt'"});
-    CHECK(read_text(dir / "notes.txt") == "mine\n");
-    // Unlisted, the user's file is kept by a save.
-    write_text(dir / "config.json", saved);
+    for (const char* name : {"notes.txt", "heldout.tsv"}) {
+        INFO(name);
+        write_text(dir / name, "mine\n");
+        record_checksum(dir / name);
+        check_refused(run(replace), {"config.json: field 'files' lists", fmt::format("'{}'", name)});
+        CHECK(read_text(dir / name) == "mine\n");
+        write_text(dir / "config.json", saved);
+    }
+    // Unlisted, the user's files (a heldout.tsv of their own too) are kept by a save, and the run
+    // stays readable.
+    require_ok(run({"eval", "--run", dir}));
+    require_ok(run({"inspect", "--run", dir, "--samples", "1"}));
     require_ok(run({"train", "--resume", dir, "--steps", "3", "--quiet"}));
-    CHECK(read_text(dir / "notes.txt") == "mine\n");
     require_ok(run(replace));
-    CHECK(read_text(dir / "notes.txt") == "mine\n");
+    for (const char* name : {"notes.txt", "heldout.tsv"}) CHECK(read_text(dir / name) == "mine\n");
+    fs::remove(dir / "heldout.tsv");
     // Without a readable list of the run's files, --force cannot tell them from the user's.
     for (const std::string broken : {"{not json", "{\"files\": 5}"}) {
         INFO(broken);
@@ -408,6 +421,12 @@ TEST_CASE("a hand-edited config.json cannot drop a file's checksum entry") {
         write_text(fs::path(tmp / "run") / "config.json", config.dump());
         check_refused(run({"eval", "--run", tmp / "run"}), {"field 'files' has no entry for", name});
     }
+    json config = json::parse(saved);
+    config["files"] = json::array();
+    config["config_fnv1a64"] = "unchecked";
+    write_text(fs::path(tmp / "run") / "config.json", config.dump());
+    check_refused(run({"eval", "--run", tmp / "run"}),
+                  {"field 'files' must be an object of the run's file checksums, got array"});
 }
 
 TEST_CASE("a config.json edited to a model too large for memory is refused before it is built") {
@@ -491,6 +510,26 @@ TEST_CASE("edited attention snapshots are refused by --resume and left out of in
     refused("but its weights and right keys give");
     planted([](json& j) { j[2]["probes"][0]["prediction"][0] = "ZZZ"; });
     refused("prediction token 'ZZZ' is not in the run's vocabulary");
+    // The layout is the run's: its probes' inputs, the model's layers, heads and labels, and
+    // predictions as long as the probe's output.
+    planted([](json& j) { j[1]["probes"][0]["source"][0] = "zebra"; });
+    refused("snapshot 1 (step 10), probe 0: its input 'zebra");
+    planted([](json& j) { j[1]["probes"][0]["maps"][0]["keys"][0] = "g"; });
+    refused("snapshot 1 (step 10), probe 0: map 0");
+    planted([](json& j) { j[2]["probes"][1]["maps"][0]["head"] = 999; });
+    refused("head 999') is not the model's");
+    planted([](json& j) {
+        j[2]["probes"][0]["maps"][0]["module"] =
+            std::string(j[2]["probes"][0]["maps"][0]["module"]) + "\u202e";
+    });
+    refused("\\u202e");
+    CHECK(
+        run({"inspect", "--run", dir, "--format", "html", "--to", tmp / "report.html"}).err.find("\u202e") ==
+        std::string::npos);
+    planted([](json& j) {
+        for (int k = 0; k < 17; ++k) j[2]["probes"][0]["prediction"].push_back("a");
+    });
+    refused("its prediction has");
     planted([](json&) {}, -3.0f);
     refused("negative weight -3");
     planted([](json&) {}, saved.tensors.at("weights").data<float>()[offset] + 0.5f);  // the row sums to 1.5

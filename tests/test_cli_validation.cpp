@@ -194,6 +194,11 @@ TEST_CASE("bidi marks and invisible format characters never reach the terminal r
     check_refused(data, {"\\u200f"});
     CHECK(data.err.find(rlm) == std::string::npos);
     CHECK_FALSE(fs::exists(tmp / "bad/config.json"));
+    // A word joiner would make "ca<U+2060>t" a second token that looks like "cat".
+    write_text(tmp / "joiner.tsv", reverse_tsv() + "ca\u2060t b\tb ca\u2060t\n");
+    check_refused(run({"train", "--data", tmp / "joiner.tsv", "--steps", "1", "--out", tmp / "bad"}),
+                  {"\\u2060"});
+    CHECK_FALSE(fs::exists(tmp / "bad/config.json"));
     // A byte order mark at the start of the file is dropped, not refused.
     write_text(tmp / "bom.tsv", bom + reverse_tsv());
     train(tmp / "run", {"--data", tmp / "bom.tsv", "--steps", "1"});
@@ -201,7 +206,10 @@ TEST_CASE("bidi marks and invisible format characters never reach the terminal r
                                                                     {"\xe2\x80\x8b", "\\u200b"},
                                                                     {"\xe2\x80\x8e", "\\u200e"},
                                                                     {rlm, "\\u200f"},
-                                                                    {bom, "\\ufeff"}};
+                                                                    {bom, "\\ufeff"},
+                                                                    {"\u2060", "\\u2060"},
+                                                                    {"\u00ad", "\\u00ad"},
+                                                                    {"\U000e0041", "\\U000e0041"}};
     for (const auto& [mark, escaped] : marks) {
         CAPTURE(escaped);
         const Outcome input = run({"eval", "--run", tmp / "run", "--input", "a " + mark + " b c"});

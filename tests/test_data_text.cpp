@@ -78,10 +78,34 @@ TEST_CASE("text: bidirectional embeddings, overrides and isolates are escaped as
     }
     CHECK(control_length("\xe2\x80\xaf", 0) == 0);  // U+202F NARROW NO-BREAK SPACE: printable
     CHECK(control_length("\xe2\x81\xa5", 0) == 0);  // U+2065: not a bidi control
-    CHECK(control_length("\xe2\x81\xaa", 0) == 0);  // U+206A: not an isolate
     CHECK(control_length("\xe2\x81", 0) == 0);      // truncated
     CHECK(printable(" ") == "\u2423");
     CHECK(printable("\x1b") == "\\x1b");
+}
+
+TEST_CASE("text: invisible default-ignorable characters are escaped, so two tokens never look alike") {
+    // Each would hide inside a word ("ca" + U+2060 + "t" shows as "cat").
+    const std::vector<std::pair<std::string, std::string>> hidden = {
+        {"\u00ad", "\\u00ad"},         {"\u034f", "\\u034f"},         {"\u115f", "\\u115f"},
+        {"\u17b4", "\\u17b4"},         {"\u180b", "\\u180b"},         {"\u180e", "\\u180e"},
+        {"\u2060", "\\u2060"},         {"\u2064", "\\u2064"},         {"\u206a", "\\u206a"},
+        {"\u206f", "\\u206f"},         {"\u3164", "\\u3164"},         {"\uffa0", "\\uffa0"},
+        {"\ufff9", "\\ufff9"},         {"\ufffb", "\\ufffb"},         {"\U0001bca0", "\\U0001bca0"},
+        {"\U0001d173", "\\U0001d173"}, {"\U000e0001", "\\U000e0001"}, {"\U000e007f", "\\U000e007f"}};
+    for (const auto& [character, escaped] : hidden) {
+        CAPTURE(escaped);
+        CHECK(control_length("ca" + character + "t", 2) == character.size());
+        CHECK(escape_control("ca" + character + "t") == "ca" + escaped + "t");
+        CHECK(first_control("x" + character) == escaped);
+        CHECK(control_length(character.substr(0, character.size() - 1), 0) == 0);  // truncated
+    }
+    // Kept: visible neighbours, and the joiners and selectors that real text needs.
+    for (const std::string kept :
+         {"\u00ac", "\u00ae", "\u2065", "\u3165", "\ufffc", "\ufe0f", "\u200d", "\U0001f600", "\U000e0100"}) {
+        CAPTURE(kept.size());
+        CHECK(control_length(kept, 0) == 0);
+        CHECK(escape_control(kept) == kept);
+    }
 }
 
 TEST_CASE("text: the bidi marks and invisible format characters are escaped as control characters") {

@@ -352,8 +352,10 @@ TEST_CASE("resume with the period the earlier run reached snapshots and thins as
     CHECK(steps(second) == steps(whole));
     CHECK(second.every() == whole.every());
     AttentionSnapshotter bad(model, {probe}, options);
-    CHECK_THROWS_WITH_AS(bad.resume(first.snapshots(), 3), doctest::Contains("not the period 1 doubled"),
-                         attograd::ValueError);
+    CHECK_THROWS_WITH_AS(
+        bad.resume(first.snapshots(), 3),
+        doctest::Contains("the saved run's snapshot period 3 is not this snapshotter's period 1 doubled"),
+        attograd::ValueError);
 }
 
 TEST_CASE("the snapshotter restores every module's own training mode, also when a probe throws") {

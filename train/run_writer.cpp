@@ -206,8 +206,11 @@ void verify_config_checksum(const nlohmann::json& config, const fs::path& path) 
 
 void verify_run_files(const nlohmann::json& config, const fs::path& dir) {
     const std::string where = shown_path(dir / "config.json");
-    AG_CHECK(config.contains("files") && config["files"].is_object(), IoError,
-             "{}: missing field 'files' (the run's file checksums)", where);
+    AG_CHECK(config.contains("files"), IoError, "{}: missing field 'files' (the run's file checksums)",
+             where);
+    AG_CHECK(config["files"].is_object(), IoError,
+             "{}: field 'files' must be an object of the run's file checksums, got {}", where,
+             config["files"].type_name());
     for (const auto& [name, info] : config["files"].items()) {
         AG_CHECK(plain_name(name), IoError, "{}: files: '{}' is not a file name in the run directory", where,
                  excerpt(name));
@@ -230,8 +233,8 @@ void verify_run_files(const nlohmann::json& config, const fs::path& dir) {
     }
     // Every file train writes is recorded: an entry deleted from a hand-edited ("unchecked")
     // config.json would let its file be read unchecked.
-    for (const char* name : {"model.safetensors", "optimizer.safetensors", "metrics.csv",
-                             "attention_snapshots.safetensors", "heldout.tsv"}) {
+    for (const char* name :
+         {"model.safetensors", "optimizer.safetensors", "metrics.csv", "attention_snapshots.safetensors"}) {
         AG_CHECK(config["files"].contains(name) || !fs::exists(dir / name), IoError,
                  "{}: field 'files' has no entry for {}, which the run holds (every file train writes is "
                  "recorded with its size and checksum)",

@@ -22,7 +22,7 @@ namespace {
 
 /// Held-out examples whose attention `train` snapshots, and the most snapshots a run keeps
 /// (a longer run thins them and doubles the period: inspect::SnapshotOptions).
-constexpr std::int64_t snapshot_probe_count = 3, max_snapshots = 32;
+constexpr std::int64_t max_snapshots = 32;
 
 }  // namespace
 
@@ -79,9 +79,11 @@ int cmd_train(const TrainArgs& args) {
                     .snapshot = {.every = t.snapshot_every, .max_snapshots = max_snapshots},
                     .filename = snapshot_file,
                     .resume_period = same_period,
-                    .check_loaded = [&config](const std::vector<inspect::AttentionSnapshot>& loaded,
-                                              std::int64_t steps_done) {
-                        check_run_snapshots(loaded, vocabularies(config).target, steps_done);
+                    .check_loaded = [&](const std::vector<inspect::AttentionSnapshot>& loaded,
+                                        std::int64_t steps_done) {
+                        check_run_snapshots(
+                            loaded, vocabularies(config).target, steps_done,
+                            snapshot_layout(model, config.model, *run.task, vocabularies(config)));
                     }});
             trainer.add_callback(snapshots);
         }

@@ -24,7 +24,9 @@ std::vector<RenderedFile> render_report(const Inspection& in) {
         try {
             auto loaded = inspect::load_snapshots(snapshots);
             try {
-                check_run_snapshots(loaded, vocabularies(in.run.config).target, in.run.counters.steps_done);
+                check_run_snapshots(loaded, vocabularies(in.run.config).target, in.run.counters.steps_done,
+                                    snapshot_layout(*in.run.model, in.run.config.model, *in.run.task,
+                                                    vocabularies(in.run.config)));
             } catch (const ValueError& e) {
                 throw IoError(fmt::format("load_snapshots: '{}': {}", snapshots.string(), e.what()));
             }

@@ -64,6 +64,14 @@ void check_run_file_names(const nlohmann::json& json, bool data_run, const std::
             "directory need none)",
             shown_path(dir / "config.json"), data::escape_control(excerpt(name, 80)), fmt::join(names, ", "));
     }
+    // A data run's held-out examples are its own (read back by eval and inspect), so they are
+    // checked like the library's files; in a bundled task's run a heldout.tsv is the user's.
+    AG_CHECK(
+        !data_run || json["files"].contains("heldout.tsv") || !std::filesystem::exists(dir / "heldout.tsv"),
+        IoError,
+        "{}: field 'files' has no entry for heldout.tsv, which the run holds (every file train writes is "
+        "recorded with its size and checksum)",
+        shown_path(dir / "config.json"));
 }
 
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir,
@@ -196,8 +204,10 @@ void check_progress(const RunProgress& p, const RunConfig& config) {
           "finite and >= 0 (0: not measured yet)", p.initial_loss);
     check(p.high_loss_steps >= 0 && p.high_loss_steps <= p.steps_done, "high_loss_steps",
           fmt::format("in [0, progress.steps_done = {}]", p.steps_done), p.high_loss_steps);
-    // Whether it fits the saved snapshots is the snapshotter's check on --resume.
-    check(p.snapshot_period >= 0, "snapshot_period", ">= 0", p.snapshot_period);
+    // The library bounds it so (train/callbacks.cpp); whether it fits the saved snapshots is the
+    // snapshotter's check on --resume.
+    check(p.snapshot_period >= 0 && p.snapshot_period < 9'000'000'000'000'000, "snapshot_period",
+          "an integer in [0, 9e15)", p.snapshot_period);
     check(std::isfinite(p.pending_lr) && p.pending_lr >= 0.0, "pending_lr", "finite and >= 0", p.pending_lr);
     // The step whose evaluation is pending is in the window (its metrics line comes with it).
     check(!p.evaluation_pending || p.window_steps >= 1, "window_steps",

@@ -320,8 +320,8 @@ const std::vector<Setting>& settings() {
          .field = model<&M::uniform_attention>(),
          .check = int_check<&RunConfig::model, &M::uniform_attention>(
              -1, kNoLimit, "must be an attention layer's number >= 0 (or -1: none)"),
-         .off_text = "none",
-         .default_when_absent = true},
+         .default_when_absent = true,
+         .off_text = "none"},
         // The lengths come from the task or the TSV file, never from a flag; validate() checks them.
         {.key = "model.max_source_len", .field = model<&M::max_source_len>()},
         {.key = "model.max_target_len", .field = model<&M::max_target_len>()},

@@ -5,8 +5,10 @@
 #include "evaluation.hpp"
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/ops.hpp"
 #include "data/text.hpp"
+#include "inspect/snapshot.hpp"
 
 #include <fmt/format.h>
 
@@ -70,20 +72,59 @@ std::vector<inspect::SnapshotProbe> snapshot_probes(const Model& model, const Mo
     return probes;
 }
 
+inspect::AttentionSnapshot snapshot_layout(Model& model, const ModelConfig& config, const Task& task,
+                                           const Vocabularies& vocab) {
+    auto probes = snapshot_probes(model, config, task, vocab, snapshot_probe_count);
+    if (probes.empty()) return {};
+    inspect::AttentionSnapshotter snapshotter(model, std::move(probes), {.every = 0});
+    return snapshotter.snapshot(0);
+}
+
+namespace {
+
+// Whether `got` has the layout of `want`: everything but the weights and the shares.
+bool same_layout(const inspect::AttentionMap& got, const inspect::AttentionMap& want) {
+    return got.module == want.module && got.layer == want.layer && got.head == want.head &&
+           got.queries == want.queries && got.keys == want.keys && got.right == want.right;
+}
+
+}  // namespace
+
 void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshots, const Vocabulary& vocab,
-                         std::int64_t steps_done) {
+                         std::int64_t steps_done, const inspect::AttentionSnapshot& layout) {
     // The steps are not checked against train.snapshot_every: --resume may change the period.
     for (std::size_t i = 0; i < snapshots.size(); ++i) {
         const inspect::AttentionSnapshot& snapshot = snapshots[i];
         AG_CHECK(snapshot.step <= steps_done, ValueError,
                  "snapshot {} has step {}, after the {} steps the run has trained", i, snapshot.step,
                  steps_done);
+        AG_CHECK(snapshot.probes.size() == layout.probes.size(), ValueError,
+                 "snapshot {} (step {}) has {} probes, where the run's held-out set gives {}", i,
+                 snapshot.step, snapshot.probes.size(), layout.probes.size());
         for (std::size_t p = 0; p < snapshot.probes.size(); ++p) {
-            for (const std::string& token : snapshot.probes[p].prediction) {
+            const inspect::InspectedExample &got = snapshot.probes[p], &want = layout.probes[p];
+            const auto where = fmt::format("snapshot {} (step {}), probe {}", i, snapshot.step, p);
+            AG_CHECK(got.source == want.source && got.target == want.target, ValueError,
+                     "{}: its input '{}' or target is not the run's held-out example '{}'", where,
+                     data::escape_control(excerpt(data::join(got.source, " "), 80)),
+                     data::escape_control(excerpt(data::join(want.source, " "), 80)));
+            AG_CHECK(got.maps.size() == want.maps.size(), ValueError,
+                     "{}: holds {} maps, where the model has {}", where, got.maps.size(), want.maps.size());
+            for (std::size_t m = 0; m < got.maps.size(); ++m) {
                 AG_CHECK(
-                    vocab.contains(token), ValueError,
-                    "snapshot {} (step {}), probe {}: prediction token '{}' is not in the run's vocabulary",
-                    i, snapshot.step, p, data::escape_control(token));
+                    same_layout(got.maps[m], want.maps[m]), ValueError,
+                    "{}: map {} ('{}') is not the model's '{}': its layer, head, labels or right alignment "
+                    "differ",
+                    where, m, data::escape_control(excerpt(got.maps[m].title(), 80)),
+                    data::escape_control(want.maps[m].title()));
+            }
+            AG_CHECK(got.prediction.size() == want.prediction.size(), ValueError,
+                     "{}: its prediction has {} tokens, where the probe's output has {}", where,
+                     got.prediction.size(), want.prediction.size());
+            for (const std::string& token : got.prediction) {
+                AG_CHECK(vocab.contains(token), ValueError,
+                         "{}: prediction token '{}' is not in the run's vocabulary", where,
+                         data::escape_control(token));
             }
         }
     }

@@ -112,7 +112,11 @@ void check_out_is_free(const fs::path& out, bool force) {
         unreadable = e.what();
     }
     if (unreadable.empty() && old.is_object() && old.contains("files") && old["files"].is_object()) {
-        check_run_file_names(old, true, out);
+        // The old run's own kind decides which names it may list (heldout.tsv: data runs only).
+        const bool bundled_task = old.contains("task") && old["task"].is_object() &&
+                                  old["task"].contains("name") && old["task"]["name"].is_string() &&
+                                  old["task"]["name"] != "data";
+        check_run_file_names(old, !bundled_task, out);
         return;
     }
     const auto names = run_file_names(true);
