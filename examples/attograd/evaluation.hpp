@@ -74,7 +74,9 @@ struct HeadAlignment {
 bool layer_has_alignment(const Model& model, const ModelConfig& config, std::int64_t layer);
 
 /// Per head of every layer with outputs as rows, the mean over `examples` and their target
-/// tokens of the weight on the right source position (rows the model did not write count 0).
+/// tokens of the weight on the right source position, at the step that wrote the prediction's
+/// token there; a target token the prediction has no token for (the prediction is shorter: its
+/// <eos> row and the steps after) counts 0. inspect_example's alignment share of one example.
 /// Empty when the task defines no alignment.
 std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConfig& config, const Task& task,
                                              const Vocabulary& vocab, const std::vector<Example>& examples,
@@ -88,10 +90,17 @@ struct InspectOptions {
     DecodeSettings decoding{};  ///< how the prediction is written (its attention is what is shown)
 };
 
+/// How `decoding` writes a prediction, for a reader: "greedy decoding", "beam search (beam 4)" or
+/// "beam search (beam 4, length penalty 0.6)".
+std::string decoding_description(const DecodeSettings& decoding);
+
 /// Every layer's and head's attention for one source, labelled (inspect::attention_maps), recorded
 /// by a forward teacher-forced on the model's prediction (greedy or beam-searched, per
 /// options.decoding): the output-row layers' rows are its tokens and <eos>. `target` is the right
-/// output when known (empty otherwise).
+/// output when known (empty otherwise). Those layers' maps outline, on the rows of the
+/// prediction's tokens (never its <eos>), the right source position of the target token at that
+/// step, and their alignment share is the outlined weights summed over the target's tokens (a
+/// target token beyond the prediction counts 0), as alignment_by_head.
 inspect::InspectedExample inspect_example(const Model& model, const ModelConfig& config, const Task& task,
                                           const Vocabulary& vocab, const std::vector<std::string>& source,
                                           const std::vector<std::string>& target,
