@@ -224,6 +224,16 @@ TEST_CASE(
             ++checked;
         }
         CHECK(checked == 2);  // the cross-attention's two heads
+        // Without a target, the prediction's own tokens are all there is: the mean over the outlines.
+        const auto untargeted =
+            inspect_example(*run.model, run.config.model, task, run.config.vocab, example.source, {}, {});
+        for (const auto& map : untargeted.maps) {
+            if (!map.alignment_share) continue;
+            CHECK(std::ssize(map.right) ==
+                  std::min(pred, std::ssize(example.source)));  // reverse: n positions
+            CHECK(*map.alignment_share ==
+                  doctest::Approx(*inspect::alignment_share(map, map.right)).epsilon(1e-12));
+        }
     }
     CHECK(shorter > 0);  // under-trained: some prediction stops before its target's end
 }

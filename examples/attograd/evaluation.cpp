@@ -286,8 +286,10 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
         for (const std::int64_t s : *align) right.push_back(model.source_column(s));
     }
     // Outlined: the rows of the prediction's tokens that have a target token; the share sums
-    // them over every target token (alignment_share counts the rows a map lacks as 0).
+    // them over every target token (alignment_share counts the rows a map lacks as 0). Without a
+    // target the prediction's own tokens are the whole alignment: none is unreached.
     const auto written = std::ssize(outputs);
+    if (target.empty() && std::ssize(right) > written) right.resize(static_cast<std::size_t>(written));
     const auto set_alignment = [&](inspect::AttentionMap& map) {
         const std::int64_t rows = std::min(written, map.rows());
         map.alignment_share = inspect::alignment_share(inspect::crop_map(map, rows, map.cols()), right);

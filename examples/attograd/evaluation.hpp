@@ -100,7 +100,8 @@ std::string decoding_description(const DecodeSettings& decoding);
 /// output when known (empty otherwise). Those layers' maps outline, on the rows of the
 /// prediction's tokens (never its <eos>), the right source position of the target token at that
 /// step, and their alignment share is the outlined weights summed over the target's tokens (a
-/// target token beyond the prediction counts 0), as alignment_by_head.
+/// target token beyond the prediction counts 0), as alignment_by_head; without a target, the
+/// alignment of the prediction's own tokens (their mean).
 inspect::InspectedExample inspect_example(const Model& model, const ModelConfig& config, const Task& task,
                                           const Vocabulary& vocab, const std::vector<std::string>& source,
                                           const std::vector<std::string>& target,
