@@ -241,6 +241,7 @@ std::string report_data_json(const Report& report) {
     const json data = {{"legend", report.alignment_legend},
                        {"open", report.open_module},
                        {"decoding", report.decoding},
+                       {"example_maps", report.example_maps},
                        {"sources", std::move(sources)}};
     // Invalid UTF-8 in a token becomes U+FFFD rather than an exception from the serialiser.
     const std::string text = data.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -249,6 +249,7 @@ TEST_CASE("inspect --format html names the decoding and marks each example's pre
         const auto data = report_data(train::read_file(page));
         const std::string decoding = beam == "1" ? "greedy decoding" : "beam search (beam 4)";
         CHECK(data["decoding"] == decoding);
+        CHECK(data["example_maps"] == "the model fed its own prediction (free-running, as it wrote it)");
         std::size_t examples = 0;
         for (const auto& source : data["sources"]) {
             if (source["kind"] != "example") continue;
@@ -293,4 +294,18 @@ TEST_CASE("inspect --format html of a --data run: no share chart, one line sayin
     const auto said = html.find("id=\"no-alignment\"");
     CHECK(said != std::string::npos);
     CHECK(html.find("id=\"no-alignment\"", said + 1) == std::string::npos);
+}
+
+TEST_CASE("the report names how each kind of model writes its prediction and what its maps were fed") {
+    ModelConfig decoder;
+    decoder.kind = "seq2seq";
+    ModelConfig encoder;
+    encoder.kind = "encoder";
+    CHECK(decoding_description({}, decoder) == "greedy decoding");
+    CHECK(decoding_description({.beam = 4, .length_penalty = 0.0}, decoder) == "beam search (beam 4)");
+    CHECK(decoding_description({.beam = 4, .length_penalty = 0.6}, decoder) ==
+          "beam search (beam 4, length penalty 0.6)");
+    CHECK(decoding_description({}, encoder) == "the most likely token at each position");
+    CHECK(example_maps_description(decoder).find("fed its own prediction") != std::string::npos);
+    CHECK(example_maps_description(encoder).find("no output is fed back") != std::string::npos);
 }

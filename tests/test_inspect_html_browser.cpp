@@ -217,6 +217,7 @@ TEST_CASE("the HTML report names its decoding, marks wrong predictions and says 
     SKIP_WITHOUT_CHROMIUM();
     Report report = testing::synthetic_report();
     report.decoding = "beam search (beam 4)";
+    report.example_maps = "the model fed its own prediction (free-running, as it wrote it)";
     // Example 1 stops early: 3 of its 5 target tokens, then <eos>. Its cross-attention rows are
     // the prediction and <eos>; outlined are the 3 rows with a target token, and the share sums
     // them over the 5 target tokens (as the attograd program computes it).

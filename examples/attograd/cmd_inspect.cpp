@@ -249,7 +249,8 @@ int cmd_inspect(const InspectArgs& args) {
                           .examples = examples,
                           .notes = notes,
                           .faithfulness = section ? &*section : nullptr,
-                          .decoding = decoding_description(decoding)});
+                          .decoding = decoding_description(decoding, run.config.model),
+                          .example_maps = example_maps_description(run.config.model)});
     if (renderer->target == Target::Terminal) {
         for (const auto& text : rendered) output(stdout, "{}", text.contents);
         return code;

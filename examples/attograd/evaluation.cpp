@@ -152,10 +152,16 @@ std::string prediction_line(const Task& task, const std::vector<std::string>& so
     return line + fmt::format("   (wrong, expected {})", task.detokenize(target));
 }
 
-std::string decoding_description(const DecodeSettings& decoding) {
+std::string decoding_description(const DecodeSettings& decoding, const ModelConfig& config) {
+    if (writes_per_input(config)) return "the most likely token at each position";
     if (decoding.beam <= 1) return "greedy decoding";
     if (decoding.length_penalty == 0.0) return fmt::format("beam search (beam {})", decoding.beam);
     return fmt::format("beam search (beam {}, length penalty {:g})", decoding.beam, decoding.length_penalty);
+}
+
+std::string example_maps_description(const ModelConfig& config) {
+    return writes_per_input(config) ? "the model reading the input alone (no output is fed back)"
+                                    : "the model fed its own prediction (free-running, as it wrote it)";
 }
 
 Evaluation evaluate(const Model& model, const Vocabulary& vocab, const std::vector<Example>& examples,

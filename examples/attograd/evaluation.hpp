@@ -90,9 +90,14 @@ struct InspectOptions {
     DecodeSettings decoding{};  ///< how the prediction is written (its attention is what is shown)
 };
 
-/// How `decoding` writes a prediction, for a reader: "greedy decoding", "beam search (beam 4)" or
-/// "beam search (beam 4, length penalty 0.6)".
-std::string decoding_description(const DecodeSettings& decoding);
+/// How a model configured as `config` writes a prediction with `decoding`, for a reader: "greedy
+/// decoding", "beam search (beam 4)", "beam search (beam 4, length penalty 0.6)", or "the most
+/// likely token at each position" (a model that writes one output per input).
+std::string decoding_description(const DecodeSettings& decoding, const ModelConfig& config);
+
+/// What inspect_example's maps of a model configured as `config` were recorded with, for a
+/// reader: the model fed its own prediction (a decoder), or reading the input alone.
+std::string example_maps_description(const ModelConfig& config);
 
 /// Every layer's and head's attention for one source, labelled (inspect::attention_maps), recorded
 /// by a forward teacher-forced on the model's prediction (greedy or beam-searched, per

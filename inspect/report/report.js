@@ -380,11 +380,8 @@
         note(p, right ? ' \u2713 right' : ' \u2717 wrong');
       }
     }
-    if (f.maps.length) {
-      line('maps-fed', probe
-        ? 'attention recorded with the expected tokens fed in (teacher-forced), at step ' + f.step
-        : 'attention recorded with the model fed its own prediction (free-running, as it wrote it)').className = 'hint';
-    }
+    const fed = probe ? 'the expected tokens fed in (teacher-forced), at step ' + f.step : D.example_maps;
+    if (f.maps.length && fed) line('maps-fed', 'attention recorded with ' + fed).className = 'hint';
   }
   const json = (v) => JSON.stringify(v);
 
