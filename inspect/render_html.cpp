@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace attograd::inspect {
 
 namespace {
@@ -43,6 +45,22 @@ std::string config_html(const Report& report) {
     return out + "</table>\n</details>\n";
 }
 
+bool any_share(const InspectedExample& example) {
+    const auto has = [](const AttentionMap& m) { return m.alignment_share.has_value(); };
+    return std::any_of(example.maps.begin(), example.maps.end(), has) ||
+           (example.rollout && has(*example.rollout)) || (example.flow && has(*example.flow));
+}
+
+// Whether some map of an example or probe has an alignment share.
+bool any_share(const Report& report) {
+    for (const auto& example : report.examples)
+        if (any_share(example)) return true;
+    for (const auto& snapshot : report.snapshots)
+        for (const auto& probe : snapshot.probes)
+            if (any_share(probe)) return true;
+    return false;
+}
+
 std::string attention_html(const Report& report) {
     std::string out = "<section id=\"attention\">\n<h2>Attention</h2>\n";
     if (report.examples.empty() && report.snapshots.empty()) {
@@ -61,12 +79,17 @@ std::string attention_html(const Report& report) {
             "<p class=\"hint\">Watch attention learn: choose a \u201cprobe \u2026 over training\u201d input, "
             "then move the step slider (or press play) to replay how each head's attention formed.</p>\n";
     }
+    if (!any_share(report)) {  // said once, in place of a share per map and a chart per probe
+        out +=
+            "<p class=\"hint\" id=\"no-alignment\">No right alignment is known for these inputs (the "
+            "task defines none): no cell is outlined and no alignment share is shown.</p>\n";
+    }
     out += R"(<div class="tokens" id="tokens"></div>
 <p class="empty" id="no-maps" hidden>no attention maps were recorded for this input</p>
 <div id="views">
 <div class="views">
 <div><h3>all layers and heads</h3><p class="hint">click a map to select it<span id="mean-hint" hidden>; “mean” is the layer's heads averaged</span></p>
-<p class="hint" id="thumb-legend" hidden>the number under a map is its alignment share: the mean weight on the right key (outlined cells) per output row, from 0 (none) to 1 (all attention on it)</p>
+<p class="hint" id="thumb-legend" hidden>the number under a map is its alignment share: the weight on the right key (outlined cells) averaged over the target's tokens, from 0 (none) to 1 (all attention on it); a target token the prediction did not reach counts 0</p>
 <div id="grid"></div></div>
 <div><h3 id="map-title"></h3><div id="map-info"></div><canvas id="heatmap" width="1" height="1"></canvas>
 <div class="legend">
@@ -77,12 +100,16 @@ std::string attention_html(const Report& report) {
 </div></div>
 </div>
 )";
-    for (std::size_t p = 0;; ++p) {  // one alignment chart per probe input, shown with its probe
+    // One alignment chart per probe input with a share at some step, shown with its probe: a
+    // chart without a curve says nothing.
+    for (std::size_t p = 0;; ++p) {
         bool any = false;
         for (const auto& snapshot : report.snapshots) any = any || snapshot.probes.size() > p;
         if (!any) break;
+        const Chart chart = alignment_share_chart(report.snapshots, p);
+        if (chart.series.empty()) continue;
         out += fmt::format("<div class=\"align-chart\" data-probe=\"{}\" hidden>{}</div>\n", p,
-                           chart_svg(alignment_share_chart(report.snapshots, p)));
+                           chart_svg(chart));
     }
     out += R"(<h3>head view</h3>
 <p class="hint">queries left, keys right; a line's opacity is its weight (weights below 0.01 not drawn, at most the 20000 strongest lines). Hover a token to highlight its lines and show its weights.</p>

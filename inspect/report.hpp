@@ -52,6 +52,12 @@ struct Report {
     /// What the outlined cells of a map mean, e.g. "right alignment: anti-diagonal".
     std::string alignment_legend{};
     std::vector<InspectedExample> examples{};  ///< switchable in the page
+    /// How the examples' predictions were decoded, e.g. "greedy decoding" or "beam search (beam
+    /// 4)": the page names it wherever it shows a prediction. Empty: the page says "prediction".
+    std::string decoding{};
+    /// What an example's maps were recorded with, e.g. "the model fed its own prediction
+    /// (free-running, as it wrote it)": the page says so under its tokens. Empty: not said.
+    std::string example_maps{};
     /// The layer (module name) the page opens on, where the answer is read (e.g. a seq2seq
     /// model's last cross-attention): its head average, or its head when it has one. Empty or
     /// absent from an input's maps: that input's last layer.

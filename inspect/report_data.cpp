@@ -98,8 +98,9 @@ struct HeadMean {
 
 /// The mean over heads of each run of consecutive heads of one layer (module and layer equal,
 /// no head twice, one shape) that has at least two heads, keyed by the index of its first head.
-/// A mean map keeps the heads' right columns when they agree, and then its alignment share
-/// (the mean of the heads' shares: the share is linear in the weights).
+/// A mean map keeps the heads' right columns when they agree, and then its alignment share:
+/// the mean of the heads' shares (the share is linear in the weights; recomputing it from the
+/// outlined cells would drop the target tokens a prediction did not reach).
 std::vector<HeadMean> head_means(const std::vector<AttentionMap>& maps) {
     std::vector<HeadMean> out;
     std::size_t begin = 0;
@@ -128,15 +129,18 @@ std::vector<HeadMean> head_means(const std::vector<AttentionMap>& maps) {
                               .alignment_share = std::nullopt,
                               .saliency_correlation = std::nullopt};
             bool same_right = true;
+            double share = 0.0;
             for (std::size_t h = begin; h < end; ++h) {
                 check_report_map(maps[h]);
                 for (std::size_t i = 0; i < mean.weights.size(); ++i)
                     mean.weights[i] += maps[h].weights[i] / static_cast<double>(heads);
-                same_right = same_right && maps[h].right == first.right;
+                same_right = same_right && maps[h].right == first.right &&
+                             maps[h].alignment_share.has_value() == first.alignment_share.has_value();
+                share += maps[h].alignment_share.value_or(0.0) / static_cast<double>(heads);
             }
             if (same_right && first.alignment_share) {
                 mean.right = first.right;
-                mean.alignment_share = alignment_share(mean, mean.right);
+                mean.alignment_share = share;
             }
             out.push_back({.first = begin, .heads = heads, .map = std::move(mean)});
         }
@@ -203,7 +207,16 @@ std::string report_data_json(const Report& report) {
     for (std::size_t e = 0; e < report.examples.size(); ++e) {
         const auto& example = report.examples[e];
         std::string label = fmt::format("example {}: {}", e + 1, joined(example.source));
-        if (!example.prediction.empty()) label += " \u2192 " + joined(example.prediction);
+        if (!example.prediction.empty() || !example.target.empty()) {
+            // The arrow's right side is what the model wrote, marked against the target.
+            label += fmt::format(" \u2192 {}: {}", report.decoding.empty() ? "predicted" : report.decoding,
+                                 example.prediction.empty() ? "(empty)" : joined(example.prediction));
+            if (example.prediction == example.target) {
+                label += " \u2713";
+            } else if (!example.target.empty()) {
+                label += fmt::format(" \u2717 (expected {})", joined(example.target));
+            }
+        }
         sources.push_back({{"label", std::move(label)},
                            {"kind", "example"},
                            {"frames", json::array({frame_json(example, std::nullopt)})}});
@@ -225,8 +238,11 @@ std::string report_data_json(const Report& report) {
         }
         sources.push_back(std::move(source));
     }
-    const json data = {
-        {"legend", report.alignment_legend}, {"open", report.open_module}, {"sources", std::move(sources)}};
+    const json data = {{"legend", report.alignment_legend},
+                       {"open", report.open_module},
+                       {"decoding", report.decoding},
+                       {"example_maps", report.example_maps},
+                       {"sources", std::move(sources)}};
     // Invalid UTF-8 in a token becomes U+FFFD rather than an exception from the serialiser.
     const std::string text = data.dump(-1, ' ', false, json::error_handler_t::replace);
     std::string out;

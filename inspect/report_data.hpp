@@ -24,15 +24,17 @@ struct QuantisedWeights {
 /// Quantises `map.weights` as above. Calls check_map (throws ShapeError / ValueError).
 QuantisedWeights quantise_weights(const AttentionMap& map);
 
-/// The JSON document the page's script reads: `{"legend", "open", "sources": [...]}` with one
-/// source per example (one frame) and one per snapshot probe (one frame per snapshot, `step`
-/// set); `open` is Report::open_module. Each frame holds what belongs to that input at that step:
-/// its tokens (source, target, prediction: display labels) and its maps (title, module, layer,
-/// head, kind, display labels of queries and keys, quantised weights, right columns, alignment
-/// share, saliency correlation): per layer of two or more heads first the heads' mean (kind
-/// "mean", titled "MODULE mean of H heads", with the heads' right columns and its alignment share
-/// when they agree), then the heads (kind "head"), then the derived maps (kinds "saliency",
-/// "rollout", "flow"). Every '<' is written as \u003c, so the text can sit inside a <script>
+/// The JSON document the page's script reads: `{"legend", "open", "decoding", "example_maps",
+/// "sources": [...]}`
+/// with one source per example (one frame; labelled "example N: SOURCE → DECODING: PREDICTION"
+/// and, when the target is known, ✓ or ✗ (expected TARGET)) and one per snapshot probe (one
+/// frame per snapshot, `step` set); `open` is Report::open_module, `decoding` and `example_maps` Report's.
+/// Each frame holds what belongs to that input at that step: its tokens (source, target, prediction: display
+/// labels) and its maps (title, module, layer, head, kind, display labels of queries and keys, quantised
+/// weights, right columns, alignment share, saliency correlation): per layer of two or more heads first the
+/// heads' mean (kind "mean", titled "MODULE mean of H heads", with the heads' right columns and the mean of
+/// their alignment shares when they agree), then the heads (kind "head"), then the derived maps (kinds
+/// "saliency", "rollout", "flow"). Every '<' is written as \u003c, so the text can sit inside a <script>
 /// element. Validates every map as render_html does (throws ShapeError, ValueError, IndexError)
 /// and the snapshots' probes (check_probe_inputs, ValueError).
 std::string report_data_json(const Report& report);

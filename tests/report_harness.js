@@ -241,6 +241,42 @@
       charts[2].querySelectorAll('text.legend').length === 4, null);
   }
 
+  // A pure red pixel (the outline colour; viridis has none) inside row r of the heatmap.
+  function redInRow(heat, r) {
+    const g = heat.dataset, cell = Number(g.cell), left = Number(g.left), top = Number(g.top);
+    // Inset a pixel: a neighbouring row's outline ends on the boundary.
+    const d = heat.getContext('2d').getImageData(left, Math.floor(top + r * cell) + 1, Number(g.cols) * cell, Math.max(1, Math.floor(cell) - 2)).data;
+    for (let i = 0; i < d.length; i += 4) if (d[i] > 200 && d[i + 1] < 60 && d[i + 2] < 60) return true;
+    return false;
+  }
+
+  // What a prediction and a share are called: the decoding named, an empty prediction shown as
+  // empty, right/wrong marked, the share's denominator said, no outline on <eos>.
+  function honestChecks(check) {
+    const chooser = $('source'), heat = $('heatmap');
+    const labels = [...chooser.options].map((o) => o.textContent);
+    check('input labels mark the prediction', json(labels.slice(0, E.labels.length)) === json(E.labels), labels);
+    const line = () => $('tokens-prediction') ? $('tokens-prediction').textContent : null;
+    check('prediction names its decoding', tokensName('tokens-prediction') === 'prediction (' + E.decoding + '): ' &&
+      /\u2717 wrong$/.test(line()), line());
+    check('maps say what was fed', /fed its own prediction \(free-running/.test($('maps-fed').textContent),
+      $('maps-fed').textContent);
+    thumb(E.short.title).click();
+    check('share says what it divides by', $('map-info').textContent.includes(E.short.info), $('map-info').textContent);
+    check('outline legend states the lengths', $('outline-text').textContent.includes(E.short.lengths), $('outline-text').textContent);
+    check('outlined rows of the prediction', [...Array(E.short.outlined).keys()].every((r) => redInRow(heat, r)), null);
+    check('no outline on <eos>', !redInRow(heat, E.short.outlined), null);
+    chooser.value = String(E.probe_source);
+    chooser.dispatchEvent(new Event('change'));
+    const slider = $('step');
+    slider.value = '0';
+    slider.dispatchEvent(new Event('input', { bubbles: true }));
+    check('an empty teacher-forced prediction is shown as empty',
+      tokensName('tokens-prediction') === 'teacher-forced prediction at step 0: ' && tokens('tokens-prediction') === '[]' &&
+      /\(empty\)/.test(line()) && $('tokens-prediction').offsetHeight > 0, line());
+    check('probe maps say they are teacher-forced', /teacher-forced/.test($('maps-fed').textContent), $('maps-fed').textContent);
+  }
+
   function run() {
     const verdict = { checks: {}, failures: [] };
     const check = (name, ok, detail) => {
@@ -285,6 +321,17 @@
           check('special labels are explained', legend.offsetHeight > 0 && legend.textContent === 'labels: ' + E.symbols,
             legend.textContent);
         }
+      } else if (E.mode === 'honest') {
+        honestChecks(check);
+      } else if (E.mode === 'no-alignment') {
+        const said = document.querySelectorAll('#no-alignment');
+        check('says once that no alignment is known', said.length === 1 && said[0].offsetHeight > 0, said.length);
+        check('no alignment chart', document.querySelectorAll('.align-chart').length === 0, null);
+        const chooser = $('source');
+        chooser.value = String(chooser.options.length - 1);
+        chooser.dispatchEvent(new Event('change'));
+        check('no share on a probe', $('thumb-legend').hidden && !/alignment share/.test($('map-info').textContent) &&
+          $('outline-legend').hidden, $('map-info').textContent);
       } else if (E.mode === 'charts-error') {
         const p = $('charts-error');
         check('shows the charts error', p !== null && p.offsetHeight > 0 && p.textContent.includes(E.charts_error), null);

@@ -213,6 +213,87 @@ TEST_CASE("the HTML report explains its labels: head means only where a layer ha
                       {"mean_hint", true}});
 }
 
+TEST_CASE("the HTML report names its decoding, marks wrong predictions and says what a share divides by") {
+    SKIP_WITHOUT_CHROMIUM();
+    Report report = testing::synthetic_report();
+    report.decoding = "beam search (beam 4)";
+    report.example_maps = "the model fed its own prediction (free-running, as it wrote it)";
+    // Example 1 stops early: 3 of its 5 target tokens, then <eos>. Its cross-attention rows are
+    // the prediction and <eos>; outlined are the 3 rows with a target token, and the share sums
+    // them over the 5 target tokens (as the attograd program computes it).
+    InspectedExample& short_example = report.examples[0];
+    short_example.saliency.reset();
+    short_example.rollout.reset();
+    short_example.prediction.resize(3);
+    std::vector<std::string> rows = short_example.prediction;
+    rows.emplace_back("<eos>");
+    const std::vector<std::int64_t> right = {4, 3, 2, 1, 0};
+    for (AttentionMap& map : short_example.maps) {
+        if (map.module != "decoder.layers.0.cross_attn") continue;
+        map.queries = rows;
+        map.weights = testing::peaked_weights(4, 5, 3.0, 1);
+        map.alignment_share = alignment_share(crop_map(map, 3, 5), right);
+        map.right.assign(right.begin(), right.begin() + 3);
+    }
+    const AttentionMap& head0 = short_example.maps[2];
+    REQUIRE(head0.module == "decoder.layers.0.cross_attn");
+    REQUIRE(*head0.alignment_share < *alignment_share(head0, head0.right));  // not the mean over outlines
+    report.snapshots[0].probes[0].prediction.clear();                        // step 0 predicts nothing
+    const auto joined = [](const std::vector<std::string>& tokens) {
+        std::string out;
+        for (const auto& t : tokens) {
+            if (!out.empty()) out += ' ';
+            out += display_label(t);
+        }
+        return out;
+    };
+    const auto label = [&](std::size_t e) {
+        const InspectedExample& ex = report.examples[e];
+        return fmt::format("example {}: {} \u2192 beam search (beam 4): {} \u2717 (expected {})", e + 1,
+                           joined(ex.source), joined(ex.prediction), joined(ex.target));
+    };
+    check_in_browser(
+        "honest", render_html(report),
+        {{"mode", "honest"},
+         {"labels", {label(0), label(1)}},
+         {"decoding", report.decoding},
+         {"short",
+          {{"title", head0.title()},
+           {"info", fmt::format("alignment share {:.3f} (the 3 outlined weights summed over the 5 target "
+                                "tokens; the 2 target tokens the prediction did not reach count 0)",
+                                *head0.alignment_share)},
+           {"lengths", "the prediction has 3 tokens, the target 5"},
+           {"outlined", 3}}},
+         {"probe_source", 2}});
+}
+
+TEST_CASE("the HTML report of inputs without a right alignment says so once and draws no share chart") {
+    SKIP_WITHOUT_CHROMIUM();
+    Report report = testing::synthetic_report();
+    report.alignment_legend.clear();
+    const auto unaligned = [](InspectedExample& example) {
+        for (AttentionMap& map : example.maps) {
+            map.right.clear();
+            map.alignment_share.reset();
+        }
+        for (auto* derived : {&example.saliency, &example.rollout, &example.flow}) {
+            if (!*derived) continue;
+            (*derived)->right.clear();
+            (*derived)->alignment_share.reset();
+        }
+    };
+    for (auto& example : report.examples) unaligned(example);
+    for (auto& snapshot : report.snapshots)
+        for (auto& probe : snapshot.probes) unaligned(probe);
+    const std::string html = render_html(report);
+    CHECK(html.find("alignment share against step") == std::string::npos);
+    check_in_browser("no_alignment", html, {{"mode", "no-alignment"}});
+    // With a share, the chart is drawn and the line is not there.
+    const std::string aligned = render_html(testing::synthetic_report());
+    CHECK(aligned.find("alignment share against step") != std::string::npos);
+    CHECK(aligned.find("id=\"no-alignment\"") == std::string::npos);
+}
+
 TEST_CASE("the HTML report of a report without examples opens and says so in headless Chromium") {
     SKIP_WITHOUT_CHROMIUM();
     check_in_browser("empty", render_html(Report{}), {{"mode", "empty"}});

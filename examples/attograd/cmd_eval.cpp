@@ -146,7 +146,10 @@ int cmd_eval(const EvalArgs& args) {
                "corpus BLEU {:.2f} (4-gram, brevity penalty {:.3f}, every reference of each source)\n",
                100 * bleu.score, bleu.brevity_penalty);
     if (!alignment.empty()) {
-        output(stdout, "attention mass on the right source position ({}):\n", task.info().alignment);
+        output(stdout,
+               "attention mass on the right source position ({}), mean over the target tokens (0 where the "
+               "prediction stopped before one):\n",
+               task.info().alignment);
         for (const auto& a : alignment)
             output(stdout, "  layer {} ({}) head {}: {:.3f}\n", a.layer, a.name, a.head, a.share);
     }

@@ -245,8 +245,13 @@ int cmd_inspect(const InspectArgs& args) {
     if (faithfulness)
         section =
             inspect::FaithfulnessSection{.table = faithfulness->table, .evidence = faithfulness->evidence};
-    const std::vector<RenderedFile> rendered = renderer->render(
-        {.run = run, .examples = examples, .notes = notes, .faithfulness = section ? &*section : nullptr});
+    const std::vector<RenderedFile> rendered =
+        renderer->render({.run = run,
+                          .examples = examples,
+                          .notes = notes,
+                          .faithfulness = section ? &*section : nullptr,
+                          .decoding = decoding_description(decoding, run.config.model),
+                          .example_maps = example_maps_description(run.config.model)});
     if (renderer->target == Target::Terminal) {
         for (const auto& text : rendered) output(stdout, "{}", text.contents);
         return code;

@@ -152,6 +152,18 @@ std::string prediction_line(const Task& task, const std::vector<std::string>& so
     return line + fmt::format("   (wrong, expected {})", task.detokenize(target));
 }
 
+std::string decoding_description(const DecodeSettings& decoding, const ModelConfig& config) {
+    if (writes_per_input(config)) return "the most likely token at each position";
+    if (decoding.beam <= 1) return "greedy decoding";
+    if (decoding.length_penalty == 0.0) return fmt::format("beam search (beam {})", decoding.beam);
+    return fmt::format("beam search (beam {}, length penalty {:g})", decoding.beam, decoding.length_penalty);
+}
+
+std::string example_maps_description(const ModelConfig& config) {
+    return writes_per_input(config) ? "the model reading the input alone (no output is fed back)"
+                                    : "the model fed its own prediction (free-running, as it wrote it)";
+}
+
 Evaluation evaluate(const Model& model, const Vocabularies& vocab, const std::vector<Example>& examples,
                     const DecodeSettings& decoding, const std::function<void()>& between_batches) {
     Evaluation result;
@@ -236,9 +248,8 @@ std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConf
             const Weights4 w = as_weights4(recorded[l]);
             for (std::int64_t i = 0; i < w.b; ++i) {
                 const auto& r = right[static_cast<std::size_t>(i)];
-                // Rows the model wrote: its tokens and the <eos> after them (seq2seq).
-                const auto written = static_cast<std::int64_t>(outputs[static_cast<std::size_t>(i)].size()) +
-                                     (writes_per_input(config) ? 0 : 1);
+                // Rows where the model wrote a token (not its <eos>, which has no source position).
+                const auto written = static_cast<std::int64_t>(outputs[static_cast<std::size_t>(i)].size());
                 for (std::int64_t t = 0; t < std::ssize(r) && t < written && t < w.tq; ++t) {
                     const std::int64_t col = model.source_column(r[static_cast<std::size_t>(t)]);
                     for (std::int64_t head = 0; head < w.h; ++head) {
@@ -300,6 +311,16 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
     if (const auto align = task.alignment(Example{source, target.empty() ? out.prediction : target})) {
         for (const std::int64_t s : *align) right.push_back(model.source_column(s));
     }
+    // Outlined: the rows of the prediction's tokens that have a target token; the share sums
+    // them over every target token (alignment_share counts the rows a map lacks as 0). Without a
+    // target the prediction's own tokens are the whole alignment: none is unreached.
+    const auto written = std::ssize(outputs);
+    if (target.empty() && std::ssize(right) > written) right.resize(static_cast<std::size_t>(written));
+    const auto set_alignment = [&](inspect::AttentionMap& map) {
+        const std::int64_t rows = std::min(written, map.rows());
+        map.alignment_share = inspect::alignment_share(inspect::crop_map(map, rows, map.cols()), right);
+        map.right.assign(right.begin(), right.begin() + std::min(rows, std::ssize(right)));
+    };
 
     const auto records = record_forward(model, batch);
     for (auto& map : inspect::attention_maps(records, labels)) {
@@ -307,10 +328,7 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
         const inspect::TokenLabels real = layer_labels(model, config, map.module, columns, output_rows);
         map = inspect::crop_map(map, std::ssize(real.queries), std::ssize(real.keys));
         map.layer = layer_index(model, map.module);
-        if (rows_are_outputs && !right.empty()) {
-            map.right = right;
-            map.alignment_share = inspect::alignment_share(map, right);
-        }
+        if (rows_are_outputs && !right.empty()) set_alignment(map);
         out.maps.push_back(std::move(map));
     }
 
@@ -338,10 +356,7 @@ inspect::InspectedExample inspect_example(const Model& model, const ModelConfig&
         const auto finish = [&](inspect::AttentionMap map) {
             map = inspect::crop_map(map, std::ssize(rows_are_outputs ? output_rows : columns),
                                     std::ssize(columns));
-            if (rows_are_outputs && !right.empty()) {
-                map.right = right;
-                map.alignment_share = inspect::alignment_share(map, right);
-            }
+            if (rows_are_outputs && !right.empty()) set_alignment(map);
             return map;
         };
         if (options.rollout) out.rollout = finish(inspect::rollout_map(stack, cross, top));

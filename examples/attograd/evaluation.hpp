@@ -88,7 +88,9 @@ inspect::TokenLabels layer_labels(const Model& model, const ModelConfig& config,
                                   const std::vector<std::string>& output_rows);
 
 /// Per head of every layer with outputs as rows, the mean over `examples` and their target
-/// tokens of the weight on the right source position (rows the model did not write count 0).
+/// tokens of the weight on the right source position, at the step that wrote the prediction's
+/// token there; a target token the prediction has no token for (the prediction is shorter: its
+/// <eos> row and the steps after) counts 0. inspect_example's alignment share of one example.
 /// Empty when the task defines no alignment.
 std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConfig& config, const Task& task,
                                              const Vocabularies& vocab, const std::vector<Example>& examples,
@@ -102,10 +104,23 @@ struct InspectOptions {
     DecodeSettings decoding{};  ///< how the prediction is written (its attention is what is shown)
 };
 
+/// How a model configured as `config` writes a prediction with `decoding`, for a reader: "greedy
+/// decoding", "beam search (beam 4)", "beam search (beam 4, length penalty 0.6)", or "the most
+/// likely token at each position" (a model that writes one output per input).
+std::string decoding_description(const DecodeSettings& decoding, const ModelConfig& config);
+
+/// What inspect_example's maps of a model configured as `config` were recorded with, for a
+/// reader: the model fed its own prediction (a decoder), or reading the input alone.
+std::string example_maps_description(const ModelConfig& config);
+
 /// Every layer's and head's attention for one source, labelled (inspect::attention_maps), recorded
 /// by a forward teacher-forced on the model's prediction (greedy or beam-searched, per
 /// options.decoding): the output-row layers' rows are its tokens and <eos>. `target` is the right
-/// output when known (empty otherwise).
+/// output when known (empty otherwise). Those layers' maps outline, on the rows of the
+/// prediction's tokens (never its <eos>), the right source position of the target token at that
+/// step, and their alignment share is the outlined weights summed over the target's tokens (a
+/// target token beyond the prediction counts 0), as alignment_by_head; without a target, the
+/// alignment of the prediction's own tokens (their mean).
 inspect::InspectedExample inspect_example(const Model& model, const ModelConfig& config, const Task& task,
                                           const Vocabularies& vocab, const std::vector<std::string>& source,
                                           const std::vector<std::string>& target,

@@ -19,6 +19,8 @@ namespace attograd::cli {
 std::vector<RenderedFile> render_report(const Inspection& in) {
     inspect::Report report = build_report(in.run, in.examples, in.notes);
     if (in.faithfulness != nullptr) report.faithfulness = *in.faithfulness;
+    report.decoding = in.decoding;
+    report.example_maps = in.example_maps;
     const std::filesystem::path snapshots = in.run.dir / snapshot_file;
     if (std::filesystem::exists(snapshots)) {
         try {

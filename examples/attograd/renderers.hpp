@@ -21,6 +21,8 @@ struct Inspection {
     const std::vector<inspect::InspectedExample>& examples;
     const std::vector<std::string>& notes;
     const inspect::FaithfulnessSection* faithfulness = nullptr;
+    std::string decoding{};      ///< how the predictions were decoded (decoding_description)
+    std::string example_maps{};  ///< what the examples' maps were recorded with (example_maps_description)
 };
 
 /// One output of a renderer: a file name (for Directory; "" otherwise) and its contents.

@@ -210,10 +210,27 @@
     });
   }
 
+  // The outlined cells of a map: a right key on each row of the prediction's tokens that has a
+  // target token (Task::alignment: one per target token), never on <eos>.
+  const outlinedRows = (m) => m.right.filter((c, r) => c >= 0 && r < m.queries.length).length;
+
+  // What a map's alignment share is: the outlined weights summed over the target's tokens, a
+  // target token the prediction did not reach counting 0 (the mean over the outlined cells
+  // when every target token has its row).
+  function shareText(m) {
+    const n = outlinedRows(m), total = Math.max(frame().target.length, n);
+    const text = 'alignment share ' + m.alignment_share.toFixed(3);
+    if (n < total) {
+      return text + ' (the ' + n + ' outlined weights summed over the ' + total + ' target tokens; the ' +
+        (total - n) + ' target tokens the prediction did not reach count 0)';
+    }
+    return text + ' (mean over the ' + n + ' outlined cells)';
+  }
+
   function describe(m) {
     $('map-title').textContent = m.title;
     const parts = ['[' + m.queries.length + ' queries \u00d7 ' + m.keys.length + ' keys]'];
-    if (m.alignment_share != null) parts.push('alignment share ' + m.alignment_share.toFixed(3));
+    if (m.alignment_share != null) parts.push(shareText(m));
     if (m.saliency_correlation != null) parts.push('Spearman correlation with saliency ' + m.saliency_correlation.toFixed(3));
     if (frame().step != null) parts.push('at step ' + frame().step);
     $('map-info').textContent = parts.join(' \u00b7 ');
@@ -229,9 +246,17 @@
       : 'weights stored exactly (every weight is ' + m.lo + ')';
     $('symbol-legend').textContent = m.symbols ? 'labels: ' + m.symbols : '';
     $('symbol-legend').hidden = !m.symbols;
-    const outlined = m.right.some((c, r) => c >= 0 && r < m.queries.length);
+    const outlined = outlinedRows(m);
     $('outline-legend').hidden = !outlined;
-    $('outline-text').textContent = 'outlined cells: ' + (D.legend || 'the right alignment');
+    const f = frame();
+    let where = '';
+    // An example's maps are fed its prediction (a probe's the target, whose every row is outlined).
+    if (f.step == null && f.target.length && f.prediction.length !== f.target.length) {
+      where = '; the prediction has ' + f.prediction.length + ' tokens, the target ' + f.target.length +
+        ': outlined are the ' + outlined + ' rows where both have a token, each at the right key of the target token' +
+        ' at that step (none on <eos>)';
+    }
+    $('outline-text').textContent = 'outlined cells: ' + (D.legend || 'the right alignment') + where;
   }
 
   // The head view (BertViz-style): queries left, keys right, a line per weight >= 0.01 with
@@ -316,26 +341,49 @@
 
   // The tokens of the input at the frame shown: a probe's prediction changes with the step.
   function showTokens() {
-    const f = frame(), box = $('tokens');
+    const f = frame(), box = $('tokens'), probe = f.step != null;
     // A probe runs the model teacher-forced (the expected tokens fed in, as the attention shown
-    // was recorded): each position's most likely token, not a decoded output.
-    const predicted = f.step != null ? 'teacher-forced prediction at step ' + f.step : 'prediction';
+    // was recorded): each position's most likely token, not a decoded output. An example's
+    // prediction is decoded (D.decoding) and its maps recorded with that prediction fed in.
+    const predicted = probe ? 'teacher-forced prediction at step ' + f.step
+      : 'prediction' + (D.decoding ? ' (' + D.decoding + ')' : '');
     box.textContent = '';
-    for (const [name, tokens, id] of [['input', f.source, 'tokens-input'], ['expected', f.target, 'tokens-target'],
-      [predicted, f.prediction, 'tokens-prediction']]) {
-      if (!tokens.length) continue;
+    const line = (id, text) => {
       const p = document.createElement('p');
       p.id = id;
-      p.textContent = name + ': ';
+      p.textContent = text;
+      box.appendChild(p);
+      return p;
+    };
+    const note = (p, text) => {
+      const span = document.createElement('span');
+      span.className = 'empty';
+      span.textContent = text;
+      p.appendChild(span);
+    };
+    for (const [name, tokens, id] of [['input', f.source, 'tokens-input'], ['expected', f.target, 'tokens-target'],
+      [predicted, f.prediction, 'tokens-prediction']]) {
+      // An empty prediction is shown as such wherever one was made (a probe, a known target,
+      // a decoder named); a model that makes none (a library report's classifier) shows no line.
+      const made = probe || f.target.length || D.decoding;
+      if (!tokens.length && (id === 'tokens-input' || (id === 'tokens-prediction' && !made))) continue;
+      const p = line(id, name + ': ');
       for (const t of tokens) {
         const span = document.createElement('span');
         span.className = 'tok';
         span.textContent = t;
         p.appendChild(span);
       }
-      box.appendChild(p);
+      if (!tokens.length) note(p, id === 'tokens-target' ? '(not known)' : '(empty)');
+      if (id === 'tokens-prediction' && f.target.length) {
+        const right = json(f.prediction) === json(f.target);
+        note(p, right ? ' \u2713 right' : ' \u2717 wrong');
+      }
     }
+    const fed = probe ? 'the expected tokens fed in (teacher-forced), at step ' + f.step : D.example_maps;
+    if (f.maps.length && fed) line('maps-fed', 'attention recorded with ' + fed).className = 'hint';
   }
+  const json = (v) => JSON.stringify(v);
 
   function select(i) {
     state.map = i;
