@@ -34,7 +34,11 @@ public:
         info_.description = cue_last
                                 ? "the topic of the one cue word, always the last of 24 (else filler words)"
                                 : "the topic of the one cue word among 24 (else filler words)";
-        info_.example = cue_last ? "the of ... so rain -> weather" : "the of goal then ... so -> sport";
+        info_.example =
+            cue_last ? "the of and to in it was on for with as at by from this that then but so the a of and "
+                       "rain -> weather"
+                     : "the of and to goal in it was on for with as at by from this that then but so the a "
+                       "of and -> sport";
         info_.metric = Metric::Sequence;
         info_.alignment = "the target attends the source position of the cue word";
         info_.min_source_len = length;

@@ -73,10 +73,10 @@ using Registry = attograd::detail::NamedRegistry<TaskEntry>;
 
 /// The registry: the bundled tasks, then those registered in order.
 Registry& registry() {
-    static Registry instance{.entries = {copy_task_entry(), reverse_task_entry(), sort_task_entry(),
-                                         recall_task_entry(), dates_task_entry(), coref_task_entry(),
-                                         keyword_task_entry(), keyword_end_task_entry(),
-                                         induction_task_entry(), charlm_task_entry()}};
+    static Registry instance{
+        std::deque<TaskEntry>{copy_task_entry(), reverse_task_entry(), sort_task_entry(), recall_task_entry(),
+                              dates_task_entry(), coref_task_entry(), keyword_task_entry(),
+                              keyword_end_task_entry(), induction_task_entry(), charlm_task_entry()}};
     return instance;
 }
 

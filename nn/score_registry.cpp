@@ -17,16 +17,16 @@ using Registry = attograd::detail::NamedRegistry<ScoreEntry>;
 
 // The built-in scores, in the order of Score's enumerators, then the registered ones.
 Registry& registry() {
-    static Registry instance{
-        .entries = {{"additive", [](Score, const AttentionScoreOptions& o,
-                                    Generator& g) { return std::make_shared<AdditiveScore>(o, g); }},
-                    {"dot", [](Score, const AttentionScoreOptions& o,
-                               Generator&) { return std::make_shared<DotScore>(o, false); }},
-                    {"scaled-dot", [](Score, const AttentionScoreOptions& o,
-                                      Generator&) { return std::make_shared<DotScore>(o, true); }},
-                    {"bilinear", [](Score, const AttentionScoreOptions& o, Generator& g) {
-                         return std::make_shared<BilinearScore>(o, g);
-                     }}}};
+    static Registry instance{std::deque<ScoreEntry>{
+        {"additive", [](Score, const AttentionScoreOptions& o,
+                        Generator& g) { return std::make_shared<AdditiveScore>(o, g); }},
+        {"dot", [](Score, const AttentionScoreOptions& o,
+                   Generator&) { return std::make_shared<DotScore>(o, false); }},
+        {"scaled-dot", [](Score, const AttentionScoreOptions& o,
+                          Generator&) { return std::make_shared<DotScore>(o, true); }},
+        {"bilinear", [](Score, const AttentionScoreOptions& o, Generator& g) {
+             return std::make_shared<BilinearScore>(o, g);
+         }}}};
     return instance;
 }
 

@@ -5,6 +5,7 @@
 #include "attograd.hpp"
 
 #include <doctest/doctest.h>
+#include <cmath>
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -303,4 +304,33 @@ TEST_CASE("Trainer: bad run directories and options give a clear attograd::Error
         return train::StepOutput{.loss = ones({2}), .logs = {}};
     }),
                          doctest::Contains("must return a scalar loss, got shape [2]"), ValueError);
+}
+
+TEST_CASE("Trainer: callbacks and schedules that would lose a run's files or never act are refused") {
+    // A log named as a checkpoint would replace it at every save.
+    for (const std::string name : {"model.safetensors", "optimizer.safetensors"}) {
+        CAPTURE(name);
+        CHECK_THROWS_WITH_AS(train::CSVLogger(train::CSVLoggerOptions{.filename = name}),
+                             doctest::Contains("is the Trainer's own checkpoint"), ValueError);
+    }
+    // Two callbacks writing one file: the save refuses it, and the run directory keeps nothing of it.
+    testing::TempDir tmp;
+    {
+        Program program(tmp.path() / "run");
+        program.trainer.add_callback(std::make_shared<train::CSVLogger>());  // metrics.csv again
+        CHECK_THROWS_WITH_AS(program.fit(), doctest::Contains("'metrics.csv' is written twice in one save"),
+                             ValueError);
+        CHECK_FALSE(fs::exists(tmp.path() / "run" / "config.json"));
+    }
+    CHECK_THROWS_WITH_AS(train::EarlyStopping(train::EarlyStoppingOptions{
+                             .monitor = "val_loss", .stopping_threshold = std::nan(""), .mode = "min"}),
+                         doctest::Contains("stopping_threshold is NaN"), ValueError);
+    Generator init(1);
+    TinyRegressor model(init);
+    optim::SGD sgd(model.parameters(), {.lr = 0.1}), other(model.parameters(), {.lr = 0.1});
+    optim::CosineAnnealingLR schedule(other, {.T_max = 10});
+    train::Trainer trainer(model, sgd, {.max_steps = 2});
+    CHECK_THROWS_WITH_AS(trainer.set_scheduler(&schedule),
+                         doctest::Contains("the schedule drives another optimizer than this Trainer's"),
+                         ValueError);
 }

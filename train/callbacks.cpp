@@ -53,6 +53,8 @@ EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : options_(std::move(
              "EarlyStopping: monitor (a validation metric's name) is empty");
     AG_CHECK(options_.mode == "max" || options_.mode == "min", ValueError,
              "EarlyStopping: mode must be \"max\" or \"min\", got \"{}\"", options_.mode);
+    AG_CHECK(!std::isnan(options_.stopping_threshold), ValueError,
+             "EarlyStopping: stopping_threshold is NaN, which no metric ever reaches");
 }
 
 void EarlyStopping::on_fit_start(Trainer& trainer) {
@@ -132,6 +134,8 @@ CSVLogger::CSVLogger(CSVLoggerOptions options) : options_(std::move(options)) {
     AG_CHECK(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
                  name != "config.json",
              ValueError, "CSVLogger: filename '{}' is not a plain file name of the run directory", name);
+    AG_CHECK(name != "model.safetensors" && name != "optimizer.safetensors", ValueError,
+             "CSVLogger: filename '{}' is the Trainer's own checkpoint, which the log would replace", name);
     for (const auto* columns : {&options_.train_columns, &options_.val_columns})
         for (const CSVColumn& column : *columns)
             AG_CHECK(!column.key.empty() && !column.header.empty(), ValueError,

@@ -11,7 +11,7 @@
 //                              schedule's ("schedule.last_epoch")
 //   DIR/metrics.csv            CSVLogger's rows
 //   DIR/attention_snapshots.safetensors  AttentionSnapshots' snapshots (when used)
-//   DIR/...                    any file a callback or the user adds (Trainer::add_run_file)
+//   DIR/...                    any file a callback adds (Callback::save_files)
 #pragma once
 
 #include "core/error.hpp"

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -140,17 +142,25 @@ RunWriter::~RunWriter() {
     if (created_ && !committed_) fs::remove_all(staging_, ec);
 }
 
-void RunWriter::write_file(const std::string& name, std::string_view contents) {
+void RunWriter::check_new_file(const std::string& name) const {
     AG_CHECK(plain_name(name) && name != "config.json", IoError, "RunWriter: '{}' is not a run file name",
              name);
+    AG_CHECK(!files_.contains(name) && std::find(pending_.begin(), pending_.end(), name) == pending_.end(),
+             ValueError,
+             "RunWriter: '{}' is written twice in one save (two callbacks with the same file name?): the "
+             "last would silently replace the first",
+             name);
+}
+
+void RunWriter::write_file(const std::string& name, std::string_view contents) {
+    check_new_file(name);
     saving(dir_, [&] { write_file_atomic(staging_ / name, contents); });
     files_[name] = {{"bytes", contents.size()}, {"fnv1a64", fmt::format("{:016x}", fnv1a64(contents))}};
     fault_point();
 }
 
 void RunWriter::save_tensors(const std::string& name, const std::map<std::string, Tensor>& tensors) {
-    AG_CHECK(plain_name(name) && name != "config.json", IoError, "RunWriter: '{}' is not a run file name",
-             name);
+    check_new_file(name);
     const fs::path path = staging_ / name;
     saving(dir_, [&] { save_safetensors(path, tensors); });
     files_[name] = {{"bytes", fs::file_size(path)}, {"fnv1a64", file_checksum(path)}};
@@ -158,8 +168,7 @@ void RunWriter::save_tensors(const std::string& name, const std::map<std::string
 }
 
 void RunWriter::write_with(const std::string& name, const std::function<void(const fs::path&)>& write) {
-    AG_CHECK(plain_name(name) && name != "config.json", IoError, "RunWriter: '{}' is not a run file name",
-             name);
+    check_new_file(name);
     pending_.push_back(name);
     saving(dir_, [&] { write(staging_ / name); });
 }

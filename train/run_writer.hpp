@@ -37,7 +37,8 @@ public:
     RunWriter& operator=(const RunWriter&) = delete;
 
     /// Writes `name` (a plain file name) into the new generation. Every file of the run goes
-    /// through here or save_tensors(), so config.json's checksums cover it. Throws IoError.
+    /// through here or save_tensors(), so config.json's checksums cover it. Throws IoError, and
+    /// ValueError when this save has written `name` already (as do save_tensors and write_with).
     void write_file(const std::string& name, std::string_view contents);
     /// Saves `tensors` as the safetensors file `name` of the new generation. Throws as
     /// attograd::save_safetensors does.
@@ -53,6 +54,10 @@ public:
     void commit(nlohmann::json config);
 
 private:
+    // IoError unless `name` is a plain file name other than config.json; ValueError when this
+    // save has written it already.
+    void check_new_file(const std::string& name) const;
+
     std::filesystem::path dir_, staging_;
     nlohmann::json files_ = nlohmann::json::object();
     std::vector<std::string> pending_;  ///< names written by write_with(), checksummed at commit()

@@ -103,6 +103,9 @@ Metrics Trainer::logged_metrics() const {
 }
 
 Trainer& Trainer::set_scheduler(optim::LRScheduler* scheduler) {
+    AG_CHECK(scheduler == nullptr || &scheduler->optimizer() == optimizer_, ValueError,
+             "Trainer::set_scheduler: the schedule drives another optimizer than this Trainer's: its steps "
+             "would never change the learning rate the Trainer uses");
     scheduler_ = scheduler;
     return *this;
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <deque>
+#include <utility>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -18,6 +19,9 @@ namespace attograd::detail {
 /// valid while others are added. Callers lock `mutex` around every use of `entries`.
 template <class Entry>
 struct NamedRegistry {
+    /// A registry holding `builtin` first.
+    explicit NamedRegistry(std::deque<Entry> builtin) : entries(std::move(builtin)) {}
+
     std::mutex mutex;
     std::deque<Entry> entries;
 
