@@ -194,10 +194,10 @@ TEST_CASE(
     std::size_t shorter = 0;
     for (std::size_t i = 0; i < 12; ++i) {
         const Example& example = task.held_out()[i];
-        const auto inspected = inspect_example(*run.model, run.config.model, task, run.config.vocab,
+        const auto inspected = inspect_example(*run.model, run.config.model, task, vocabularies(run.config),
                                                example.source, example.target, {});
-        const auto eval = alignment_by_head(*run.model, run.config.model, task, run.config.vocab, {example},
-                                            {inspected.prediction});
+        const auto eval = alignment_by_head(*run.model, run.config.model, task, vocabularies(run.config),
+                                            {example}, {inspected.prediction});
         const auto pred = std::ssize(inspected.prediction), target = std::ssize(example.target);
         shorter += pred < target;
         const auto right = *task.alignment(example);
@@ -225,8 +225,8 @@ TEST_CASE(
         }
         CHECK(checked == 2);  // the cross-attention's two heads
         // Without a target, the prediction's own tokens are all there is: the mean over the outlines.
-        const auto untargeted =
-            inspect_example(*run.model, run.config.model, task, run.config.vocab, example.source, {}, {});
+        const auto untargeted = inspect_example(*run.model, run.config.model, task, vocabularies(run.config),
+                                                example.source, {}, {});
         for (const auto& map : untargeted.maps) {
             if (!map.alignment_share) continue;
             CHECK(std::ssize(map.right) ==

@@ -37,7 +37,7 @@ private:
 
 /// EarlyStopping's settings (Lightning's `monitor`, `stopping_threshold`, `mode`).
 struct EarlyStoppingOptions {
-    std::string monitor;            ///< a validation metric's name
+    std::string monitor{};          ///< a validation metric's name
     double stopping_threshold = 0;  ///< stop once the metric reaches it
     std::string mode = "max";       ///< "max": reached when >= the threshold; "min": when <=
     bool stop = true;               ///< false: only record whether the target was reached
@@ -104,7 +104,7 @@ struct CSVLoggerOptions {
     /// Means of step logs over the rows' window ({:.6f}; empty when a log is missing).
     std::vector<CSVColumn> train_columns = {{"loss", "loss"}};
     /// Validation metrics ({:.6f}; empty in rows without a validation).
-    std::vector<CSVColumn> val_columns;
+    std::vector<CSVColumn> val_columns{};
 };
 
 /// Writes one CSV row per Trainer::on_log (Lightning's CSVLogger): `step,<train

@@ -40,8 +40,8 @@ using Metrics = std::map<std::string, double>;
 /// on it) and figures to log. logs["loss"] defaults to loss.item(); set it when the figure to
 /// report differs from the tensor minimised (e.g. a surrogate term added for REINFORCE).
 struct StepOutput {
-    Tensor loss;   ///< the scalar to minimise (backward runs from it)
-    Metrics logs;  ///< figures to log by name
+    Tensor loss{};   ///< the scalar to minimise (backward runs from it)
+    Metrics logs{};  ///< figures to log by name
 };
 
 /// A training step: computes the loss of step `step` (the steps done before it, from 0) with
