@@ -512,8 +512,13 @@ TEST_CASE("edited attention snapshots are refused by --resume and left out of in
     refused("prediction token 'ZZZ' is not in the run's vocabulary");
     // The layout is the run's: its probes' inputs, the model's layers, heads and labels, and
     // predictions as long as the probe's output.
-    planted([](json& j) { j[1]["probes"][0]["source"][0] = "zebra"; });
-    refused("snapshot 1 (step 10), probe 0: its input 'zebra");
+    planted(
+        [](json& j) { j[1]["probes"][0]["source"][0] = "zebra"; });  // one snapshot: not one input throughout
+    refused("but 'zebra r i o a b' at step 10");
+    planted([](json& j) {  // every snapshot: not the run's held-out example
+        for (auto& snapshot : j) snapshot["probes"][0]["source"][0] = "zebra";
+    });
+    refused("snapshot 0 (step 0), probe 0: its input 'zebra");
     planted([](json& j) { j[1]["probes"][0]["maps"][0]["keys"][0] = "g"; });
     refused("snapshot 1 (step 10), probe 0: map 0");
     planted([](json& j) { j[2]["probes"][1]["maps"][0]["head"] = 999; });
@@ -529,7 +534,7 @@ TEST_CASE("edited attention snapshots are refused by --resume and left out of in
     planted([](json& j) {
         for (int k = 0; k < 17; ++k) j[2]["probes"][0]["prediction"].push_back("a");
     });
-    refused("its prediction has");
+    refused("more than the probe's");
     planted([](json&) {}, -3.0f);
     refused("negative weight -3");
     planted([](json&) {}, saved.tensors.at("weights").data<float>()[offset] + 0.5f);  // the row sums to 1.5

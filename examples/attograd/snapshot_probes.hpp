@@ -31,17 +31,17 @@ inline constexpr std::int64_t snapshot_probe_count = 3;
 
 /// One snapshot of the run's probes (snapshot_probes with snapshot_probe_count) on `model` as
 /// it is now: the layout every snapshot `train` wrote for the run has (the same probes, layers,
-/// heads, labels, right alignments and prediction lengths; only weights and predicted tokens
-/// change with training). Runs the probes' forwards once; draws no random numbers.
+/// heads, labels and right alignments; only the weights and the predictions change with
+/// training). Runs the probes' forwards once; draws no random numbers.
 inspect::AttentionSnapshot snapshot_layout(Model& model, const ModelConfig& config, const Task& task,
                                            const Vocabularies& vocab);
 
 /// Throws ValueError when `snapshots` (read from a run's snapshot file) cannot be what `train`
 /// wrote for the run: a layout other than `layout`'s (snapshot_layout: another probe input or
 /// target, a map of another module, layer or head, other labels or right alignment, a
-/// prediction of another length), a prediction token outside `vocab` (the run's target vocabulary:
-/// the argmax tokens are its), or a step after the `steps_done` the run has trained. The message names the
-/// snapshot, its step and what differs.
+/// prediction longer than the probe's output rows), a prediction token outside `vocab` (the
+/// run's target vocabulary: the argmax tokens are its), or a step after the `steps_done` the
+/// run has trained. The message names the snapshot, its step and what differs.
 void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshots, const Vocabulary& vocab,
                          std::int64_t steps_done, const inspect::AttentionSnapshot& layout);
 
