@@ -2,6 +2,7 @@
 #include "nn/module.hpp"
 
 #include "core/autograd.hpp"
+#include "core/detail/key_mismatch.hpp"
 #include "core/error.hpp"
 #include "core/ops_elementwise.hpp"
 
@@ -84,9 +85,8 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
         if (!state.contains(name)) missing.push_back(name);
     for (const auto& [name, t] : state)
         if (!own.contains(name)) unexpected.push_back(name);
-    AG_CHECK(!strict || (missing.empty() && unexpected.empty()), ValueError,
-             "load_state_dict: {}: missing keys [{}], unexpected keys [{}]", type_name(),
-             fmt::join(missing, ", "), fmt::join(unexpected, ", "));
+    AG_CHECK(!strict || (missing.empty() && unexpected.empty()), ValueError, "load_state_dict: {}: {}",
+             type_name(), detail::key_mismatch(missing, unexpected));
     // Check everything before copying anything, so a failed load changes nothing.
     for (const auto& [name, target] : own) {
         auto it = state.find(name);

@@ -1,6 +1,7 @@
 // Learning-rate schedules in PyTorch's closed forms.
 #include "optim/lr_scheduler.hpp"
 
+#include "core/detail/key_mismatch.hpp"
 #include "core/error.hpp"
 
 #include <algorithm>
@@ -33,9 +34,10 @@ void LRScheduler::load_state_dict(const StateDict& state) {
     for (const auto& [key, t] : state)
         if (key != "last_epoch") unexpected.push_back(key);
     const auto it = state.find("last_epoch");
-    AG_CHECK(it != state.end() && unexpected.empty(), ValueError,
-             "LRScheduler.load_state_dict: missing keys [{}], unexpected keys [{}]",
-             it == state.end() ? "last_epoch" : "", fmt::join(unexpected, ", "));
+    AG_CHECK(it != state.end() && unexpected.empty(), ValueError, "LRScheduler.load_state_dict: {}",
+             detail::key_mismatch(
+                 it == state.end() ? std::vector<std::string>{"last_epoch"} : std::vector<std::string>{},
+                 unexpected));
     const Tensor& t = it->second;
     AG_CHECK(t.defined(), ValueError, "LRScheduler.load_state_dict: 'last_epoch' is an undefined tensor");
     AG_CHECK(t.shape().empty(), ShapeError,

@@ -2,6 +2,7 @@
 #include "optim/optimizer.hpp"
 
 #include "core/autograd.hpp"
+#include "core/detail/key_mismatch.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
 #include "core/ops_elementwise.hpp"
@@ -145,9 +146,8 @@ void Optimizer::load_state_dict(const StateDict& state) {
         for (const auto& name : names)
             if (!loaded[i].contains(name)) missing.push_back(fmt::format("state.{}.{}", i, name));
     }
-    AG_CHECK(missing.empty() && unexpected.empty(), ValueError,
-             "{}.load_state_dict: missing keys [{}], unexpected keys [{}]", name_, fmt::join(missing, ", "),
-             fmt::join(unexpected, ", "));
+    AG_CHECK(missing.empty() && unexpected.empty(), ValueError, "{}.load_state_dict: {}", name_,
+             detail::key_mismatch(missing, unexpected));
 
     // Check every value before changing anything.
     const double lr = scalar_entry(state.at("lr"), "lr", name_);

@@ -32,6 +32,8 @@ TEST_CASE("--help of every subcommand shows plain type names and the default of 
         CHECK_FALSE(std::regex_search(o.out, std::regex("[A-Z]+:[A-Z]+")));
         CHECK(o.out.find("FLOAT") == std::string::npos);
         CHECK(o.out.find("UINT") == std::string::npos);
+        // A flag's own syntax (CLI11's "{false}" for a flag that turns a setting off) is not shown.
+        CHECK(o.out.find('{') == std::string::npos);
         // Every option taking a value shows a default, except those that have none.
         std::istringstream lines(o.out);
         std::int64_t with_value = 0;

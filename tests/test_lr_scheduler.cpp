@@ -84,6 +84,9 @@ TEST_CASE("a schedule's state_dict resumes it") {
     CHECK_THROWS_WITH_AS(s2.load_state_dict({}), doctest::Contains("missing keys [last_epoch]"), ValueError);
     CHECK_THROWS_WITH_AS(s2.load_state_dict({{"last_epoch", index_tensor({1}, {})}, {"gamma", scalar(1.0)}}),
                          doctest::Contains("unexpected keys [gamma]"), ValueError);
+    CHECK_THROWS_WITH_AS(s2.load_state_dict({{"last_epoch", index_tensor({1}, {})}, {"gamma", scalar(1.0)}}),
+                         doctest::Contains("LRScheduler.load_state_dict: unexpected keys [gamma]"),
+                         ValueError);
     CHECK_THROWS_WITH_AS(s2.load_state_dict({{"last_epoch", scalar(1.0)}}),
                          doctest::Contains("must be int64"), DTypeError);
     CHECK_THROWS_WITH_AS(s2.load_state_dict({{"last_epoch", index_tensor({1}, {1})}}),

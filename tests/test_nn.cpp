@@ -134,6 +134,15 @@ TEST_CASE("load_state_dict copies values and rejects missing, unexpected, missha
     unexpected["layers.2.proj.weight"] = zeros({4, 4});
     CHECK_THROWS_WITH_AS(b.load_state_dict(unexpected),
                          doctest::Contains("unexpected keys [layers.2.proj.weight]"), ValueError);
+    // Only the list that has keys is named (no empty "missing keys []").
+    CHECK_THROWS_WITH_AS(b.load_state_dict(unexpected),
+                         doctest::Contains("Model: unexpected keys [layers.2.proj.weight]"), ValueError);
+    try {
+        b.load_state_dict(missing);
+        FAIL("a state dict with missing keys was loaded");
+    } catch (const ValueError& e) {
+        CHECK(std::string(e.what()).find("unexpected keys") == std::string::npos);
+    }
     nn::StateDict misshapen = a.state_dict();
     misshapen["layers.0.proj.weight"] = zeros({4, 5});
     CHECK_THROWS_WITH_AS(b.load_state_dict(misshapen),

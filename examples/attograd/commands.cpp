@@ -131,9 +131,12 @@ CLI::Option* add_setting(CLI::App& app, const Setting& setting, RunConfig& flags
     CLI::Option* option = std::visit(
         [&](auto* value) -> CLI::Option* {
             using T = std::remove_pointer_t<decltype(value)>;
-            if constexpr (std::is_same_v<T, bool>)
-                return app.add_flag(setting.negated_flag ? name + "{false}" : name, *value, help);
-            else
+            if constexpr (std::is_same_v<T, bool>) {
+                if (setting.negated_flag)  // a flag that turns the setting off: --help shows it bare
+                    return app.add_flag_callback(
+                        name, [value] { *value = false; }, help);
+                return app.add_flag(name, *value, help);
+            } else
                 return checked<T>(app.add_option(name, *value, help));
         },
         setting.field(flags));
