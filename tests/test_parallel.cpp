@@ -110,3 +110,32 @@ TEST_CASE("the load governor drops to one thread while the cores are oversubscri
     }
     omp_set_num_threads(omp_get_num_procs());
 }
+
+TEST_CASE(
+    "the split costs are measured once, on every thread, and scale the thresholds within their bounds") {
+    const SplitCost& cost = split_cost();
+    CHECK(&cost == &split_cost());
+    CHECK(cost.threads == omp_get_max_threads());
+    CHECK(cost.scale >= kMinScale);
+    CHECK(cost.scale <= kMaxScale);
+    if (cost.threads > 1) CHECK(cost.fork_join_ns > 0.0);
+    const double nominal = 2.0 * static_cast<double>(kMinParallelWork);
+    if (cost.break_even == 0)
+        CHECK(cost.scale == (cost.threads > 1 ? kMaxScale : 1.0));
+    else
+        CHECK(cost.scale == std::clamp(static_cast<double>(cost.break_even) / nominal, kMinScale, kMaxScale));
+    if (cost.cut_short) CHECK(cost.scale == kMaxScale);
+    CHECK(min_work_scale() == cost.scale);
+}
+
+TEST_CASE("threads_for splits only past this machine's threshold, and never past the threads available") {
+    for (const std::int64_t min_work :
+         {kMinParallelWork, kMinParallelTranscendentalWork, kMinParallelGemmWork}) {
+        const double threshold = static_cast<double>(min_work) * min_work_scale();
+        CHECK(threads_for(static_cast<std::int64_t>(2.0 * threshold) - 1, min_work) == 1);
+        CHECK(threads_for(min_work / 2, min_work) == 1);
+        const int far = threads_for(static_cast<std::int64_t>(64.0 * threshold), min_work);
+        CHECK(far >= 1);
+        CHECK(far <= omp_get_max_threads());
+    }
+}
