@@ -13,6 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace attograd::detail;
 
 TEST_CASE("blocks_for depends on the work alone, never on the thread count") {
@@ -138,4 +141,26 @@ TEST_CASE("threads_for splits only past this machine's threshold, and never past
         CHECK(far >= 1);
         CHECK(far <= omp_get_max_threads());
     }
+}
+
+TEST_CASE("a child made by fork() runs on one thread instead of hanging in a region without workers") {
+    std::atomic<int> visits{0};
+    parallel_for(64, 2, [&](std::int64_t) { visits++; });  // the parent's team exists
+    REQUIRE(visits == 64);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::alarm(20);  // a hang ends as SIGALRM, not as a stuck test run
+        const bool one = available_threads() == 1 && forked_child() &&
+                         threads_for(std::int64_t{1} << 40, kMinParallelWork) == 1;
+        std::atomic<int> child_visits{0};
+        parallel_for(1000, threads_for(std::int64_t{1} << 40, kMinParallelWork),
+                     [&](std::int64_t) { child_visits++; });
+        ::_exit(one && child_visits == 1000 ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK_FALSE(forked_child());
 }

@@ -3,6 +3,7 @@
 #include "core/detail/parallel.hpp"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +20,15 @@ namespace attograd::detail {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// libgomp's thread team does not survive fork(): a parallel region in the child of a process that
+// has run one waits forever for workers that were never copied. A forked child therefore runs
+// every op on its own thread (an exec'd program is a new process and splits again).
+std::atomic<bool> in_forked_child{false};
+[[maybe_unused]] const bool fork_handler_registered = [] {
+    return ::pthread_atfork(nullptr, nullptr,
+                            [] { in_forked_child.store(true, std::memory_order_relaxed); }) == 0;
+}();
 
 // How often the run-queue wait is read (~3 µs a read), the share of wall time spent waiting
 // for a core above which the cores count as contended, and how long one thread is kept then
@@ -167,7 +177,9 @@ SplitCost measure_split_cost() {
 const SplitCost& split_cost() {
     static std::once_flag once;
     static SplitCost cost;
-    std::call_once(once, [] { cost = measure_split_cost(); });
+    std::call_once(once, [] {
+        if (!in_forked_child.load(std::memory_order_relaxed)) cost = measure_split_cost();
+    });
     return cost;
 }
 
@@ -181,7 +193,10 @@ double min_work_scale() {
     return measured;
 }
 
+bool forked_child() { return in_forked_child.load(std::memory_order_relaxed); }
+
 int available_threads() {
+    if (in_forked_child.load(std::memory_order_relaxed)) return 1;
     const int max = omp_get_max_threads();
     if (max <= 1) return max;
     thread_local Governor g;

@@ -35,12 +35,16 @@ inline constexpr std::int64_t kMinParallelTranscendentalWork = kMinParallelWork 
 /// The same for multiply-adds in cache-blocked GEMM kernels (~20x faster per unit).
 inline constexpr std::int64_t kMinParallelGemmWork = std::int64_t{1} << 18;
 
-/// Threads to use now: omp_get_max_threads(), or 1 while the cores are contended. Every call
+/// Threads to use now: omp_get_max_threads(), or 1 while the cores are contended, and always 1
+/// in a child made by fork() (OpenMP's threads are not copied by fork; a region there would hang). Every call
 /// that looks (at most every 5 ms) reads how long the calling thread has waited on a run queue
 /// (/proc/thread-self/schedstat); above 10 % of the wall time in two looks in a row, the cores
 /// are taken by other processes and the framework runs on one thread for 200 ms, doubling up to
 /// 6.4 s while each probe with all threads still finds them contended (core/detail/parallel.cpp).
 int available_threads();
+
+/// True in a child made by fork() (where OpenMP regions on several threads would hang).
+bool forked_child();
 
 /// This machine's threading costs, measured once per process (core/detail/parallel.cpp).
 struct SplitCost {
