@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,21 +89,6 @@ double run_seconds(const std::string& program, const Workload& w, const Setting&
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? seconds : -1.0;
 }
 
-// A child process that keeps one core busy until killed.
-pid_t start_busy_process() {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-        volatile double x = 1.0;
-        for (;;) x = x * 1.0000001 + 1e-9;
-    }
-    return pid;
-}
-
-void stop(pid_t pid) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, nullptr, 0);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -139,19 +125,20 @@ int main(int argc, char** argv) {
     std::map<std::size_t, std::map<std::size_t, std::map<std::size_t, std::vector<double>>>> seconds;
     for (int round = 0; round < rounds; ++round) {
         for (std::size_t l = 0; l < loads.size(); ++l) {
-            const pid_t busy = l == 1 ? start_busy_process() : -1;
+            std::optional<bench::BusyProcess> busy;
+            if (l == 1) busy.emplace();
             for (std::size_t w = 0; w < workloads.size(); ++w)
                 for (std::size_t s = 0; s < settings.size(); ++s) {
                     const double t = run_seconds(program, workloads[w], settings[s], (runs / "run").string());
                     if (t < 0) {
-                        if (busy > 0) stop(busy);
+                        busy.reset();
                         std::fprintf(stderr, "bench_threads_under_load: %s failed\n",
                                      workloads[w].name.c_str());
                         return 1;
                     }
                     seconds[w][l][s].push_back(t);
                 }
-            if (busy > 0) stop(busy);
+            busy.reset();
         }
     }
     std::filesystem::remove_all(runs);

@@ -3,6 +3,7 @@
 // (libtorch_train_step, run from this program's directory when it was built) with the ratio.
 //
 //   bench_train_step [--threads N] [--rounds R] [small|large|local]
+//   bench_train_step --compare-threads 1 [--busy 1] [--rounds R] [small|large|local]
 //
 // --threads N sets the OpenMP threads of both programs (default: every core). On a machine that
 // other processes load, each parallel region waits for a descheduled worker; --threads 1
@@ -17,8 +18,15 @@
 // Printed last: the share of CPU time the host took during the run, and a check of the cores'
 // own speed before and after it (bench::fma_gflops): on this VM another guest sometimes slows
 // one core by up to 40 % without any steal showing, and then every multi-threaded figure moves.
+//
+// --compare-threads 1 times attograd alone on one thread and on the default thread count in
+// alternating rounds within this process (omp_set_num_threads), and prints both medians, their
+// ratio and each against its floor, after the costs the threading policy measured at start-up
+// (core/detail/parallel.hpp: the fork/join round trip and the size from which a split pays).
+// --busy 1 keeps one more process spinning on a core meanwhile (bench::BusyProcess).
 #include "attograd.hpp"
 #include "core/detail/gemm.hpp"
+#include "core/detail/parallel.hpp"
 #include "optim/optim.hpp"
 #include "side_by_side.hpp"
 #include "timing.hpp"
@@ -31,6 +39,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -77,6 +86,48 @@ double step_flops(const Config& c) {
     return 6.0 * bt * (4.0 * e * e + 16.0 * e) + 12.0 * bt * keys * e;
 }
 
+// One thread against the default thread count, in alternating rounds (--compare-threads).
+void compare_threads(const std::vector<Config>& configs, const std::string& only, int rounds, bool busy) {
+    const int all = omp_get_max_threads();
+    const auto& cost = detail::split_cost();  // measured now, on the default thread count, before any load
+    std::optional<bench::BusyProcess> spinner;
+    if (busy) spinner.emplace();
+    if (FILE* load = std::fopen("/proc/loadavg", "r")) {
+        double one_minute = 0.0;
+        if (std::fscanf(load, "%lf", &one_minute) == 1)
+            std::printf("load average %.2f on %d cores%s\n", one_minute, omp_get_num_procs(),
+                        busy ? ", one busy process beside" : "");
+        std::fclose(load);
+    }
+    const std::string verdict = cost.cut_short ? "measuring cut short: the cores were busy"
+                                : cost.break_even > 0
+                                    ? fmt::format("a split pays from {} element visits", cost.break_even)
+                                    : "no measured size paid";
+    std::printf(
+        "split costs measured at start-up on %d threads: round trip %.0f ns, one element visit %.3f ns, %s "
+        "(scale %.3f of the nominal thresholds)\n",
+        cost.threads, cost.fork_join_ns, cost.visit_ns, verdict.c_str(), cost.scale);
+    const double peak_one = bench::fma_gflops(1), peak_all = bench::fma_gflops(all);
+    std::printf("multiply-add peak: %.0f GFLOP/s on 1 thread, %.0f on %d\n", peak_one, peak_all, all);
+    std::printf("%-7s %12s %12s %10s %12s %12s\n", "config", "1 thread ms", "default ms", "default/1",
+                "1 / floor", "default/floor");
+    for (const auto& c : configs) {
+        if (!only.empty() && only != c.name) continue;
+        std::vector<double> one, dflt;
+        for (int round = 0; round < rounds; ++round) {
+            omp_set_num_threads(1);
+            one.push_back(time_config(c));
+            omp_set_num_threads(all);
+            dflt.push_back(time_config(c));
+        }
+        const double m1 = bench::median(one), md = bench::median(dflt);
+        const double floor1 = step_flops(c) / (peak_one * 1e9) * 1e3,
+                     floor_all = step_flops(c) / (peak_all * 1e9) * 1e3;
+        std::printf("%-7s %12.3f %12.3f %9.2fx %11.2fx %12.2fx\n", c.name.c_str(), m1, md, md / m1,
+                    m1 / floor1, md / floor_all);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,6 +136,11 @@ int main(int argc, char** argv) {
     const int threads = bench::int_flag(argc, argv, "--threads", 0);
     if (threads > 0) omp_set_num_threads(threads);
     const std::string only = bench::chosen_config(argc, argv, {"small", "large", "local"});
+    if (bench::int_flag(argc, argv, "--compare-threads", 0) != 0) {
+        compare_threads(configs, only, bench::int_flag(argc, argv, "--rounds", 5),
+                        bench::int_flag(argc, argv, "--busy", 0) != 0);
+        return 0;
+    }
     const auto core_check = [] {
         const double one = bench::fma_gflops(1), all = bench::fma_gflops(omp_get_max_threads());
         return 100.0 * all / (one * omp_get_max_threads());

@@ -1,6 +1,10 @@
 // Timing helpers shared by the benchmark programs (attograd's and the LibTorch peers').
 #pragma once
 
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -162,5 +166,29 @@ inline int int_flag(int argc, char** argv, std::string_view name, int fallback) 
         if (argv[i] == name) return std::atoi(argv[i + 1]);
     return fallback;
 }
+
+/// A child process that keeps one core busy from construction until destruction (or stop()):
+/// the "beside one busy process" load of the threading benchmarks.
+class BusyProcess {
+public:
+    BusyProcess() : pid_(::fork()) {
+        if (pid_ == 0) {
+            volatile double x = 1.0;
+            for (;;) x = x * 1.0000001 + 1e-9;
+        }
+    }
+    ~BusyProcess() { stop(); }
+    BusyProcess(const BusyProcess&) = delete;
+    BusyProcess& operator=(const BusyProcess&) = delete;
+    void stop() {
+        if (pid_ <= 0) return;
+        ::kill(pid_, SIGKILL);
+        ::waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+    }
+
+private:
+    pid_t pid_;
+};
 
 }  // namespace bench

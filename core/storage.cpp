@@ -1,6 +1,7 @@
 // Caching allocator: freed blocks go to per-size-class free lists and are handed out again.
 #include "core/storage.hpp"
 
+#include "core/detail/parallel.hpp"
 #include "core/detail/scratch.hpp"
 
 #include <omp.h>
@@ -188,7 +189,7 @@ void empty_cache() {
     };
     release();
     const int threads = omp_get_max_threads();
-    if (omp_in_parallel() || threads <= 1) return;
+    if (omp_in_parallel() || threads <= 1 || detail::forked_child()) return;  // no workers to reach
         // libgomp keeps its workers between regions: a region over the most threads reaches each of
         // them, and each releases its own caches (another thread's are not safe to touch).
 #pragma omp parallel num_threads(threads)

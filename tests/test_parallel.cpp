@@ -13,6 +13,9 @@
 #include <thread>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 using namespace attograd::detail;
 
 TEST_CASE("blocks_for depends on the work alone, never on the thread count") {
@@ -109,4 +112,55 @@ TEST_CASE("the load governor drops to one thread while the cores are oversubscri
         CHECK_FALSE(dropped);
     }
     omp_set_num_threads(omp_get_num_procs());
+}
+
+TEST_CASE(
+    "the split costs are measured once, on every thread, and scale the thresholds within their bounds") {
+    const SplitCost& cost = split_cost();
+    CHECK(&cost == &split_cost());
+    CHECK(cost.threads == omp_get_max_threads());
+    CHECK(cost.scale >= kMinScale);
+    CHECK(cost.scale <= kMaxScale);
+    if (cost.threads > 1) CHECK(cost.fork_join_ns > 0.0);
+    const double nominal = 2.0 * static_cast<double>(kMinParallelWork);
+    if (cost.break_even == 0)
+        CHECK(cost.scale == (cost.threads > 1 ? kMaxScale : 1.0));
+    else
+        CHECK(cost.scale == std::clamp(static_cast<double>(cost.break_even) / nominal, kMinScale, kMaxScale));
+    if (cost.cut_short) CHECK(cost.scale == kMaxScale);
+    CHECK(min_work_scale() == cost.scale);
+}
+
+TEST_CASE("threads_for splits only past this machine's threshold, and never past the threads available") {
+    for (const std::int64_t min_work :
+         {kMinParallelWork, kMinParallelTranscendentalWork, kMinParallelGemmWork}) {
+        const double threshold = static_cast<double>(min_work) * min_work_scale();
+        CHECK(threads_for(static_cast<std::int64_t>(2.0 * threshold) - 1, min_work) == 1);
+        CHECK(threads_for(min_work / 2, min_work) == 1);
+        const int far = threads_for(static_cast<std::int64_t>(64.0 * threshold), min_work);
+        CHECK(far >= 1);
+        CHECK(far <= omp_get_max_threads());
+    }
+}
+
+TEST_CASE("a child made by fork() runs on one thread instead of hanging in a region without workers") {
+    std::atomic<int> visits{0};
+    parallel_for(64, 2, [&](std::int64_t) { visits++; });  // the parent's team exists
+    REQUIRE(visits == 64);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        ::alarm(20);  // a hang ends as SIGALRM, not as a stuck test run
+        const bool one = available_threads() == 1 && forked_child() &&
+                         threads_for(std::int64_t{1} << 40, kMinParallelWork) == 1;
+        std::atomic<int> child_visits{0};
+        parallel_for(1000, threads_for(std::int64_t{1} << 40, kMinParallelWork),
+                     [&](std::int64_t) { child_visits++; });
+        ::_exit(one && child_visits == 1000 ? 0 : 1);
+    }
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+    CHECK_FALSE(forked_child());
 }
