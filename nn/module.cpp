@@ -86,7 +86,7 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
     for (const auto& [name, t] : state)
         if (!own.contains(name)) unexpected.push_back(name);
     AG_CHECK(!strict || (missing.empty() && unexpected.empty()), ValueError, "load_state_dict: {}: {}",
-             type_name(), detail::key_mismatch(missing, unexpected));
+             type_name(), attograd::detail::key_mismatch(missing, unexpected));
     // Check everything before copying anything, so a failed load changes nothing.
     for (const auto& [name, target] : own) {
         auto it = state.find(name);

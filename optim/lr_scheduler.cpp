@@ -35,7 +35,7 @@ void LRScheduler::load_state_dict(const StateDict& state) {
         if (key != "last_epoch") unexpected.push_back(key);
     const auto it = state.find("last_epoch");
     AG_CHECK(it != state.end() && unexpected.empty(), ValueError, "LRScheduler.load_state_dict: {}",
-             detail::key_mismatch(
+             attograd::detail::key_mismatch(
                  it == state.end() ? std::vector<std::string>{"last_epoch"} : std::vector<std::string>{},
                  unexpected));
     const Tensor& t = it->second;

@@ -147,7 +147,7 @@ void Optimizer::load_state_dict(const StateDict& state) {
             if (!loaded[i].contains(name)) missing.push_back(fmt::format("state.{}.{}", i, name));
     }
     AG_CHECK(missing.empty() && unexpected.empty(), ValueError, "{}.load_state_dict: {}", name_,
-             detail::key_mismatch(missing, unexpected));
+             attograd::detail::key_mismatch(missing, unexpected));
 
     // Check every value before changing anything.
     const double lr = scalar_entry(state.at("lr"), "lr", name_);
