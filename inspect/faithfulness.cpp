@@ -70,10 +70,13 @@ Replacement row_replacement(std::int64_t query, const Tensor& rows) {
         AG_CHECK(rows.size(0) == own.size(0) && rows.size(1) == own.size(2), ShapeError,
                  "faithfulness: replacement rows {} for a head's weights {}", rows.shape(), own.shape());
         if (tq == 1 && first == query) return reshape(rows, own.shape());  // a decoder's step
-        std::vector<double> select_row(static_cast<std::size_t>(tq), 0.0);
-        select_row[static_cast<std::size_t>(query - first)] = 1.0;
-        const Tensor chosen = tensor(select_row, {1, tq, 1}, {.dtype = own.dtype()});
-        return own * (1.0 - chosen) + reshape(rows, {rows.size(0), 1, rows.size(1)}) * chosen;
+        // the own rows above and below row `at`, copied around the replacement row
+        const std::int64_t at = query - first;
+        std::vector<Tensor> parts;
+        if (at > 0) parts.push_back(narrow(own, 1, 0, at));
+        parts.push_back(reshape(rows, {rows.size(0), 1, rows.size(1)}));
+        if (at + 1 < tq) parts.push_back(narrow(own, 1, at + 1, tq - at - 1));
+        return concat(parts, 1);
     });
 }
 
@@ -135,6 +138,25 @@ Tensor jsd_rows(const Tensor& p, const Tensor& q) {
     auto kl = [&](const Tensor& a) { return a * (log(a + tiny) - log(m + tiny)); };
     return sum(kl(p) + kl(q), {-1}) * 0.5;
 }
+
+// RAII: while alive, the model's parameters that require grad do not, so that a backward through
+// the model computes only the gradient a measure asks for (of its inputs, or of its attention
+// logits) and adds nothing into the parameters' gradients.
+class FrozenParameters {
+public:
+    explicit FrozenParameters(const nn::Module& model) {
+        for (Tensor& p : model.parameters())
+            if (p.requires_grad()) frozen_.push_back(p.requires_grad_(false));
+    }
+    ~FrozenParameters() {
+        for (Tensor& p : frozen_) p.requires_grad_(true);
+    }
+    FrozenParameters(const FrozenParameters&) = delete;
+    FrozenParameters& operator=(const FrozenParameters&) = delete;
+
+private:
+    std::vector<Tensor> frozen_;
+};
 
 HeadObservation observe(const ExplainedModel& m, const Tensor& inputs, const HeadId& head, const char* op) {
     check_model(m, inputs, op);
@@ -205,6 +227,7 @@ std::vector<std::vector<double>> gradient_importance(const ExplainedModel& m, co
         for (std::int64_t h = 0; h < layer.num_heads; ++h)
             fixed[layer.name].emplace(
                 h, Replacement::function([](const Tensor& own, const Tensor&) { return own.detach(); }));
+    const FrozenParameters frozen(*m.model);
     Tensor x = clone(inputs.detach());
     x.requires_grad_();
     Tensor y;
@@ -316,6 +339,7 @@ std::vector<AdversarialResult> adversarial_attention(const ExplainedModel& m, co
     std::vector<AdversarialResult> best(b_count);
     for (std::size_t b = 0; b < b_count; ++b) best[b].weights = seen.weights[b];
     const double beta1 = 0.9, beta2 = 0.999;
+    const FrozenParameters frozen(*m.model);
     for (std::int64_t step = 1; step <= o.steps; ++step) {
         z = z.detach();
         z.requires_grad_();
