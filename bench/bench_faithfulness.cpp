@@ -3,8 +3,10 @@
 // stack, 100 permutations and the adversarial search; prints the table and the seconds each
 // measure costs.
 //
-//   bench_faithfulness [--examples N] [--permutations P] [--steps S] [--train T] [--exact 1]
+//   bench_faithfulness [--examples N] [--permutations P] [--steps S] [--train T] [--threads H]
+//                      [--exact 1]
 //
+// --threads: heads summarised at once (FaithfulnessOptions::threads), 2 by default.
 // --exact 1 also prints every head's values with 17 significant digits (to compare two builds'
 // results bit for bit). The process's CPU time (every thread, getrusage) and the load average
 // are printed beside the wall time: on a shared machine the wall time grows with the load.
@@ -103,6 +105,7 @@ int main(int argc, char** argv) {
     const std::int64_t permutations = bench::int_flag(argc, argv, "--permutations", 100);
     const std::int64_t steps = bench::int_flag(argc, argv, "--steps", 300);
     const std::int64_t train_steps = bench::int_flag(argc, argv, "--train", 300);
+    const std::int64_t threads = bench::int_flag(argc, argv, "--threads", 2);
     const bool exact_values = bench::int_flag(argc, argv, "--exact", 0) != 0;
     const auto task = data::make_task("keyword");
     const data::Vocabulary vocab(task->symbols());
@@ -139,17 +142,23 @@ int main(int argc, char** argv) {
         .query = 0};
     const double start = bench::now(bench::Clock::Wall), cpu_start = bench::now(bench::Clock::ThreadCpu),
                  process_start = process_cpu();
-    const inspect::FaithfulnessTable table = inspect::faithfulness_table(
-        explained, data,
-        {.heads = {}, .permutations = permutations, .adversarial_options = {.steps = steps}, .chunk = 64});
+    const inspect::FaithfulnessTable table =
+        inspect::faithfulness_table(explained, data,
+                                    {.heads = {},
+                                     .permutations = permutations,
+                                     .adversarial_options = {.steps = steps},
+                                     .chunk = 64,
+                                     .threads = threads});
     const double total = bench::now(bench::Clock::Wall) - start;
     const double cpu = bench::now(bench::Clock::ThreadCpu) - cpu_start;
     const double process = process_cpu() - process_start;
     double load[3] = {0, 0, 0};
     getloadavg(load, 3);
-    fmt::print("{} held-out examples of {}, {} heads, {} permutations, adversarial search of {} steps\n\n{}",
-               measured.size(), task->info().name, table.heads.size(), permutations, steps,
-               inspect::to_text(table));
+    fmt::print(
+        "{} held-out examples of {}, {} heads, {} permutations, adversarial search of {} steps, {} "
+        "threads\n\n{}",
+        measured.size(), task->info().name, table.heads.size(), permutations, steps, threads,
+        inspect::to_text(table));
     if (exact_values) print_exact(table);
     // On a shared machine the wall time grows with the load; the CPU times do not.
     fmt::print(

@@ -5,6 +5,7 @@
 #include "core/autograd.hpp"
 #include "core/error.hpp"
 #include "core/ops.hpp"
+#include "inspect/detail/frozen_parameters.hpp"
 #include "inspect/faithfulness_stats.hpp"
 #include "inspect/intervention.hpp"
 
@@ -139,25 +140,6 @@ Tensor jsd_rows(const Tensor& p, const Tensor& q) {
     return sum(kl(p) + kl(q), {-1}) * 0.5;
 }
 
-// RAII: while alive, the model's parameters that require grad do not, so that a backward through
-// the model computes only the gradient a measure asks for (of its inputs, or of its attention
-// logits) and adds nothing into the parameters' gradients.
-class FrozenParameters {
-public:
-    explicit FrozenParameters(const nn::Module& model) {
-        for (Tensor& p : model.parameters())
-            if (p.requires_grad()) frozen_.push_back(p.requires_grad_(false));
-    }
-    ~FrozenParameters() {
-        for (Tensor& p : frozen_) p.requires_grad_(true);
-    }
-    FrozenParameters(const FrozenParameters&) = delete;
-    FrozenParameters& operator=(const FrozenParameters&) = delete;
-
-private:
-    std::vector<Tensor> frozen_;
-};
-
 HeadObservation observe(const ExplainedModel& m, const Tensor& inputs, const HeadId& head, const char* op) {
     check_model(m, inputs, op);
     // The call holding query row m.query (a recurrent decoder attends one row per step), its first
@@ -227,7 +209,7 @@ std::vector<std::vector<double>> gradient_importance(const ExplainedModel& m, co
         for (std::int64_t h = 0; h < layer.num_heads; ++h)
             fixed[layer.name].emplace(
                 h, Replacement::function([](const Tensor& own, const Tensor&) { return own.detach(); }));
-    const FrozenParameters frozen(*m.model);
+    const detail::FrozenParameters frozen(*m.model);
     Tensor x = clone(inputs.detach());
     x.requires_grad_();
     Tensor y;
@@ -339,7 +321,7 @@ std::vector<AdversarialResult> adversarial_attention(const ExplainedModel& m, co
     std::vector<AdversarialResult> best(b_count);
     for (std::size_t b = 0; b < b_count; ++b) best[b].weights = seen.weights[b];
     const double beta1 = 0.9, beta2 = 0.999;
-    const FrozenParameters frozen(*m.model);
+    const detail::FrozenParameters frozen(*m.model);
     for (std::int64_t step = 1; step <= o.steps; ++step) {
         z = z.detach();
         z.requires_grad_();
