@@ -421,3 +421,23 @@ TEST_CASE("gradient importance and adversarial search add nothing into the model
         for (const double g : row) total += g;
     CHECK(total > 0);
 }
+
+TEST_CASE("leave-one-out over more sequences than one pass holds matches each example run alone") {
+    // 40 examples x 30 keys = 1200 sequences: the copies run in several passes, which must give
+    // every example's copies back in place
+    Tiny m{.q = {1.0, -0.5}, .W = {1.5, -0.5, 0.25, 1}};
+    Generator gen(47);
+    const Tensor inputs = randn({40, 30, 2}, gen, {.dtype = f64});
+    const auto loo = leave_one_out(m.explained(), inputs, {"", 0});
+    REQUIRE(loo.size() == 40);
+    for (const std::int64_t b : {0, 17, 39}) {
+        const Tensor one = narrow(inputs, 0, b, 1);
+        const HeadObservation seen = observe_head(m.explained(), one, {"", 0});
+        for (const std::size_t s : {std::size_t{0}, std::size_t{13}, std::size_t{29}}) {
+            const Row w = without(seen.weights[0], s);
+            const auto y = output_with_rows(m.explained(), one, {"", 0}, {w});
+            CHECK(loo[static_cast<std::size_t>(b)][s] ==
+                  doctest::Approx(total_variation(seen.output[0], y[0])).epsilon(1e-12));
+        }
+    }
+}
