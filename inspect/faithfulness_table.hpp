@@ -23,7 +23,9 @@ struct FaithfulnessOptions {
     std::int64_t permutations = 100;           ///< N of permutation_test (>= 1)
     bool adversarial = true;                   ///< run adversarial_attention (its cost dominates)
     AdversarialOptions adversarial_options{};  ///< options of adversarial_attention
-    std::int64_t chunk = 64;  ///< examples per batch (>= 1); memory grows with chunk * max(N, 4 Tk)
+    /// examples per batch (>= 1); the copies that leave-one-out, permutation and erasure run of
+    /// each example go in passes of at most max(chunk, 512) sequences
+    std::int64_t chunk = 64;
     /// of the permutations and the random erasure: each head draws from its own generator,
     /// seeded from this one in head order, so its values do not depend on the thread running it
     std::uint64_t seed = 0;
