@@ -3,7 +3,13 @@
 // stack, 100 permutations and the adversarial search; prints the table and the seconds each
 // measure costs.
 //
-//   bench_faithfulness [--examples N] [--permutations P] [--steps S] [--train T]
+//   bench_faithfulness [--examples N] [--permutations P] [--steps S] [--train T] [--threads H]
+//                      [--exact 1]
+//
+// --threads: heads summarised at once (FaithfulnessOptions::threads), 2 by default.
+// --exact 1 also prints every head's values with 17 significant digits (to compare two builds'
+// results bit for bit). The process's CPU time (every thread, getrusage) and the load average
+// are printed beside the wall time: on a shared machine the wall time grows with the load.
 //
 // keyword's sources are 24 words, one of them a cue word whose topic is the label (data/keyword.hpp).
 // The model reads them (learned token and position embeddings, two residual self-attention
@@ -13,6 +19,10 @@
 #include "timing.hpp"
 
 #include <fmt/core.h>
+
+#include <sys/resource.h>
+
+#include <cstdlib>
 
 using namespace attograd;
 
@@ -63,6 +73,31 @@ Encoded encode(const std::vector<data::Example>& examples, const data::Vocabular
     return out;
 }
 
+// User + system CPU seconds of the whole process (every thread).
+double process_cpu() {
+    rusage usage{};
+    getrusage(RUSAGE_SELF, &usage);
+    auto seconds = [](const timeval& t) {
+        return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+    };
+    return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+std::string exact(const std::optional<double>& v) {
+    return v ? fmt::format("{:.17g}", *v) : std::string("-");
+}
+
+// Every field of every row with 17 significant digits.
+void print_exact(const inspect::FaithfulnessTable& table) {
+    for (const auto& h : table.heads)
+        fmt::print("exact {} {}: {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}\n", h.head.layer,
+                   h.head.head, exact(h.alignment), exact(h.entropy), exact(h.max_weight), exact(h.accuracy),
+                   exact(h.knockout_accuracy), exact(h.tau_gradient), exact(h.tau_loo),
+                   exact(h.permutation_median), exact(h.permutation_iqr), exact(h.adversarial_jsd),
+                   exact(h.flip_top), exact(h.flip_random), exact(h.fraction_attention),
+                   exact(h.fraction_gradient), exact(h.fraction_product), exact(h.fraction_random));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,6 +105,8 @@ int main(int argc, char** argv) {
     const std::int64_t permutations = bench::int_flag(argc, argv, "--permutations", 100);
     const std::int64_t steps = bench::int_flag(argc, argv, "--steps", 300);
     const std::int64_t train_steps = bench::int_flag(argc, argv, "--train", 300);
+    const std::int64_t threads = bench::int_flag(argc, argv, "--threads", 2);
+    const bool exact_values = bench::int_flag(argc, argv, "--exact", 0) != 0;
     const auto task = data::make_task("keyword");
     const data::Vocabulary vocab(task->symbols());
     const std::int64_t length = task->info().max_source_len;
@@ -103,16 +140,30 @@ int main(int argc, char** argv) {
         .model = &model,
         .probabilities = [&](const Tensor& x) { return softmax(model.logits(x), -1); },
         .query = 0};
-    const double start = bench::now(bench::Clock::Wall), cpu_start = bench::now(bench::Clock::ThreadCpu);
-    const inspect::FaithfulnessTable table = inspect::faithfulness_table(
-        explained, data,
-        {.heads = {}, .permutations = permutations, .adversarial_options = {.steps = steps}, .chunk = 64});
+    const double start = bench::now(bench::Clock::Wall), cpu_start = bench::now(bench::Clock::ThreadCpu),
+                 process_start = process_cpu();
+    const inspect::FaithfulnessTable table =
+        inspect::faithfulness_table(explained, data,
+                                    {.heads = {},
+                                     .permutations = permutations,
+                                     .adversarial_options = {.steps = steps},
+                                     .chunk = 64,
+                                     .threads = threads});
     const double total = bench::now(bench::Clock::Wall) - start;
     const double cpu = bench::now(bench::Clock::ThreadCpu) - cpu_start;
-    fmt::print("{} held-out examples of {}, {} heads, {} permutations, adversarial search of {} steps\n\n{}",
-               measured.size(), task->info().name, table.heads.size(), permutations, steps,
-               inspect::to_text(table));
-    // On a shared machine the wall time grows with the load; the calling thread's CPU time does not.
-    fmt::print("total {:.1f} s wall, {:.1f} s CPU of the calling thread\n", total, cpu);
+    const double process = process_cpu() - process_start;
+    double load[3] = {0, 0, 0};
+    getloadavg(load, 3);
+    fmt::print(
+        "{} held-out examples of {}, {} heads, {} permutations, adversarial search of {} steps, {} "
+        "threads\n\n{}",
+        measured.size(), task->info().name, table.heads.size(), permutations, steps, threads,
+        inspect::to_text(table));
+    if (exact_values) print_exact(table);
+    // On a shared machine the wall time grows with the load; the CPU times do not.
+    fmt::print(
+        "total {:.1f} s wall, {:.1f} s CPU of the process, {:.1f} s CPU of the calling thread; load "
+        "average {:.2f} {:.2f} {:.2f}\n",
+        total, process, cpu, load[0], load[1], load[2]);
     return 0;
 }

@@ -5,6 +5,7 @@
 #include "core/autograd.hpp"
 #include "core/error.hpp"
 #include "core/ops.hpp"
+#include "inspect/detail/frozen_parameters.hpp"
 #include "inspect/faithfulness_stats.hpp"
 #include "inspect/intervention.hpp"
 
@@ -70,10 +71,13 @@ Replacement row_replacement(std::int64_t query, const Tensor& rows) {
         AG_CHECK(rows.size(0) == own.size(0) && rows.size(1) == own.size(2), ShapeError,
                  "faithfulness: replacement rows {} for a head's weights {}", rows.shape(), own.shape());
         if (tq == 1 && first == query) return reshape(rows, own.shape());  // a decoder's step
-        std::vector<double> select_row(static_cast<std::size_t>(tq), 0.0);
-        select_row[static_cast<std::size_t>(query - first)] = 1.0;
-        const Tensor chosen = tensor(select_row, {1, tq, 1}, {.dtype = own.dtype()});
-        return own * (1.0 - chosen) + reshape(rows, {rows.size(0), 1, rows.size(1)}) * chosen;
+        // the own rows above and below row `at`, copied around the replacement row
+        const std::int64_t at = query - first;
+        std::vector<Tensor> parts;
+        if (at > 0) parts.push_back(narrow(own, 1, 0, at));
+        parts.push_back(reshape(rows, {rows.size(0), 1, rows.size(1)}));
+        if (at + 1 < tq) parts.push_back(narrow(own, 1, at + 1, tq - at - 1));
+        return concat(parts, 1);
     });
 }
 
@@ -81,6 +85,38 @@ Tensor output_with(const ExplainedModel& m, const Tensor& inputs, const HeadId& 
     AttentionIntervention intervention(*m.model,
                                        {{head.layer, {{head.head, row_replacement(m.query, rows)}}}});
     return run_model(m, inputs, "faithfulness");
+}
+
+// Sequences per forward pass of the measures that run many copies of each example (leave-one-out,
+// permutation, erasure): the B * copies sequences run in passes of whole copies of every
+// example, so that a pass's tensors stay small enough for the tensor cache to hold and reuse
+// (one layer's weights [B', h, Tq, Tk] for 100 copies of 64 examples would be ~60 MB, whose
+// fresh pages the kernel clears on first use). Each sequence's output depends on it alone, so
+// the passes give the values one pass would.
+constexpr std::int64_t kPassSequences = 512;
+
+// The output distributions of `inputs` [B, T, E] with example b's copy i attending with row
+// rows[b * copies + i] (as output_with_rows on repeat_examples(inputs, copies)), run in passes
+// of at most kPassSequences sequences (at least one copy of every example).
+Rows outputs_of_copies(const ExplainedModel& m, const Tensor& inputs, const HeadId& head, const Rows& rows,
+                       std::int64_t copies) {
+    const std::int64_t b_count = inputs.size(0);
+    const std::int64_t per_pass = std::max<std::int64_t>(1, kPassSequences / b_count);
+    const auto at = [copies](std::int64_t b, std::int64_t i) {
+        return static_cast<std::size_t>(b * copies + i);
+    };
+    Rows out(rows.size());
+    for (std::int64_t first = 0; first < copies; first += per_pass) {
+        const std::int64_t n = std::min(per_pass, copies - first);
+        Rows slice;
+        for (std::int64_t b = 0; b < b_count; ++b)
+            for (std::int64_t i = 0; i < n; ++i) slice.push_back(rows[at(b, first + i)]);
+        Rows y = output_with_rows(m, repeat_examples(inputs, n), head, slice);
+        for (std::int64_t b = 0; b < b_count; ++b)
+            for (std::int64_t i = 0; i < n; ++i)
+                out[at(b, first + i)] = std::move(y[static_cast<std::size_t>(b * n + i)]);
+    }
+    return out;
 }
 
 Tensor rows_tensor(const Rows& rows, DType dtype) {
@@ -205,6 +241,7 @@ std::vector<std::vector<double>> gradient_importance(const ExplainedModel& m, co
         for (std::int64_t h = 0; h < layer.num_heads; ++h)
             fixed[layer.name].emplace(
                 h, Replacement::function([](const Tensor& own, const Tensor&) { return own.detach(); }));
+    const detail::FrozenParameters frozen(*m.model);
     Tensor x = clone(inputs.detach());
     x.requires_grad_();
     Tensor y;
@@ -234,7 +271,7 @@ std::vector<std::vector<double>> leave_one_out(const ExplainedModel& m, const Te
             const bool removable = seen.allowed[b][s] && allowed_keys_of(seen.allowed[b]).size() > 1;
             rows.push_back(removable ? remove_keys(seen.weights[b], seen.allowed[b], {s}) : seen.weights[b]);
         }
-    const Rows y = output_with_rows(m, repeat_examples(inputs, static_cast<std::int64_t>(tk)), head, rows);
+    const Rows y = outputs_of_copies(m, inputs, head, rows, static_cast<std::int64_t>(tk));
     for (std::size_t b = 0; b < seen.weights.size(); ++b)
         for (std::size_t s = 0; s < tk; ++s)
             if (seen.allowed[b][s] && allowed_keys_of(seen.allowed[b]).size() > 1)
@@ -280,7 +317,7 @@ std::vector<PermutationResult> permutation_test(const ExplainedModel& m, const T
             rows.push_back(std::move(row));
         }
     }
-    const Rows y = output_with_rows(m, repeat_examples(inputs, n), head, rows);
+    const Rows y = outputs_of_copies(m, inputs, head, rows, n);
     std::vector<PermutationResult> out(seen.weights.size());
     for (std::size_t b = 0; b < out.size(); ++b) {
         for (std::int64_t i = 0; i < n; ++i)
@@ -316,6 +353,7 @@ std::vector<AdversarialResult> adversarial_attention(const ExplainedModel& m, co
     std::vector<AdversarialResult> best(b_count);
     for (std::size_t b = 0; b < b_count; ++b) best[b].weights = seen.weights[b];
     const double beta1 = 0.9, beta2 = 0.999;
+    const detail::FrozenParameters frozen(*m.model);
     for (std::int64_t step = 1; step <= o.steps; ++step) {
         z = z.detach();
         z.requires_grad_();
@@ -368,7 +406,7 @@ std::vector<ErasureResult> erasure(const ExplainedModel& m, const Tensor& inputs
     const std::int64_t copies = 4 * static_cast<std::int64_t>(tk - 1);
     std::vector<ErasureResult> out(b_count);
     if (copies == 0) return out;
-    const Rows y = output_with_rows(m, repeat_examples(inputs, copies), head, rows);
+    const Rows y = outputs_of_copies(m, inputs, head, rows, copies);
     for (std::size_t b = 0; b < b_count; ++b) {
         const auto& y_own = seen.output[b];
         const std::size_t decision = argmax_of(y_own);

@@ -2,8 +2,10 @@
 #include "inspect/faithfulness_table.hpp"
 
 #include "core/autograd.hpp"
+#include "core/detail/parallel.hpp"
 #include "core/error.hpp"
 #include "core/ops.hpp"
+#include "inspect/detail/frozen_parameters.hpp"
 #include "inspect/faithfulness_stats.hpp"
 #include "inspect/intervention.hpp"
 #include "inspect/knockout.hpp"
@@ -11,8 +13,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <exception>
+#include <limits>
+#include <utility>
 
 namespace attograd::inspect {
 
@@ -59,94 +65,41 @@ void check_data(const FaithfulnessData& data, const FaithfulnessOptions& o) {
              "{}: alignment must be empty or one per example ({}), got {}", kOp, n, data.alignment.size());
     AG_CHECK(o.permutations >= 1, ValueError, "{}: permutations must be >= 1, got {}", kOp, o.permutations);
     AG_CHECK(o.chunk >= 1, ValueError, "{}: chunk must be >= 1, got {}", kOp, o.chunk);
+    AG_CHECK(o.threads >= 1, ValueError, "{}: threads must be >= 1, got {}", kOp, o.threads);
 }
 
-}  // namespace
+constexpr const char* kMeasures[] = {"observe",     "gradient", "leave-one-out", "permutation",
+                                     "adversarial", "erasure",  "knockout"};
 
-std::string faithfulness_verdict(const HeadFaithfulness& h, double epsilon) {
-    const std::optional<double> cost = h.accuracy && h.knockout_accuracy
-                                           ? std::optional<double>(100 * (*h.accuracy - *h.knockout_accuracy))
-                                           : std::nullopt;
-    const VerdictThresholds& limit = verdict_thresholds;
-    if (h.permutation_median < limit.permutation_tvd)
-        return fmt::format("not an explanation: permuted weights change the output by TVD {:.3f}",
-                           h.permutation_median);
-    if (h.adversarial_jsd && *h.adversarial_jsd >= limit.adversarial_jsd)
-        return fmt::format(
-            "not an explanation: weights at JSD {:.2f} from its own give the same output (TVD <= {})",
-            *h.adversarial_jsd, epsilon);
-    if (cost && *cost >= limit.knockout_points && h.tau_loo && *h.tau_loo >= limit.tau_loo)
-        return fmt::format(
-            "decisive: knocking it out costs {:.0f} points and its weights agree with leave-one-out, "
-            "tau {:.2f}",
-            *cost, *h.tau_loo);
-    return fmt::format("partial: knockout costs {} points, tau with leave-one-out {}, permuted TVD {:.3f}",
-                       cost ? fmt::format("{:.0f}", *cost) : std::string("-"), cell(h.tau_loo, 2),
-                       h.permutation_median);
-}
+// What every head's summary reads: the model, the data and the options.
+struct Context {
+    const ExplainedModel& m;
+    const FaithfulnessData& data;
+    const FaithfulnessOptions& o;
 
-std::vector<std::string> verdict_rules(double epsilon) {
-    const VerdictThresholds& limit = verdict_thresholds;
-    return {
-        fmt::format("not an explanation: permuting the head's weights changes the output by a median TVD "
-                    "below {}",
-                    limit.permutation_tvd),
-        fmt::format("not an explanation: weights at a JSD of {} or more from the head's own (of at most "
-                    "ln 2 = 0.69) change the output by a TVD of at most {}",
-                    limit.adversarial_jsd, epsilon),
-        fmt::format("decisive: knocking the head out costs {} accuracy points or more and its weights agree "
-                    "with leave-one-out importance, Kendall tau {} or more",
-                    limit.knockout_points, limit.tau_loo),
-        std::string("partial: any other head (its knockout cost, tau and permuted TVD are given)")};
-}
-
-FaithfulnessTable faithfulness_table(const ExplainedModel& m, const FaithfulnessData& data,
-                                     const FaithfulnessOptions& o) {
-    check_data(data, o);
-    AG_CHECK(m.model != nullptr, ValueError, "{}: the ExplainedModel has no model", kOp);
-    std::vector<HeadId> heads = o.heads;
-    if (heads.empty())
-        for (const auto& layer : attention_layers(*m.model))
-            for (std::int64_t h = 0; h < layer.num_heads; ++h) heads.push_back({layer.name, h});
-    AG_CHECK(!heads.empty(), ValueError, "{}: the model ({}) has no attention layer", kOp,
-             m.model->type_name());
-    FaithfulnessTable table;
-    table.epsilon = o.adversarial_options.epsilon;
-    auto& sec = table.seconds;
-    for (const char* part :
-         {"observe", "gradient", "leave-one-out", "permutation", "adversarial", "erasure", "knockout"})
-        sec[part] = 0;
-    const std::int64_t n = data.inputs.size(0);
-    Generator generator(o.seed);
-    // the model's accuracy, once
-    std::optional<double> accuracy;
-    std::int64_t classes = 0;
-    auto correct = [&](const Tensor& x, std::int64_t start) {
+    // The examples the model classifies right, and the number of classes.
+    std::pair<std::int64_t, std::int64_t> correct_over_data() const {
         NoGradGuard no_grad;
-        const Tensor y = m.probabilities(x);
-        classes = y.size(-1);
-        const auto p = to_dtype(y, DType::Float64).to_vector<double>();
-        std::int64_t right = 0;
-        for (std::int64_t b = 0; b < x.size(0); ++b) {
-            const std::int64_t label = data.labels[static_cast<std::size_t>(start + b)];
-            const auto first = p.begin() + b * classes;
-            right += std::max_element(first, first + classes) - first == label;
+        const std::int64_t n = data.inputs.size(0);
+        std::int64_t right = 0, classes = 0;
+        for (std::int64_t s = 0; s < n; s += o.chunk) {
+            const Tensor x = narrow(data.inputs, 0, s, std::min(o.chunk, n - s));
+            const Tensor y = m.probabilities(x);
+            classes = y.size(-1);
+            const auto p = to_dtype(y, DType::Float64).to_vector<double>();
+            for (std::int64_t b = 0; b < x.size(0); ++b) {
+                const std::int64_t label = data.labels[static_cast<std::size_t>(s + b)];
+                const auto first = p.begin() + b * classes;
+                right += std::max_element(first, first + classes) - first == label;
+            }
         }
-        return right;
-    };
-    auto accuracy_over_data = [&] {
-        std::int64_t right = 0;
-        for (std::int64_t s = 0; s < n; s += o.chunk)
-            right += correct(narrow(data.inputs, 0, s, std::min(o.chunk, n - s)), s);
-        return static_cast<double>(right) / static_cast<double>(n);
-    };
-    if (!data.labels.empty()) {
-        accuracy = accuracy_over_data();
-        for (const std::int64_t label : data.labels)
-            AG_CHECK(label >= 0 && label < classes, ValueError, "{}: label {} is outside the {} classes", kOp,
-                     label, classes);
+        return {right, classes};
     }
-    for (const HeadId& head : heads) {
+
+    // One head's row (without its verdict), the seconds of each measure added into `sec`.
+    HeadFaithfulness summarise(const HeadId& head, std::optional<double> accuracy, Generator& generator,
+                               std::map<std::string, double>& sec) const {
+        const std::int64_t n = data.inputs.size(0);
         HeadFaithfulness row;
         row.head = head;
         Mean alignment, entropy, max_weight, tau_g, tau_l, iqr, adversarial, flip_top, flip_random, f_att,
@@ -209,11 +162,121 @@ FaithfulnessTable faithfulness_table(const ExplainedModel& m, const Faithfulness
             row.accuracy = accuracy;
             row.knockout_accuracy = timed(sec["knockout"], [&] {
                 HeadKnockout knockout(*m.model, {{head.layer, {head.head}}});
-                return accuracy_over_data();
+                return static_cast<double>(correct_over_data().first) / static_cast<double>(n);
             });
         }
-        row.verdict = faithfulness_verdict(row, table.epsilon);
-        table.heads.push_back(std::move(row));
+        return row;
+    }
+};
+
+}  // namespace
+
+std::string faithfulness_verdict(const HeadFaithfulness& h, double epsilon) {
+    const std::optional<double> cost = h.accuracy && h.knockout_accuracy
+                                           ? std::optional<double>(100 * (*h.accuracy - *h.knockout_accuracy))
+                                           : std::nullopt;
+    const VerdictThresholds& limit = verdict_thresholds;
+    if (h.permutation_median < limit.permutation_tvd)
+        return fmt::format("not an explanation: permuted weights change the output by TVD {:.3f}",
+                           h.permutation_median);
+    if (h.adversarial_jsd && *h.adversarial_jsd >= limit.adversarial_jsd)
+        return fmt::format(
+            "not an explanation: weights at JSD {:.2f} from its own give the same output (TVD <= {})",
+            *h.adversarial_jsd, epsilon);
+    if (cost && *cost >= limit.knockout_points && h.tau_loo && *h.tau_loo >= limit.tau_loo)
+        return fmt::format(
+            "decisive: knocking it out costs {:.0f} points and its weights agree with leave-one-out, "
+            "tau {:.2f}",
+            *cost, *h.tau_loo);
+    return fmt::format("partial: knockout costs {} points, tau with leave-one-out {}, permuted TVD {:.3f}",
+                       cost ? fmt::format("{:.0f}", *cost) : std::string("-"), cell(h.tau_loo, 2),
+                       h.permutation_median);
+}
+
+std::vector<std::string> verdict_rules(double epsilon) {
+    const VerdictThresholds& limit = verdict_thresholds;
+    return {
+        fmt::format("not an explanation: permuting the head's weights changes the output by a median TVD "
+                    "below {}",
+                    limit.permutation_tvd),
+        fmt::format("not an explanation: weights at a JSD of {} or more from the head's own (of at most "
+                    "ln 2 = 0.69) change the output by a TVD of at most {}",
+                    limit.adversarial_jsd, epsilon),
+        fmt::format("decisive: knocking the head out costs {} accuracy points or more and its weights agree "
+                    "with leave-one-out importance, Kendall tau {} or more",
+                    limit.knockout_points, limit.tau_loo),
+        std::string("partial: any other head (its knockout cost, tau and permuted TVD are given)")};
+}
+
+FaithfulnessTable faithfulness_table(const ExplainedModel& m, const FaithfulnessData& data,
+                                     const FaithfulnessOptions& o) {
+    check_data(data, o);
+    AG_CHECK(m.model != nullptr, ValueError, "{}: the ExplainedModel has no model", kOp);
+    std::vector<HeadId> heads = o.heads;
+    if (heads.empty())
+        for (const auto& layer : attention_layers(*m.model))
+            for (std::int64_t h = 0; h < layer.num_heads; ++h) heads.push_back({layer.name, h});
+    AG_CHECK(!heads.empty(), ValueError, "{}: the model ({}) has no attention layer", kOp,
+             m.model->type_name());
+    FaithfulnessTable table;
+    table.epsilon = o.adversarial_options.epsilon;
+    for (const char* part : kMeasures) table.seconds[part] = 0;
+    const Context context{m, data, o};
+    std::optional<double> accuracy;
+    if (!data.labels.empty()) {
+        const auto [right, classes] = context.correct_over_data();
+        accuracy = static_cast<double>(right) / static_cast<double>(data.inputs.size(0));
+        for (const std::int64_t label : data.labels)
+            AG_CHECK(label >= 0 && label < classes, ValueError, "{}: label {} is outside the {} classes", kOp,
+                     label, classes);
+    }
+    // one generator per head, seeded in head order: a head's values do not depend on the thread
+    // that summarises it
+    Generator seeding(o.seed);
+    std::vector<std::uint64_t> seeds;
+    for (std::size_t i = 0; i < heads.size(); ++i)
+        seeds.push_back(
+            static_cast<std::uint64_t>(seeding.randint(0, std::numeric_limits<std::int64_t>::max())));
+    std::vector<HeadFaithfulness> rows(heads.size());
+    std::vector<std::map<std::string, double>> seconds(heads.size());
+    std::vector<std::exception_ptr> errors(heads.size());
+    // the first head (in order) that failed: later heads are skipped, earlier ones still run, so
+    // the error thrown is the one a single thread meets first
+    std::atomic<std::int64_t> failed{std::numeric_limits<std::int64_t>::max()};
+    // frozen here, before any worker starts: the measures' own guards then change nothing
+    const detail::FrozenParameters frozen(*m.model);
+    const bool grad_mode = grad_enabled();
+    const nn::AttentionInterventions* outer = nn::detail::active_attention_interventions();
+    const int threads = m.model->is_training() ? 1 : static_cast<int>(o.threads);
+    attograd::detail::parallel_for(
+        static_cast<std::int64_t>(heads.size()), threads,
+        [&](std::int64_t i) {
+            if (i > failed.load()) return;
+            const auto k = static_cast<std::size_t>(i);
+            // a worker thread measures under the caller's grad mode and interventions
+            const nn::AttentionInterventions*& slot = nn::detail::active_attention_interventions();
+            const nn::AttentionInterventions* own = slot;
+            slot = outer;
+            try {
+                std::optional<NoGradGuard> no_grad;
+                if (!grad_mode) no_grad.emplace();
+                Generator generator(seeds[k]);
+                rows[k] = context.summarise(heads[k], accuracy, generator, seconds[k]);
+            } catch (...) {
+                errors[k] = std::current_exception();
+                std::int64_t first = failed.load();
+                while (i < first && !failed.compare_exchange_weak(first, i)) {
+                }
+            }
+            slot = own;
+        },
+        attograd::detail::Schedule::Dynamic);
+    for (const auto& error : errors)
+        if (error) std::rethrow_exception(error);
+    for (std::size_t k = 0; k < heads.size(); ++k) {
+        for (const auto& [part, s] : seconds[k]) table.seconds[part] += s;
+        rows[k].verdict = faithfulness_verdict(rows[k], table.epsilon);
+        table.heads.push_back(std::move(rows[k]));
     }
     return table;
 }

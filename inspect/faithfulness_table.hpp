@@ -23,8 +23,17 @@ struct FaithfulnessOptions {
     std::int64_t permutations = 100;           ///< N of permutation_test (>= 1)
     bool adversarial = true;                   ///< run adversarial_attention (its cost dominates)
     AdversarialOptions adversarial_options{};  ///< options of adversarial_attention
-    std::int64_t chunk = 64;  ///< examples per batch (>= 1); memory grows with chunk * max(N, 4 Tk)
-    std::uint64_t seed = 0;   ///< of the permutations and the random erasure
+    /// examples per batch (>= 1); the copies that leave-one-out, permutation and erasure run of
+    /// each example go in passes of at most max(chunk, 512) sequences
+    std::int64_t chunk = 64;
+    /// of the permutations and the random erasure: each head draws from its own generator,
+    /// seeded from this one in head order, so its values do not depend on the thread running it
+    std::uint64_t seed = 0;
+    /// heads summarised at once (>= 1), each on its own thread (OpenMP); 1 while the model is in
+    /// training mode (its dropout draws from shared generators). With more than 1, `probabilities`
+    /// is called from several threads at once and must allow it (a forward pass in eval mode
+    /// does). The values are the same for any number of threads.
+    std::int64_t threads = 1;
 };
 
 /// One head's summary over the data set (means over examples unless noted; nullopt when the data
@@ -53,7 +62,8 @@ struct HeadFaithfulness {
 };
 
 /// The summary of every head, and the seconds each measure took (keys "observe", "gradient",
-/// "leave-one-out", "permutation", "adversarial", "erasure", "knockout").
+/// "leave-one-out", "permutation", "adversarial", "erasure", "knockout"), summed over the heads
+/// (over threads too when several ran at once: then more than the wall time).
 struct FaithfulnessTable {
     std::vector<HeadFaithfulness> heads;    ///< one row per head summarised
     std::map<std::string, double> seconds;  ///< seconds per measure (keys above)
@@ -62,7 +72,7 @@ struct FaithfulnessTable {
 
 /// Summarises every chosen head over the data (Jain & Wallace 2019 §4; Serrano & Smith 2019 §4;
 /// Wiegreffe & Pinter 2019 §3 for the knockout / uniform baselines). Throws ValueError when a
-/// head does not exist (as AttentionIntervention), permutations or chunk < 1, labels or alignment
+/// head does not exist (as AttentionIntervention), permutations, chunk or threads < 1, labels or alignment
 /// are neither empty nor N long, a label or alignment is out of range; the measures' errors.
 FaithfulnessTable faithfulness_table(const ExplainedModel& m, const FaithfulnessData& data,
                                      const FaithfulnessOptions& options = {});

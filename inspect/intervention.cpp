@@ -51,11 +51,17 @@ std::vector<FoundLayer> find_layers(const nn::Module& root) {
     return out;
 }
 
-// The values of `x` as float64, row-major.
-std::vector<double> values_of(const Tensor& x) {
-    const Tensor d = to_dtype(x.detach(), DType::Float64);
-    const double* p = d.data<double>();
-    return {p, p + d.numel()};
+// Calls f(w) with the values of `x` (float32 or float64, row-major) read in place.
+template <class F>
+void with_values(const Tensor& x, F&& f) {
+    if (x.dtype() == DType::Float32)
+        f(x.data<float>());
+    else if (x.dtype() == DType::Float64)
+        f(x.data<double>());
+    else {  // another dtype: its float64 copy
+        const Tensor d = to_dtype(x.detach(), DType::Float64);
+        f(d.data<double>());
+    }
 }
 
 // Rows [first, first + Tq) of a fixed matrix [Tq', Tk] or [B, Tq', Tk] broadcast to the head's
@@ -145,27 +151,28 @@ void check_replacement(const Tensor& replacement, const Tensor& own, const Tenso
     AG_CHECK(replacement.dtype() == own.dtype(), DTypeError,
              "{}: replacement weights are {}, the layer computes in {}", what, replacement.dtype(),
              own.dtype());
-    const std::vector<double> w = values_of(replacement);
     const bool* ok = allowed.data<bool>();
     const std::int64_t tq = own.size(1), tk = own.size(2), rows = own.size(0) * tq;
-    for (std::int64_t r = 0; r < rows; ++r) {
-        double total = 0.0;
-        bool any_allowed = false;
-        for (std::int64_t j = 0; j < tk; ++j) {
-            const double x = w[static_cast<std::size_t>(r * tk + j)];
-            AG_CHECK(std::isfinite(x) && x >= 0, ValueError,
-                     "{}: replacement weight [{}, {}, {}] is {}; weights must be finite and >= 0", what,
-                     r / tq, r % tq, j, x);
-            AG_CHECK(x == 0 || ok[r * tk + j], ValueError,
-                     "{}: replacement weight [{}, {}, {}] is {} on a masked key; masked keys must get 0",
-                     what, r / tq, r % tq, j, x);
-            any_allowed = any_allowed || ok[r * tk + j];
-            total += x;
+    with_values(replacement, [&](const auto* w) {
+        for (std::int64_t r = 0; r < rows; ++r) {
+            double total = 0.0;
+            bool any_allowed = false;
+            for (std::int64_t j = 0; j < tk; ++j) {
+                const auto x = static_cast<double>(w[r * tk + j]);
+                AG_CHECK(std::isfinite(x) && x >= 0, ValueError,
+                         "{}: replacement weight [{}, {}, {}] is {}; weights must be finite and >= 0", what,
+                         r / tq, r % tq, j, x);
+                AG_CHECK(x == 0 || ok[r * tk + j], ValueError,
+                         "{}: replacement weight [{}, {}, {}] is {} on a masked key; masked keys must get 0",
+                         what, r / tq, r % tq, j, x);
+                any_allowed = any_allowed || ok[r * tk + j];
+                total += x;
+            }
+            AG_CHECK(!any_allowed || std::abs(total - 1.0) <= tolerance, ValueError,
+                     "{}: replacement row [{}, {}] sums to {:.10g}, not 1 (tolerance {})", what, r / tq,
+                     r % tq, total, tolerance);
         }
-        AG_CHECK(!any_allowed || std::abs(total - 1.0) <= tolerance, ValueError,
-                 "{}: replacement row [{}, {}] sums to {:.10g}, not 1 (tolerance {})", what, r / tq, r % tq,
-                 total, tolerance);
-    }
+    });
 }
 
 Replacement Replacement::fixed(Tensor weights) {

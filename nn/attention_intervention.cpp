@@ -28,16 +28,31 @@ Tensor weight_used(const HeadIntervention& head, const Tensor& own, const Tensor
     return own;
 }
 
-// Every head's weights used: own and allowed [B, h, Tq, Tk] -> [B, h, Tq, Tk].
+// Every head's weights used: own and allowed [B, h, Tq, Tk] -> [B, h, Tq, Tk]. A run of heads
+// without intervention is copied from `own` as one slice (no per-head copy, and their allowed
+// keys are never read): the weights used are the same values either way.
 Tensor heads_used(const std::vector<HeadIntervention>& interventions, const Tensor& own,
                   const Tensor& allowed, const QueryRows& rows) {
-    std::vector<Tensor> used;
-    used.reserve(interventions.size());
-    for (std::size_t i = 0; i < interventions.size(); ++i) {
-        const auto head = static_cast<std::int64_t>(i);
-        used.push_back(weight_used(interventions[i], select(own, 1, head), select(allowed, 1, head), rows));
+    const auto h = static_cast<std::int64_t>(interventions.size());
+    auto untouched = [&](std::int64_t head) {
+        const HeadIntervention& i = interventions[static_cast<std::size_t>(head)];
+        return !i.silence && !i.replace;
+    };
+    std::vector<Tensor> parts;
+    for (std::int64_t head = 0; head < h;) {
+        std::int64_t end = head;
+        while (end < h && untouched(end)) ++end;
+        if (end > head) {  // heads [head, end) attend with their own weights
+            parts.push_back(head == 0 && end == h ? own : narrow(own, 1, head, end - head));
+            head = end;
+            continue;
+        }
+        const Tensor used = weight_used(interventions[static_cast<std::size_t>(head)], select(own, 1, head),
+                                        select(allowed, 1, head), rows);
+        parts.push_back(reshape(used, {used.size(0), 1, used.size(1), used.size(2)}));
+        ++head;
     }
-    return stack(used, 1);
+    return parts.size() == 1 ? parts.front() : concat(parts, 1);
 }
 
 }  // namespace
@@ -115,6 +130,11 @@ Tensor intervene_step(const Module* layer, const Tensor& weights, const Tensor& 
 
 Tensor allowed_keys(const Tensor& additive_mask, std::int64_t batch, std::int64_t heads, std::int64_t tq,
                     std::int64_t tk) {
+    if (!additive_mask.defined()) {  // every key allowed: no float64 pass over [B, h, Tq, Tk]
+        Tensor all = empty({batch, heads, tq, tk}, {.dtype = DType::Bool});
+        std::fill_n(all.data<bool>(), all.numel(), true);
+        return all;
+    }
     Tensor full_shape = zeros({batch, heads, tq, tk}, {.dtype = DType::Float64});
     if (additive_mask.defined()) full_shape = full_shape + to_dtype(additive_mask, DType::Float64);
     return gt(full_shape, -std::numeric_limits<double>::infinity());

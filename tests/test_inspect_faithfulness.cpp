@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstring>
 #include <set>
 
 using namespace testing;
@@ -333,5 +335,109 @@ TEST_CASE(
         CHECK(std::isfinite(adversarial[b].jsd));
         CHECK(adversarial[b].tvd <= 0.01);
         for (const double t : permuted[b].tvd) CHECK(std::isfinite(t));
+    }
+}
+
+namespace {
+
+// Every value of a row, for comparing two tables exactly (nullopt as NaN, which compares by bits).
+std::vector<double> values_of(const HeadFaithfulness& h) {
+    auto v = [](const std::optional<double>& x) { return x.value_or(std::nan("")); };
+    return {v(h.alignment),
+            h.entropy,
+            h.max_weight,
+            v(h.accuracy),
+            v(h.knockout_accuracy),
+            v(h.tau_gradient),
+            v(h.tau_loo),
+            h.permutation_median,
+            h.permutation_iqr,
+            v(h.adversarial_jsd),
+            h.flip_top,
+            h.flip_random,
+            v(h.fraction_attention),
+            v(h.fraction_gradient),
+            v(h.fraction_product),
+            v(h.fraction_random)};
+}
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+}  // namespace
+
+TEST_CASE("the data-set table is the same, bit for bit, on 1 and 2 threads; threads < 1 is refused") {
+    Generator gen(41);
+    MultiHeadAttention mha({.embed_dim = 4, .num_heads = 2, .dtype = f64}, gen);
+    mha.eval();
+    const ExplainedModel m{.model = &mha, .probabilities = [&](const Tensor& x) {
+                               return softmax(select(mha.forward(x).output, 1, 0), -1);
+                           }};
+    const Tensor inputs = randn({5, 4, 4}, gen, {.dtype = f64});
+    const FaithfulnessData data{.inputs = inputs, .labels = {0, 1, 2, 3, 0}, .alignment = {0, 1, 2, 3, 0}};
+    FaithfulnessOptions options{.permutations = 6, .adversarial_options = {.steps = 15}, .chunk = 2};
+    const FaithfulnessTable one = faithfulness_table(m, data, options);
+    options.threads = 2;
+    const FaithfulnessTable two = faithfulness_table(m, data, options);
+    REQUIRE(one.heads.size() == 2);
+    REQUIRE(two.heads.size() == 2);
+    for (std::size_t k = 0; k < 2; ++k) {
+        CHECK(one.heads[k].head.head == static_cast<std::int64_t>(k));
+        CHECK(two.heads[k].head.head == static_cast<std::int64_t>(k));
+        const auto a = values_of(one.heads[k]), b = values_of(two.heads[k]);
+        for (std::size_t i = 0; i < a.size(); ++i) CHECK(same_bits(a[i], b[i]));
+        CHECK(one.heads[k].verdict == two.heads[k].verdict);
+    }
+    // the heads differ, so equal rows are not equal by accident
+    CHECK(one.heads[0].entropy != one.heads[1].entropy);
+    options.threads = 0;
+    CHECK_THROWS_WITH_AS(faithfulness_table(m, data, options),
+                         doctest::Contains("faithfulness_table: threads must be >= 1, got 0"), ValueError);
+    // an error met on a worker thread reaches the caller: an alignment outside the 4 keys
+    options.threads = 2;
+    const FaithfulnessData bad{.inputs = inputs, .labels = {}, .alignment = {0, 1, 9, 3, 0}};
+    CHECK_THROWS_WITH_AS(faithfulness_table(m, bad, options),
+                         doctest::Contains("alignment 9 of example 2 is outside the 4 keys"), ValueError);
+}
+
+TEST_CASE("gradient importance and adversarial search add nothing into the model's parameter gradients") {
+    Generator gen(43);
+    MultiHeadAttention mha({.embed_dim = 4, .num_heads = 2, .dtype = f64}, gen);
+    const ExplainedModel m{.model = &mha, .probabilities = [&](const Tensor& x) {
+                               return softmax(select(mha.forward(x).output, 1, 0), -1);
+                           }};
+    const Tensor x = randn({3, 4, 4}, gen, {.dtype = f64});
+    const auto importance = gradient_importance(m, x, {"", 1});
+    const auto adversarial = adversarial_attention(m, x, {"", 0}, {.steps = 5});
+    REQUIRE(importance.size() == 3);
+    REQUIRE(adversarial.size() == 3);
+    for (const auto& [name, p] : mha.named_parameters()) {
+        INFO(name);
+        CHECK(p.requires_grad());         // still trainable afterwards
+        CHECK_FALSE(p.grad().defined());  // no backward reached it
+    }
+    // the measures still differentiate: the importance is not all zero
+    double total = 0;
+    for (const auto& row : importance)
+        for (const double g : row) total += g;
+    CHECK(total > 0);
+}
+
+TEST_CASE("leave-one-out over more sequences than one pass holds matches each example run alone") {
+    // 40 examples x 30 keys = 1200 sequences: the copies run in several passes, which must give
+    // every example's copies back in place
+    Tiny m{.q = {1.0, -0.5}, .W = {1.5, -0.5, 0.25, 1}};
+    Generator gen(47);
+    const Tensor inputs = randn({40, 30, 2}, gen, {.dtype = f64});
+    const auto loo = leave_one_out(m.explained(), inputs, {"", 0});
+    REQUIRE(loo.size() == 40);
+    for (const std::int64_t b : {0, 17, 39}) {
+        const Tensor one = narrow(inputs, 0, b, 1);
+        const HeadObservation seen = observe_head(m.explained(), one, {"", 0});
+        for (const std::size_t s : {std::size_t{0}, std::size_t{13}, std::size_t{29}}) {
+            const Row w = without(seen.weights[0], s);
+            const auto y = output_with_rows(m.explained(), one, {"", 0}, {w});
+            CHECK(loo[static_cast<std::size_t>(b)][s] ==
+                  doctest::Approx(total_variation(seen.output[0], y[0])).epsilon(1e-12));
+        }
     }
 }
