@@ -247,7 +247,8 @@ FaithfulnessTable faithfulness_table(const ExplainedModel& m, const Faithfulness
     const detail::FrozenParameters frozen(*m.model);
     const bool grad_mode = grad_enabled();
     const nn::AttentionInterventions* outer = nn::detail::active_attention_interventions();
-    const int threads = m.model->is_training() ? 1 : static_cast<int>(o.threads);
+    const int threads =
+        m.model->is_training() || attograd::detail::forked_child() ? 1 : static_cast<int>(o.threads);
     attograd::detail::parallel_for(
         static_cast<std::int64_t>(heads.size()), threads,
         [&](std::int64_t i) {

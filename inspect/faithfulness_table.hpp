@@ -30,9 +30,9 @@ struct FaithfulnessOptions {
     /// seeded from this one in head order, so its values do not depend on the thread running it
     std::uint64_t seed = 0;
     /// heads summarised at once (>= 1), each on its own thread (OpenMP); 1 while the model is in
-    /// training mode (its dropout draws from shared generators). With more than 1, `probabilities`
-    /// is called from several threads at once and must allow it (a forward pass in eval mode
-    /// does). The values are the same for any number of threads.
+    /// training mode (its dropout draws from shared generators) and in a child made by fork(). With more than
+    /// 1, `probabilities` is called from several threads at once and must allow it (a forward pass in eval
+    /// mode does). The values are the same for any number of threads.
     std::int64_t threads = 1;
 };
 
