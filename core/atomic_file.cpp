@@ -21,6 +21,22 @@ namespace fs = std::filesystem;
 
 std::string errno_text() { return std::strerror(errno); }
 
+/// Refuses (IoError) to follow the symbolic link `link` where the kernel's protected_symlinks
+/// would not: in a sticky, world-writable directory (/tmp), a link owned by someone other than
+/// the caller (effective uid) and the directory's owner may have been planted there.
+void check_protected_link(const fs::path& link, const std::string& where) {
+    struct stat link_stat {};
+    struct stat dir_stat {};
+    const fs::path dir = link.parent_path().empty() ? fs::path(".") : link.parent_path();
+    AG_CHECK(::lstat(link.c_str(), &link_stat) == 0 && ::stat(dir.c_str(), &dir_stat) == 0, IoError,
+             "{}: cannot examine the symbolic link '{}': {}", where, link.string(), errno_text());
+    const bool shared_dir = (dir_stat.st_mode & S_ISVTX) != 0 && (dir_stat.st_mode & S_IWOTH) != 0;
+    AG_CHECK(!shared_dir || link_stat.st_uid == ::geteuid() || link_stat.st_uid == dir_stat.st_uid, IoError,
+             "{}: the symbolic link '{}' is owned by uid {} in a sticky world-writable directory owned "
+             "by uid {}; not following it (another user may have planted it)",
+             where, link.string(), link_stat.st_uid, dir_stat.st_uid);
+}
+
 }  // namespace
 
 AtomicFile::AtomicFile(const fs::path& path, std::string where, Symlinks symlinks)
@@ -30,14 +46,26 @@ AtomicFile::AtomicFile(const fs::path& path, std::string where, Symlinks symlink
     const bool link = fs::is_symlink(fs::symlink_status(path, ec));
     AG_CHECK(!link || symlinks == Symlinks::follow, IoError,
              "{}: is a symbolic link; not writing through it (remove it)", where_);
+    // What the path names, links followed by the kernel (also /dev/stdout's /proc/self/fd/1,
+    // whose target "pipe:[N]" is no path): a pipe, device or socket is refused before any
+    // link is read.
+    const fs::file_status named = fs::status(path, ec);
+    AG_CHECK(!fs::exists(named) || fs::is_regular_file(named) || fs::is_directory(named), IoError,
+             "{}: exists and is not a regular file (a pipe, device or socket); not replacing it", where_);
     // A symbolic link is written through, not replaced: the new file goes where it points
-    // (renaming over the link itself would turn it into a regular file).
-    if (link) {
+    // (renaming over the link itself would turn it into a regular file). Each link of the chain
+    // is checked as the kernel would (check_protected_link) before it is followed.
+    fs::path resolved = path;
+    for (int hops = 0; fs::is_symlink(fs::symlink_status(resolved, ec)); ++hops) {
+        AG_CHECK(hops < 40, IoError, "{}: too many levels of symbolic links", where_);
+        check_protected_link(resolved, where_);
         // read_symlink, not weakly_canonical alone: a dangling link's path would resolve to itself.
-        const fs::path points_to = fs::read_symlink(path, ec);
+        const fs::path points_to = fs::read_symlink(resolved, ec);
         AG_CHECK(!ec, IoError, "{}: cannot read the symbolic link: {}", where_, ec.message());
-        target_ =
-            fs::weakly_canonical(points_to.is_absolute() ? points_to : path.parent_path() / points_to, ec);
+        resolved = points_to.is_absolute() ? points_to : resolved.parent_path() / points_to;
+    }
+    if (link) {
+        target_ = fs::weakly_canonical(resolved, ec);
         AG_CHECK(!ec && !target_.filename().empty(), IoError, "{}: cannot resolve the symbolic link: {}",
                  where_, ec.message());
     }
@@ -45,7 +73,7 @@ AtomicFile::AtomicFile(const fs::path& path, std::string where, Symlinks symlink
     AG_CHECK(!fs::is_directory(target, ec), IoError, "{}: is a directory", where_);
     const fs::file_status existing = fs::status(target, ec);
     AG_CHECK(!fs::exists(existing) || fs::is_regular_file(existing), IoError,
-             "{}: exists and is not a regular file; not replacing it", where_);
+             "{}: exists and is not a regular file (a pipe, device or socket); not replacing it", where_);
     // At most 200 bytes of the name: the temporary name must fit the 255-byte limit whenever
     // the target's does.
     const std::string name = target.filename().string().substr(0, 200);

@@ -16,7 +16,11 @@ namespace attograd {
 /// renaming over a device or FIFO (as root: /dev/null) would replace it. A replaced file keeps
 /// its permission bits. A symbolic link at `target` is written through: the file it points to
 /// (after every link in the chain) is replaced and the link stays; a link to what is not a
-/// regular file (/dev/stdout on a terminal or pipe) is refused like the file itself; with
+/// regular file (/dev/stdout on a terminal or pipe) is refused like the file itself. A link is
+/// followed only where the kernel's protected_symlinks rule (Documentation/admin-guide/sysctl/
+/// fs.rst) would follow it, whatever that setting: a link in a sticky world-writable directory
+/// (/tmp) whose owner is neither the caller's effective uid nor the directory's owner is
+/// refused, since renaming over the file it names would bypass that rule. With
 /// Symlinks::refuse a link at `target` is refused instead (and one made there meanwhile is
 /// replaced by the rename, never written through). Every failure throws IoError whose message
 /// starts with `where` (e.g. "save_safetensors: 'model.safetensors'"); a write beyond the

@@ -1,0 +1,94 @@
+// AtomicFile and symbolic links the kernel's protected_symlinks rule would not follow: a link
+// planted by another user in a sticky world-writable directory (/tmp) is refused.
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "temp_dir.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+using namespace attograd;
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+namespace {
+
+constexpr uid_t other_uid = 54321;  // an owner that is not the test's user
+
+std::string read_bytes(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// A directory `name` in `parent` with mode `mode` (applied past the umask) owned by `owner`.
+fs::path make_dir(const TempDir& parent, const std::string& name, mode_t mode, uid_t owner) {
+    const fs::path dir = parent / name;
+    fs::create_directory(dir);
+    REQUIRE(::chmod(dir.c_str(), mode) == 0);
+    REQUIRE(::chown(dir.c_str(), owner, static_cast<gid_t>(-1)) == 0);
+    return dir;
+}
+
+/// A symbolic link `link` to `to`, owned by `owner` (lchown: the link itself).
+void make_link(const fs::path& to, const fs::path& link, uid_t owner) {
+    fs::create_symlink(to, link);
+    REQUIRE(::lchown(link.c_str(), owner, static_cast<gid_t>(-1)) == 0);
+}
+
+}  // namespace
+
+TEST_CASE("AtomicFile does not follow another user's link in a sticky world-writable directory") {
+    if (::geteuid() != 0) {
+        MESSAGE("skipped: giving a link to another owner (lchown) needs root");
+        return;
+    }
+    TempDir root;
+    const fs::path victim = root / "victim.txt";
+    write_file_atomic(victim, "old");
+    const fs::path shared = make_dir(root, "shared", 01777, 0);  // like /tmp, owned by root
+
+    SUBCASE("a link owned by another user is refused; the link and the file it names stay") {
+        make_link(victim, shared / "out.txt", other_uid);
+        CHECK_THROWS_WITH_AS(write_file_atomic(shared / "out.txt", "new"),
+                             doctest::Contains("out.txt' is owned by uid 54321 in a sticky world-writable "
+                                               "directory owned by uid 0; not following it"),
+                             IoError);
+        CHECK(fs::is_symlink(shared / "out.txt"));
+        CHECK(read_bytes(victim) == "old");
+    }
+    SUBCASE("so is such a link further down a chain") {
+        make_link(victim, shared / "planted.txt", other_uid);
+        make_link(shared / "planted.txt", root / "mine.txt", 0);  // the caller's, outside
+        CHECK_THROWS_WITH_AS(write_file_atomic(root / "mine.txt", "new"),
+                             doctest::Contains("planted.txt' is owned by uid 54321"), IoError);
+        CHECK(read_bytes(victim) == "old");
+    }
+    SUBCASE("the caller's own link is followed, in a directory another user owns") {
+        const fs::path theirs = make_dir(root, "theirs", 01777, other_uid + 1);
+        make_link(victim, theirs / "out.txt", ::geteuid());
+        write_file_atomic(theirs / "out.txt", "new");
+        CHECK(fs::is_symlink(theirs / "out.txt"));
+        CHECK(read_bytes(victim) == "new");
+    }
+    SUBCASE("so is a link owned by the directory's owner") {
+        const fs::path owned = make_dir(root, "owned", 01777, other_uid);
+        make_link(victim, owned / "out.txt", other_uid);
+        write_file_atomic(owned / "out.txt", "new");
+        CHECK(read_bytes(victim) == "new");
+    }
+    SUBCASE("and another user's link in a directory that is not sticky, or not world-writable") {
+        for (const mode_t mode : {mode_t{0777}, mode_t{01755}}) {
+            const fs::path dir = make_dir(root, "dir" + std::to_string(mode), mode, 0);
+            make_link(victim, dir / "out.txt", other_uid);
+            write_file_atomic(dir / "out.txt", std::to_string(mode));
+            CHECK(read_bytes(victim) == std::to_string(mode));
+        }
+    }
+}
