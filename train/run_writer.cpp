@@ -154,7 +154,8 @@ void RunWriter::check_new_file(const std::string& name) const {
 
 void RunWriter::write_file(const std::string& name, std::string_view contents) {
     check_new_file(name);
-    saving(dir_, [&] { write_file_atomic(staging_ / name, contents); });
+    // Names in the new staging directory are the writer's own: never written through a link.
+    saving(dir_, [&] { write_file_atomic(staging_ / name, contents, AtomicFile::Symlinks::refuse); });
     files_[name] = {{"bytes", contents.size()}, {"fnv1a64", fmt::format("{:016x}", fnv1a64(contents))}};
     fault_point();
 }
@@ -183,7 +184,9 @@ void RunWriter::commit(nlohmann::json config) {
     }
     config["files"] = files_;
     config[config_checksum_field] = config_checksum(config);
-    saving(dir_, [&] { write_file_atomic(staging_ / "config.json", config.dump(2) + "\n"); });
+    saving(dir_, [&] {
+        write_file_atomic(staging_ / "config.json", config.dump(2) + "\n", AtomicFile::Symlinks::refuse);
+    });
     fault_point();
     const fs::path old = replace_directory(staging_, dir_, shown_path(dir_));
     committed_ = true;
