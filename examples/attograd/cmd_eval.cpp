@@ -3,6 +3,7 @@
 #include "console.hpp"
 #include "data/bleu.hpp"
 #include "evaluation.hpp"
+#include "output_file.hpp"
 #include "quoting.hpp"
 #include "run_dir.hpp"
 #include "train/file_io.hpp"
@@ -48,11 +49,7 @@ int cmd_eval(const EvalArgs& args) {
     namespace fs = std::filesystem;
     if (args.show < 0) throw UsageError(fmt::format("--show must be >= 0, got {}", args.show));
     // --to is checked before anything is computed (missing parent folders are then created).
-    if (!args.to.empty() && args.to != "-") {
-        std::error_code ec;
-        if (fs::path(args.to).filename().empty() || fs::is_directory(fs::status(args.to, ec)))
-            throw UsageError(fmt::format("--to {}: give a file name, not a directory", shown_path(args.to)));
-    }
+    if (!args.to.empty() && args.to != "-") check_to_file(args.to);
     const LoadedRun run = load_run(args.run);
     const Task& task = *run.task;
     const auto& held_out = task.held_out();

@@ -5,6 +5,7 @@
 #include "evaluation.hpp"
 #include "faithfulness_run.hpp"
 #include "head_score_report.hpp"
+#include "output_file.hpp"
 #include "renderers.hpp"
 #include "run_dir.hpp"
 #include "train/file_io.hpp"
@@ -29,16 +30,6 @@ namespace attograd::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-/// Refuses (IoError) a symbolic link at `path`, which inspect would write unasked: its default
-/// output inside the run (RUN/inspect/ and the files in it) is never written through a link.
-void refuse_link(const fs::path& path) {
-    std::error_code ec;
-    AG_CHECK(!fs::is_symlink(fs::symlink_status(path, ec)), IoError,
-             "{}: is a symbolic link; inspect does not write its default output through links inside a "
-             "run: remove it, or pass --to PATH",
-             shown_path(path));
-}
 
 /// Makes `dir`, RUN/inspect, when missing: a directory of the run, never a link (refuse_link)
 /// nor a directory made where one points.
@@ -126,8 +117,8 @@ int cmd_inspect(const InspectArgs& args) {
                 throw UsageError(fmt::format(
                     "--to {}: not a directory (--format {} writes one file per map into a directory)",
                     shown_path(args.to), renderer->name));
-        } else if (fs::path(args.to).filename().empty() || fs::is_directory(status)) {
-            throw UsageError(fmt::format("--to {}: give a file name, not a directory", shown_path(args.to)));
+        } else {
+            check_to_file(args.to);
         }
     }
     if (renderer->target == Target::Terminal && !args.to.empty()) {
@@ -257,24 +248,25 @@ int cmd_inspect(const InspectArgs& args) {
         return code;
     }
 
-    // Files written where the user did not say (RUN/inspect/) are never written through a link;
-    // a --to path given is the user's, links and all.
+    // A file whose name the program chose (RUN/inspect/ and the files in it, each file in a --to
+    // directory) is never written through a link; a --to file is the user's, links and all.
     const bool by_default = args.to.empty();
     const fs::path default_dir = run.dir / "inspect";
     const auto make_dir = [&](const fs::path& dir) {
         if (by_default) return make_default_dir(dir);
         fs::create_directories(dir);
     };
-    const auto write_output = [&](const fs::path& path, std::string_view contents) {
-        if (by_default) refuse_link(path);
-        write_file_atomic(path, contents,
-                          by_default ? AtomicFile::Symlinks::refuse : AtomicFile::Symlinks::follow);
+    const auto write_named = [&](const fs::path& path, std::string_view contents) {
+        refuse_link(path);
+        write_file_atomic(path, contents, AtomicFile::Symlinks::refuse);
     };
     if (renderer->target == Target::Directory) {
         const fs::path dir = by_default ? default_dir : fs::path(args.to);
         const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, dir, "inspect");
         make_dir(dir);
-        for (const auto& file : rendered) write_output(dir / file.name, file.contents);
+        // Every name checked before the first file is written: a refusal leaves no part written.
+        for (const auto& file : rendered) refuse_link(dir / file.name);
+        for (const auto& file : rendered) write_named(dir / file.name, file.contents);
         print_summary();
         output(stdout, "wrote {} {} file(s) to {}/\n", rendered.size(), renderer->kind, shown_path(dir));
         return code;
@@ -292,7 +284,10 @@ int cmd_inspect(const InspectArgs& args) {
     if (!by_default) train::refuse_run_file(run.dir, path, "inspect");
     const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "inspect");
     if (!path.parent_path().empty()) make_dir(path.parent_path());
-    write_output(path, contents);
+    if (by_default)
+        write_named(path, contents);
+    else
+        write_file_atomic(path, contents);
     print_summary();
     output(stdout, "wrote {}\n", shown_path(path));
     return code;

@@ -1,0 +1,61 @@
+// Where the program writes a file: a --to path the user names, or a file it names itself.
+#include "output_file.hpp"
+
+#include "commands.hpp"
+#include "quoting.hpp"
+
+#include "core/error.hpp"
+
+#include <fmt/format.h>
+
+#include <iterator>
+
+namespace attograd::cli {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Whether `path` reaches a file through a descriptor link of /proc (/dev/stdout is
+/// /proc/self/fd/1, /dev/fd is /proc/self/fd), checked link by link.
+bool names_descriptor(fs::path path) {
+    std::error_code ec;
+    for (int hops = 0; hops < 40 && fs::is_symlink(fs::symlink_status(path, ec)); ++hops) {
+        const fs::path dir = fs::weakly_canonical(path.parent_path().empty() ? "." : path.parent_path(), ec);
+        if (!ec && dir.filename() == "fd" && *std::next(dir.begin()) == "proc") return true;
+        const fs::path points_to = fs::read_symlink(path, ec);
+        if (ec) return false;
+        path = points_to.is_absolute() ? points_to : path.parent_path() / points_to;
+    }
+    return false;
+}
+
+}  // namespace
+
+void check_to_file(const std::string& to) {
+    std::error_code ec;
+    const fs::file_status status = fs::status(to, ec);  // through links, as the write goes
+    if (fs::path(to).filename().empty() || fs::is_directory(status))
+        throw UsageError(fmt::format("--to {}: give a file name, not a directory", shown_path(to)));
+    if (fs::exists(status) && !fs::is_regular_file(status))
+        throw UsageError(
+            fmt::format("--to {}: not a regular file (a pipe, device or socket); `--to -` writes "
+                        "to standard output",
+                        shown_path(to)));
+    // /dev/stdout on a file: the rename would replace that file while the shell's descriptor
+    // keeps the old one, so what it writes next goes nowhere.
+    if (names_descriptor(to))
+        throw UsageError(fmt::format(
+            "--to {}: names an open descriptor (/dev/stdout, /dev/fd/N); `--to -` writes to standard output",
+            shown_path(to)));
+}
+
+void refuse_link(const fs::path& path) {
+    std::error_code ec;
+    AG_CHECK(!fs::is_symlink(fs::symlink_status(path, ec)), IoError,
+             "{}: is a symbolic link; the program writes no file it names itself through a link: remove it, "
+             "or pass --to another path",
+             shown_path(path));
+}
+
+}  // namespace attograd::cli

@@ -1,0 +1,102 @@
+// Output paths and links: a file whose name the program chose is never written through a
+// symbolic link (in a --to directory as in the run), a --to link planted by another user in a
+// sticky world-writable directory is not followed, and a --to that is (or links to) a pipe, a
+// device or an open descriptor (/dev/stdout) is refused in one line pointing at `--to -`.
+#include "cli_helpers.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+using namespace cli_test;
+
+/// A run trained for one step in `tmp`/run (its path as text).
+std::string trained_run(const TempDir& tmp) {
+    require_ok(run(train_args(tmp / "run", "1")));
+    return tmp / "run";
+}
+
+}  // namespace
+
+TEST_CASE("inspect never writes a file it names through a link in a --to directory") {
+    TempDir tmp;
+    const std::string dir = trained_run(tmp);
+    write_text(tmp / "victim", "victim\n");
+    fs::create_directory(tmp / "svgd");
+    const fs::path planted = fs::path(tmp / "svgd") / "example2_layer0_head0.svg";
+    fs::create_symlink(tmp / "victim", planted);
+    check_refused(run({"inspect", "--run", dir, "--format", "svg", "--samples", "2", "--to", tmp / "svgd"}),
+                  {"svgd/example2_layer0_head0.svg", "symbolic link"});
+    CHECK(read_text(tmp / "victim") == "victim\n");
+    CHECK(fs::is_symlink(planted));
+    CHECK(entries(tmp / "svgd") ==
+          std::set<std::string>{"example2_layer0_head0.svg"});  // nothing else written
+    // A dangling link is not followed either (it would create the file it names).
+    fs::remove(planted);
+    fs::create_symlink(tmp / "made.svg", planted);
+    check_refused(run({"inspect", "--run", dir, "--format", "svg", "--samples", "2", "--to", tmp / "svgd"}),
+                  {"example2_layer0_head0.svg", "symbolic link"});
+    CHECK_FALSE(fs::exists(tmp / "made.svg"));
+    // Without the link the same command writes its files there.
+    fs::remove(planted);
+    require_ok(run({"inspect", "--run", dir, "--format", "svg", "--samples", "2", "--to", tmp / "svgd"}));
+    CHECK(read_text(planted).find("<svg") != std::string::npos);
+}
+
+TEST_CASE("a --to that is or links to a pipe or a device is refused, pointing at --to -") {
+    TempDir tmp;
+    const std::string dir = trained_run(tmp);
+    REQUIRE(::mkfifo((tmp / "fifo").c_str(), 0600) == 0);
+    fs::create_symlink(tmp / "fifo", tmp / "to_fifo");
+    fs::create_symlink("/dev/null", tmp / "to_null");
+    for (const std::string& to : {tmp / "fifo", tmp / "to_fifo", std::string("/dev/null"), tmp / "to_null"}) {
+        INFO(to);
+        check_refused(run({"eval", "--run", dir, "--to", to}), {to, "not a regular file", "`--to -`"});
+        check_refused(run({"inspect", "--run", dir, "--format", "html", "--to", to}),
+                      {to, "not a regular file", "`--to -`"});
+    }
+    CHECK(fs::is_fifo(tmp / "fifo"));
+    CHECK(fs::is_character_file("/dev/null"));
+    CHECK(fs::is_symlink(tmp / "to_fifo"));
+    // Standard output on a file (as run() captures it): /dev/stdout would be that file, replaced
+    // by the rename while the descriptor keeps the old one.
+    for (const char* to : {"/dev/stdout", "/dev/fd/1", "/proc/self/fd/1"}) {
+        check_refused(run({"eval", "--run", dir, "--to", to}), {to, "names an open descriptor", "`--to -`"});
+        check_refused(run({"inspect", "--run", dir, "--format", "csv", "--to", to}),
+                      {to, "names an open descriptor"});
+    }
+    // What the message points at: `--to -` puts the JSON (eval) or the report (inspect) on stdout.
+    const Outcome eval = run({"eval", "--run", dir, "--to", "-"});
+    require_ok(eval);
+    CHECK(json::parse(eval.out).contains("token_accuracy"));
+    const Outcome inspect = run({"inspect", "--run", dir, "--format", "html", "--to", "-"});
+    require_ok(inspect);
+    CHECK(inspect.out.starts_with("<!DOCTYPE html>"));
+    // A directory format takes a directory, never `-` nor a pipe.
+    check_refused(run({"inspect", "--run", dir, "--format", "svg", "--to", tmp / "fifo"}),
+                  {"fifo", "not a directory"});
+}
+
+TEST_CASE("a --to link another user planted in a sticky world-writable directory is not followed") {
+    if (::geteuid() != 0) {
+        MESSAGE("skipped: giving a link to another owner (lchown) needs root");
+        return;
+    }
+    TempDir tmp;
+    const std::string dir = trained_run(tmp);
+    write_text(tmp / "victim", "victim\n");
+    const fs::path shared = tmp / "shared";  // like /tmp
+    fs::create_directory(shared);
+    REQUIRE(::chmod(shared.c_str(), 01777) == 0);
+    fs::create_symlink(tmp / "victim", shared / "out.json");
+    REQUIRE(::lchown((shared / "out.json").c_str(), 54321, static_cast<gid_t>(-1)) == 0);
+    check_refused(run({"eval", "--run", dir, "--to", (shared / "out.json").string()}),
+                  {"out.json", "owned by uid 54321", "sticky world-writable", "not following it"});
+    check_refused(run({"inspect", "--run", dir, "--format", "json", "--to", (shared / "out.json").string()}),
+                  {"out.json", "owned by uid 54321"});
+    CHECK(read_text(tmp / "victim") == "victim\n");
+    CHECK(fs::is_symlink(shared / "out.json"));
+}
