@@ -128,4 +128,10 @@ std::string file_checksum(const std::filesystem::path& path) {
     return fmt::format("{:016x}", fnv1a64(file.read_all()));
 }
 
+bool is_checksum_text(std::string_view text) {
+    return text.size() == 16 && std::all_of(text.begin(), text.end(), [](char h) {
+               return (h >= '0' && h <= '9') || (h >= 'a' && h <= 'f');
+           });
+}
+
 }  // namespace attograd

@@ -55,4 +55,7 @@ std::uint64_t fnv1a64(std::string_view bytes);
 /// fnv1a64 of the file at `path` as 16 lowercase hex digits. Throws IoError as InputFile does.
 std::string file_checksum(const std::filesystem::path& path);
 
+/// True when `text` is a checksum as file_checksum writes it: exactly 16 lowercase hex digits.
+bool is_checksum_text(std::string_view text);
+
 }  // namespace attograd

@@ -56,6 +56,7 @@ BleuScore score_from_counts(BleuScore counts, std::int64_t max_order) {
     }
     counts.score =
         any_zero ? 0.0 : counts.brevity_penalty * std::exp(log_sum / static_cast<double>(max_order));
+    counts.defined = counts.totals[static_cast<std::size_t>(max_order - 1)] > 0;
     return counts;
 }
 

@@ -28,6 +28,9 @@ struct BleuScore {
     std::array<std::int64_t, 4> totals{};   ///< n-grams of order n in the hypotheses, summed
     std::int64_t hypothesis_length = 0;     ///< c: tokens in every hypothesis
     std::int64_t reference_length = 0;      ///< r: sum of each hypothesis' closest reference length
+    /// False when no hypothesis has N tokens: p_N is then 0/0, so corpus BLEU-N is undefined
+    /// (`score` is 0, as sacreBLEU and nltk report it); show it as "n/a", not as a score of 0.
+    bool defined = true;
 };
 
 /// Corpus BLEU (Papineni, Roukos, Ward, Zhu 2002, "BLEU: a method for automatic evaluation of

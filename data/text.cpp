@@ -136,6 +136,20 @@ bool is_hidden_or_reordering(char32_t c) {
     return false;
 }
 
+// The default-ignorable characters that are not control characters (text.hpp): a token may
+// hold them, every display escapes them.
+bool is_invisible_kept(char32_t c) {
+    constexpr std::pair<char32_t, char32_t> ranges[] = {
+        {0x200C, 0x200D},    // ZERO WIDTH NON-JOINER, ZERO WIDTH JOINER
+        {0x2065, 0x2065},    // reserved default-ignorable
+        {0xFE00, 0xFE0F},    // VARIATION SELECTOR-1..16
+        {0xE0080, 0xE0FFF},  // VARIATION SELECTOR-17..256 (U+E0100-U+E01EF), reserved around them
+    };
+    for (const auto& [first, last] : ranges)
+        if (c >= first && c <= last) return true;
+    return false;
+}
+
 }  // namespace
 
 std::size_t control_length(std::string_view text, std::size_t i) {
@@ -146,9 +160,16 @@ std::size_t control_length(std::string_view text, std::size_t i) {
     return length > 1 && is_hidden_or_reordering(code) ? length : 0;
 }
 
+std::size_t escaped_length(std::string_view text, std::size_t i) {
+    if (const std::size_t control = control_length(text, i); control > 0) return control;
+    if (i >= text.size()) return 0;
+    const auto [code, length] = decode_at(text, i);
+    return length > 1 && is_invisible_kept(code) ? length : 0;
+}
+
 namespace {
 
-// The escape of the control character of `length` bytes at text[i].
+// The escape of the control or invisible character of `length` bytes at text[i].
 std::string escaped_control(std::string_view text, std::size_t i, std::size_t length) {
     const auto lead = static_cast<unsigned char>(text[i]);
     if (length > 1) {  // a UTF-8 sequence, escaped as its code point
@@ -168,9 +189,9 @@ std::string escape_control(std::string_view text) {
     std::string out;
     out.reserve(text.size());
     for (const std::string& character : split_chars(text)) {
-        const std::size_t control = control_length(character, 0);
-        if (control == character.size()) {
-            out += escaped_control(character, 0, control);
+        const std::size_t escaped = escaped_length(character, 0);
+        if (escaped == character.size()) {
+            out += escaped_control(character, 0, escaped);
         } else if (!is_valid_utf8(character)) {  // split_chars makes a stray byte its own token
             for (const char byte : character)
                 out += fmt::format("\\x{:02x}", static_cast<unsigned char>(byte));

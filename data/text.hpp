@@ -33,20 +33,28 @@ bool is_valid_utf8(std::string_view text);
 /// U+034F, U+115F, U+1160, U+17B4, U+17B5, U+180B-U+180F, U+200B, U+2060-U+2064, U+206A-U+206F,
 /// U+3164, U+FEFF, U+FFA0, U+1BCA0-U+1BCA3, U+1D173-U+1D17A, the tags U+E0000-U+E007F; also the
 /// interlinear annotation characters U+FFF9-U+FFFB). U+FEFF at the start of a file is a byte
-/// order mark, which readers drop first with strip_bom. Kept as text: U+200C ZWNJ and U+200D ZWJ
-/// (they shape Persian and Indic words and join emoji) and the variation selectors U+FE00-U+FE0F
-/// (emoji presentation).
+/// order mark, which readers drop first with strip_bom. Not control characters, so a token may
+/// hold them (escaped_length covers them for display): U+200C ZWNJ and U+200D ZWJ (they shape
+/// Persian and Indic words and join emoji) and the variation selectors U+FE00-U+FE0F (emoji
+/// presentation) and U+E0100-U+E01EF (Ideographic Variation Sequences).
 std::size_t control_length(std::string_view text, std::size_t i);
-/// `text` made safe to show in a message or label: \t \n \r for those three, \xhh for any
-/// other C0 character, DEL or byte that is not part of well-formed UTF-8, \u00hh for a C1
-/// character (lowercase hex), and \uhhhh (\Uhhhhhhhh above U+FFFF) for the other control
-/// characters of control_length; every other character unchanged.
+/// Bytes of the character at `text[i]` that escape_control escapes, 0 when it is shown as it is:
+/// control_length's characters, and the other Default_Ignorable_Code_Point characters (Unicode
+/// DerivedCoreProperties), which a token may hold: U+200C ZWNJ, U+200D ZWJ, the variation
+/// selectors U+FE00-U+FE0F and U+E0100-U+E01EF, and the reserved U+2065, U+E0080-U+E00FF and
+/// U+E01F0-U+E0FFF; so that two tokens that differ only by one of them never look the same.
+std::size_t escaped_length(std::string_view text, std::size_t i);
+/// `text` made safe and unambiguous to show in a message or label: \t \n \r for those three,
+/// \xhh for any other C0 character, DEL or byte that is not part of well-formed UTF-8, \u00hh
+/// for a C1 character (lowercase hex), and \uhhhh (\Uhhhhhhhh above U+FFFF) for the other
+/// characters of escaped_length; every other character unchanged. For display only: JSON, CSV,
+/// TSV and the run's own files keep the exact bytes.
 std::string escape_control(std::string_view text);
 /// The first control character of `text` (see control_length), escaped as escape_control
 /// writes it, or "" when it has none; `allowed` characters (e.g. "\t") are skipped.
 std::string first_control(std::string_view text, std::string_view allowed = {});
-/// A token made printable for labels: a space becomes "␣", a tab "⇥", other control characters
-/// are escaped as escape_control writes them.
+/// A token made printable for labels: a space becomes "␣", a tab "⇥", other control and
+/// invisible characters are escaped as escape_control writes them.
 std::string printable(const std::string& token);
 
 }  // namespace attograd::data

@@ -2,6 +2,7 @@
 #include "inspect/faithfulness_html.hpp"
 
 #include "core/error.hpp"
+#include "inspect/attention_map.hpp"
 #include "inspect/chart_svg.hpp"
 #include "inspect/render_svg.hpp"
 
@@ -77,7 +78,7 @@ std::string evidence_html(const FaithfulnessEvidence& e, double epsilon) {
         "<table class=\"faith\" id=\"faith-importance\">\n<thead><tr><th>key</th><th>attention</th>"
         "<th>gradient</th><th>leave-one-out</th></tr></thead>\n<tbody>\n";
     for (std::size_t i = 0; i < e.keys.size(); ++i)
-        out += "<tr><td><span class=\"tok\">" + xml_escape(e.keys[i]) + "</span></td>" +
+        out += "<tr><td><span class=\"tok\">" + xml_escape(display_label(e.keys[i])) + "</span></td>" +
                bar_cell(e.attention, i) + bar_cell(e.gradient, i) + bar_cell(e.leave_one_out, i) + "</tr>\n";
     out += "</tbody></table>\n<div class=\"charts\" id=\"faith-charts\">\n";
     out += chart_svg(histogram_chart(

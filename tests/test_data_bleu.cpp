@@ -157,3 +157,22 @@ TEST_CASE("tokenize_13a: mteval-v13a's rules, each case worked out from the rule
     const BleuScore cased = corpus_bleu_13a({{"hello, world!"}}, {"Hello, world!"}, {.max_order = 1});
     CHECK(cased.score == doctest::Approx(3.0 / 4.0));
 }
+
+TEST_CASE("corpus_bleu: undefined when no hypothesis has max_order tokens") {
+    // One-token hypotheses, all right: p_1 = 1 but p_4 = 0/0.
+    const BleuScore short_ones = corpus_bleu({{words("a")}, {words("b")}}, {words("a"), words("b")});
+    CHECK_FALSE(short_ones.defined);
+    CHECK(short_ones.totals[3] == 0);
+    CHECK(short_ones.score == 0.0);
+    // Defined at the order asked for: BLEU-1 of the same corpus is 1.
+    const BleuScore unigram =
+        corpus_bleu({{words("a")}, {words("b")}}, {words("a"), words("b")}, {.max_order = 1});
+    CHECK(unigram.defined);
+    CHECK(unigram.score == doctest::Approx(1.0));
+    // One hypothesis of 4 tokens is enough, even with no 4-gram match (then BLEU is a defined 0).
+    const BleuScore one_long =
+        corpus_bleu({{words("a")}, {words("a b c d")}}, {words("a"), words("a b c e")});
+    CHECK(one_long.defined);
+    CHECK(one_long.totals[3] == 1);
+    CHECK(one_long.score == 0.0);
+}

@@ -99,13 +99,40 @@ TEST_CASE("text: invisible default-ignorable characters are escaped, so two toke
         CHECK(first_control("x" + character) == escaped);
         CHECK(control_length(character.substr(0, character.size() - 1), 0) == 0);  // truncated
     }
-    // Kept: visible neighbours, and the joiners and selectors that real text needs.
-    for (const std::string kept :
-         {"\u00ac", "\u00ae", "\u2065", "\u3165", "\ufffc", "\ufe0f", "\u200d", "\U0001f600", "\U000e0100"}) {
+    // Kept: visible neighbours.
+    for (const std::string kept : {"\u00ac", "\u00ae", "\u3165", "\ufffc", "\U0001f600"}) {
         CAPTURE(kept.size());
         CHECK(control_length(kept, 0) == 0);
+        CHECK(escaped_length(kept, 0) == 0);
         CHECK(escape_control(kept) == kept);
     }
+}
+
+TEST_CASE("text: the joiners and variation selectors a token may hold are shown escaped") {
+    // Not control characters (a token may hold them: Persian, Indic, emoji, Ideographic Variation
+    // Sequences) or reserved default-ignorable, but invisible: two tokens that differ only by one must not
+    // look the same.
+    const std::vector<std::pair<std::string, std::string>> invisible = {
+        {"\u200c", "\\u200c"}, {"\u200d", "\\u200d"},         {"\ufe00", "\\ufe00"},
+        {"\ufe0f", "\\ufe0f"}, {"\U000e0100", "\\U000e0100"}, {"\U000e01ef", "\\U000e01ef"},
+        {"\u2065", "\\u2065"}, {"\U000e0080", "\\U000e0080"}, {"\U000e0fff", "\\U000e0fff"}};
+    for (const auto& [character, escaped] : invisible) {
+        CAPTURE(escaped);
+        CHECK(control_length("a" + character, 1) == 0);  // allowed in a token
+        CHECK(first_control("a" + character).empty());
+        CHECK(escaped_length("a" + character + "b", 1) == character.size());
+        CHECK(escape_control("alpha" + character) == "alpha" + escaped);
+        CHECK(escape_control("alpha" + character) != escape_control("alpha"));
+        CHECK(printable(character) == escaped);
+        CHECK(escaped_length(character.substr(0, character.size() - 1), 0) == 0);  // truncated
+    }
+    // Neighbours of the ranges are shown as they are.
+    for (const std::string visible : {"\u200a", "\u2010", "\ufdff", "\ufe10", "\U000e1000"}) {
+        CAPTURE(visible.size());
+        CHECK(escaped_length(visible, 0) == 0);
+    }
+    CHECK(escaped_length("\x01", 0) == 1);  // control characters too
+    CHECK(escaped_length("ab", 5) == 0);    // past the end
 }
 
 TEST_CASE("text: the bidi marks and invisible format characters are escaped as control characters") {

@@ -573,3 +573,13 @@ TEST_CASE("AtomicFile with Symlinks::refuse never writes through a link: the lin
     write_file_atomic(real, "newer", AtomicFile::Symlinks::refuse);
     CHECK(read_bytes(real) == "newer");
 }
+
+TEST_CASE("is_checksum_text accepts exactly what file_checksum writes") {
+    CHECK(is_checksum_text(fmt::format("{:016x}", fnv1a64("a"))));
+    CHECK(is_checksum_text("0123456789abcdef"));
+    for (const std::string bad : {"", "zz", "0123456789abcde", "0123456789abcdef0", "0123456789ABCDEF",
+                                  "0123456789abcdeg", " 123456789abcdef", "0x23456789abcdef"}) {
+        CAPTURE(bad);
+        CHECK_FALSE(is_checksum_text(bad));
+    }
+}

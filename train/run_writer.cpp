@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/serialization.hpp"
+#include "data/text.hpp"
 
 #include <fmt/format.h>
 
@@ -207,6 +208,10 @@ void verify_config_checksum(const nlohmann::json& config, const fs::path& path) 
              shown_path(path), config_checksum_field, config_checksum_field, config_unchecked);
     const auto& recorded = config[config_checksum_field];
     if (recorded == config_unchecked) return;
+    AG_CHECK(recorded.is_string() && is_checksum_text(recorded.get<std::string>()), IoError,
+             "{}: field '{}' must be 16 lowercase hex digits (as train writes it) or \"{}\", got {}",
+             shown_path(path), config_checksum_field, config_unchecked,
+             data::escape_control(excerpt(recorded.dump(), 40)));
     const std::string sum = config_checksum(config);
     AG_CHECK(
         recorded.is_string() && recorded.get<std::string>() == sum, IoError,
@@ -230,6 +235,12 @@ void verify_run_files(const nlohmann::json& config, const fs::path& dir) {
                         info.contains("fnv1a64") && info["fnv1a64"].is_string();
         AG_CHECK(ok, IoError, "{}: field 'files.{}' must be {{\"bytes\": N, \"fnv1a64\": \"HEX\"}}", where,
                  excerpt(name));
+        // Checked before the file is read: a malformed record is the config's fault, not the file's.
+        const std::string recorded = info["fnv1a64"].get<std::string>();
+        AG_CHECK(
+            is_checksum_text(recorded), IoError,
+            "{}: field 'files.{}.fnv1a64' must be 16 lowercase hex digits (as train writes it), got '{}'",
+            where, excerpt(name), data::escape_control(excerpt(recorded, 40)));
         const fs::path path = dir / name;
         const InputFile file(path, shown_path(path));
         const std::string bytes = file.read_all(static_cast<std::size_t>(1) << 32);
@@ -238,10 +249,10 @@ void verify_run_files(const nlohmann::json& config, const fs::path& dir) {
                  "{}: holds {} bytes but config.json records {} (truncated or replaced after it was written)",
                  shown_path(path), bytes.size(), expected);
         const std::string sum = fmt::format("{:016x}", fnv1a64(bytes));
-        AG_CHECK(sum == info["fnv1a64"].get<std::string>(), IoError,
+        AG_CHECK(sum == recorded, IoError,
                  "{}: checksum {} differs from the {} config.json records: the file was corrupted or changed "
                  "after it was written",
-                 shown_path(path), sum, excerpt(info["fnv1a64"].get<std::string>()));
+                 shown_path(path), sum, recorded);
     }
     // Every file train writes is recorded: an entry deleted from a hand-edited ("unchecked")
     // config.json would let its file be read unchecked.

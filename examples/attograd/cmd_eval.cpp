@@ -108,7 +108,7 @@ int cmd_eval(const EvalArgs& args) {
                                     {"heldout_examples", held_out.size()},
                                     {"token_accuracy", result.token_accuracy},
                                     {"sequence_accuracy", result.sequence_accuracy},
-                                    {"bleu", 100 * bleu.score},
+                                    {"bleu", bleu.defined ? nlohmann::json(100 * bleu.score) : nullptr},
                                     {"examples", std::move(examples)},
                                     {"inputs", std::move(input_json)},
                                     {"alignment", std::move(heads)}};
@@ -138,10 +138,13 @@ int cmd_eval(const EvalArgs& args) {
     output(stdout, "{} ({} held-out examples): token accuracy {:.2f}%, sequence accuracy {:.2f}%\n",
            run.config.task.name, held_out.size(), 100 * result.token_accuracy,
            100 * result.sequence_accuracy);
-    if (!task.solve(held_out.front().source))  // real data: the answer is one of several wordings
+    const bool real_data = !task.solve(held_out.front().source);  // the answer is one of several wordings
+    if (real_data && bleu.defined)
         output(stdout,
                "corpus BLEU {:.2f} (4-gram, brevity penalty {:.3f}, every reference of each source)\n",
                100 * bleu.score, bleu.brevity_penalty);
+    else if (real_data)
+        output(stdout, "corpus BLEU n/a (4-gram BLEU is undefined: no prediction has 4 tokens)\n");
     if (!alignment.empty()) {
         output(stdout,
                "attention mass on the right source position ({}), mean over the target tokens (0 where the "

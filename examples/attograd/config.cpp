@@ -281,12 +281,9 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     }
     // As train writes it: "" (a bundled task) or 16 lowercase hex digits.
     const std::string& sum = c.task.data_fnv1a64;
-    AG_CHECK(
-        sum.empty() || (sum.size() == 16 &&
-                        std::all_of(sum.begin(), sum.end(),
-                                    [](char h) { return (h >= '0' && h <= '9') || (h >= 'a' && h <= 'f'); })),
-        ValueError, "config.json: task.data_fnv1a64 must be \"\" or 16 hex digits, got '{}'",
-        data::escape_control(excerpt(sum, 40)));
+    AG_CHECK(sum.empty() || is_checksum_text(sum), ValueError,
+             "config.json: task.data_fnv1a64 must be \"\" or 16 hex digits, got '{}'",
+             data::escape_control(excerpt(sum, 40)));
     for (const Setting& s : settings()) {
         const std::size_t dot = s.key.find('.');
         const std::string section(s.key.substr(0, dot)), key(s.key.substr(dot + 1));

@@ -146,10 +146,15 @@ std::string input_error(const std::function<void()>& body) {
 std::string prediction_line(const Task& task, const std::vector<std::string>& source,
                             const std::vector<std::string>& prediction,
                             const std::vector<std::string>& target) {
-    std::string line = fmt::format("{} -> {}", task.detokenize(source), task.detokenize(prediction));
+    // Escaped (data::escape_control), so that a prediction that differs from its target only by
+    // an invisible character (U+200C, a variation selector) does not look the same as it.
+    const auto shown = [&](const std::vector<std::string>& tokens) {
+        return data::escape_control(task.detokenize(tokens));
+    };
+    std::string line = fmt::format("{} -> {}", shown(source), shown(prediction));
     if (target.empty()) return line;
     if (prediction == target) return line + "   (right)";
-    return line + fmt::format("   (wrong, expected {})", task.detokenize(target));
+    return line + fmt::format("   (wrong, expected {})", shown(target));
 }
 
 std::string decoding_description(const DecodeSettings& decoding, const ModelConfig& config) {

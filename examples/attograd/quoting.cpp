@@ -36,7 +36,7 @@ std::string shell_quote(const std::string& text) {
     std::string quoted = "$'";
     const std::string_view view(text);
     for (std::size_t i = 0; i < view.size();) {
-        std::size_t n = data::control_length(view, i);
+        std::size_t n = data::escaped_length(view, i);
         bool escape = n > 0;
         if (!escape) {
             n = std::min(sequence_length(static_cast<unsigned char>(view[i])), view.size() - i);
