@@ -176,10 +176,10 @@ void check_layout(std::vector<Entry>& entries, std::uint64_t data_bytes, const s
 }  // namespace
 
 void save_safetensors(const fs::path& path, const std::map<std::string, Tensor>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+                      const std::map<std::string, std::string>& metadata, AtomicFile::Symlinks symlinks) {
     const std::string where = fmt::format("save_safetensors: '{}'", path.string());
     const std::string header = make_header(tensors, metadata, where);
-    AtomicFile file(path, where);
+    AtomicFile file(path, where, symlinks);
     std::uint8_t length[8];
     for (int i = 0; i < 8; ++i) length[i] = static_cast<std::uint8_t>(header.size() >> (8 * i));
     file.write(length, sizeof length);

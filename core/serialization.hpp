@@ -1,6 +1,7 @@
 // Safetensors checkpoints: named tensors and string metadata in one file.
 #pragma once
 
+#include "core/atomic_file.hpp"
 #include "core/tensor.hpp"
 
 #include <filesystem>
@@ -22,10 +23,12 @@ struct SafetensorsContents {
 /// 8, then the raw little-endian data, tensors back to back in name order. Python's
 /// `safetensors` and numpy read the result. The file is written to a temporary file in the
 /// same directory, fsynced and renamed over `path`, so a failed save leaves no partial file
-/// and the previous file intact. Throws ValueError on an undefined tensor or an invalid name
-/// (empty, "__metadata__", not UTF-8), IoError naming the file on any write failure.
+/// and the previous file intact; a symbolic link at `path` is written through, or refused with
+/// Symlinks::refuse (see AtomicFile). Throws ValueError on an undefined tensor or an invalid
+/// name (empty, "__metadata__", not UTF-8), IoError naming the file on any write failure.
 void save_safetensors(const std::filesystem::path& path, const std::map<std::string, Tensor>& tensors,
-                      const std::map<std::string, std::string>& metadata = {});
+                      const std::map<std::string, std::string>& metadata = {},
+                      AtomicFile::Symlinks symlinks = AtomicFile::Symlinks::follow);
 
 /// Reads a safetensors file, validating everything before trusting it: the header length
 /// against the file size, the JSON, each tensor's dtype, shape and data_offsets (in range,

@@ -421,7 +421,8 @@ void check_probe_inputs(const std::vector<AttentionSnapshot>& snapshots) {
     }
 }
 
-void save_snapshots(const std::filesystem::path& path, const std::vector<AttentionSnapshot>& snapshots) {
+void save_snapshots(const std::filesystem::path& path, const std::vector<AttentionSnapshot>& snapshots,
+                    AtomicFile::Symlinks symlinks) {
     check_step_order(snapshots, "save_snapshots");
     json array = json::array();
     std::vector<float> weights;
@@ -452,7 +453,8 @@ void save_snapshots(const std::filesystem::path& path, const std::vector<Attenti
             fmt::format("save_snapshots: '{}': a label cannot be written: {}", path.string(), e.what()));
     }
     save_safetensors(path, {{"weights", flat}},
-                     {{"format", kFormat}, {"format_version", kVersion}, {"snapshots", std::move(text)}});
+                     {{"format", kFormat}, {"format_version", kVersion}, {"snapshots", std::move(text)}},
+                     symlinks);
 }
 
 std::vector<AttentionSnapshot> load_snapshots(const std::filesystem::path& path) {

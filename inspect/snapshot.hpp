@@ -2,6 +2,7 @@
 // training loop, and their file format (safetensors).
 #pragma once
 
+#include "core/atomic_file.hpp"
 #include "inspect/recorded_maps.hpp"
 #include "inspect/report.hpp"
 #include "nn/module.hpp"
@@ -124,8 +125,10 @@ void check_probe_inputs(const std::vector<AttentionSnapshot>& snapshots);
 /// Weights are stored as float32 (the training type: float32 weights round-trip exactly);
 /// shares and correlations as JSON doubles (exact). Throws ValueError when steps are not
 /// increasing or >= 0, or a share is not finite, ShapeError / ValueError from check_map on a
-/// malformed map, IoError naming the file when writing fails.
-void save_snapshots(const std::filesystem::path& path, const std::vector<AttentionSnapshot>& snapshots);
+/// malformed map, IoError naming the file when writing fails. `symlinks` says what becomes of
+/// a symbolic link at `path` (save_safetensors, AtomicFile).
+void save_snapshots(const std::filesystem::path& path, const std::vector<AttentionSnapshot>& snapshots,
+                    AtomicFile::Symlinks symlinks = AtomicFile::Symlinks::follow);
 
 /// Reads a file written by save_snapshots, checking everything before trusting it: the
 /// safetensors container, the format and version, every field's type, step order, each map's

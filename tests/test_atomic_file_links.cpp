@@ -1,7 +1,10 @@
 // AtomicFile and symbolic links the kernel's protected_symlinks rule would not follow: a link
-// planted by another user in a sticky world-writable directory (/tmp) is refused.
+// planted by another user in a sticky world-writable directory (/tmp) is refused; savers that
+// take Symlinks::refuse pass it on.
 #include "core/atomic_file.hpp"
 #include "core/error.hpp"
+#include "core/serialization.hpp"
+#include "core/tensor.hpp"
 #include "temp_dir.hpp"
 
 #include <doctest/doctest.h>
@@ -91,4 +94,16 @@ TEST_CASE("AtomicFile does not follow another user's link in a sticky world-writ
             CHECK(read_bytes(victim) == std::to_string(mode));
         }
     }
+}
+
+TEST_CASE("save_safetensors with Symlinks::refuse does not write through a link") {
+    TempDir dir;
+    write_file_atomic(dir / "victim", "old");
+    fs::create_symlink(dir / "victim", dir / "model.safetensors");
+    CHECK_THROWS_WITH_AS(
+        save_safetensors(dir / "model.safetensors", {{"w", zeros({2})}}, {}, AtomicFile::Symlinks::refuse),
+        doctest::Contains("model.safetensors': is a symbolic link; not writing through it"), IoError);
+    CHECK(read_bytes(dir / "victim") == "old");
+    save_safetensors(dir / "model.safetensors", {{"w", zeros({2})}});  // the default follows it
+    CHECK(load_safetensors(dir / "victim").at("w").numel() == 2);
 }

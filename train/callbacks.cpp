@@ -229,8 +229,9 @@ void AttentionSnapshots::load_state_dict(const nlohmann::json& progress) {
 }
 
 void AttentionSnapshots::save_files(Trainer&, RunWriter& writer) {
-    writer.write_with(options_.filename,
-                      [&](const fs::path& path) { inspect::save_snapshots(path, snapshotter_.snapshots()); });
+    writer.write_with(options_.filename, [&](const fs::path& path) {
+        inspect::save_snapshots(path, snapshotter_.snapshots(), AtomicFile::Symlinks::refuse);
+    });
 }
 
 void AttentionSnapshots::load_files(Trainer& trainer, const fs::path& dir) {

@@ -164,7 +164,7 @@ void RunWriter::write_file(const std::string& name, std::string_view contents) {
 void RunWriter::save_tensors(const std::string& name, const std::map<std::string, Tensor>& tensors) {
     check_new_file(name);
     const fs::path path = staging_ / name;
-    saving(dir_, [&] { save_safetensors(path, tensors); });
+    saving(dir_, [&] { save_safetensors(path, tensors, {}, AtomicFile::Symlinks::refuse); });
     files_[name] = {{"bytes", fs::file_size(path)}, {"fnv1a64", file_checksum(path)}};
     fault_point();
 }
