@@ -8,8 +8,9 @@ namespace attograd::cli {
 
 /// Checks `--to PATH` (not `-`) of a command writing one file, before anything is computed.
 /// Throws UsageError naming PATH when it is a directory (or names none), or when it is, or
-/// links to, what is not a regular file (a pipe, device or socket: /dev/stdout), saying that
-/// `--to -` writes to standard output.
+/// links to, what is not a regular file (a pipe, device or socket: /dev/stdout on a terminal),
+/// or reaches an open descriptor through /proc (/dev/stdout, /dev/fd/N on a file, which the
+/// rename would replace behind the descriptor), saying that `--to -` writes to standard output.
 void check_to_file(const std::string& to);
 
 /// Refuses (IoError naming `path`) a symbolic link at `path`, a file or directory whose name the
