@@ -365,7 +365,7 @@ bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; 
 
 }  // namespace
 
-TEST_CASE("the data-set table is the same, bit for bit, on 1 and 2 threads; threads < 1 is refused") {
+TEST_CASE("the data-set table is the same, bit for bit, on 1 and 2 threads, and threads < 1 is refused") {
     Generator gen(41);
     MultiHeadAttention mha({.embed_dim = 4, .num_heads = 2, .dtype = f64}, gen);
     mha.eval();
