@@ -151,7 +151,7 @@ TEST_CASE("a run saved with its held-out evaluation pending resumes at its own -
 
 TEST_CASE("SIGHUP (a closed terminal) during training saves the run, exits 129, and the run resumes") {
     TempDir tmp;
-    std::vector<std::string> args = train_args((tmp / "run").string(), "6");
+    std::vector<std::string> args = train_args(tmp / "run", "6");
     {
         ScopedEnv hook("ATTOGRAD_TEST_SIGNAL_AT_STEP", "3:HUP");
         const Outcome first = run(args);
