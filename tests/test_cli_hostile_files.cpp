@@ -539,6 +539,23 @@ TEST_CASE("edited attention snapshots are refused by --resume and left out of in
     refused("negative weight -3");
     planted([](json&) {}, saved.tensors.at("weights").data<float>()[offset] + 0.5f);  // the row sums to 1.5
     refused("more than 1");
+    // The last snapshot (step 25, the run's last step) was taken of the saved model: a prediction
+    // other than the model's is refused (the unchanged file above passed with the model's own).
+    planted([](json& j) {
+        auto& prediction = j[3]["probes"][0]["prediction"];
+        REQUIRE(!prediction.empty());
+        prediction[0] = prediction[0] == "a" ? "b" : "a";
+    });
+    refused("taken at the run's last step: its prediction");
+    // An earlier step's prediction is not checked against the model (it was another model).
+    planted([](json& j) {
+        auto& prediction = j[2]["probes"][0]["prediction"];
+        REQUIRE(!prediction.empty());
+        prediction[0] = prediction[0] == "a" ? "b" : "a";
+    });
+    CHECK(
+        run({"inspect", "--run", dir, "--format", "html", "--to", tmp / "report.html"}).err.find("warning") ==
+        std::string::npos);
     // A snapshot after the steps trained: inspect leaves the replay out; --resume drops the
     // snapshots past its step, as after a save that was interrupted.
     planted([](json& j) { j.back()["step"] = 26; });
