@@ -1,5 +1,5 @@
-// Settings that apply to some model kinds only: train refuses them with the others, in one line;
-// --help shows a setting's "off" value by name.
+// The settings of config.json: --resume reads each back as train wrote it; those of some model
+// kinds only are refused with the others, in one line; --help shows a setting's "off" value by name.
 #include "cli_helpers.hpp"
 
 #include <map>
@@ -40,4 +40,24 @@ TEST_CASE("train --help shows --window's default -1 by what it means") {
     const Outcome help = run({"train", "--help"});
     require_ok(help);
     CHECK(line_with(help.out, "--window").find("[default: none (global attention)") != std::string::npos);
+}
+
+TEST_CASE("--resume reads every setting of config.json back as train wrote it") {
+    for (const char* model : {"seq2seq", "rnn"}) {
+        INFO(model);
+        TempDir tmp;
+        const std::string dir = tmp / "run";
+        train(dir, {"--task", "reverse", "--model", model, "--steps", "1", "--eval-every", "1"});
+        const json written = read_config(dir);
+        require_ok(run({"train", "--resume", dir, "--steps", "2", "--quiet"}));
+        const json resumed = read_config(dir);
+        CHECK(resumed["train"]["steps"] == 2);
+        for (const char* section : {"model", "train"}) {
+            REQUIRE(written[section].size() > 3);
+            CHECK(resumed[section].size() == written[section].size());
+            for (const auto& [key, value] : written[section].items())
+                if (std::string(section) != "train" || key != "steps")
+                    CHECK_MESSAGE(resumed[section][key] == value, section, ".", key);
+        }
+    }
 }

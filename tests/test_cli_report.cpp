@@ -170,7 +170,7 @@ TEST_CASE("inspect --format html of a --data run: no share chart, one line sayin
 TEST_CASE("the report names how each kind of model writes its prediction and what its maps were fed") {
     cli_test::TempDir tmp;
     const std::string seq2seq = reverse_run(tmp, "2"), encoder = tmp / "encoder";
-    cli_test::train(encoder, {"--task", "copy", "--model", "encoder", "--layers", "1", "--steps", "2"});
+    cli_test::train(encoder, {"--task", "copy", "--model", "encoder", "--layers", "2", "--steps", "2"});
     const auto report = [&](const std::string& dir, std::vector<std::string> decoding) {
         const std::string page = tmp / "report.html";
         std::vector<std::string> args = {"inspect",  "--run", dir,    "--samples", "1",
@@ -187,5 +187,68 @@ TEST_CASE("the report names how each kind of model writes its prediction and wha
           std::string::npos);
     const auto per_position = report(encoder, {});
     CHECK(per_position["decoding"] == "the most likely token at each position");
+    CHECK(per_position["open"] == "encoder.layers.1.self_attn");  // no cross-attention: the last layer
     CHECK(per_position["example_maps"].get<std::string>().find("no output is fed back") != std::string::npos);
+}
+
+TEST_CASE(
+    "inspect --format html of a run whose metrics.csv holds a value that is not a number says why, naming "
+    "the line") {
+    cli_test::TempDir tmp;
+    const std::string dir = reverse_run(tmp, "2");
+    const std::filesystem::path metrics = std::filesystem::path(dir) / "metrics.csv";
+    std::string text = train::read_file(metrics);
+    const auto row = text.find('\n') + 1;  // line 2, the first row: "2,<loss>,..."
+    const auto loss = text.find(',', row) + 1;
+    text.replace(loss, text.find(',', loss) - loss, "nan");
+    cli_test::write_text(metrics, text);
+    cli_test::record_checksum(metrics);
+    const std::string page = tmp / "report.html";
+    cli_test::require_ok(cli_test::run({"inspect", "--run", dir, "--format", "html", "--to", page}));
+    const std::string html = train::read_file(page);
+    // The rest of the report is there; the curves are not, and the page says why.
+    CHECK(report_data(html)["open"] == "decoder.layers.0.multihead_attn");
+    CHECK(html.find("metrics.csv") != std::string::npos);
+    CHECK(html.find("line 2: field") != std::string::npos);
+    CHECK(html.find("is not a finite number") != std::string::npos);
+}
+
+namespace {
+
+// The value the report's configuration table shows for `key`, or "(absent)".
+std::string config_row(const std::string& html, const std::string& key) {
+    const std::string open = "<tr><td>" + key + "</td><td><code>";
+    const auto begin = html.find(open);
+    if (begin == std::string::npos) return "(absent)";
+    const auto value = begin + open.size();
+    return html.substr(value, html.find("</code>", value) - value);
+}
+
+}  // namespace
+
+TEST_CASE("the report's configuration lists only the settings that apply to the run") {
+    cli_test::TempDir tmp;
+    const std::string soft = reverse_run(tmp, "2"), hard = tmp / "hard";
+    cli_test::train(hard, {"--task", "reverse", "--steps", "2", "--attention", "hard", "--window", "3",
+                           "--local", "p", "--optim", "sgd"});
+    const auto page = [&](const std::string& dir) {
+        const std::string file = tmp / "report.html";
+        cli_test::require_ok(
+            cli_test::run({"inspect", "--run", dir, "--samples", "1", "--format", "html", "--to", file}));
+        return train::read_file(file);
+    };
+    const std::string global = page(soft);
+    CHECK(config_row(global, "model.estimator") == "(absent)");  // soft attention has no estimator
+    CHECK(config_row(global, "model.local") == "(absent)");      // global attention has no local mode
+    CHECK(config_row(global, "model.window") == "(absent)");
+    CHECK(config_row(global, "train.momentum") == "(absent)");  // Adam has no momentum
+    CHECK(config_row(global, "task.data") == "(absent)");
+    CHECK(config_row(global, "model.score") != "(absent)");
+    CHECK(config_row(global, "progress.steps_done") == "2");
+    CHECK(config_row(global, "model.attention_span") == "global");
+    const std::string local = page(hard);
+    CHECK(config_row(local, "model.estimator") != "(absent)");
+    CHECK(config_row(local, "model.local") != "(absent)");
+    CHECK(config_row(local, "train.momentum") != "(absent)");
+    CHECK(config_row(local, "model.attention_span") == "local-p (window D = 3)");
 }
