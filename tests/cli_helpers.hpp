@@ -1,8 +1,7 @@
 // Helpers of the attograd program's end-to-end tests: temporary directories, running the
-// program in this process (or as a child process) and capturing its output, reading files.
+// program (ATTOGRAD_PROGRAM) as a child process and capturing its output, reading files.
 #pragma once
 
-#include "commands.hpp"
 #include "core/input_file.hpp"
 #include "temp_dir.hpp"
 #include "train/run_writer.hpp"
@@ -19,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -53,119 +53,6 @@ struct Outcome {
     std::string out, err;
 };
 
-/// Points file descriptor `fd` at a temporary file until destroyed; text() reads what arrived.
-class Redirect {
-public:
-    explicit Redirect(int fd) : fd_(fd), file_(std::tmpfile()), saved_(::dup(fd)) {
-        REQUIRE(file_ != nullptr);
-        REQUIRE(saved_ >= 0);
-        flush_all();
-        ::dup2(::fileno(file_), fd_);
-    }
-    ~Redirect() {
-        restore();
-        std::fclose(file_);
-    }
-    Redirect(const Redirect&) = delete;
-    Redirect& operator=(const Redirect&) = delete;
-
-    std::string text() {
-        restore();
-        std::rewind(file_);
-        std::string text;
-        char buffer[4096];
-        for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, file_)) > 0;) text.append(buffer, n);
-        return text;
-    }
-
-private:
-    static void flush_all() {
-        std::cout.flush();
-        std::cerr.flush();
-        std::fflush(stdout);
-        std::fflush(stderr);
-    }
-    void restore() {
-        if (saved_ < 0) return;
-        flush_all();
-        ::dup2(saved_, fd_);
-        ::close(saved_);
-        saved_ = -1;
-    }
-
-    int fd_;
-    std::FILE* file_;
-    int saved_;
-};
-
-/// Runs `attograd ARGS...` in this process, capturing stdout and stderr.
-inline Outcome run(std::vector<std::string> args) {
-    args.insert(args.begin(), "attograd");
-    Outcome outcome;
-    for (const auto& a : args) outcome.command += (outcome.command.empty() ? "" : " ") + a;
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    Redirect out(STDOUT_FILENO), err(STDERR_FILENO);
-    outcome.code = attograd::cli::run_cli(static_cast<int>(args.size()), argv.data());
-    outcome.out = out.text();
-    outcome.err = err.text();
-    return outcome;
-}
-
-/// `attograd train` of a short copy run for `steps` steps into `dir`, --quiet: a constant
-/// learning rate (the schedule then does not depend on --steps), a checkpoint after every step
-/// and the held-out evaluation (the slow part) only at the end, so that tests can run it many
-/// times. Metrics lines come every 10 steps.
-inline std::vector<std::string> train_args(const std::string& dir, const std::string& steps) {
-    std::vector<std::string> args = {"train", "--task", "copy", "--schedule", "constant", "--warmup", "0"};
-    args.insert(args.end(),
-                {"--batch", "8", "--eval-every", "100", "--checkpoint-every", "1", "--seed", "3"});
-    args.insert(args.end(), {"--steps", steps, "--out", dir, "--quiet"});
-    return args;
-}
-
-/// Requires that the program succeeded.
-inline void require_ok(const Outcome& o) {
-    INFO(o.command, "\nstderr: ", o.err);
-    REQUIRE(o.code == 0);
-}
-
-/// `attograd train ARGS... --out DIR --quiet`, which must succeed.
-inline void train(const std::string& dir, std::vector<std::string> args) {
-    args.insert(args.begin(), "train");
-    args.insert(args.end(), {"--out", dir, "--quiet"});
-    require_ok(run(args));
-}
-
-/// Checks a refusal: exit code 2 and one line on stderr that contains every one of `names`.
-inline void check_refused(const Outcome& o, const std::vector<std::string>& names) {
-    INFO(o.command, "\nstderr: ", o.err);
-    CHECK(o.code == 2);
-    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
-    CHECK(o.err.ends_with("\n"));
-    for (const auto& name : names) CHECK_MESSAGE(o.err.find(name) != std::string::npos, "names ", name);
-}
-
-/// `attograd train ARGS... --steps STEPS --out DIR --quiet` (not checked).
-inline Outcome train_run(std::vector<std::string> args, const std::string& steps, const std::string& dir) {
-    args.insert(args.begin(), "train");
-    args.insert(args.end(), {"--steps", steps, "--out", dir, "--quiet"});
-    return run(args);
-}
-
-/// The same run interrupted (SIGINT) after step `at`, then resumed to its end.
-inline void interrupted_run(const std::vector<std::string>& args, const std::string& steps,
-                            const std::string& dir, const std::string& at) {
-    {
-        ScopedEnv hook("ATTOGRAD_TEST_SIGNAL_AT_STEP", at);
-        const Outcome first = train_run(args, steps, dir);
-        INFO(first.command, "\nstderr: ", first.err);
-        REQUIRE(first.code == 130);
-    }
-    require_ok(run({"train", "--resume", dir, "--quiet"}));
-}
-
 /// The number of lines of `text` (its '\n' characters).
 inline std::size_t count_lines(const std::string& text) {
     return static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
@@ -194,13 +81,6 @@ inline std::string file_bytes(const std::string& dir, const char* name) {
 
 inline void write_text(const fs::path& path, const std::string& text) {
     std::ofstream(path, std::ios::binary) << text;
-}
-
-/// `attograd eval --run DIR --json`, parsed.
-inline json eval_json(const std::string& dir) {
-    const Outcome o = run({"eval", "--run", dir, "--json"});
-    require_ok(o);
-    return json::parse(o.out);
 }
 
 inline json read_config(const std::string& dir) {
@@ -337,6 +217,100 @@ inline ChildEnd run_child(std::vector<std::string> args, const std::vector<std::
         ::kill(child.pid, send.signal);
     }
     return wait_child(child);
+}
+
+/// Runs `attograd ARGS...` as a child process (run_child), its stdout and stderr captured in
+/// temporary files. A child killed by a signal fails the test, naming the signal.
+inline Outcome run(const std::vector<std::string>& args) {
+    Outcome outcome{.command = "attograd"};
+    for (const auto& a : args) outcome.command += " " + a;
+    const TempDir streams_dir;
+    const ChildStreams streams{.out = streams_dir / "stdout", .err = streams_dir / "stderr"};
+    const ChildEnd end = run_child(args, {}, {}, streams);
+    outcome.out = read_text(streams.out);
+    outcome.err = read_text(streams.err);
+    INFO(outcome.command, "\nstderr: ", outcome.err);
+    REQUIRE_MESSAGE(end.signal == 0, "killed by signal ", end.signal, " (", ::strsignal(end.signal),
+                    "), exit code ", end.code);
+    outcome.code = end.code;
+    return outcome;
+}
+
+/// `attograd train` of a short copy run for `steps` steps into `dir`, --quiet: a constant
+/// learning rate (the schedule then does not depend on --steps), a checkpoint after every step
+/// and the held-out evaluation (the slow part) only at the end, so that tests can run it many
+/// times. Metrics lines come every 10 steps.
+inline std::vector<std::string> train_args(const std::string& dir, const std::string& steps) {
+    std::vector<std::string> args = {"train", "--task", "copy", "--schedule", "constant", "--warmup", "0"};
+    args.insert(args.end(),
+                {"--batch", "8", "--eval-every", "100", "--checkpoint-every", "1", "--seed", "3"});
+    args.insert(args.end(), {"--steps", steps, "--out", dir, "--quiet"});
+    return args;
+}
+
+/// Requires that the program succeeded.
+inline void require_ok(const Outcome& o) {
+    INFO(o.command, "\nstderr: ", o.err);
+    REQUIRE(o.code == 0);
+}
+
+/// `attograd train ARGS... --out DIR --quiet`, which must succeed.
+inline void train(const std::string& dir, std::vector<std::string> args) {
+    args.insert(args.begin(), "train");
+    args.insert(args.end(), {"--out", dir, "--quiet"});
+    require_ok(run(args));
+}
+
+/// Checks a refusal: exit code 2 and one line on stderr that contains every one of `names`.
+inline void check_refused(const Outcome& o, const std::vector<std::string>& names) {
+    INFO(o.command, "\nstderr: ", o.err);
+    CHECK(o.code == 2);
+    CHECK(std::count(o.err.begin(), o.err.end(), '\n') == 1);
+    CHECK(o.err.ends_with("\n"));
+    for (const auto& name : names) CHECK_MESSAGE(o.err.find(name) != std::string::npos, "names ", name);
+}
+
+/// `attograd train ARGS... --steps STEPS --out DIR --quiet` (not checked).
+inline Outcome train_run(std::vector<std::string> args, const std::string& steps, const std::string& dir) {
+    args.insert(args.begin(), "train");
+    args.insert(args.end(), {"--steps", steps, "--out", dir, "--quiet"});
+    return run(args);
+}
+
+/// The same run interrupted (SIGINT) after step `at`, then resumed to its end.
+inline void interrupted_run(const std::vector<std::string>& args, const std::string& steps,
+                            const std::string& dir, const std::string& at) {
+    {
+        ScopedEnv hook("ATTOGRAD_TEST_SIGNAL_AT_STEP", at);
+        const Outcome first = train_run(args, steps, dir);
+        INFO(first.command, "\nstderr: ", first.err);
+        REQUIRE(first.code == 130);
+    }
+    require_ok(run({"train", "--resume", dir, "--quiet"}));
+}
+
+/// `attograd eval --run DIR --json`, parsed.
+inline json eval_json(const std::string& dir) {
+    const Outcome o = run({"eval", "--run", dir, "--json"});
+    require_ok(o);
+    return json::parse(o.out);
+}
+
+/// `attograd inspect --run DIR --samples N --format json --to -`: the examples, parsed.
+inline json inspected_examples(const std::string& dir, std::int64_t samples) {
+    const Outcome o =
+        run({"inspect", "--run", dir, "--samples", std::to_string(samples), "--format", "json", "--to", "-"});
+    require_ok(o);
+    return json::parse(o.out)["examples"];
+}
+
+/// The attention layers (modules) of run DIR's model in forward order, as inspect lists their heads.
+inline std::vector<std::string> attention_modules(const std::string& dir) {
+    std::vector<std::string> modules;
+    const json examples = inspected_examples(dir, 1);
+    for (const auto& head : examples[0]["heads"])
+        if (modules.empty() || modules.back() != head["module"]) modules.push_back(head["module"]);
+    return modules;
 }
 
 }  // namespace cli_test

@@ -3,7 +3,6 @@
 #include "cli_helpers.hpp"
 #include "core/ops.hpp"
 #include "core/serialization.hpp"
-#include "memory_check.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -11,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <regex>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -437,23 +437,25 @@ TEST_CASE("a config.json edited to a model too large for memory is refused befor
     config["model"]["ffn_dim"] = 16384;
     config["model"]["layers"] = 16;
     config["model"]["decoder_layers"] = 16;
+    config["model"]["heads"] = 4096;
+    config["train"]["batch"] = 4096;
     config["config_fnv1a64"] = "unchecked";
     write_text(fs::path(tmp / "run") / "config.json", config.dump());
-    // 7.5e9 parameters: 28 GiB of float32 weights alone. Run only where that cannot fit (as on
-    // the machines the suite runs on); elsewhere the load would go on to build the model.
-    auto big = attograd::cli::run_config_from_json(config);
-    const auto available = attograd::cli::available_bytes();
-    REQUIRE(available.has_value());
-    CHECK(attograd::cli::training_bytes(big, false) > 28ull << 30);
-    CHECK(attograd::cli::training_bytes(big, true) >
-          attograd::cli::training_bytes(big, false));  // + grad, Adam
-    if (*available < attograd::cli::training_bytes(big, false)) {
-        check_refused(
-            run({"eval", "--run", tmp / "run"}),
-            {"config.json: ", "model.embed_dim 4096", "model.ffn_dim 16384", "GiB", "running this model"});
-        check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}),
-                      {"config.json: ", "model.layers 16", "training would need"});
-    }
+    // 7.5e9 parameters: 28 GiB of float32 weights alone, and a batch of 4096 whose activations at
+    // 4096 heads need terabytes, more than any machine the suite runs on has.
+    const auto gib_needed = [](const Outcome& o) {
+        const std::regex needed("would need about ([0-9.]+) GiB");
+        std::smatch match;
+        REQUIRE(std::regex_search(o.err, match, needed));
+        return std::stod(match[1]);
+    };
+    const Outcome eval = run({"eval", "--run", tmp / "run"});
+    check_refused(
+        eval, {"config.json: ", "model.embed_dim 4096", "model.ffn_dim 16384", "GiB", "running this model"});
+    const Outcome resume = run({"train", "--resume", tmp / "run", "--steps", "4"});
+    check_refused(resume, {"config.json: ", "model.layers 16", "training would need"});
+    CHECK(gib_needed(eval) > 28.0);
+    CHECK(gib_needed(resume) > gib_needed(eval));  // + gradients, Adam's moments
 }
 
 TEST_CASE("edited attention snapshots are refused by --resume and left out of inspect's report") {
@@ -539,6 +541,23 @@ TEST_CASE("edited attention snapshots are refused by --resume and left out of in
     refused("negative weight -3");
     planted([](json&) {}, saved.tensors.at("weights").data<float>()[offset] + 0.5f);  // the row sums to 1.5
     refused("more than 1");
+    // The last snapshot (step 25, the run's last step) was taken of the saved model: a prediction
+    // other than the model's is refused (the unchanged file above passed with the model's own).
+    planted([](json& j) {
+        auto& prediction = j[3]["probes"][0]["prediction"];
+        REQUIRE(!prediction.empty());
+        prediction[0] = prediction[0] == "a" ? "b" : "a";
+    });
+    refused("taken at the run's last step: its prediction");
+    // An earlier step's prediction is not checked against the model (it was another model).
+    planted([](json& j) {
+        auto& prediction = j[2]["probes"][0]["prediction"];
+        REQUIRE(!prediction.empty());
+        prediction[0] = prediction[0] == "a" ? "b" : "a";
+    });
+    CHECK(
+        run({"inspect", "--run", dir, "--format", "html", "--to", tmp / "report.html"}).err.find("warning") ==
+        std::string::npos);
     // A snapshot after the steps trained: inspect leaves the replay out; --resume drops the
     // snapshots past its step, as after a save that was interrupted.
     planted([](json& j) { j.back()["step"] = 26; });

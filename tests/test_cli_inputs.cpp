@@ -2,9 +2,8 @@
 // kind of whitespace), each bad input reported by name while the others run; --data paths that
 // config.json cannot hold; the default warm-up on a short run.
 #include "cli_helpers.hpp"
-#include "config.hpp"
-#include "evaluation.hpp"
 
+#include "data/task.hpp"
 #include "data/text.hpp"
 
 #include <doctest/doctest.h>
@@ -18,17 +17,29 @@ const std::string not_utf8 = "a \xff b c";  // 0xff never occurs in UTF-8
 
 }  // namespace
 
-TEST_CASE("shown_text escapes bytes outside UTF-8 characters and control characters, keeps the rest") {
-    using attograd::cli::shown_text;
-    CHECK(shown_text("a \xff b") == "a \\xff b");
-    CHECK(shown_text("\xe2\x82") == "\\xe2\\x82");                                // a truncated character
-    CHECK(shown_text("caf\xc3\xa9 \xe2\x82\xac") == "caf\xc3\xa9 \xe2\x82\xac");  // é and € kept
-    CHECK(shown_text("a\tb\nc\rd\x1b\x7f") == "a\\tb\\nc\\rd\\x1b\\x7f");
-    const std::string shown = shown_text(std::string(100, '\xff'));
-    CHECK(attograd::data::is_valid_utf8(shown));
-    CHECK(shown.starts_with("\\xff\\xff"));
-    CHECK(shown.find("(100 bytes)") != std::string::npos);  // cut as core's excerpt cuts
-    CHECK(count_lines(shown) == 0);
+TEST_CASE("eval names a bad --input with bytes outside UTF-8 and control characters escaped, the rest kept") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    for (const auto& [input, shown] : std::vector<std::pair<std::string, std::string>>{
+             {"a \xff b", "a \\xff b"},
+             {"\xe2\x82", "\\xe2\\x82"},                                           // a truncated character
+             {"caf\xc3\xa9 \xe2\x82\xac \x01", "caf\xc3\xa9 \xe2\x82\xac \\x01"},  // é and € kept
+             {"a\tb\nc\rd\x1b\x7f", "a\\tb\\nc\\rd\\x1b\\x7f"}}) {
+        const Outcome o = run({"eval", "--run", tmp / "run", "--show", "0", "--input", input});
+        INFO(o.command, "\nstderr: ", o.err);
+        CHECK(o.code == 2);
+        CHECK(o.err.find("--input '" + shown + "'") != std::string::npos);
+        CHECK(attograd::data::is_valid_utf8(o.err));
+        CHECK(count_lines(o.err) == 1);
+    }
+    // A long input is cut as core's excerpt cuts, still one line.
+    const Outcome o = run({"eval", "--run", tmp / "run", "--show", "0", "--input", std::string(100, '\xff')});
+    INFO(o.command, "\nstderr: ", o.err);
+    CHECK(o.code == 2);
+    CHECK(o.err.find("--input '\\xff\\xff") != std::string::npos);
+    CHECK(o.err.find("(100 bytes)") != std::string::npos);
+    CHECK(attograd::data::is_valid_utf8(o.err));
+    CHECK(count_lines(o.err) == 1);
 }
 
 TEST_CASE("eval reports an --input that is not valid UTF-8 by name and predicts the others") {
@@ -132,7 +143,7 @@ TEST_CASE(
         const Outcome o = run({"eval", "--run", tmp / "run", "--show", "0", "--input", input});
         INFO(o.command, "\nstderr: ", o.err);
         CHECK(o.code == 2);
-        CHECK(o.err.find("--input '" + attograd::cli::shown_text(input) + "'") != std::string::npos);
+        CHECK(o.err.find("--input '" + attograd::data::escape_control(input) + "'") != std::string::npos);
         CHECK(o.err.find("control character " + shown) != std::string::npos);
         CHECK(o.err.find('\x1b') == std::string::npos);
         CHECK(o.err.find("\xc2\x9b") == std::string::npos);
@@ -170,12 +181,12 @@ TEST_CASE("train refuses a --data path that is not valid UTF-8 (config.json reco
 
 TEST_CASE("the default --warmup is cut to a shorter --steps silently, as --help says") {
     TempDir tmp;
-    const auto defaults = attograd::cli::task_defaults("reverse").train;
-    REQUIRE(defaults.warmup >= 5);
     const Outcome o = run({"train", "--task", "reverse", "--steps", "5", "--out", tmp / "run", "--quiet"});
     INFO(o.err);
     CHECK(o.code == 0);
     CHECK(o.err.empty());
+    const json defaults = read_config(tmp / "run")["train"];  // the task's defaults: not given
+    REQUIRE(defaults["warmup"].get<std::int64_t>() >= 5);
     // The warm-up is cut so that the last step reaches the peak lr (metrics.csv's lr column).
     std::istringstream rows(read_text(tmp / "run/metrics.csv"));
     std::string row, last;
@@ -183,7 +194,7 @@ TEST_CASE("the default --warmup is cut to a shorter --steps silently, as --help 
     std::vector<std::string> cells;
     for (std::istringstream cell(last); std::getline(cell, row, ',');) cells.push_back(row);
     REQUIRE(cells.size() == 7);
-    CHECK(std::stod(cells[5]) == doctest::Approx(defaults.lr));
+    CHECK(std::stod(cells[5]) == doctest::Approx(defaults["lr"].get<double>()));
 
     const Outcome help = run({"train", "--help"});
     const std::string line = line_with(help.out, "--warmup");
@@ -227,8 +238,9 @@ TEST_CASE("paths with control characters are escaped in every message and quoted
         CHECK_FALSE(raw_control(first.out));
         CHECK(wrote.find(attograd::data::escape_control(out)) != std::string::npos);
         // The suggested command names the same path once the shell has read it.
-        const std::string quoted = attograd::cli::shell_quote(out);
-        CHECK(wrote.ends_with("--run " + quoted));
+        const auto run_flag = wrote.rfind(" --run ");
+        REQUIRE(run_flag != std::string::npos);
+        const std::string quoted = wrote.substr(run_flag + 7);
         CHECK(through_bash(quoted) == out);
         // "holds a run already; ... --resume DIR": one escaped line.
         const Outcome again = run({"train", "--task", "reverse", "--steps", "1", "--out", out});
@@ -250,7 +262,14 @@ TEST_CASE("paths with control characters are escaped in every message and quoted
     const Outcome steps = run({"train", "--task", "reverse", "--steps", "1\x1b[2J"});
     check_refused(steps, {"--steps"});
     CHECK_FALSE(raw_control(steps.err));
-    CHECK(attograd::cli::shell_quote("plain-run_1") == "plain-run_1");
-    CHECK(attograd::cli::shell_quote("a\x1b") == "$'a\\x1b'");
-    CHECK(attograd::cli::shell_quote("it's\n") == "$'it\\'s\\x0a'");
+    // A plain path is suggested as it is; one with a control character in ANSI-C quotes, every
+    // control character and quote escaped.
+    for (const auto& [name, quoted] : std::vector<std::pair<std::string, std::string>>{
+             {"plain-run_1", tmp / "plain-run_1"},
+             {"a\x1b", "$'" + tmp.path().string() + "/a\\x1b'"},
+             {"it's\n", "$'" + tmp.path().string() + "/it\\'s\\x0a'"}}) {
+        const Outcome o = run({"train", "--task", "reverse", "--steps", "1", "--out", tmp / name, "--quiet"});
+        require_ok(o);
+        CHECK(line_with(o.out, "wrote ").ends_with("--run " + quoted));
+    }
 }

@@ -4,7 +4,6 @@
 // leak into its files, a file-size limit is an error like any other, and Ctrl-C during a long
 // held-out evaluation saves the run at once.
 #include "cli_helpers.hpp"
-#include "run_dir.hpp"
 #include "train/run_lock.hpp"
 
 #include <doctest/doctest.h>

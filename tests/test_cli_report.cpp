@@ -1,10 +1,6 @@
-// The attograd program's report pieces (configuration rows that apply, training charts from
-// metrics.csv, the layer it opens on), its file helpers, and the report of a trained run: what
-// it outlines and the shares, the decoding it names, its labels.
+// The report of a trained run (inspect --format html): the layer it opens on, each probe step's
+// prediction and shares, the decoding it names, its labels; and the atomic writes it is saved with.
 #include "cli_helpers.hpp"
-#include "evaluation.hpp"
-#include "report_builder.hpp"
-#include "snapshot_probes.hpp"
 #include "train/file_io.hpp"
 
 #include "core/error.hpp"
@@ -20,15 +16,8 @@
 #include <vector>
 
 using namespace attograd;
-using namespace attograd::cli;
 
 namespace {
-
-std::string value_of(const std::vector<std::pair<std::string, std::string>>& rows, const std::string& key) {
-    for (const auto& [k, v] : rows)
-        if (k == key) return v;
-    return "(absent)";
-}
 
 // The page's data: the JSON in the script element with id report-data.
 nlohmann::json report_data(const std::string& html) {
@@ -46,61 +35,7 @@ std::string reverse_run(const cli_test::TempDir& tmp, const std::string& steps) 
     return dir;
 }
 
-bool has_key(const std::vector<std::pair<std::string, std::string>>& rows, const std::string& key) {
-    return std::any_of(rows.begin(), rows.end(), [&](const auto& row) { return row.first == key; });
-}
-
 }  // namespace
-
-TEST_CASE("config rows: only the fields that apply to the run") {
-    RunConfig config;
-    config.task.name = "reverse";
-    config.model.attention = "soft";
-    config.model.window = -1;
-    config.train.optim = "adam";
-    auto rows = config_rows(config, nlohmann::json{{"steps_done", 100}});
-    CHECK_FALSE(has_key(rows, "model.estimator"));  // soft attention has no estimator
-    CHECK_FALSE(has_key(rows, "model.local"));      // global attention has no local mode
-    CHECK_FALSE(has_key(rows, "model.window"));
-    CHECK_FALSE(has_key(rows, "train.momentum"));  // Adam has no momentum
-    CHECK_FALSE(has_key(rows, "task.data"));
-    CHECK(has_key(rows, "model.score"));
-    CHECK(has_key(rows, "progress.steps_done"));
-    CHECK(value_of(rows, "model.attention_span") == "global");
-    config.model.attention = "hard";
-    config.model.window = 3;
-    config.model.local = std::string(1, 'p');  // not = "p": GCC 12 -Wrestrict false positive (PR 105329)
-    config.train.optim = "sgd";
-    rows = config_rows(config, nlohmann::json::object());
-    CHECK(has_key(rows, "model.estimator"));
-    CHECK(has_key(rows, "model.local"));
-    CHECK(has_key(rows, "train.momentum"));
-    CHECK(value_of(rows, "model.attention_span") == "local-p (window D = 3)");
-}
-
-TEST_CASE("training charts: loss, and every accuracy on one shared [0, 1] axis, evaluated steps only") {
-    const auto charts = training_charts(
-        "step,loss,train_token_accuracy,heldout_token_accuracy,heldout_sequence_accuracy\n"
-        "10,2.5,0.1,,\n100,0.5,0.9,0.95,0.7\n");
-    REQUIRE(charts.size() == 2);
-    CHECK(charts[0].series[0].y == std::vector<double>{2.5, 0.5});
-    const auto& accuracy = charts[1];
-    CHECK(accuracy.y_min == 0.0);
-    CHECK(accuracy.y_max == 1.0);
-    REQUIRE(accuracy.series.size() == 3);
-    CHECK(accuracy.series[1].x == std::vector<double>{100});  // held-out: evaluated at step 100 only
-    CHECK(accuracy.series[2].y == std::vector<double>{0.7});
-}
-
-TEST_CASE("training charts: a corrupt metrics.csv is an IoError naming the line and field") {
-    CHECK_THROWS_WITH_AS(training_charts(""), doctest::Contains("metrics.csv is empty"), IoError);
-    CHECK_THROWS_WITH_AS(training_charts("step,loss\n1,2\n2,nan\n"),
-                         doctest::Contains("line 3: field 'loss' is not a finite number: 'nan'"), IoError);
-    CHECK_THROWS_WITH_AS(training_charts("step,loss\n1,2,3\n"),
-                         doctest::Contains("line 2: 3 fields, the header has 2"), IoError);
-    CHECK_THROWS_WITH_AS(training_charts("loss\n1\n"), doctest::Contains("no 'step' column"), IoError);
-    CHECK_THROWS_WITH_AS(training_charts("step,loss\n"), doctest::Contains("no rows"), IoError);
-}
 
 TEST_CASE("atomic writes replace the file whole and leave no temporary behind, failures throw IoError") {
     const auto dir = std::filesystem::temp_directory_path() / "attograd_test_atomic";
@@ -131,16 +66,6 @@ TEST_CASE("atomic writes refuse to replace what is not a regular file (a FIFO st
     std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("the report opens on the last cross-attention layer, else on the last layer") {
-    CHECK(answer_layer({}).empty());
-    CHECK(answer_layer({{"encoder.layers.0.self_attn", 2, false},
-                        {"encoder.layers.1.self_attn", 2, false}}) == "encoder.layers.1.self_attn");
-    CHECK(answer_layer({{"encoder.layers.0.self_attn", 2, false},
-                        {"decoder.layers.0.multihead_attn", 2, true},
-                        {"decoder.layers.1.multihead_attn", 2, true},
-                        {"decoder.layers.1.self_attn", 2, false}}) == "decoder.layers.1.multihead_attn");
-}
-
 TEST_CASE(
     "inspect --format html: every probe step shows that step's prediction and shares, opening on "
     "the cross-attention") {
@@ -152,7 +77,8 @@ TEST_CASE(
     const auto data = report_data(train::read_file(page));
     CHECK(data["open"] == "decoder.layers.0.multihead_attn");
 
-    const auto snapshots = inspect::load_snapshots(std::filesystem::path(dir) / snapshot_file);
+    const auto snapshots =
+        inspect::load_snapshots(std::filesystem::path(dir) / "attention_snapshots.safetensors");
     REQUIRE(snapshots.size() >= 2);
     const auto shown = [](const std::vector<std::string>& tokens) {
         nlohmann::json out = nlohmann::json::array();
@@ -184,64 +110,9 @@ TEST_CASE(
     CHECK(changed > 0);  // the model learned: some probe's prediction at the last step is not its first
 }
 
-TEST_CASE(
-    "inspect of an under-trained run: outlines only the prediction's tokens, and each share is eval's over "
-    "the target's tokens") {
-    cli_test::TempDir tmp;
-    const std::string dir = reverse_run(tmp, "45");
-    const LoadedRun run = load_run(dir);
-    const Task& task = *run.task;
-    std::size_t shorter = 0;
-    for (std::size_t i = 0; i < 12; ++i) {
-        const Example& example = task.held_out()[i];
-        const auto inspected = inspect_example(*run.model, run.config.model, task, vocabularies(run.config),
-                                               example.source, example.target, {});
-        const auto eval = alignment_by_head(*run.model, run.config.model, task, vocabularies(run.config),
-                                            {example}, {inspected.prediction});
-        const auto pred = std::ssize(inspected.prediction), target = std::ssize(example.target);
-        shorter += pred < target;
-        const auto right = *task.alignment(example);
-        std::size_t checked = 0;
-        for (const auto& map : inspected.maps) {
-            if (!map.alignment_share) continue;
-            INFO("example ", i, " map ", map.title(), " prediction ", pred, " target ", target);
-            // Rows: the prediction's tokens and <eos>; outlined: the rows with a target token.
-            REQUIRE(map.rows() == pred + 1);
-            CHECK(std::ssize(map.right) == std::min(pred, target));
-            double outlined = 0.0;
-            for (std::int64_t t = 0; t < std::ssize(map.right); ++t) {
-                CHECK(map.right[static_cast<std::size_t>(t)] ==
-                      run.model->source_column(right[static_cast<std::size_t>(t)]));
-                outlined += map.at(t, map.right[static_cast<std::size_t>(t)]);
-            }
-            CHECK(*map.alignment_share ==
-                  doctest::Approx(outlined / static_cast<double>(target)).epsilon(1e-12));
-            const auto same = std::find_if(eval.begin(), eval.end(), [&](const HeadAlignment& h) {
-                return h.name == map.module && h.head == map.head;
-            });
-            REQUIRE(same != eval.end());
-            CHECK(same->share == doctest::Approx(*map.alignment_share).epsilon(1e-6));
-            ++checked;
-        }
-        CHECK(checked == 2);  // the cross-attention's two heads
-        // Without a target, the prediction's own tokens are all there is: the mean over the outlines.
-        const auto untargeted = inspect_example(*run.model, run.config.model, task, vocabularies(run.config),
-                                                example.source, {}, {});
-        for (const auto& map : untargeted.maps) {
-            if (!map.alignment_share) continue;
-            CHECK(std::ssize(map.right) ==
-                  std::min(pred, std::ssize(example.source)));  // reverse: n positions
-            CHECK(*map.alignment_share ==
-                  doctest::Approx(*inspect::alignment_share(map, map.right)).epsilon(1e-12));
-        }
-    }
-    CHECK(shorter > 0);  // under-trained: some prediction stops before its target's end
-}
-
 TEST_CASE("inspect --format html names the decoding and marks each example's prediction right or wrong") {
     cli_test::TempDir tmp;
     const std::string dir = reverse_run(tmp, "45");
-    const LoadedRun run = load_run(dir);
     for (const std::string beam : {"1", "4"}) {
         const std::string page = tmp / ("report" + beam + ".html");
         cli_test::require_ok(cli_test::run(
@@ -297,15 +168,87 @@ TEST_CASE("inspect --format html of a --data run: no share chart, one line sayin
 }
 
 TEST_CASE("the report names how each kind of model writes its prediction and what its maps were fed") {
-    ModelConfig decoder;
-    decoder.kind = "seq2seq";
-    ModelConfig encoder;
-    encoder.kind = "encoder";
-    CHECK(decoding_description({}, decoder) == "greedy decoding");
-    CHECK(decoding_description({.beam = 4, .length_penalty = 0.0}, decoder) == "beam search (beam 4)");
-    CHECK(decoding_description({.beam = 4, .length_penalty = 0.6}, decoder) ==
+    cli_test::TempDir tmp;
+    const std::string seq2seq = reverse_run(tmp, "2"), encoder = tmp / "encoder";
+    cli_test::train(encoder, {"--task", "copy", "--model", "encoder", "--layers", "2", "--steps", "2"});
+    const auto report = [&](const std::string& dir, std::vector<std::string> decoding) {
+        const std::string page = tmp / "report.html";
+        std::vector<std::string> args = {"inspect",  "--run", dir,    "--samples", "1",
+                                         "--format", "html",  "--to", page};
+        args.insert(args.end(), decoding.begin(), decoding.end());
+        cli_test::require_ok(cli_test::run(args));
+        return report_data(train::read_file(page));
+    };
+    CHECK(report(seq2seq, {})["decoding"] == "greedy decoding");
+    CHECK(report(seq2seq, {"--beam", "4"})["decoding"] == "beam search (beam 4)");
+    CHECK(report(seq2seq, {"--beam", "4", "--length-penalty", "0.6"})["decoding"] ==
           "beam search (beam 4, length penalty 0.6)");
-    CHECK(decoding_description({}, encoder) == "the most likely token at each position");
-    CHECK(example_maps_description(decoder).find("fed its own prediction") != std::string::npos);
-    CHECK(example_maps_description(encoder).find("no output is fed back") != std::string::npos);
+    CHECK(report(seq2seq, {})["example_maps"].get<std::string>().find("fed its own prediction") !=
+          std::string::npos);
+    const auto per_position = report(encoder, {});
+    CHECK(per_position["decoding"] == "the most likely token at each position");
+    CHECK(per_position["open"] == "encoder.layers.1.self_attn");  // no cross-attention: the last layer
+    CHECK(per_position["example_maps"].get<std::string>().find("no output is fed back") != std::string::npos);
+}
+
+TEST_CASE(
+    "inspect --format html of a run whose metrics.csv holds a value that is not a number says why, naming "
+    "the line") {
+    cli_test::TempDir tmp;
+    const std::string dir = reverse_run(tmp, "2");
+    const std::filesystem::path metrics = std::filesystem::path(dir) / "metrics.csv";
+    std::string text = train::read_file(metrics);
+    const auto row = text.find('\n') + 1;  // line 2, the first row: "2,<loss>,..."
+    const auto loss = text.find(',', row) + 1;
+    text.replace(loss, text.find(',', loss) - loss, "nan");
+    cli_test::write_text(metrics, text);
+    cli_test::record_checksum(metrics);
+    const std::string page = tmp / "report.html";
+    cli_test::require_ok(cli_test::run({"inspect", "--run", dir, "--format", "html", "--to", page}));
+    const std::string html = train::read_file(page);
+    // The rest of the report is there; the curves are not, and the page says why.
+    CHECK(report_data(html)["open"] == "decoder.layers.0.multihead_attn");
+    CHECK(html.find("metrics.csv") != std::string::npos);
+    CHECK(html.find("line 2: field") != std::string::npos);
+    CHECK(html.find("is not a finite number") != std::string::npos);
+}
+
+namespace {
+
+// The value the report's configuration table shows for `key`, or "(absent)".
+std::string config_row(const std::string& html, const std::string& key) {
+    const std::string open = "<tr><td>" + key + "</td><td><code>";
+    const auto begin = html.find(open);
+    if (begin == std::string::npos) return "(absent)";
+    const auto value = begin + open.size();
+    return html.substr(value, html.find("</code>", value) - value);
+}
+
+}  // namespace
+
+TEST_CASE("the report's configuration lists only the settings that apply to the run") {
+    cli_test::TempDir tmp;
+    const std::string soft = reverse_run(tmp, "2"), hard = tmp / "hard";
+    cli_test::train(hard, {"--task", "reverse", "--steps", "2", "--attention", "hard", "--window", "3",
+                           "--local", "p", "--optim", "sgd"});
+    const auto page = [&](const std::string& dir) {
+        const std::string file = tmp / "report.html";
+        cli_test::require_ok(
+            cli_test::run({"inspect", "--run", dir, "--samples", "1", "--format", "html", "--to", file}));
+        return train::read_file(file);
+    };
+    const std::string global = page(soft);
+    CHECK(config_row(global, "model.estimator") == "(absent)");  // soft attention has no estimator
+    CHECK(config_row(global, "model.local") == "(absent)");      // global attention has no local mode
+    CHECK(config_row(global, "model.window") == "(absent)");
+    CHECK(config_row(global, "train.momentum") == "(absent)");  // Adam has no momentum
+    CHECK(config_row(global, "task.data") == "(absent)");
+    CHECK(config_row(global, "model.score") != "(absent)");
+    CHECK(config_row(global, "progress.steps_done") == "2");
+    CHECK(config_row(global, "model.attention_span") == "global");
+    const std::string local = page(hard);
+    CHECK(config_row(local, "model.estimator") != "(absent)");
+    CHECK(config_row(local, "model.local") != "(absent)");
+    CHECK(config_row(local, "train.momentum") != "(absent)");
+    CHECK(config_row(local, "model.attention_span") == "local-p (window D = 3)");
 }

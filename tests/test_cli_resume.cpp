@@ -133,3 +133,33 @@ TEST_CASE("--checkpoint-every is saved in config.json and kept by --resume unles
     check_refused(run({"train", "--resume", tmp / "run", "--steps", "30"}),
                   {"config.json", "train.checkpoint_every"});
 }
+
+TEST_CASE("a run saved with its held-out evaluation pending resumes at its own --steps, and says so below") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run";
+    train(dir, {"--task", "reverse", "--steps", "4", "--eval-every", "100"});
+    edit_config(dir, [](json& c) {  // as after a signal during the evaluation at step 4
+        c["progress"]["evaluation_pending"] = true;
+        c["progress"]["window_steps"] = 1;
+    });
+    check_refused(run({"train", "--resume", dir, "--steps", "3", "--quiet"}),
+                  {"has done 4 steps already", "--steps N with N >= 4"});
+    require_ok(run({"train", "--resume", dir, "--steps", "4", "--quiet"}));
+    CHECK(read_config(dir)["progress"]["evaluation_pending"] == false);
+    CHECK(read_config(dir)["progress"]["steps_done"] == 4);
+}
+
+TEST_CASE("SIGHUP (a closed terminal) during training saves the run, exits 129, and the run resumes") {
+    TempDir tmp;
+    std::vector<std::string> args = train_args(tmp / "run", "6");
+    {
+        ScopedEnv hook("ATTOGRAD_TEST_SIGNAL_AT_STEP", "3:HUP");
+        const Outcome first = run(args);
+        INFO(first.err);
+        CHECK(first.code == 129);
+        CHECK(first.err.find("SIGHUP at step 3") != std::string::npos);
+    }
+    CHECK(read_config(tmp / "run")["progress"]["steps_done"] == 3);
+    require_ok(run({"train", "--resume", tmp / "run", "--quiet"}));
+    CHECK(read_config(tmp / "run")["progress"]["steps_done"] == 6);
+}

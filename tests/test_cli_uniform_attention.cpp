@@ -1,9 +1,6 @@
 // `attograd train --uniform-attention LAYER`: the layer's weights are uniform over the allowed
 // keys in training, in the saved run's evaluation and in inspect; its refusals.
 #include "cli_helpers.hpp"
-#include "run_dir.hpp"
-#include "snapshot_probes.hpp"
-#include "uniform_attention.hpp"
 
 #include "inspect/snapshot.hpp"
 
@@ -32,7 +29,7 @@ double distance_from_uniform(const inspect::InspectedExample& example, const std
 }
 
 std::vector<inspect::AttentionSnapshot> snapshots(const std::string& dir) {
-    return inspect::load_snapshots(fs::path(dir) / cli::snapshot_file);
+    return inspect::load_snapshots(fs::path(dir) / "attention_snapshots.safetensors");
 }
 
 }  // namespace
@@ -68,14 +65,13 @@ TEST_CASE("--uniform-attention holds one layer of several uniform, every head of
     cli_test::train(
         dir, {"--task", "reverse", "--layers", "1", "--heads", "2", "--uniform-attention", "0", "--steps",
               "40", "--batch", "16", "--eval-every", "40", "--snapshot-every", "20", "--seed", "3"});
-    const auto loaded = cli::load_run(dir);
-    const auto& layers = loaded.model->attention_layers();
+    const auto layers = attention_modules(dir);
     REQUIRE(layers.size() == 2);
     const auto last = snapshots(dir).back();
     REQUIRE(!last.probes.empty());
     for (const auto& probe : last.probes) {
-        CHECK(distance_from_uniform(probe, layers[0].name) < 1e-6);
-        CHECK(distance_from_uniform(probe, layers[1].name) > 0.05);  // trained, not uniform
+        CHECK(distance_from_uniform(probe, layers[0]) < 1e-6);
+        CHECK(distance_from_uniform(probe, layers[1]) > 0.05);  // trained, not uniform
     }
     // eval of the saved run gives the accuracy training ended with (the same model)
     const Outcome eval = run({"eval", "--run", dir});
@@ -111,32 +107,4 @@ TEST_CASE("config.json: a uniform layer the model does not have is refused, nami
     // a run whose config.json does not list the setting has no uniform layer
     edit_config(dir, [](json& c) { c["model"].erase("uniform_attention"); });
     require_ok(run({"eval", "--run", dir}));
-}
-
-namespace {
-
-// A model of the program's interface without attention.
-class NoAttention final : public cli::Model {
-public:
-    std::string type_name() const override { return "NoAttention"; }
-    cli::Batch make_batch(const std::vector<std::vector<std::int64_t>>&,
-                          const std::vector<std::vector<std::int64_t>>*) const override {
-        return {};
-    }
-    cli::ForwardResult forward(const cli::Batch&, const Tensor&) const override { return {}; }
-    std::vector<std::vector<std::int64_t>> predict(const std::vector<std::vector<std::int64_t>>&,
-                                                   const cli::DecodeSettings&) const override {
-        return {};
-    }
-    Tensor token_embedding(const cli::Batch&) const override { return {}; }
-    std::vector<std::string> model_source(const std::vector<std::string>& s) const override { return s; }
-    std::int64_t source_column(std::int64_t i) const override { return i; }
-};
-
-}  // namespace
-
-TEST_CASE("with_uniform_attention refuses a model without attention") {
-    CHECK_THROWS_WITH_AS(
-        cli::with_uniform_attention(std::make_shared<NoAttention>(), 0, "--uniform-attention"),
-        doctest::Contains("--uniform-attention 0: the model has no attention layer"), attograd::ValueError);
 }

@@ -172,6 +172,25 @@ TEST_CASE("Trainer: SIGINT saves the run and stops, and resuming it finishes the
     check_same_run(whole, stopped);
 }
 
+TEST_CASE("Trainer: SIGTERM and SIGHUP (a closed terminal) save the run and stop as SIGINT does") {
+    for (const int signal : {SIGTERM, SIGHUP}) {
+        testing::TempDir tmp;
+        const fs::path whole = tmp.path() / "whole", stopped = tmp.path() / "stopped";
+        Program(whole).fit();
+        {
+            Program program(stopped);
+            program.trainer.add_callback(std::make_shared<AtStep>(12, [signal] { ::raise(signal); }));
+            const train::FitResult result = program.fit();
+            CHECK(result.signal == signal);
+            CHECK(result.global_step == 13);
+        }
+        CHECK(train::read_run_json(stopped / "config.json")["progress"]["steps_done"] == 13);
+        Program(stopped).fit(train::ckpt_last);
+        check_same_run(whole, stopped);
+    }
+    CHECK(std::string(train::signal_name(SIGHUP)) == "SIGHUP");
+}
+
 TEST_CASE(
     "Trainer: a fresh fit into a directory that holds a run is refused, ckpt_last on an empty one starts") {
     testing::TempDir tmp;

@@ -1,4 +1,4 @@
-// SIGINT / SIGTERM during training: recorded in a flag, read by the training loop.
+// SIGINT / SIGTERM / SIGHUP during training: recorded in a flag, read by the training loop.
 #include "train/interrupt.hpp"
 
 #include <signal.h>
@@ -14,7 +14,7 @@ namespace {
 
 volatile std::sig_atomic_t g_signal = 0;
 struct sigaction g_previous_int {
-}, g_previous_term{};
+}, g_previous_term{}, g_previous_hup{};
 
 extern "C" void record_signal(int signal) { g_signal = signal; }
 
@@ -28,11 +28,13 @@ InterruptGuard::InterruptGuard() {
     action.sa_flags = SA_RESETHAND;  // a second Ctrl-C ends the process at once
     ::sigaction(SIGINT, &action, &g_previous_int);
     ::sigaction(SIGTERM, &action, &g_previous_term);
+    ::sigaction(SIGHUP, &action, &g_previous_hup);  // the terminal closed (ssh dropped): save too
 }
 
 InterruptGuard::~InterruptGuard() {
     ::sigaction(SIGINT, &g_previous_int, nullptr);
     ::sigaction(SIGTERM, &g_previous_term, nullptr);
+    ::sigaction(SIGHUP, &g_previous_hup, nullptr);
     g_signal = 0;
 }
 
@@ -45,12 +47,15 @@ void InterruptGuard::check() const {
 void InterruptGuard::test_hook(std::int64_t step) const {
     const char* value = std::getenv("ATTOGRAD_TEST_SIGNAL_AT_STEP");
     if (value == nullptr || std::strtoll(value, nullptr, 10) != step) return;
-    ::raise(std::strstr(value, ":TERM") != nullptr ? SIGTERM : SIGINT);
+    ::raise(std::strstr(value, ":TERM") != nullptr  ? SIGTERM
+            : std::strstr(value, ":HUP") != nullptr ? SIGHUP
+                                                    : SIGINT);
 }
 
 const char* signal_name(int signal) {
     if (signal == SIGINT) return "SIGINT";
     if (signal == SIGTERM) return "SIGTERM";
+    if (signal == SIGHUP) return "SIGHUP";
     return "a signal";
 }
 

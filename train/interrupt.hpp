@@ -1,6 +1,6 @@
-// Ctrl-C and `kill` during training: SIGINT / SIGTERM set a flag that the training loop reads
-// between steps, and the held-out evaluation between batches, so that the run is saved as a
-// resumable checkpoint within moments.
+// Ctrl-C, `kill` and a closed terminal during training: SIGINT / SIGTERM / SIGHUP set a flag that the
+// training loop reads between steps, and the held-out evaluation between batches, so that the run is saved as
+// a resumable checkpoint within moments.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 namespace attograd::train {
 
-/// While alive, SIGINT and SIGTERM only record that they arrived (the first one; a second
+/// While alive, SIGINT, SIGTERM and SIGHUP only record that they arrived (the first one; a second
 /// one gets the default action and ends the process at once, which the run directory
 /// survives, see run_writer.hpp). The destructor restores the previous handlers.
 class InterruptGuard {
@@ -18,12 +18,12 @@ public:
     InterruptGuard(const InterruptGuard&) = delete;
     InterruptGuard& operator=(const InterruptGuard&) = delete;
 
-    /// The signal that arrived (SIGINT or SIGTERM), or 0.
+    /// The signal that arrived (SIGINT, SIGTERM or SIGHUP), or 0.
     int signal() const;
     /// Throws Interrupted when a signal arrived.
     void check() const;
-    /// Test hook: when the environment variable ATTOGRAD_TEST_SIGNAL_AT_STEP is "K" or
-    /// "K:TERM", raises SIGINT (or SIGTERM) once `step` equals K, as Ctrl-C during step K would.
+    /// Test hook: when the environment variable ATTOGRAD_TEST_SIGNAL_AT_STEP is "K", "K:TERM" or
+    /// "K:HUP", raises SIGINT (SIGTERM, SIGHUP) once `step` equals K, as Ctrl-C during step K would.
     void test_hook(std::int64_t step) const;
 };
 
@@ -31,7 +31,7 @@ public:
 /// of a Trainer, InterruptGuard::check): the work is abandoned, to be done again on resume.
 class Interrupted : public std::exception {
 public:
-    /// The interrupt by `signal` (SIGINT or SIGTERM).
+    /// The interrupt by `signal` (SIGINT, SIGTERM or SIGHUP).
     explicit Interrupted(int signal) : signal_(signal) {}
     /// The signal that interrupted the work.
     int signal() const { return signal_; }
@@ -42,7 +42,7 @@ private:
     int signal_;
 };
 
-/// The name of a signal: "SIGINT", "SIGTERM", else "a signal".
+/// The name of a signal: "SIGINT", "SIGTERM", "SIGHUP", else "a signal".
 const char* signal_name(int signal);
 
 }  // namespace attograd::train

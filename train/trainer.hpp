@@ -1,6 +1,6 @@
 // The training loop as library code: a Trainer runs a user's step function with callbacks (in
 // PyTorch Lightning's and Keras's manner), validates, logs, checkpoints into a run directory,
-// saves and stops on SIGINT / SIGTERM, and resumes a run bit for bit.
+// saves and stops on SIGINT / SIGTERM / SIGHUP, and resumes a run bit for bit.
 //
 //     train::Trainer trainer(model, optimizer, {.max_steps = 1000, .default_root_dir = "runs/x"});
 //     trainer.add_callback(std::make_shared<train::CSVLogger>());
@@ -84,7 +84,7 @@ struct TrainerOptions {
     std::uint64_t seed = 0;  ///< the seed of every step's generator (step_seed)
     /// The run directory (train/run_dir.hpp) where checkpoints go; empty: nothing is saved.
     std::filesystem::path default_root_dir{};
-    /// Whether SIGINT / SIGTERM save the run (when it has a directory) and end fit() after the
+    /// Whether SIGINT / SIGTERM / SIGHUP save the run (when it has a directory) and end fit() after the
     /// step under way (FitResult::signal); a second signal ends the process at once.
     bool handle_signals = true;
     /// This process writes the run (false on the other ranks of a data-parallel run).
@@ -103,7 +103,7 @@ struct FitResult {
     std::int64_t global_step = 0;  ///< optimizer steps done in total (a resumed run's included)
     Metrics validation;            ///< the last validation's metrics (empty: none)
     bool stopped_early = false;    ///< a callback set should_stop (EarlyStopping)
-    int signal = 0;                ///< SIGINT / SIGTERM that stopped it after saving, else 0
+    int signal = 0;                ///< SIGINT / SIGTERM / SIGHUP that stopped it after saving, else 0
 };
 
 /// A Trainer's hooks (PyTorch Lightning's Callback), called in this order for each step:
@@ -136,7 +136,7 @@ public:
     virtual void on_train_batch_end(Trainer&) {}
     /// After the last step (not after a signal or an exception).
     virtual void on_fit_end(Trainer&) {}
-    /// After SIGINT / SIGTERM (`signal`) stopped training and the run was saved.
+    /// After SIGINT / SIGTERM / SIGHUP (`signal`) stopped training and the run was saved.
     virtual void on_signal(Trainer&, int /*signal*/) {}
     /// State to resume: merged into config.json's "progress".
     virtual nlohmann::json state_dict() const { return nlohmann::json::object(); }
@@ -196,7 +196,7 @@ public:
     /// Writes the run as it stands now as a new generation of default_root_dir (nothing on a
     /// process that is not is_global_zero or without a directory). Throws IoError.
     void save_checkpoint();
-    /// Throws Interrupted when SIGINT / SIGTERM arrived (for long validations).
+    /// Throws Interrupted when SIGINT / SIGTERM / SIGHUP arrived (for long validations).
     void check_interrupt() const;
 
     /// Optimizer steps done in total (a resumed run's included).

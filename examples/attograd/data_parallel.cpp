@@ -50,8 +50,9 @@ Evaluation evaluate_split(const Model& model, const Vocabularies& vocab, const s
 int agreed_signal(int signal) {
     const optim::ProcessGroup& group = optim::world();
     if (group.size() == 1) return signal;
-    const auto any = group.sum({signal == SIGTERM ? 1.0 : 0.0, signal == SIGINT ? 1.0 : 0.0});
-    return any[0] > 0 ? SIGTERM : any[1] > 0 ? SIGINT : 0;
+    const auto any = group.sum(
+        {signal == SIGTERM ? 1.0 : 0.0, signal == SIGHUP ? 1.0 : 0.0, signal == SIGINT ? 1.0 : 0.0});
+    return any[0] > 0 ? SIGTERM : any[1] > 0 ? SIGHUP : any[2] > 0 ? SIGINT : 0;
 }
 
 namespace {
@@ -131,7 +132,7 @@ bool setup_agreed() {
 }
 
 int finish_rank(int code) {
-    if (code == 0 || code == 128 + SIGINT || code == 128 + SIGTERM) return code;
+    if (code == 0 || code == 128 + SIGINT || code == 128 + SIGTERM || code == 128 + SIGHUP) return code;
     // The rank that failed has said why (setup_agreed waited for it), or rank 0 alone runs this
     // command, or a single process.
     if (g_phase == Phase::PeerFailed || g_phase == Phase::RankZeroOnly) return code;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 
@@ -88,6 +89,29 @@ bool same_layout(const inspect::AttentionMap& got, const inspect::AttentionMap& 
            got.queries == want.queries && got.keys == want.keys && got.right == want.right;
 }
 
+// A snapshot taken at the run's last step was taken of the model the run saved: its
+// predictions are the model's and its weights the model's within kSnapshotWeightTolerance
+// (float32 storage, and another CPU's rounding, stay far inside it).
+constexpr double kSnapshotWeightTolerance = 1e-3;
+
+void check_against_model(const inspect::InspectedExample& got, const inspect::InspectedExample& want,
+                         const std::string& where) {
+    AG_CHECK(got.prediction == want.prediction, ValueError,
+             "{}, taken at the run's last step: its prediction '{}' is not the saved model's '{}'", where,
+             data::escape_control(excerpt(data::join(got.prediction, " "), 80)),
+             data::escape_control(excerpt(data::join(want.prediction, " "), 80)));
+    for (std::size_t m = 0; m < got.maps.size(); ++m) {
+        const auto& a = got.maps[m].weights;
+        const auto& b = want.maps[m].weights;
+        bool close = a.size() == b.size();
+        for (std::size_t k = 0; close && k < a.size(); ++k)
+            close = std::abs(a[k] - b[k]) <= kSnapshotWeightTolerance;
+        AG_CHECK(close, ValueError,
+                 "{}, taken at the run's last step: map {} ('{}') holds weights other than the saved model's",
+                 where, m, data::escape_control(excerpt(got.maps[m].title(), 80)));
+    }
+}
+
 }  // namespace
 
 void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshots, const Vocabulary& vocab,
@@ -129,6 +153,7 @@ void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshot
                          "{}: prediction token '{}' is not in the run's vocabulary", where,
                          data::escape_control(token));
             }
+            if (snapshot.step == steps_done) check_against_model(got, want, where);
         }
     }
 }

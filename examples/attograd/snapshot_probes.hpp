@@ -40,8 +40,10 @@ inspect::AttentionSnapshot snapshot_layout(Model& model, const ModelConfig& conf
 /// wrote for the run: a layout other than `layout`'s (snapshot_layout: another probe input or
 /// target, a map of another module, layer or head, other labels or right alignment, a
 /// prediction longer than the probe's output rows), a prediction token outside `vocab` (the
-/// run's target vocabulary: the argmax tokens are its), or a step after the `steps_done` the
-/// run has trained. The message names the snapshot, its step and what differs.
+/// run's target vocabulary: the argmax tokens are its), a step after the `steps_done` the
+/// run has trained, or, for a snapshot at `steps_done` itself (taken of the model the run
+/// saved, which `layout` was taken of), predictions other than `layout`'s or weights more than
+/// 1e-3 from them. The message names the snapshot, its step and what differs.
 void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshots, const Vocabulary& vocab,
                          std::int64_t steps_done, const inspect::AttentionSnapshot& layout);
 

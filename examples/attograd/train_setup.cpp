@@ -396,9 +396,10 @@ void check_resume_state(const TrainSetup& s, optim::Optimizer& optimizer, optim:
                  "progress.steps_done)",
                  shown_path(out / "optimizer.safetensors"), name, tensor.item(), step);
     }
-    if (step >= t.steps && !counters.evaluation_pending) {
-        throw UsageError(fmt::format("the run in {} has done {} steps already; pass --steps N with N > {}",
-                                     shown_path(out), step, step));
+    // A pending held-out evaluation (interrupted at step `step`) still runs at --steps `step`.
+    if (step > t.steps || (step == t.steps && !counters.evaluation_pending)) {
+        throw UsageError(fmt::format("the run in {} has done {} steps already; pass --steps N with N {} {}",
+                                     shown_path(out), step, counters.evaluation_pending ? ">=" : ">", step));
     }
     if (counters.reached_target && t.early_stop) {
         throw UsageError(
