@@ -50,7 +50,7 @@ private:
 struct Outcome {
     std::string command;  ///< the command line, for failure messages
     int code = -1;
-    std::string out, err;
+    std::string out{}, err{};
 };
 
 /// The number of lines of `text` (its '\n' characters).
