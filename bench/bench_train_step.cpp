@@ -99,10 +99,10 @@ void compare_threads(const std::vector<Config>& configs, const std::string& only
                         busy ? ", one busy process beside" : "");
         std::fclose(load);
     }
-    const std::string verdict = cost.cut_short ? "measuring cut short: the cores were busy"
-                                : cost.break_even > 0
-                                    ? fmt::format("a split pays from {} element visits", cost.break_even)
-                                    : "no measured size paid";
+    const std::string verdict =
+        cost.cut_short ? "measuring cut short at its time limit (sizes not reached count as not paying)"
+        : cost.break_even > 0 ? fmt::format("a split pays from {} element visits", cost.break_even)
+                              : "no measured size paid";
     std::printf(
         "split costs measured at start-up on %d threads: round trip %.0f ns, one element visit %.3f ns, %s "
         "(scale %.3f of the nominal thresholds)\n",

@@ -124,10 +124,9 @@ TEST_CASE(
     if (cost.threads > 1) CHECK(cost.fork_join_ns > 0.0);
     const double nominal = 2.0 * static_cast<double>(kMinParallelWork);
     if (cost.break_even == 0)
-        CHECK(cost.scale == (cost.threads > 1 ? kMaxScale : 1.0));
+        CHECK(cost.scale == 1.0);
     else
         CHECK(cost.scale == std::clamp(static_cast<double>(cost.break_even) / nominal, kMinScale, kMaxScale));
-    if (cost.cut_short) CHECK(cost.scale == kMaxScale);
     CHECK(min_work_scale() == cost.scale);
 }
 

@@ -112,7 +112,9 @@ void visit(float* y, const float* x, std::int64_t begin, std::int64_t end) {
 // processes' moments out: sustained load is the governor's to answer.
 // Stops after the first pass that ends past `deadline`.
 std::pair<double, double> serial_and_split_ns(std::int64_t n, int threads, Clock::time_point deadline) {
-    constexpr int kReps = 9;
+    // Nine passes up to the nominal split point, fewer above it (at least three): the largest
+    // sizes leave the core's caches and take most of the time.
+    const int kReps = static_cast<int>(std::clamp<std::int64_t>(9 * 2 * kMinParallelWork / n, 3, 9));
     std::vector<float> x(static_cast<std::size_t>(n), 1.0f), y(x.size(), 0.5f);
     double serial = 1e300, split = 1e300;
     for (int rep = 0; rep < kReps; ++rep) {
@@ -139,9 +141,8 @@ SplitCost measure_split_cost() {
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(kMaxMeasureSeconds));
     cost.fork_join_ns = fork_join_ns(cost.threads, deadline);
-    if (Clock::now() > deadline) {  // contended now: split the least
+    if (Clock::now() > deadline) {  // contended now: the nominal thresholds, and the governor
         cost.cut_short = true;
-        cost.scale = kMaxScale;
         return cost;
     }
     // The smallest size from which every measured size runs at most kSplitGain of its one-thread
@@ -166,9 +167,12 @@ SplitCost measure_split_cost() {
         }
     }
     cost.break_even = break_even;
-    cost.scale = break_even == 0
-                     ? kMaxScale
-                     : std::clamp(static_cast<double>(break_even) / nominal, kMinScale, kMaxScale);
+    // No paying size is no reason to split less: a region's cost grows the longer its workers
+    // have slept, so on a machine where no loop split pays, fewer regions (products only) made
+    // the small training step slower than the nominal thresholds did (bench/README.md, "Two
+    // threads against one").
+    cost.scale =
+        break_even == 0 ? 1.0 : std::clamp(static_cast<double>(break_even) / nominal, kMinScale, kMaxScale);
     return cost;
 }
 

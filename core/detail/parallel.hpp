@@ -56,10 +56,11 @@ struct SplitCost {
     std::int64_t break_even = 0;
     /// Factor from a kind's nominal split point (twice kMinParallelWork element visits, or its
     /// kin) to this machine's: break_even over the nominal point, clamped to [kMinScale,
-    /// kMaxScale]; kMaxScale when no size paid.
+    /// kMaxScale]; 1 (the nominal thresholds) when no size paid.
     double scale = 1.0;
-    /// True when measuring ran past kMaxMeasureSeconds (other processes held the cores): the
-    /// sizes not reached count as not paying, so scale is kMaxScale.
+    /// True when measuring ran past kMaxMeasureSeconds (other processes held the cores, or the
+    /// split regions were slow to wake their workers): the sizes not reached count as not
+    /// paying, and scale is 1.
     bool cut_short = false;
 };
 
@@ -71,7 +72,7 @@ inline constexpr double kMinScale = 1.0 / 4.0, kMaxScale = 16.0;
 inline constexpr double kMaxMeasureSeconds = 0.02;
 
 /// The costs of this machine, measured by the first call outside a parallel region: 39 regions,
-/// then nine passes at each of seven sizes, serial and split (a few milliseconds on an idle
+/// then three to nine passes at each of seven sizes, serial and split (a few milliseconds on an idle
 /// machine; cut short past kMaxMeasureSeconds, plus at most one stalled region, on a busy one);
 /// thread-safe.
 const SplitCost& split_cost();
