@@ -6,7 +6,8 @@
 # page). Not a test.
 # The translate rows read this machine's French gettext catalogs and train for a fixed number
 # of steps (no target ends them); the keyword rows are followed by their faithfulness tables,
-# the induction row by its head scores and the coref row by the knockout of each head.
+# the induction row by its head scores, the coref row by the knockout of each head, and the
+# reverse and copy rows by their saliency correlation and faithfulness verdicts.
 #   bench/cli_targets.sh [BUILD_DIR [ROW...]]   (default build, every row; needs python3 for the JSON)
 set -euo pipefail
 build=${1:-build}
@@ -89,3 +90,17 @@ if [[ -d $runs/coref ]]; then
         done
     done
 fi
+
+# The reverse and copy runs: the saliency correlation of the demo's input (reverse) and each
+# run's faithfulness verdict (50 held-out examples, the program's default).
+if [[ -d $runs/reverse ]]; then
+    echo
+    "$program" inspect --run "$runs/reverse" --input "a b c d e f g" --saliency --format term |
+        grep 'Spearman' | sed 's/^/- reverse: /'
+fi
+for run in reverse copy; do
+    if [[ -d $runs/$run ]]; then
+        "$program" inspect --run "$runs/$run" --faithfulness --format term | grep ': decisive\|: not an\|: partial' |
+            sed "s/^/- $run: /"
+    fi
+done
