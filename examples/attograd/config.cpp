@@ -9,11 +9,16 @@
 #include "data/text.hpp"
 #include "data/translate_task.hpp"
 #include "data/tsv.hpp"
+#include "train/run_writer.hpp"
+
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <set>
 
 namespace attograd::cli {
 
@@ -40,6 +45,38 @@ std::string text_field(const nlohmann::json& json, const char* section, const ch
     AG_CHECK(value.is_string(), ValueError, "config.json: {}.{} must be a string, got {}", section, key,
              value.dump());
     return value.get<std::string>();
+}
+
+/// Refuses a field config.json does not hold as train writes it: a misspelt or stray setting
+/// would otherwise be ignored while the run looks configured by it.
+void check_known_fields(const nlohmann::json& json) {
+    static const std::set<std::string> top = {"format", "format_version", "task",  "model",
+                                              "train",  "vocab",          "target_vocab", "progress",
+                                              "files",  train::config_checksum_field};
+    static const std::set<std::string> task = {"name",     "data",      "chars",      "lang",
+                                               "min_freq", "max_vocab", "data_bytes", "data_fnv1a64",
+                                               "heldout_fnv1a64"};
+    static const std::map<std::string, std::set<std::string>> sections = [] {
+        std::map<std::string, std::set<std::string>> keys{{"task", task}};
+        for (const Setting& s : settings()) {
+            const std::size_t dot = s.key.find('.');
+            keys[std::string(s.key.substr(0, dot))].insert(std::string(s.key.substr(dot + 1)));
+        }
+        return keys;
+    }();
+    for (const auto& [key, value] : json.items()) {
+        AG_CHECK(top.contains(key), ValueError,
+                 "config.json: unknown field '{}' (train writes {}); remove it",
+                 data::escape_control(excerpt(key, 80)), fmt::join(top, ", "));
+        const auto section = sections.find(key);
+        if (section == sections.end() || !value.is_object()) continue;
+        for (const auto& [name, unused] : value.items()) {
+            AG_CHECK(section->second.contains(name), ValueError,
+                     "config.json: unknown field '{}.{}' (a misspelt setting would be ignored; the "
+                     "settings of '{}' are {})",
+                     key, data::escape_control(excerpt(name, 80)), key, fmt::join(section->second, ", "));
+        }
+    }
 }
 
 /// Refuses `value` unless it is one of `choices`: "NAME must be one of a, b, got 'c'".
@@ -225,7 +262,8 @@ nlohmann::json to_json(const RunConfig& config) {
                              {"min_freq", config.task.min_freq},
                              {"max_vocab", config.task.max_vocab},
                              {"data_bytes", config.task.data_bytes},
-                             {"data_fnv1a64", config.task.data_fnv1a64}}},
+                             {"data_fnv1a64", config.task.data_fnv1a64},
+                             {"heldout_fnv1a64", config.task.heldout_fnv1a64}}},
                            {"model", nlohmann::json::object()},
                            {"train", nlohmann::json::object()}};
     for (const Setting& s : settings()) {
@@ -284,6 +322,11 @@ RunConfig run_config_from_json(const nlohmann::json& json) {
     AG_CHECK(sum.empty() || is_checksum_text(sum), ValueError,
              "config.json: task.data_fnv1a64 must be \"\" or 16 hex digits, got '{}'",
              data::escape_control(excerpt(sum, 40)));
+    c.task.heldout_fnv1a64 = text_field(json, "task", "heldout_fnv1a64");
+    AG_CHECK(is_checksum_text(c.task.heldout_fnv1a64), ValueError,
+             "config.json: task.heldout_fnv1a64 must be 16 hex digits, got '{}'",
+             data::escape_control(excerpt(c.task.heldout_fnv1a64, 40)));
+    check_known_fields(json);
     for (const Setting& s : settings()) {
         const std::size_t dot = s.key.find('.');
         const std::string section(s.key.substr(0, dot)), key(s.key.substr(dot + 1));

@@ -26,8 +26,9 @@ using data::Vocabulary;
 /// "files" (each file's checksum) and the progress counters a bit-exact resume needs; version 3
 /// marks the models rebuilt from the library's Transformer layers (new state_dict names); version
 /// 4 adds the REINFORCE baseline buffers to model.safetensors, schedule.last_epoch to every
-/// optimizer.safetensors and train.checkpoint_every to config.json.
-inline constexpr int run_format_version = 4;
+/// optimizer.safetensors and train.checkpoint_every to config.json; version 5 adds
+/// task.heldout_fnv1a64 and refuses fields it does not know.
+inline constexpr int run_format_version = 5;
 
 /// Everything needed to rebuild the model (with the vocabulary of RunConfig).
 struct ModelConfig {
@@ -108,6 +109,10 @@ struct TaskConfig {
     /// data (0 and "" for bundled tasks and runs written before they were recorded).
     std::uint64_t data_bytes = 0;
     std::string data_fnv1a64;
+    /// heldout_checksum of the task's held-out examples when the run started: eval, inspect and
+    /// --resume refuse a task (another task.name, other catalogs, another heldout.tsv) whose
+    /// held-out examples are not the ones the run trained and evaluated on.
+    std::string heldout_fnv1a64;
 };
 
 /// A whole run's configuration (config.json).

@@ -45,6 +45,35 @@ std::vector<data::Example> read_saved_heldout(const RunConfig& config, const std
     return held_out;
 }
 
+std::string heldout_checksum(const std::vector<data::Example>& held_out, bool chars) {
+    return fmt::format("{:016x}", fnv1a64(data::to_tsv(held_out, chars)));
+}
+
+namespace {
+
+// A data run's heldout.tsv is the split make_data_task takes of the training file: when that
+// file is still there as the run started on it, the saved examples must be that split.
+void check_heldout_split(const RunConfig& config, const std::filesystem::path& dir,
+                         const std::vector<data::Example>& held_out) {
+    std::error_code error;
+    if (config.task.data_fnv1a64.empty() || !std::filesystem::is_regular_file(config.task.data, error) ||
+        std::filesystem::file_size(config.task.data, error) != config.task.data_bytes || error)
+        return;
+    std::optional<TrainingData> data;
+    try {
+        data = read_training_data(config.task.data, config.task.chars);
+    } catch (const Error&) {  // unreadable now: eval needs only heldout.tsv
+        return;
+    }
+    if (data->fnv1a64 != config.task.data_fnv1a64) return;  // changed since: heldout.tsv is what is left
+    AG_CHECK(data::make_data_task(data->dataset)->held_out() == held_out, IoError,
+             "{}: is not the held-out split of {}, the training data this run started on (same size and "
+             "checksum): train saved that split there",
+             shown_path(dir / "heldout.tsv"), shown_path(config.task.data));
+}
+
+}  // namespace
+
 std::vector<std::string> run_file_names(bool data_run) {
     std::vector<std::string> names = {"model.safetensors", "optimizer.safetensors", "metrics.csv",
                                       snapshot_file};
@@ -106,6 +135,7 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
         return data::make_data_task(std::move(data.dataset));
     }
     auto held_out = read_saved_heldout(config, dir);
+    check_heldout_split(config, dir, held_out);
     std::vector<std::string> symbols(config.vocab.tokens().begin() + Vocabulary::reserved_count,
                                      config.vocab.tokens().end());
     if (config.target_vocab) {  // both sides' tokens, each once
@@ -134,6 +164,14 @@ RunProgress read_progress(const nlohmann::json& json) {
     const auto& j = json["progress"];
     AG_CHECK(j.is_object(), ValueError, "config.json: field 'progress' must be an object, got {}",
              j.type_name());
+    const nlohmann::json written = to_json(RunProgress{});
+    std::vector<std::string> known;
+    for (const auto& [key, unused] : written.items()) known.push_back(key);
+    for (const auto& [key, unused] : j.items()) {
+        AG_CHECK(std::find(known.begin(), known.end(), key) != known.end(), ValueError,
+                 "config.json: unknown field 'progress.{}' (train writes {}); remove it",
+                 data::escape_control(excerpt(key, 80)), fmt::join(known, ", "));
+    }
     const auto number = [&](const char* key, auto& value) {
         if (!j.contains(key)) return;
         using T = std::decay_t<decltype(value)>;
@@ -253,6 +291,24 @@ nlohmann::json to_json(const RunProgress& p) {
 
 namespace {
 
+void check_heldout_checksum(const RunConfig& config, const Task& task, const std::filesystem::path& dir) {
+    const std::string sum = heldout_checksum(task.held_out(), config.task.chars);
+    if (sum == config.task.heldout_fnv1a64) return;
+    const std::string name = data::escape_control(config.task.name);
+    std::string why;
+    if (config.task.name == "data")
+        why = fmt::format("{} is not the file train saved", shown_path(dir / "heldout.tsv"));
+    else if (config.task.name == "translate")
+        why = fmt::format("this machine's gettext catalogs for '{}' are not those the run was trained on",
+                          data::escape_control(config.task.lang));
+    else
+        why = fmt::format("task.name '{}' is not the task this run was trained on", name);
+    throw IoError(fmt::format(
+        "config.json: task.heldout_fnv1a64 is {}, but the held-out examples of task '{}' have checksum {}: "
+        "{}, so its accuracy and attention would be measured on other examples",
+        data::escape_control(config.task.heldout_fnv1a64), name, sum, why));
+}
+
 LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     const nlohmann::json json = train::open_run(dir);
     const auto config_path = dir / "config.json";
@@ -269,6 +325,7 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     check_progress(run.counters, run.config);
     run.task = task_for_run(run.config, dir, for_training);
     check_task_fits(run.config, *run.task);
+    check_heldout_checksum(run.config, *run.task, dir);
     if (!json["model"].contains("min_source_len"))
         run.config.model.min_source_len = run.task->info().min_source_len;
     validate(run.config, run.task->info(), SettingNames::config_file());

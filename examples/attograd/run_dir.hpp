@@ -111,10 +111,16 @@ std::vector<std::string> run_file_names(bool data_run);
 /// A "files" field that is missing or not an object is left to train::open_run to refuse.
 void check_run_file_names(const nlohmann::json& json, bool data_run, const std::filesystem::path& dir);
 
+/// What config.json's task.heldout_fnv1a64 records of a task's held-out examples: the fnv1a64
+/// (16 hex digits) of the TSV text data::to_tsv makes of them (a --data run's heldout.tsv).
+std::string heldout_checksum(const std::vector<data::Example>& held_out, bool chars);
+
 /// The task `config` names: a bundled task, or user data: for training the TSV file named in
 /// the config, otherwise the held-out examples saved in `dir`/heldout.tsv. For training, throws
 /// IoError naming the TSV file when it is not the data the run started on (its size or checksum
 /// differs from config.json's), which a resumed run would silently train and evaluate on.
+/// Otherwise, when the TSV file is still there with the size and checksum the run started on,
+/// throws IoError naming heldout.tsv when it is not that file's held-out split.
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir,
                                    bool for_training);
 

@@ -279,6 +279,7 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
                 task = data::make_task(args.task);
         }
         config = default_config(*task);
+        
         if (config.task.name == "translate") set_translate_vocabulary(args, *task, config);
         // --data, separate: every token of each side of the file, the held-out examples' too (as
         // default_config's shared one)
@@ -294,6 +295,7 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
             config.task.data_bytes = training_data->bytes;  // what --resume checks the file against
             config.task.data_fnv1a64 = training_data->fnv1a64;
         }
+        config.task.heldout_fnv1a64 = heldout_checksum(task->held_out(), config.task.chars);
         if (args.was_given("local") && !args.was_given("window")) {
             throw UsageError("--local needs --window D (the half-width of the local window)");
         }
