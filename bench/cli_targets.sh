@@ -55,6 +55,7 @@ row coref alignment --task coref
 row translate-fr bleu --task translate --lang fr --vocab shared --steps 600 --eval-every 600
 row translate-fr-rnn bleu --task translate --lang fr --vocab shared --model rnn --steps 600 --eval-every 600
 row translate-fr-self-attention bleu --task translate --lang fr --vocab shared --decoder-self-attention --dropout 0.1 --steps 600 --eval-every 600
+row reverse-2x2 sequence --task reverse --layers 2 --heads 2
 row keyword sequence --task keyword
 row keyword-rnn sequence --task keyword --model rnn --bidirectional
 row keyword-rnn-uniform sequence --task keyword --model rnn --bidirectional --uniform-attention 0
@@ -92,13 +93,14 @@ if [[ -d $runs/coref ]]; then
 fi
 
 # The reverse and copy runs: the saliency correlation of the demo's input (reverse) and each
-# run's faithfulness verdict (50 held-out examples, the program's default).
+# run's faithfulness verdicts (50 held-out examples, the program's default), also of reverse
+# with 2 layers of 2 heads.
 if [[ -d $runs/reverse ]]; then
     echo
     "$program" inspect --run "$runs/reverse" --input "a b c d e f g" --saliency --format term |
         grep 'Spearman' | sed 's/^/- reverse: /'
 fi
-for run in reverse copy; do
+for run in reverse copy reverse-2x2; do
     if [[ -d $runs/$run ]]; then
         "$program" inspect --run "$runs/$run" --faithfulness --format term | grep ': decisive\|: not an\|: partial' |
             sed "s/^/- $run: /"
