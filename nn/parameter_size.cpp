@@ -46,6 +46,22 @@ void check_parameter_size(std::string_view op, std::string_view option, std::str
              name, shape, dtype, human_bytes(static_cast<double>(bytes)), human_bytes(memory));
 }
 
+std::int64_t gate_rows(std::string_view op, std::int64_t gates, std::int64_t hidden, std::string_view name) {
+    std::int64_t rows = 0;
+    AG_CHECK(!__builtin_mul_overflow(gates, hidden, &rows), ResourceError,
+             "{}: hidden_size {} makes {} [{} * {}, ...], which has too many elements", op, hidden, name,
+             gates, hidden);
+    return rows;
+}
+
+void check_total_parameter_size(std::string_view op, std::string_view option, double elements, DType dtype) {
+    const double bytes = elements * static_cast<double>(dtype_size(dtype));
+    const double memory = physical_memory();
+    AG_CHECK(bytes <= memory, ResourceError,
+             "{}: {} makes {:.3g} parameter elements ({}) in all, more than this machine's {} of memory", op,
+             option, elements, human_bytes(bytes), human_bytes(memory));
+}
+
 void check_transformer_sizes(std::string_view op, std::int64_t d_model, std::int64_t dim_feedforward,
                              DType dtype) {
     AG_CHECK(d_model <= std::numeric_limits<std::int64_t>::max() / 3, ResourceError,

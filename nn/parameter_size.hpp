@@ -5,6 +5,7 @@
 #include "core/dtype.hpp"
 #include "core/shape.hpp"
 
+#include <cstdint>
 #include <string_view>
 
 namespace attograd::nn {
@@ -18,6 +19,19 @@ namespace attograd::nn {
 /// of memory" when it exceeds the physical memory (sysconf), which it could never fit in.
 void check_parameter_size(std::string_view op, std::string_view option, std::string_view name,
                           const Shape& shape, DType dtype);
+
+/// Checks that `count` parameters of size `rows` x (one of) the gate blocks fit: the product
+/// `gates * hidden` (the rows of a recurrent layer's stacked gate weights) must not overflow
+/// int64. Throws ResourceError naming `op` and the option: "GRU: hidden_size 4611686018427387904
+/// makes weight_ih [3 * 4611686018427387904, ...], which has too many elements".
+std::int64_t gate_rows(std::string_view op, std::int64_t gates, std::int64_t hidden, std::string_view name);
+
+/// Checks that `elements` parameter elements of `dtype` in all, which module `op` would allocate
+/// because of `option`, fit in this machine's memory (the elements counted in double, so that a
+/// count past int64 is refused rather than wrapped). Throws ResourceError: "GRU: num_layers
+/// 1099511627776 makes 1.1e+14 parameter elements (400 TiB), more than this machine's 24 GiB of
+/// memory".
+void check_total_parameter_size(std::string_view op, std::string_view option, double elements, DType dtype);
 
 /// The sizes a Transformer layer of width `d_model` and feed-forward width `dim_feedforward`
 /// allocates, checked for module `op` (TransformerEncoderLayer, Transformer, ...) as

@@ -9,6 +9,13 @@
 #include <cmath>
 
 namespace attograd::nn {
+namespace {
+
+// Registering a layer's tensors checks each name against those before it, so construction grows
+// with the square of the layer count; no recurrent stack comes near this depth.
+constexpr std::int64_t max_rnn_layers = 1024;
+
+}  // namespace
 
 Tensor lengths_from_padding_mask(const Tensor& key_padding_mask) {
     const Tensor& m = key_padding_mask;
@@ -45,17 +52,31 @@ RecurrentBase::RecurrentBase(const char* name, Config config, Generator& generat
     AG_CHECK(c.input_size >= 1 && c.hidden_size >= 1 && c.num_layers >= 1, ValueError,
              "{}: input_size, hidden_size and num_layers must be >= 1, got {}, {} and {}", name, c.input_size,
              c.hidden_size, c.num_layers);
+    AG_CHECK(c.num_layers <= max_rnn_layers, ValueError,
+             "{}: num_layers must be at most {}, got {} (each layer's tensors are registered by name, "
+             "a cost that grows with the square of their count)",
+             name, max_rnn_layers, c.num_layers);
     AG_CHECK(c.dropout >= 0.0 && c.dropout < 1.0, ValueError, "{}: dropout must be in [0, 1), got {}", name,
              c.dropout);
     AG_CHECK(c.proj_size >= 0 && c.proj_size < c.hidden_size, ValueError,
              "{}: proj_size must be in [0, hidden_size = {}), got {}", name, c.hidden_size, c.proj_size);
     AG_CHECK(is_floating(c.dtype), DTypeError, "{}: dtype must be float32 or float64, got {}", name, c.dtype);
-    const std::int64_t g = rnn_gate_count(c.mode), h = c.hidden_size;
+    const std::int64_t h = c.hidden_size, g = gate_rows(name, rnn_gate_count(c.mode), h, "weight_ih_l0");
     const std::int64_t p = c.proj_size > 0 ? c.proj_size : h, directions = num_directions();
     const std::string sizes = fmt::format("input_size {} and hidden_size {}", c.input_size, h);
-    check_parameter_size(name, sizes, "weight_ih_l0", {g * h, std::max(c.input_size, directions * p)},
-                         c.dtype);
-    check_parameter_size(name, sizes, "weight_hh_l0", {g * h, p}, c.dtype);
+    check_parameter_size(name, sizes, "weight_ih_l0", {g, c.input_size}, c.dtype);
+    if (c.num_layers > 1) check_parameter_size(name, sizes, "weight_ih_l1", {g, directions * p}, c.dtype);
+    check_parameter_size(name, sizes, "weight_hh_l0", {g, p}, c.dtype);
+    // Every layer's tensors together, before the first is drawn (num_layers is unbounded).
+    const double per_direction = static_cast<double>(g) * (static_cast<double>(p) + (c.bias ? 2.0 : 0.0)) +
+                                 (c.proj_size > 0 ? static_cast<double>(p) * static_cast<double>(h) : 0.0);
+    const double inputs = static_cast<double>(g) *
+                          (static_cast<double>(c.input_size) +
+                           static_cast<double>(c.num_layers - 1) * static_cast<double>(directions * p));
+    check_total_parameter_size(
+        name, fmt::format("{} with num_layers {}", sizes, c.num_layers),
+        static_cast<double>(directions) * (static_cast<double>(c.num_layers) * per_direction + inputs),
+        c.dtype);
     // PyTorch's reset_parameters: every parameter from U(-1/sqrt(H), 1/sqrt(H)), in order.
     const double bound = 1.0 / std::sqrt(static_cast<double>(h));
     const auto draw = [&](const std::string& pname, const Shape& shape) {
@@ -66,11 +87,11 @@ RecurrentBase::RecurrentBase(const char* name, Config config, Generator& generat
         for (std::int64_t k = 0; k < directions; ++k) {
             const std::string suffix = fmt::format("_l{}{}", layer, k == 1 ? "_reverse" : "");
             RnnDirectionWeights w;
-            w.w_ih = draw("weight_ih" + suffix, {g * h, in});
-            w.w_hh = draw("weight_hh" + suffix, {g * h, p});
+            w.w_ih = draw("weight_ih" + suffix, {g, in});
+            w.w_hh = draw("weight_hh" + suffix, {g, p});
             if (c.bias) {
-                w.b_ih = draw("bias_ih" + suffix, {g * h});
-                w.b_hh = draw("bias_hh" + suffix, {g * h});
+                w.b_ih = draw("bias_ih" + suffix, {g});
+                w.b_hh = draw("bias_hh" + suffix, {g});
             }
             if (c.proj_size > 0) w.w_hr = draw("weight_hr" + suffix, {p, h});
             weights_.push_back(w);

@@ -20,7 +20,7 @@ enum class RNNNonlinearity { Tanh, Relu };
 struct RNNOptions {
     std::int64_t input_size = 0;   ///< width I of the input's last dimension (>= 1)
     std::int64_t hidden_size = 0;  ///< width H of the state (>= 1)
-    std::int64_t num_layers = 1;   ///< stacked layers (>= 1); layer k > 0 reads layer k-1's output
+    std::int64_t num_layers = 1;   ///< stacked layers, 1 to 1024; layer k > 0 reads layer k-1's output
     RNNNonlinearity nonlinearity = RNNNonlinearity::Tanh;  ///< tanh or relu, as PyTorch's `nonlinearity`
     bool bias = true;                                      ///< learn b_ih and b_hh
     /// Input and output are [B, T, .] (true, attograd's layout everywhere) or [T, B, .] (false).
@@ -35,7 +35,7 @@ struct RNNOptions {
 struct GRUOptions {
     std::int64_t input_size = 0;   ///< width I of the input's last dimension (>= 1)
     std::int64_t hidden_size = 0;  ///< width H of the state (>= 1)
-    std::int64_t num_layers = 1;   ///< stacked layers (>= 1); layer k > 0 reads layer k-1's output
+    std::int64_t num_layers = 1;   ///< stacked layers, 1 to 1024; layer k > 0 reads layer k-1's output
     bool bias = true;              ///< learn b_ih and b_hh
     /// [B, T, .] (true, attograd's default) or [T, B, .] (false, PyTorch's default).
     bool batch_first = true;
@@ -48,7 +48,7 @@ struct GRUOptions {
 struct LSTMOptions {
     std::int64_t input_size = 0;   ///< width I of the input's last dimension (>= 1)
     std::int64_t hidden_size = 0;  ///< width H of the state (>= 1)
-    std::int64_t num_layers = 1;   ///< stacked layers (>= 1); layer k > 0 reads layer k-1's output
+    std::int64_t num_layers = 1;   ///< stacked layers, 1 to 1024; layer k > 0 reads layer k-1's output
     bool bias = true;              ///< learn b_ih and b_hh
     /// [B, T, .] (true, attograd's default) or [T, B, .] (false, PyTorch's default).
     bool batch_first = true;
@@ -166,8 +166,8 @@ private:
 /// `RNN(4, 8, num_layers=2, bidirectional=true)`, options at their defaults left out.
 class RNN : public RecurrentLayer<RNNOptions> {
 public:
-    /// Throws ValueError (input_size, hidden_size or num_layers < 1, dropout outside [0, 1)),
-    /// DTypeError (dtype not float), ResourceError (parameters too large for the machine).
+    /// Throws ValueError (input_size, hidden_size or num_layers < 1, num_layers > 1024, dropout
+    /// outside [0, 1)), DTypeError (dtype not float), ResourceError (parameters too large for the machine).
     explicit RNN(RNNOptions options, Generator& generator = default_generator());
 
     /// input [B, T, input_size] (batch_first; [T, B, input_size] otherwise; or unbatched

@@ -32,7 +32,7 @@ RecurrentCell::RecurrentCell(const RNNCellOptions& o, std::string_view name, std
     AG_CHECK(o.nonlinearity == "tanh" || (nonlinearities != "tanh" && o.nonlinearity == "relu"), ValueError,
              "{}: unknown nonlinearity '{}' (choose {})", name, o.nonlinearity, nonlinearities);
     AG_CHECK(is_floating(o.dtype), DTypeError, "{}: dtype must be float32 or float64, got {}", name, o.dtype);
-    const std::int64_t g = gates * o.hidden_size;
+    const std::int64_t g = gate_rows(name, gates, o.hidden_size, "weight_ih");
     const std::string dims = fmt::format("input_size {} and hidden_size {}", o.input_size, o.hidden_size);
     check_parameter_size(name, dims, "weight_ih", {g, o.input_size}, o.dtype);
     check_parameter_size(name, dims, "weight_hh", {g, o.hidden_size}, o.dtype);

@@ -143,6 +143,8 @@
     check('second example shows its own tokens', tokens('tokens-input') === json(E.second_example.input) &&
       tokens('tokens-prediction') === json(E.second_example.prediction) && tokensName('tokens-prediction') === 'prediction: ',
       [tokens('tokens-input'), tokens('tokens-prediction')]);
+    check('a single-head map is captioned as attention', caption(E.second_example.single_title) === 'attention',
+      caption(E.second_example.single_title));
 
     // The training replay: moving the step slider redraws heatmap and thumbnails.
     chooser.value = String(E.probe.source);

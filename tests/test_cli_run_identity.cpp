@@ -77,16 +77,19 @@ TEST_CASE("a --data run's heldout.tsv must be the held-out split train saved") {
 
     // Without the training file, the run's held-out checksum no longer fits.
     fs::remove(tmp / "pairs.tsv");
-    check_refused(run({"eval", "--run", tmp / "run"}), {"task.heldout_fnv1a64", "heldout.tsv is not the file"});
+    check_refused(run({"eval", "--run", tmp / "run"}),
+                  {"task.heldout_fnv1a64", "heldout.tsv is not the file"});
     // The held-out checksum forged too: the training file, back, still refuses it.
-    edit_config(tmp / "run", [&](json& c) { c["task"]["heldout_fnv1a64"] = attograd::file_checksum(heldout); });
+    edit_config(tmp / "run",
+                [&](json& c) { c["task"]["heldout_fnv1a64"] = attograd::file_checksum(heldout); });
     write_text(tmp / "pairs.tsv", pairs);
     check_refused(run({"eval", "--run", tmp / "run"}), {"heldout.tsv", "is not the held-out split of"});
 
     // The saved file and its checksums restored: read again.
     write_text(heldout, saved);
     record_checksum(heldout);
-    edit_config(tmp / "run", [&](json& c) { c["task"]["heldout_fnv1a64"] = attograd::file_checksum(heldout); });
+    edit_config(tmp / "run",
+                [&](json& c) { c["task"]["heldout_fnv1a64"] = attograd::file_checksum(heldout); });
     require_ok(run({"eval", "--run", tmp / "run"}));
     fs::remove(tmp / "pairs.tsv");  // eval needs only heldout.tsv
     require_ok(run({"eval", "--run", tmp / "run"}));

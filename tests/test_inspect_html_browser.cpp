@@ -120,7 +120,14 @@ nlohmann::json range_json(const AttentionMap& map) {
 
 TEST_CASE("the HTML report works in headless Chromium: grid, heatmap, tooltip, head view, slider, charts") {
     SKIP_WITHOUT_CHROMIUM();
-    const Report report = testing::synthetic_report();
+    Report report = testing::synthetic_report();
+    // A single-head layer's map (head -1) in the second example: captioned as attention, not "head -1".
+    AttentionMap single = report.examples[1].maps.front();
+    single.module = "decoder.attention";
+    single.layer = 2;
+    single.head = -1;
+    single.alignment_share.reset();
+    report.examples[1].maps.push_back(single);
     const auto& maps = report.examples[0].maps;
     const AttentionMap& first = maps[0];
     const AttentionMap& outlined = maps[2];  // the cross-attention's head 0, with a right alignment
@@ -167,7 +174,8 @@ TEST_CASE("the HTML report works in headless Chromium: grid, heatmap, tooltip, h
          {{"tokens", report.examples[1].source.size()},
           {"thumbs", report.examples[1].maps.size() + 2},
           {"input", displayed(report.examples[1].source)},
-          {"prediction", displayed(report.examples[1].prediction)}}},
+          {"prediction", displayed(report.examples[1].prediction)},
+          {"single_title", single.title()}}},
         {"probe", probe},
         {"charts", report.charts.size()}};
     check_in_browser("full", render_html(report), expect);

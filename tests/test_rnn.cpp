@@ -361,6 +361,29 @@ TEST_CASE(
                          doctest::Contains("GRU: dropout must be in [0, 1), got -0.1"), ValueError);
     CHECK_THROWS_WITH_AS(nn::GRU({.input_size = 4, .hidden_size = 3, .dtype = DType::Int64}, gen),
                          doctest::Contains("GRU: dtype must be float32 or float64"), DTypeError);
+    // Sizes too large: refused before any tensor is drawn, naming the option and the real shapes.
+    const std::int64_t huge = std::int64_t{1} << 62, big = std::int64_t{1} << 40;
+    CHECK_THROWS_WITH_AS(nn::GRU({.input_size = 3, .hidden_size = huge}, gen),
+                         doctest::Contains("GRU: hidden_size 4611686018427387904 makes weight_ih_l0 [3 * "
+                                           "4611686018427387904, ...], which has too many elements"),
+                         ResourceError);
+    CHECK_THROWS_WITH_AS(nn::GRUCell({.input_size = 3, .hidden_size = huge}),
+                         doctest::Contains("GRUCell: hidden_size 4611686018427387904 makes weight_ih"),
+                         ResourceError);
+    CHECK_THROWS_WITH_AS(nn::GRU({.input_size = 3, .hidden_size = big}, gen),
+                         doctest::Contains("weight_ih_l0 [3298534883328, 3]"), ResourceError);
+    // Each layer fits, all of them together do not (about 1.2 TiB): refused before the first is drawn.
+    CHECK_THROWS_WITH_AS(
+        nn::GRU({.input_size = 3,
+                 .hidden_size = 4096,
+                 .num_layers = 1024,
+                 .bidirectional = true,
+                 .dtype = DType::Float64},
+                gen),
+        doctest::Contains("GRU: input_size 3 and hidden_size 4096 with num_layers 1024 makes "),
+        ResourceError);
+    CHECK_THROWS_WITH_AS(nn::RNN({.input_size = 3, .hidden_size = 4, .num_layers = 1025}, gen),
+                         doctest::Contains("RNN: num_layers must be at most 1024, got 1025"), ValueError);
 
     nn::GRU gru({.input_size = 4, .hidden_size = 3, .num_layers = 2, .dtype = DType::Float64}, gen);
     const Tensor x = zeros({2, 5, 4}, {.dtype = DType::Float64});

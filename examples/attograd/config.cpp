@@ -50,12 +50,12 @@ std::string text_field(const nlohmann::json& json, const char* section, const ch
 /// Refuses a field config.json does not hold as train writes it: a misspelt or stray setting
 /// would otherwise be ignored while the run looks configured by it.
 void check_known_fields(const nlohmann::json& json) {
-    static const std::set<std::string> top = {"format", "format_version", "task",  "model",
-                                              "train",  "vocab",          "target_vocab", "progress",
-                                              "files",  train::config_checksum_field};
-    static const std::set<std::string> task = {"name",     "data",      "chars",      "lang",
-                                               "min_freq", "max_vocab", "data_bytes", "data_fnv1a64",
-                                               "heldout_fnv1a64"};
+    static const std::set<std::string> top = {
+        "format", "format_version", "task",     "model", "train",
+        "vocab",  "target_vocab",   "progress", "files", train::config_checksum_field};
+    static const std::set<std::string> task = {"name",       "data",         "chars",
+                                               "lang",       "min_freq",     "max_vocab",
+                                               "data_bytes", "data_fnv1a64", "heldout_fnv1a64"};
     static const std::map<std::string, std::set<std::string>> sections = [] {
         std::map<std::string, std::set<std::string>> keys{{"task", task}};
         for (const Setting& s : settings()) {

@@ -126,7 +126,8 @@
     }
     fig.appendChild(canvas);
     const cap = document.createElement('figcaption');
-    cap.textContent = (m.kind === 'head' ? 'head ' + m.head : m.kind) +
+    // head -1: a single-head layer (nn::Attention, a recurrent decoder), not one head of several.
+    cap.textContent = (m.kind !== 'head' ? m.kind : m.head >= 0 ? 'head ' + m.head : 'attention') +
       (m.alignment_share != null ? ' \u00b7 ' + m.alignment_share.toFixed(2) : '');
     fig.appendChild(cap);
     fig.addEventListener('click', () => select(i));
