@@ -111,4 +111,21 @@ TEST_CASE("inspect --faithfulness refuses what it cannot measure, in one line") 
                   {"--faithfulness", "json"});
     check_refused(run({"inspect", "--run", dir, "--faithfulness", "--knockout", "0.0"}), {"--knockout"});
     check_refused(run({"inspect", "--run", dir, "--faithfulness", "--input", "abc"}), {"--input"});
+    // the terminal prints only the table: flags acting on drawn examples would be ignored
+    for (const char* flag : {"--saliency", "--rollout", "--flow"})
+        check_refused(run({"inspect", "--run", dir, "--faithfulness", flag}), {"--faithfulness", flag});
+    check_refused(run({"inspect", "--run", dir, "--faithfulness", "--rollout", "--flow"}),
+                  {"--rollout", "--flow"});
+}
+
+TEST_CASE("inspect --faithfulness --format html --to - keeps stdout for the report alone") {
+    TempDir tmp;
+    const std::string dir = tmp / "copy";
+    require_ok(run(train_args(dir, "2")));
+    const Outcome o =
+        run({"inspect", "--run", dir, "--faithfulness", "--samples", "1", "--format", "html", "--to", "-"});
+    require_ok(o);
+    CHECK(o.out.starts_with("<!DOCTYPE html>"));
+    CHECK(o.out.find("faithfulness over") == std::string::npos);
+    CHECK(o.err.find("faithfulness over 1 held-out example(s)") != std::string::npos);
 }
