@@ -94,6 +94,15 @@ TEST_CASE("inspect --faithfulness --format html adds the faithfulness section to
     CHECK(html.find("faith-rules") != std::string::npos);
     CHECK(html.find("faith-importance") != std::string::npos);  // the answer layer's head 0 in detail
     for (const auto& [module, h] : heads(dir)) CHECK_MESSAGE(html.find(module) != std::string::npos, module);
+    // the evidence lists the first example's own keys (its tokens and <eos>), not the padding
+    const auto begin = html.find("id=\"faith-importance\""), end = html.find("</table>", begin);
+    REQUIRE(end != std::string::npos);
+    const std::string importance = html.substr(begin, end - begin);
+    std::size_t rows = 0;
+    for (auto at = importance.find("<tr><td>"); at != std::string::npos;
+         at = importance.find("<tr><td>", at + 1))
+        ++rows;
+    CHECK(rows == inspected_examples(dir, 1)[0]["source"].size() + 1);
     // without --faithfulness the report has no such section
     const std::string plain = tmp / "plain.html";
     require_ok(run({"inspect", "--run", dir, "--format", "html", "--to", plain}));

@@ -4,6 +4,7 @@
 #include "helpers.hpp"
 
 #include "inspect/faithfulness.hpp"
+#include "inspect/faithfulness_evidence.hpp"
 #include "inspect/faithfulness_stats.hpp"
 #include "inspect/faithfulness_table.hpp"
 
@@ -330,6 +331,27 @@ TEST_CASE(
     const auto adversarial = adversarial_attention(m, x, {"", 1}, {.steps = 10});
     Generator g(1);
     const auto permuted = permutation_test(m, x, {"", 1}, 5, g);
+    // the evidence lists the example's own keys only: example 2's last two are padding
+    const ExplainedModel same_mask{
+        .model = &mha,
+        .probabilities =
+            [&](const Tensor& in) {
+                const Tensor kpm =
+                    bool_mask({in.size(0), 5}, [](std::int64_t, std::int64_t k) { return k >= 3; });
+                return softmax(select(mha.forward(in, {.key_padding_mask = kpm}).output, 1, 0), -1);
+            },
+        .query = 0};
+    const FaithfulnessOptions few{.permutations = 2, .adversarial = false};
+    const FaithfulnessEvidence e =
+        faithfulness_evidence(same_mask, x, {"", 1}, 2, {"a", "b", "c", "_", "_"}, few);
+    CHECK(e.keys == std::vector<std::string>{"a", "b", "c"});
+    CHECK(e.attention.size() == 3);
+    CHECK(e.gradient.size() == 3);
+    CHECK(e.leave_one_out.size() == 3);
+    CHECK(faithfulness_evidence(same_mask, x, {"", 1}, 2, {"a", "b", "c"}, few).keys == e.keys);
+    CHECK_THROWS_WITH_AS(faithfulness_evidence(same_mask, x, {"", 1}, 2, {"a", "b", "c", "_"}, few),
+                         doctest::Contains("4 keys given, layer '' head 1 attends over 5 (3 of them"),
+                         ValueError);
     for (std::size_t b = 0; b < 3; ++b) {
         for (std::size_t k = 5 - b; k < 5; ++k) CHECK(adversarial[b].weights[k] == 0.0);
         CHECK(std::isfinite(adversarial[b].jsd));
