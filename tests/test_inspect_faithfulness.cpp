@@ -309,6 +309,50 @@ TEST_CASE("faithfulness verdicts follow their documented thresholds in order") {
           "partial: knockout costs 37 points, tau with leave-one-out 0.30, permuted TVD 0.200");
 }
 
+TEST_CASE("a verdict's figures read as its rules decided: no rounding across a threshold") {
+    HeadFaithfulness h;
+    h.permutation_median = 0.0099;  // below 0.01: "0.010" would not be
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "not an explanation: permuted weights change the output by TVD 0.0099");
+    h.permutation_median = 0.0099999999;
+    CHECK(faithfulness_verdict(h, 0.01).ends_with("TVD 0.0099999999"));
+    h.permutation_median = 0.2;
+    h.adversarial_jsd = 0.1;
+    h.accuracy = 0.9;
+    h.knockout_accuracy = 0.8535;  // 4.65 points: partial, so not "5 points"
+    h.tau_loo = 0.9;
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "partial: knockout costs 4.7 points, tau with leave-one-out 0.90, permuted TVD 0.200");
+    h.knockout_accuracy = 0.85;  // 5 points in counts, 4.999999999999996 in doubles: decisive
+    CHECK(faithfulness_verdict(h, 0.01).starts_with("decisive: knocking it out costs 5 points"));
+    h.knockout_accuracy = 0.7;
+    h.tau_loo = 0.4996;  // below 0.5: "0.50" would not be
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "partial: knockout costs 20 points, tau with leave-one-out 0.4996, permuted TVD 0.200");
+    h.knockout_accuracy = 0.95;  // knocking it out helps
+    CHECK(faithfulness_verdict(h, 0.01).starts_with("partial: knockout raises accuracy by 5 points,"));
+    h.knockout_accuracy = 0.902;
+    CHECK(faithfulness_verdict(h, 0.01).starts_with("partial: knockout raises accuracy by 0.2 points,"));
+    h.knockout_accuracy = 0.9;
+    CHECK(faithfulness_verdict(h, 0.01).starts_with("partial: knockout costs 0 points,"));
+    h.adversarial_jsd = 0.30001;  // at or above 0.3 stays so
+    CHECK(faithfulness_verdict(h, 0.01).starts_with("not an explanation: weights at JSD 0.30 "));
+    CHECK(verdict_figure(0.29996, 2, {0.3}) == "0.29996");
+    // not an explanation, yet decisive by knockout: the verdict says what the measures show
+    h.adversarial_jsd = 0.1;
+    h.permutation_median = 0.004;
+    h.knockout_accuracy = 0.16;
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "not an explanation: permuted weights change the output by TVD 0.004; but knocking it out costs 74 "
+          "points: the output needs what the head contributes, not where its weights go");
+    h.knockout_accuracy = 0.8535;  // below the knockout threshold: no such clause
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "not an explanation: permuted weights change the output by TVD 0.004");
+    CHECK(verdict_figure(4.65, 0, {5, 0}) == "4.7");
+    CHECK(verdict_figure(-0.2, 0, {5, 0}) == "-0.2");
+    CHECK(verdict_figure(37.4, 0, {5, 0}) == "37");
+}
+
 TEST_CASE(
     "the measures run in float32 on a padded MultiHeadAttention: masked keys stay at 0, values finite") {
     Generator gen(31);
