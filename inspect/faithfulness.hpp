@@ -32,6 +32,16 @@ struct ExplainedModel {
     std::int64_t query = 0;  ///< the head's query row that explains the output
 };
 
+/// How far a row of `probabilities` may sum from 1 (float32 softmax over many classes stays well
+/// within it).
+inline constexpr double probability_tolerance = 1e-4;
+
+/// Checks that `y` [B, C] is what ExplainedModel::probabilities must return: finite values >= 0,
+/// each row summing to 1 within probability_tolerance (logits or NaN would give the measures
+/// numbers that mean nothing). Throws ShapeError when `y` is not 2-d, ValueError naming `op`,
+/// the shape and the first row at fault otherwise. Every measure checks the model's output so.
+void check_probabilities(const Tensor& y, const char* op);
+
 /// One head of one attention layer.
 struct HeadId {
     std::string layer{};    ///< the layer's dotted name under the model ("" for the root)

@@ -86,6 +86,7 @@ struct Context {
         for (std::int64_t s = 0; s < n; s += o.chunk) {
             const Tensor x = narrow(data.inputs, 0, s, std::min(o.chunk, n - s));
             const Tensor y = m.probabilities(x);
+            check_probabilities(y, kOp);
             classes = y.size(-1);
             const auto p = to_dtype(y, DType::Float64).to_vector<double>();
             for (std::int64_t b = 0; b < x.size(0); ++b) {

@@ -12,6 +12,8 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <set>
 
 using namespace testing;
@@ -351,6 +353,48 @@ TEST_CASE("a verdict's figures read as its rules decided: no rounding across a t
     CHECK(verdict_figure(4.65, 0, {5, 0}) == "4.7");
     CHECK(verdict_figure(-0.2, 0, {5, 0}) == "-0.2");
     CHECK(verdict_figure(37.4, 0, {5, 0}) == "37");
+}
+
+TEST_CASE("the measures refuse a probabilities function that does not return distributions") {
+    Tiny m{.q = {1.0, 0.0}, .W = {1, 0, 0, 1}};
+    const Tensor x = inputs_of({{1, 0}, {0, 1}, {0.5, 0.5}});
+    struct Bad {
+        const char* what;
+        std::function<Tensor(const Tensor&)> change;
+        const char* message;
+    };
+    const Bad bad[] = {{"logits", [](const Tensor& p) { return log(p); }, "must be finite and >= 0"},
+                       {"scaled", [](const Tensor& p) { return p * 2.0; },
+                        "must sum to 1 per row (within 0.0001), row 0 sums to"},
+                       {"NaN", [](const Tensor& p) { return p * std::nan(""); }, "must be finite and >= 0"},
+                       {"negative", [](const Tensor& p) { return p - 0.6; }, "must be finite and >= 0"}};
+    for (const auto& b : bad) {
+        INFO(b.what);
+        ExplainedModel wrong = m.explained();
+        wrong.probabilities = [&m, &b](const Tensor& in) { return b.change(m.probabilities(in)); };
+        Generator gen(1);
+        const auto shape = doctest::Contains("probabilities [1, 2]");
+        CHECK_THROWS_WITH_AS(observe_head(wrong, x, {"", 0}),
+                             doctest::Contains("observe_head: probabilities"), ValueError);
+        CHECK_THROWS_WITH_AS(observe_head(wrong, x, {"", 0}), shape, ValueError);
+        CHECK_THROWS_WITH_AS(observe_head(wrong, x, {"", 0}), doctest::Contains(b.message), ValueError);
+        CHECK_THROWS_WITH_AS(permutation_test(wrong, x, {"", 0}, 3, gen),
+                             doctest::Contains("permutation_test: probabilities"), ValueError);
+        CHECK_THROWS_WITH_AS(leave_one_out(wrong, x, {"", 0}),
+                             doctest::Contains("leave_one_out: probabilities"), ValueError);
+        CHECK_THROWS_WITH_AS(gradient_importance(wrong, x, {"", 0}),
+                             doctest::Contains("gradient_importance: probabilities"), ValueError);
+        CHECK_THROWS_WITH_AS(adversarial_attention(wrong, x, {"", 0}, {.steps = 2}),
+                             doctest::Contains("adversarial_attention: probabilities"), ValueError);
+        CHECK_THROWS_WITH_AS(erasure(wrong, x, {"", 0}, gen), doctest::Contains("erasure: probabilities"),
+                             ValueError);
+        CHECK_THROWS_WITH_AS(output_with_rows(wrong, x, {"", 0}, {{0.2, 0.3, 0.5}}),
+                             doctest::Contains("output_with_rows: probabilities"), ValueError);
+        CHECK_THROWS_WITH_AS(faithfulness_table(wrong, {.inputs = x, .labels = {0}}),
+                             doctest::Contains("faithfulness_table: probabilities"), ValueError);
+    }
+    // a float32 softmax passes: within the tolerance
+    CHECK_NOTHROW(check_probabilities(softmax(tensor({1, 2, 3, 4, 5, 6}, {2, 3}), -1), "test"));
 }
 
 TEST_CASE(
