@@ -356,14 +356,20 @@ std::vector<PermutationResult> permutation_test(const ExplainedModel& m, const T
     return out;
 }
 
+void check_options(const AdversarialOptions& o, const char* op) {
+    AG_CHECK(o.epsilon > 0 && o.epsilon < 1, ValueError, "{}: epsilon must be in (0, 1), got {}", op,
+             o.epsilon);
+    AG_CHECK(o.steps >= 1, ValueError, "{}: steps must be >= 1, got {}", op, o.steps);
+    // an infinite step or penalty passes "> 0" but turns the search's logits into NaN
+    AG_CHECK(std::isfinite(o.learning_rate) && o.learning_rate > 0, ValueError,
+             "{}: learning_rate must be finite and > 0, got {}", op, o.learning_rate);
+    AG_CHECK(std::isfinite(o.penalty) && o.penalty > 0, ValueError,
+             "{}: penalty must be finite and > 0, got {}", op, o.penalty);
+}
+
 std::vector<AdversarialResult> adversarial_attention(const ExplainedModel& m, const Tensor& inputs,
                                                      const HeadId& head, const AdversarialOptions& o) {
-    AG_CHECK(o.epsilon > 0 && o.epsilon < 1, ValueError,
-             "adversarial_attention: epsilon must be in (0, 1), got {}", o.epsilon);
-    AG_CHECK(o.steps >= 1, ValueError, "adversarial_attention: steps must be >= 1, got {}", o.steps);
-    AG_CHECK(o.learning_rate > 0 && o.penalty > 0, ValueError,
-             "adversarial_attention: learning_rate and penalty must be > 0, got {} and {}", o.learning_rate,
-             o.penalty);
+    check_options(o, "adversarial_attention");
     const HeadObservation seen = observe(m, inputs, head, "adversarial_attention");
     const std::size_t b_count = seen.weights.size(), tk = seen.weights.front().size();
     const DType dtype = inputs.dtype();

@@ -67,6 +67,7 @@ void check_data(const FaithfulnessData& data, const FaithfulnessOptions& o) {
     AG_CHECK(o.permutations >= 1, ValueError, "{}: permutations must be >= 1, got {}", kOp, o.permutations);
     AG_CHECK(o.chunk >= 1, ValueError, "{}: chunk must be >= 1, got {}", kOp, o.chunk);
     AG_CHECK(o.threads >= 1, ValueError, "{}: threads must be >= 1, got {}", kOp, o.threads);
+    if (o.adversarial) check_options(o.adversarial_options, kOp);  // before any head is measured
 }
 
 constexpr const char* kMeasures[] = {"observe",     "gradient", "leave-one-out", "permutation",

@@ -397,6 +397,31 @@ TEST_CASE("the measures refuse a probabilities function that does not return dis
     CHECK_NOTHROW(check_probabilities(softmax(tensor({1, 2, 3, 4, 5, 6}, {2, 3}), -1), "test"));
 }
 
+TEST_CASE("options that are not finite are refused before anything is measured") {
+    Tiny m{.q = {1.0, 0.0}, .W = {1, 0, 0, 1}};
+    const Tensor x = inputs_of({{1, 0}, {0, 1}});
+    const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+    for (const double v : {inf, -inf, nan, 0.0}) {
+        INFO(v);
+        CHECK_THROWS_WITH_AS(adversarial_attention(m.explained(), x, {"", 0}, {.learning_rate = v}),
+                             doctest::Contains("adversarial_attention: learning_rate must be finite and > 0"),
+                             ValueError);
+        CHECK_THROWS_WITH_AS(adversarial_attention(m.explained(), x, {"", 0}, {.penalty = v}),
+                             doctest::Contains("adversarial_attention: penalty must be finite and > 0"),
+                             ValueError);
+        CHECK_THROWS_WITH_AS(adversarial_attention(m.explained(), x, {"", 0}, {.epsilon = v}),
+                             doctest::Contains("adversarial_attention: epsilon must be in (0, 1)"),
+                             ValueError);
+        CHECK_THROWS_WITH_AS(
+            faithfulness_table(m.explained(), {.inputs = x}, {.adversarial_options = {.penalty = v}}),
+            doctest::Contains("faithfulness_table: penalty must be finite and > 0"), ValueError);
+    }
+    // without the adversarial search its options are not used, so not checked
+    CHECK_NOTHROW(faithfulness_table(
+        m.explained(), {.inputs = x},
+        {.permutations = 2, .adversarial = false, .adversarial_options = {.penalty = inf}}));
+}
+
 TEST_CASE(
     "the measures run in float32 on a padded MultiHeadAttention: masked keys stay at 0, values finite") {
     Generator gen(31);
