@@ -203,13 +203,14 @@ std::string faithfulness_verdict(const HeadFaithfulness& h, double epsilon) {
     const std::optional<double> cost = knockout_cost(h);
     const VerdictThresholds& limit = verdict_thresholds;
     const auto tvd = verdict_figure(h.permutation_median, 3, {limit.permutation_tvd});
-    // Both measures and the knockout act on the head at the same row: other weights there leave
-    // the output as it is, the head's output removed does not.
+    // Permuted and adversarial weights change the head's weights at the measured row only, the
+    // knockout silences the head: together they show the output needs the head, not how its
+    // weights at that row are placed. They do not show where else it acts.
     const std::string needed =
         cost && *cost >= limit.knockout_points
             ? fmt::format(
-                  "; but knocking it out {}: the output needs what the head contributes, not where "
-                  "its weights go",
+                  "; but knocking it out {}: the output needs the head, not the placement of its "
+                  "weights at the row measured",
                   knockout_cost_text(*cost))
             : std::string();
     if (h.permutation_median < limit.permutation_tvd)

@@ -99,8 +99,8 @@ inline constexpr VerdictThresholds verdict_thresholds{};
 ///   when knockout costs >= 5 accuracy points and tau_loo >= 0.5;
 /// - otherwise "partial: ..." listing the knockout cost, tau_loo and the permuted TVD.
 /// A "not an explanation" verdict whose knockout costs 5 points or more adds "; but knocking it
-/// out costs x points: the output needs what the head contributes, not where its weights go"
-/// (other weights at the row do as well, the head's output removed does not). The knockout cost
+/// out costs x points: the output needs the head, not the placement of its weights at the row
+/// measured" (other weights at that row do as well, the head silenced does not). The knockout cost
 /// is knockout_cost's, worded by knockout_cost_text; every figure is printed by verdict_figure
 /// against its rule's threshold.
 std::string faithfulness_verdict(const HeadFaithfulness& head, double epsilon);

@@ -346,7 +346,7 @@ TEST_CASE("a verdict's figures read as its rules decided: no rounding across a t
     h.knockout_accuracy = 0.16;
     CHECK(faithfulness_verdict(h, 0.01) ==
           "not an explanation: permuted weights change the output by TVD 0.004; but knocking it out costs 74 "
-          "points: the output needs what the head contributes, not where its weights go");
+          "points: the output needs the head, not the placement of its weights at the row measured");
     h.knockout_accuracy = 0.8535;  // below the knockout threshold: no such clause
     CHECK(faithfulness_verdict(h, 0.01) ==
           "not an explanation: permuted weights change the output by TVD 0.004");
