@@ -44,6 +44,30 @@ Rows rows_of(const Tensor& x) {
     return out;
 }
 
+}  // namespace
+
+void check_probabilities(const Tensor& y, const char* op) {
+    AG_CHECK(y.defined() && y.dim() == 2, ShapeError, "{}: probabilities must be [B, C], got {}", op,
+             y.defined() ? fmt::format("{}", y.shape()) : std::string("undefined"));
+    const Rows rows = rows_of(y);
+    for (std::size_t b = 0; b < rows.size(); ++b) {
+        double total = 0;
+        for (std::size_t c = 0; c < rows[b].size(); ++c) {
+            const double p = rows[b][c];
+            AG_CHECK(std::isfinite(p) && p >= 0, ValueError,
+                     "{}: probabilities {} must be finite and >= 0 (a distribution per row), got {} at "
+                     "row {}, class {}",
+                     op, y.shape(), p, b, c);
+            total += p;
+        }
+        AG_CHECK(std::abs(total - 1) <= probability_tolerance, ValueError,
+                 "{}: probabilities {} must sum to 1 per row (within {}), row {} sums to {}", op, y.shape(),
+                 probability_tolerance, b, total);
+    }
+}
+
+namespace {
+
 // The model's output [B, C], checked.
 Tensor run_model(const ExplainedModel& m, const Tensor& inputs, const char* op) {
     Tensor y = m.probabilities(inputs);
@@ -51,6 +75,7 @@ Tensor run_model(const ExplainedModel& m, const Tensor& inputs, const char* op) 
              "{}: the probabilities function must return [B, C] = [{}, C] for inputs {}, got {}", op,
              inputs.size(0), inputs.shape(),
              y.defined() ? fmt::format("{}", y.shape()) : std::string("undefined"));
+    check_probabilities(y, op);
     return y;
 }
 
@@ -81,10 +106,11 @@ Replacement row_replacement(std::int64_t query, const Tensor& rows) {
     });
 }
 
-Tensor output_with(const ExplainedModel& m, const Tensor& inputs, const HeadId& head, const Tensor& rows) {
+Tensor output_with(const ExplainedModel& m, const Tensor& inputs, const HeadId& head, const Tensor& rows,
+                   const char* op) {
     AttentionIntervention intervention(*m.model,
                                        {{head.layer, {{head.head, row_replacement(m.query, rows)}}}});
-    return run_model(m, inputs, "faithfulness");
+    return run_model(m, inputs, op);
 }
 
 // Sequences per forward pass of the measures that run many copies of each example (leave-one-out,
@@ -225,7 +251,7 @@ std::vector<std::vector<double>> output_with_rows(const ExplainedModel& m, const
     AG_CHECK(static_cast<std::int64_t>(rows.size()) == inputs.size(0) && !rows.empty(), ShapeError,
              "output_with_rows: {} rows for inputs {}", rows.size(), inputs.shape());
     NoGradGuard no_grad;
-    return rows_of(output_with(m, inputs, head, rows_tensor(rows, inputs.dtype())));
+    return rows_of(output_with(m, inputs, head, rows_tensor(rows, inputs.dtype()), "output_with_rows"));
 }
 
 std::vector<std::vector<double>> gradient_importance(const ExplainedModel& m, const Tensor& inputs,
@@ -330,14 +356,20 @@ std::vector<PermutationResult> permutation_test(const ExplainedModel& m, const T
     return out;
 }
 
+void check_options(const AdversarialOptions& o, const char* op) {
+    AG_CHECK(o.epsilon > 0 && o.epsilon < 1, ValueError, "{}: epsilon must be in (0, 1), got {}", op,
+             o.epsilon);
+    AG_CHECK(o.steps >= 1, ValueError, "{}: steps must be >= 1, got {}", op, o.steps);
+    // an infinite step or penalty passes "> 0" but turns the search's logits into NaN
+    AG_CHECK(std::isfinite(o.learning_rate) && o.learning_rate > 0, ValueError,
+             "{}: learning_rate must be finite and > 0, got {}", op, o.learning_rate);
+    AG_CHECK(std::isfinite(o.penalty) && o.penalty > 0, ValueError,
+             "{}: penalty must be finite and > 0, got {}", op, o.penalty);
+}
+
 std::vector<AdversarialResult> adversarial_attention(const ExplainedModel& m, const Tensor& inputs,
                                                      const HeadId& head, const AdversarialOptions& o) {
-    AG_CHECK(o.epsilon > 0 && o.epsilon < 1, ValueError,
-             "adversarial_attention: epsilon must be in (0, 1), got {}", o.epsilon);
-    AG_CHECK(o.steps >= 1, ValueError, "adversarial_attention: steps must be >= 1, got {}", o.steps);
-    AG_CHECK(o.learning_rate > 0 && o.penalty > 0, ValueError,
-             "adversarial_attention: learning_rate and penalty must be > 0, got {} and {}", o.learning_rate,
-             o.penalty);
+    check_options(o, "adversarial_attention");
     const HeadObservation seen = observe(m, inputs, head, "adversarial_attention");
     const std::size_t b_count = seen.weights.size(), tk = seen.weights.front().size();
     const DType dtype = inputs.dtype();
@@ -358,7 +390,7 @@ std::vector<AdversarialResult> adversarial_attention(const ExplainedModel& m, co
         z = z.detach();
         z.requires_grad_();
         const Tensor alpha = softmax(z + mask, -1);
-        const Tensor y = output_with(m, inputs, head, alpha);
+        const Tensor y = output_with(m, inputs, head, alpha, "adversarial_attention");
         const Tensor tvd = sum(abs(y - y0), {-1}) * 0.5, jsd = jsd_rows(alpha, own);
         const Tensor objective = jsd - relu(tvd - o.epsilon) * o.penalty;
         sum(objective * -1.0).backward();

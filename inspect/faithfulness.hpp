@@ -32,6 +32,16 @@ struct ExplainedModel {
     std::int64_t query = 0;  ///< the head's query row that explains the output
 };
 
+/// How far a row of `probabilities` may sum from 1 (float32 softmax over many classes stays well
+/// within it).
+inline constexpr double probability_tolerance = 1e-4;
+
+/// Checks that `y` [B, C] is what ExplainedModel::probabilities must return: finite values >= 0,
+/// each row summing to 1 within probability_tolerance (logits or NaN would give the measures
+/// numbers that mean nothing). Throws ShapeError when `y` is not 2-d, ValueError naming `op`,
+/// the shape and the first row at fault otherwise. Every measure checks the model's output so.
+void check_probabilities(const Tensor& y, const char* op);
+
 /// One head of one attention layer.
 struct HeadId {
     std::string layer{};    ///< the layer's dotted name under the model ("" for the root)
@@ -98,10 +108,14 @@ std::vector<PermutationResult> permutation_test(const ExplainedModel& m, const T
 struct AdversarialOptions {
     double epsilon = 0.01;       ///< the largest TVD of the output allowed, in (0, 1)
     std::int64_t steps = 300;    ///< Adam steps (>= 1)
-    double learning_rate = 0.3;  ///< Adam's step size (> 0)
-    double penalty = 100.0;      ///< lambda of the TVD constraint's hinge (> 0)
+    double learning_rate = 0.3;  ///< Adam's step size (finite, > 0)
+    double penalty = 100.0;      ///< lambda of the TVD constraint's hinge (finite, > 0)
     std::uint64_t seed = 0;      ///< the starting logits' noise
 };
+/// Throws ValueError naming `op` and the option when one is out of its range or not finite
+/// (epsilon in (0, 1), steps >= 1, learning_rate and penalty finite and > 0).
+void check_options(const AdversarialOptions& options, const char* op);
+
 /// The adversarial weights of one example and their divergence.
 struct AdversarialResult {
     std::vector<double> weights;  ///< [Tk], the feasible weights farthest found (the head's own if none)
@@ -113,7 +127,7 @@ struct AdversarialResult {
 /// searched by gradient ascent through the intervention on alpha = softmax(z) over the allowed
 /// keys, maximising JSD(alpha, alpha0) - penalty * max(0, TVD - epsilon) with Adam (Kingma & Ba
 /// 2015), z starting at log alpha0 plus N(0, 1) noise; the feasible iterate of largest JSD is
-/// kept. Throws ValueError naming an option out of range.
+/// kept. Throws ValueError naming an option out of range (check_options).
 std::vector<AdversarialResult> adversarial_attention(const ExplainedModel& m, const Tensor& inputs,
                                                      const HeadId& head,
                                                      const AdversarialOptions& options = {});

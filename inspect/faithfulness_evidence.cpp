@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace attograd::inspect {
 
 FaithfulnessEvidence faithfulness_evidence(const ExplainedModel& m, const Tensor& inputs, const HeadId& head,
@@ -18,14 +20,26 @@ FaithfulnessEvidence faithfulness_evidence(const ExplainedModel& m, const Tensor
              "faithfulness_evidence: example {} is outside the {} inputs", example, inputs.size(0));
     FaithfulnessEvidence e{.head = head, .example = example, .keys = keys};
     const Tensor one = narrow(inputs, 0, example, 1);
-    e.attention = observe_head(m, one, head).weights.front();
-    AG_CHECK(keys.size() == e.attention.size(), ValueError,
-             "faithfulness_evidence: {} keys given, layer '{}' head {} attends over {}", keys.size(),
-             head.layer, head.head, e.attention.size());
+    const HeadObservation seen = observe_head(m, one, head);
+    const std::vector<bool>& allowed = seen.allowed.front();
+    const auto own = static_cast<std::size_t>(std::count(allowed.begin(), allowed.end(), true));
+    AG_CHECK(keys.size() == allowed.size() || keys.size() == own, ValueError,
+             "faithfulness_evidence: {} keys given, layer '{}' head {} attends over {} ({} of them the "
+             "example's own, not masked)",
+             keys.size(), head.layer, head.head, allowed.size(), own);
     // the gradient measure explains the inputs' positions: only for heads whose keys they are
-    if (static_cast<std::int64_t>(e.attention.size()) == inputs.size(1))
-        e.gradient = gradient_importance(m, one, head).front();
-    e.leave_one_out = leave_one_out(m, one, head).front();
+    std::vector<double> gradient;
+    if (std::ssize(allowed) == inputs.size(1)) gradient = gradient_importance(m, one, head).front();
+    const std::vector<double> loo = leave_one_out(m, one, head).front();
+    // masked keys (padding) carry no weight and no measure: only the example's own keys are kept
+    if (keys.size() == allowed.size()) e.keys.clear();
+    for (std::size_t k = 0; k < allowed.size(); ++k) {
+        if (!allowed[k]) continue;
+        if (keys.size() == allowed.size()) e.keys.push_back(keys[k]);
+        e.attention.push_back(seen.weights.front()[k]);
+        if (!gradient.empty()) e.gradient.push_back(gradient[k]);
+        e.leave_one_out.push_back(loo[k]);
+    }
     Generator generator(options.seed);
     for (const auto& result : permutation_test(m, inputs, head, options.permutations, generator))
         e.permutation_tvd.insert(e.permutation_tvd.end(), result.tvd.begin(), result.tvd.end());

@@ -15,9 +15,10 @@ namespace attograd::inspect {
 struct FaithfulnessEvidence {
     HeadId head{};                    ///< the head the evidence is about
     std::int64_t example = 0;         ///< the example the importances are of (index into the inputs)
-    std::vector<std::string> keys{};  ///< that example's keys as tokens [Tk]
-    /// that example's importance of each key [Tk]: the head's weight, gradient_importance (empty
-    /// when the head's keys are not the inputs' positions), leave_one_out (NaN where undefined)
+    std::vector<std::string> keys{};  ///< that example's own (not masked) keys as tokens [K]
+    /// that example's importance of each own key [K]: the head's weight, gradient_importance
+    /// (empty when the head's keys are not the inputs' positions), leave_one_out (NaN where
+    /// undefined)
     /// @{
     std::vector<double> attention{}, gradient{}, leave_one_out{};
     /// @}
@@ -33,10 +34,11 @@ struct FaithfulnessSection {
 };
 
 /// Gathers `head`'s evidence over `inputs` [N, T, E]: importances on example `example` (whose
-/// keys are `keys`), options.permutations permutations and, when options.adversarial, the
-/// adversarial search of every example, and erasure; random draws from options.seed. Throws
-/// IndexError when `example` is outside [0, N), ValueError when `keys` is not Tk long, and the
-/// measures' errors.
+/// keys are `keys`: all Tk of them, or only the K its row does not mask), options.permutations
+/// permutations and, when options.adversarial, the adversarial search of every example, and
+/// erasure; random draws from options.seed. The evidence keeps the K keys the row does not mask
+/// (padding has no weight and no measure). Throws IndexError when `example` is outside [0, N),
+/// ValueError when `keys` is neither Tk nor K long, and the measures' errors.
 FaithfulnessEvidence faithfulness_evidence(const ExplainedModel& m, const Tensor& inputs, const HeadId& head,
                                            std::int64_t example, const std::vector<std::string>& keys,
                                            const FaithfulnessOptions& options = {});

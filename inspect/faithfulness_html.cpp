@@ -27,7 +27,8 @@ std::string verdict_kind(const std::string& verdict) {
 }
 
 std::string heads_html(const FaithfulnessTable& table) {
-    std::string out = "<table class=\"faith\" id=\"faith-heads\">\n<thead><tr>";
+    // in a box that scrolls sideways on a window too narrow for even the wrapped table
+    std::string out = "<div class=\"faith-scroll\">\n<table class=\"faith\" id=\"faith-heads\">\n<thead><tr>";
     for (const auto& c : faithfulness_columns()) out += "<th>" + xml_escape(c) + "</th>";
     out += "<th>verdict</th></tr></thead>\n<tbody>\n";
     for (const auto& h : table.heads) {
@@ -35,7 +36,7 @@ std::string heads_html(const FaithfulnessTable& table) {
         for (const auto& c : faithfulness_cells(h)) out += "<td>" + xml_escape(c) + "</td>";
         out += "<td class=\"verdict\">" + xml_escape(h.verdict) + "</td></tr>\n";
     }
-    return out + "</tbody></table>\n";
+    return out + "</tbody></table>\n</div>\n";
 }
 
 std::string rules_html(double epsilon) {

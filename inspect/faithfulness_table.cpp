@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <exception>
 #include <limits>
 #include <utility>
@@ -66,6 +67,7 @@ void check_data(const FaithfulnessData& data, const FaithfulnessOptions& o) {
     AG_CHECK(o.permutations >= 1, ValueError, "{}: permutations must be >= 1, got {}", kOp, o.permutations);
     AG_CHECK(o.chunk >= 1, ValueError, "{}: chunk must be >= 1, got {}", kOp, o.chunk);
     AG_CHECK(o.threads >= 1, ValueError, "{}: threads must be >= 1, got {}", kOp, o.threads);
+    if (o.adversarial) check_options(o.adversarial_options, kOp);  // before any head is measured
 }
 
 constexpr const char* kMeasures[] = {"observe",     "gradient", "leave-one-out", "permutation",
@@ -85,6 +87,7 @@ struct Context {
         for (std::int64_t s = 0; s < n; s += o.chunk) {
             const Tensor x = narrow(data.inputs, 0, s, std::min(o.chunk, n - s));
             const Tensor y = m.probabilities(x);
+            check_probabilities(y, kOp);
             classes = y.size(-1);
             const auto p = to_dtype(y, DType::Float64).to_vector<double>();
             for (std::int64_t b = 0; b < x.size(0); ++b) {
@@ -171,26 +174,57 @@ struct Context {
 
 }  // namespace
 
+std::string verdict_figure(double value, int digits, std::initializer_list<double> thresholds) {
+    // the rules test "below t" or "t or more": printed and exact value must agree on it
+    for (int d = std::max(digits, 0); d <= 15; ++d) {
+        const std::string text = fmt::format("{:.{}f}", value, d);
+        const double printed = std::strtod(text.c_str(), nullptr);
+        if (std::all_of(thresholds.begin(), thresholds.end(),
+                        [&](double t) { return (printed < t) == (value < t); }))
+            return text;
+    }
+    return fmt::format("{}", value);  // the shortest text that reads back as `value`
+}
+
+std::optional<double> knockout_cost(const HeadFaithfulness& h) {
+    if (!h.accuracy || !h.knockout_accuracy) return std::nullopt;
+    // accuracies are ratios of counts: their difference's rounding error (4.999999999999996 for
+    // 5 points) must not cross a threshold the exact difference meets
+    return std::round(1e9 * 100 * (*h.accuracy - *h.knockout_accuracy)) / 1e9;
+}
+
+std::string knockout_cost_text(double cost) {
+    const std::string figure = verdict_figure(cost, 0, {verdict_thresholds.knockout_points, 0.0});
+    return cost < 0 ? fmt::format("raises accuracy by {} points", figure.substr(1))
+                    : fmt::format("costs {} points", figure);
+}
+
 std::string faithfulness_verdict(const HeadFaithfulness& h, double epsilon) {
-    const std::optional<double> cost = h.accuracy && h.knockout_accuracy
-                                           ? std::optional<double>(100 * (*h.accuracy - *h.knockout_accuracy))
-                                           : std::nullopt;
+    const std::optional<double> cost = knockout_cost(h);
     const VerdictThresholds& limit = verdict_thresholds;
+    const auto tvd = verdict_figure(h.permutation_median, 3, {limit.permutation_tvd});
+    // Permuted and adversarial weights change the head's weights at the measured row only, the
+    // knockout silences the head: together they show the output needs the head, not how its
+    // weights at that row are placed. They do not show where else it acts.
+    const std::string needed =
+        cost && *cost >= limit.knockout_points
+            ? fmt::format(
+                  "; but knocking it out {}: the output needs the head, not the placement of its "
+                  "weights at the row measured",
+                  knockout_cost_text(*cost))
+            : std::string();
     if (h.permutation_median < limit.permutation_tvd)
-        return fmt::format("not an explanation: permuted weights change the output by TVD {:.3f}",
-                           h.permutation_median);
+        return fmt::format("not an explanation: permuted weights change the output by TVD {}{}", tvd, needed);
     if (h.adversarial_jsd && *h.adversarial_jsd >= limit.adversarial_jsd)
         return fmt::format(
-            "not an explanation: weights at JSD {:.2f} from its own give the same output (TVD <= {})",
-            *h.adversarial_jsd, epsilon);
+            "not an explanation: weights at JSD {} from its own give the same output (TVD <= {}){}",
+            verdict_figure(*h.adversarial_jsd, 2, {limit.adversarial_jsd}), epsilon, needed);
+    const std::string tau = h.tau_loo ? verdict_figure(*h.tau_loo, 2, {limit.tau_loo}) : std::string("-");
     if (cost && *cost >= limit.knockout_points && h.tau_loo && *h.tau_loo >= limit.tau_loo)
-        return fmt::format(
-            "decisive: knocking it out costs {:.0f} points and its weights agree with leave-one-out, "
-            "tau {:.2f}",
-            *cost, *h.tau_loo);
-    return fmt::format("partial: knockout costs {} points, tau with leave-one-out {}, permuted TVD {:.3f}",
-                       cost ? fmt::format("{:.0f}", *cost) : std::string("-"), cell(h.tau_loo, 2),
-                       h.permutation_median);
+        return fmt::format("decisive: knocking it out {} and its weights agree with leave-one-out, tau {}",
+                           knockout_cost_text(*cost), tau);
+    return fmt::format("partial: knockout {}, tau with leave-one-out {}, permuted TVD {}",
+                       cost ? knockout_cost_text(*cost) : std::string("costs - points"), tau, tvd);
 }
 
 std::vector<std::string> verdict_rules(double epsilon) {

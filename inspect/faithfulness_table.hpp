@@ -3,6 +3,7 @@
 
 #include "inspect/faithfulness.hpp"
 
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
@@ -97,7 +98,27 @@ inline constexpr VerdictThresholds verdict_thresholds{};
 /// - "decisive: knocking it out costs x points and its weights agree with leave-one-out, tau y"
 ///   when knockout costs >= 5 accuracy points and tau_loo >= 0.5;
 /// - otherwise "partial: ..." listing the knockout cost, tau_loo and the permuted TVD.
+/// A "not an explanation" verdict whose knockout costs 5 points or more adds "; but knocking it
+/// out costs x points: the output needs the head, not the placement of its weights at the row
+/// measured" (other weights at that row do as well, the head silenced does not). The knockout cost
+/// is knockout_cost's, worded by knockout_cost_text; every figure is printed by verdict_figure
+/// against its rule's threshold.
 std::string faithfulness_verdict(const HeadFaithfulness& head, double epsilon);
+
+/// `value` with `digits` decimals, or with more where rounding to `digits` would put the printed
+/// number on the other side of a threshold t than `value` (printed < t unlike value < t: 4.65
+/// beside "5 or more" prints as 4.7, not 5; 0.0099 beside "below 0.01" as 0.0099; -0.2 against
+/// 0 as -0.2, not -0): every figure a verdict prints reads the way its rule decided.
+std::string verdict_figure(double value, int digits, std::initializer_list<double> thresholds);
+
+/// 100 * (accuracy - knockout_accuracy), the accuracy points knocking the head out costs
+/// (negative when it raises accuracy), rounded to 1e-9 so that a ratio of counts' rounding error
+/// does not cross a threshold; nullopt without both accuracies.
+std::optional<double> knockout_cost(const HeadFaithfulness& head);
+
+/// "costs N points", or "raises accuracy by N points" for a negative cost, N by verdict_figure
+/// against verdict_thresholds.knockout_points and 0.
+std::string knockout_cost_text(double cost);
 
 /// The verdicts' rules as sentences, one per verdict in the order faithfulness_verdict tries
 /// them, with the thresholds' values (for a report or a program's output).

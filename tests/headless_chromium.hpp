@@ -37,14 +37,17 @@ inline std::string read_text(const std::filesystem::path& path) {
 
 /// Chromium, offline and with a fresh profile, loads `page` (file://) and prints its DOM once
 /// the page is idle or `virtual_time_budget_ms` of virtual time have passed (0: after the
-/// load event, in real time). Killed after 60 s.
-inline DumpedPage dump_dom(const std::filesystem::path& page, int virtual_time_budget_ms) {
+/// load event, in real time), in a window `window_width` pixels wide (0: Chromium's default).
+/// Killed after 60 s.
+inline DumpedPage dump_dom(const std::filesystem::path& page, int virtual_time_budget_ms,
+                           int window_width = 0) {
     std::string dir = (std::filesystem::temp_directory_path() / "attograd-chromium-XXXXXX").string();
     if (::mkdtemp(dir.data()) == nullptr) throw std::runtime_error("dump_dom: mkdtemp failed");
     const std::filesystem::path out = std::filesystem::path(dir) / "dom.html";
     const std::filesystem::path err = std::filesystem::path(dir) / "log.txt";
-    const std::string budget =
+    std::string budget =
         virtual_time_budget_ms > 0 ? fmt::format("--virtual-time-budget={}", virtual_time_budget_ms) : "";
+    if (window_width > 0) budget += fmt::format(" --window-size={},900", window_width);
     const std::string command = fmt::format(
         "timeout 60 {} --headless --no-sandbox --disable-gpu --disable-background-networking "
         "--disable-component-update --disable-sync --no-first-run --user-data-dir='{}/profile' "

@@ -220,6 +220,12 @@
     check('decisive and not-explanation verdicts coloured apart', rows.length === 2 &&
       getComputedStyle(rows[0].querySelector('td.verdict')).color !== getComputedStyle(rows[1].querySelector('td.verdict')).color,
       null);
+    const table = $('faith-heads'), box = table.parentElement.getBoundingClientRect();
+    const right = (e) => e.getBoundingClientRect().right;
+    check('the head table fits its container and the page, verdicts whole',
+      right(table) <= box.right + 0.5 && box.right <= document.documentElement.clientWidth + 0.5 &&
+      rows.every((r) => right(r.querySelector('td.verdict')) <= box.right + 0.5),
+      { table: right(table), box: box.right, page: document.documentElement.clientWidth });
     const rules = [...document.querySelectorAll('#faith-rules li')];
     check('the rules and their thresholds shown', json(rules.map((l) => l.textContent)) === json(E.rules) && rules.every(seen),
       rules.map((l) => l.textContent));

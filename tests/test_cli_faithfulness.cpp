@@ -94,6 +94,15 @@ TEST_CASE("inspect --faithfulness --format html adds the faithfulness section to
     CHECK(html.find("faith-rules") != std::string::npos);
     CHECK(html.find("faith-importance") != std::string::npos);  // the answer layer's head 0 in detail
     for (const auto& [module, h] : heads(dir)) CHECK_MESSAGE(html.find(module) != std::string::npos, module);
+    // the evidence lists the first example's own keys (its tokens and <eos>), not the padding
+    const auto begin = html.find("id=\"faith-importance\""), end = html.find("</table>", begin);
+    REQUIRE(end != std::string::npos);
+    const std::string importance = html.substr(begin, end - begin);
+    std::size_t rows = 0;
+    for (auto at = importance.find("<tr><td>"); at != std::string::npos;
+         at = importance.find("<tr><td>", at + 1))
+        ++rows;
+    CHECK(rows == inspected_examples(dir, 1)[0]["source"].size() + 1);
     // without --faithfulness the report has no such section
     const std::string plain = tmp / "plain.html";
     require_ok(run({"inspect", "--run", dir, "--format", "html", "--to", plain}));
@@ -111,4 +120,21 @@ TEST_CASE("inspect --faithfulness refuses what it cannot measure, in one line") 
                   {"--faithfulness", "json"});
     check_refused(run({"inspect", "--run", dir, "--faithfulness", "--knockout", "0.0"}), {"--knockout"});
     check_refused(run({"inspect", "--run", dir, "--faithfulness", "--input", "abc"}), {"--input"});
+    // the terminal prints only the table: flags acting on drawn examples would be ignored
+    for (const char* flag : {"--saliency", "--rollout", "--flow"})
+        check_refused(run({"inspect", "--run", dir, "--faithfulness", flag}), {"--faithfulness", flag});
+    check_refused(run({"inspect", "--run", dir, "--faithfulness", "--rollout", "--flow"}),
+                  {"--rollout", "--flow"});
+}
+
+TEST_CASE("inspect --faithfulness --format html --to - keeps stdout for the report alone") {
+    TempDir tmp;
+    const std::string dir = tmp / "copy";
+    require_ok(run(train_args(dir, "2")));
+    const Outcome o =
+        run({"inspect", "--run", dir, "--faithfulness", "--samples", "1", "--format", "html", "--to", "-"});
+    require_ok(o);
+    CHECK(o.out.starts_with("<!DOCTYPE html>"));
+    CHECK(o.out.find("faithfulness over") == std::string::npos);
+    CHECK(o.err.find("faithfulness over 1 held-out example(s)") != std::string::npos);
 }

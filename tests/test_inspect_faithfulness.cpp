@@ -4,6 +4,7 @@
 #include "helpers.hpp"
 
 #include "inspect/faithfulness.hpp"
+#include "inspect/faithfulness_evidence.hpp"
 #include "inspect/faithfulness_stats.hpp"
 #include "inspect/faithfulness_table.hpp"
 
@@ -11,6 +12,8 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <limits>
 #include <set>
 
 using namespace testing;
@@ -308,6 +311,117 @@ TEST_CASE("faithfulness verdicts follow their documented thresholds in order") {
           "partial: knockout costs 37 points, tau with leave-one-out 0.30, permuted TVD 0.200");
 }
 
+TEST_CASE("a verdict's figures read as its rules decided: no rounding across a threshold") {
+    HeadFaithfulness h;
+    h.permutation_median = 0.0099;  // below 0.01: "0.010" would not be
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "not an explanation: permuted weights change the output by TVD 0.0099");
+    h.permutation_median = 0.0099999999;
+    CHECK(faithfulness_verdict(h, 0.01).ends_with("TVD 0.0099999999"));
+    h.permutation_median = 0.2;
+    h.adversarial_jsd = 0.1;
+    h.accuracy = 0.9;
+    h.knockout_accuracy = 0.8535;  // 4.65 points: partial, so not "5 points"
+    h.tau_loo = 0.9;
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "partial: knockout costs 4.7 points, tau with leave-one-out 0.90, permuted TVD 0.200");
+    h.knockout_accuracy = 0.85;  // 5 points in counts, 4.999999999999996 in doubles: decisive
+    CHECK(faithfulness_verdict(h, 0.01).starts_with("decisive: knocking it out costs 5 points"));
+    h.knockout_accuracy = 0.7;
+    h.tau_loo = 0.4996;  // below 0.5: "0.50" would not be
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "partial: knockout costs 20 points, tau with leave-one-out 0.4996, permuted TVD 0.200");
+    h.knockout_accuracy = 0.95;  // knocking it out helps
+    CHECK(faithfulness_verdict(h, 0.01).starts_with("partial: knockout raises accuracy by 5 points,"));
+    h.knockout_accuracy = 0.902;
+    CHECK(faithfulness_verdict(h, 0.01).starts_with("partial: knockout raises accuracy by 0.2 points,"));
+    h.knockout_accuracy = 0.9;
+    CHECK(faithfulness_verdict(h, 0.01).starts_with("partial: knockout costs 0 points,"));
+    h.adversarial_jsd = 0.30001;  // at or above 0.3 stays so
+    CHECK(faithfulness_verdict(h, 0.01).starts_with("not an explanation: weights at JSD 0.30 "));
+    CHECK(verdict_figure(0.29996, 2, {0.3}) == "0.29996");
+    // not an explanation, yet decisive by knockout: the verdict says what the measures show
+    h.adversarial_jsd = 0.1;
+    h.permutation_median = 0.004;
+    h.knockout_accuracy = 0.16;
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "not an explanation: permuted weights change the output by TVD 0.004; but knocking it out costs 74 "
+          "points: the output needs the head, not the placement of its weights at the row measured");
+    h.knockout_accuracy = 0.8535;  // below the knockout threshold: no such clause
+    CHECK(faithfulness_verdict(h, 0.01) ==
+          "not an explanation: permuted weights change the output by TVD 0.004");
+    CHECK(verdict_figure(4.65, 0, {5, 0}) == "4.7");
+    CHECK(verdict_figure(-0.2, 0, {5, 0}) == "-0.2");
+    CHECK(verdict_figure(37.4, 0, {5, 0}) == "37");
+}
+
+TEST_CASE("the measures refuse a probabilities function that does not return distributions") {
+    Tiny m{.q = {1.0, 0.0}, .W = {1, 0, 0, 1}};
+    const Tensor x = inputs_of({{1, 0}, {0, 1}, {0.5, 0.5}});
+    struct Bad {
+        const char* what;
+        std::function<Tensor(const Tensor&)> change;
+        const char* message;
+    };
+    const Bad bad[] = {{"logits", [](const Tensor& p) { return log(p); }, "must be finite and >= 0"},
+                       {"scaled", [](const Tensor& p) { return p * 2.0; },
+                        "must sum to 1 per row (within 0.0001), row 0 sums to"},
+                       {"NaN", [](const Tensor& p) { return p * std::nan(""); }, "must be finite and >= 0"},
+                       {"negative", [](const Tensor& p) { return p - 0.6; }, "must be finite and >= 0"}};
+    for (const auto& b : bad) {
+        INFO(b.what);
+        ExplainedModel wrong = m.explained();
+        wrong.probabilities = [&m, &b](const Tensor& in) { return b.change(m.probabilities(in)); };
+        Generator gen(1);
+        const auto shape = doctest::Contains("probabilities [1, 2]");
+        CHECK_THROWS_WITH_AS(observe_head(wrong, x, {"", 0}),
+                             doctest::Contains("observe_head: probabilities"), ValueError);
+        CHECK_THROWS_WITH_AS(observe_head(wrong, x, {"", 0}), shape, ValueError);
+        CHECK_THROWS_WITH_AS(observe_head(wrong, x, {"", 0}), doctest::Contains(b.message), ValueError);
+        CHECK_THROWS_WITH_AS(permutation_test(wrong, x, {"", 0}, 3, gen),
+                             doctest::Contains("permutation_test: probabilities"), ValueError);
+        CHECK_THROWS_WITH_AS(leave_one_out(wrong, x, {"", 0}),
+                             doctest::Contains("leave_one_out: probabilities"), ValueError);
+        CHECK_THROWS_WITH_AS(gradient_importance(wrong, x, {"", 0}),
+                             doctest::Contains("gradient_importance: probabilities"), ValueError);
+        CHECK_THROWS_WITH_AS(adversarial_attention(wrong, x, {"", 0}, {.steps = 2}),
+                             doctest::Contains("adversarial_attention: probabilities"), ValueError);
+        CHECK_THROWS_WITH_AS(erasure(wrong, x, {"", 0}, gen), doctest::Contains("erasure: probabilities"),
+                             ValueError);
+        CHECK_THROWS_WITH_AS(output_with_rows(wrong, x, {"", 0}, {{0.2, 0.3, 0.5}}),
+                             doctest::Contains("output_with_rows: probabilities"), ValueError);
+        CHECK_THROWS_WITH_AS(faithfulness_table(wrong, {.inputs = x, .labels = {0}}),
+                             doctest::Contains("faithfulness_table: probabilities"), ValueError);
+    }
+    // a float32 softmax passes: within the tolerance
+    CHECK_NOTHROW(check_probabilities(softmax(tensor({1, 2, 3, 4, 5, 6}, {2, 3}), -1), "test"));
+}
+
+TEST_CASE("options that are not finite are refused before anything is measured") {
+    Tiny m{.q = {1.0, 0.0}, .W = {1, 0, 0, 1}};
+    const Tensor x = inputs_of({{1, 0}, {0, 1}});
+    const double inf = std::numeric_limits<double>::infinity(), nan = std::nan("");
+    for (const double v : {inf, -inf, nan, 0.0}) {
+        INFO(v);
+        CHECK_THROWS_WITH_AS(adversarial_attention(m.explained(), x, {"", 0}, {.learning_rate = v}),
+                             doctest::Contains("adversarial_attention: learning_rate must be finite and > 0"),
+                             ValueError);
+        CHECK_THROWS_WITH_AS(adversarial_attention(m.explained(), x, {"", 0}, {.penalty = v}),
+                             doctest::Contains("adversarial_attention: penalty must be finite and > 0"),
+                             ValueError);
+        CHECK_THROWS_WITH_AS(adversarial_attention(m.explained(), x, {"", 0}, {.epsilon = v}),
+                             doctest::Contains("adversarial_attention: epsilon must be in (0, 1)"),
+                             ValueError);
+        CHECK_THROWS_WITH_AS(
+            faithfulness_table(m.explained(), {.inputs = x}, {.adversarial_options = {.penalty = v}}),
+            doctest::Contains("faithfulness_table: penalty must be finite and > 0"), ValueError);
+    }
+    // without the adversarial search its options are not used, so not checked
+    CHECK_NOTHROW(faithfulness_table(
+        m.explained(), {.inputs = x},
+        {.permutations = 2, .adversarial = false, .adversarial_options = {.penalty = inf}}));
+}
+
 TEST_CASE(
     "the measures run in float32 on a padded MultiHeadAttention: masked keys stay at 0, values finite") {
     Generator gen(31);
@@ -330,6 +444,27 @@ TEST_CASE(
     const auto adversarial = adversarial_attention(m, x, {"", 1}, {.steps = 10});
     Generator g(1);
     const auto permuted = permutation_test(m, x, {"", 1}, 5, g);
+    // the evidence lists the example's own keys only: example 2's last two are padding
+    const ExplainedModel same_mask{
+        .model = &mha,
+        .probabilities =
+            [&](const Tensor& in) {
+                const Tensor kpm =
+                    bool_mask({in.size(0), 5}, [](std::int64_t, std::int64_t k) { return k >= 3; });
+                return softmax(select(mha.forward(in, {.key_padding_mask = kpm}).output, 1, 0), -1);
+            },
+        .query = 0};
+    const FaithfulnessOptions few{.permutations = 2, .adversarial = false};
+    const FaithfulnessEvidence e =
+        faithfulness_evidence(same_mask, x, {"", 1}, 2, {"a", "b", "c", "_", "_"}, few);
+    CHECK(e.keys == std::vector<std::string>{"a", "b", "c"});
+    CHECK(e.attention.size() == 3);
+    CHECK(e.gradient.size() == 3);
+    CHECK(e.leave_one_out.size() == 3);
+    CHECK(faithfulness_evidence(same_mask, x, {"", 1}, 2, {"a", "b", "c"}, few).keys == e.keys);
+    CHECK_THROWS_WITH_AS(faithfulness_evidence(same_mask, x, {"", 1}, 2, {"a", "b", "c", "_"}, few),
+                         doctest::Contains("4 keys given, layer '' head 1 attends over 5 (3 of them"),
+                         ValueError);
     for (std::size_t b = 0; b < 3; ++b) {
         for (std::size_t k = 5 - b; k < 5; ++k) CHECK(adversarial[b].weights[k] == 0.0);
         CHECK(std::isfinite(adversarial[b].jsd));

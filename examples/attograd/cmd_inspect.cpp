@@ -136,6 +136,18 @@ int cmd_inspect(const InspectArgs& args) {
         if (!args.knockout.empty())
             throw UsageError(
                 "--faithfulness knocks out every head itself; it does not combine with --knockout");
+        // The terminal shows only the table: the drawn examples these flags act on are in the HTML
+        // report alone, so refuse them rather than ignore them.
+        std::string unused;
+        for (const auto& [given, name] :
+             {std::pair{args.saliency, "--saliency"}, std::pair{args.rollout, "--rollout"},
+              std::pair{args.flow, "--flow"}, std::pair{args.beam != 1, "--beam"}})
+            if (given) unused += (unused.empty() ? "" : ", ") + std::string(name);
+        if (args.format == "term" && !unused.empty())
+            throw UsageError(
+                fmt::format("--faithfulness --format term prints only the table; {} appl{} to "
+                            "the drawn examples (--format html draws them beside the table)",
+                            unused, unused.find(',') == std::string::npos ? "ies" : "y"));
     }
 
     const LoadedRun run = load_run(args.run);
@@ -148,6 +160,8 @@ int cmd_inspect(const InspectArgs& args) {
         throw UsageError("--faithfulness applies to seq2seq, encoder and rnn runs; this run is --model lm");
     const DecodeSettings decoding{.beam = args.beam, .length_penalty = args.length_penalty};
     check_decoding(decoding, run.config.model);
+    // Summary lines and progress go to stdout, or to stderr when stdout carries the data (--to -).
+    std::FILE* summary = args.to == "-" ? stderr : stdout;
     std::optional<FaithfulnessRun> faithfulness;
     if (args.faithfulness) {
         if (run.model->attention_layers().empty())
@@ -163,7 +177,7 @@ int cmd_inspect(const InspectArgs& args) {
             output(stdout, "{}\n\n{}", measured, inspect::to_text(faithfulness->table));
             return 0;
         }
-        output(stdout, "{}\n", measured);
+        output(summary, "{}\n", measured);
     }
 
     // As eval: a bad --input is reported, naming it, and the others are still inspected; the exit
@@ -220,8 +234,6 @@ int cmd_inspect(const InspectArgs& args) {
             std::min<std::int64_t>(head_score_examples, std::ssize(task.held_out())), head_label_threshold));
         for (const auto& score : scores) notes.push_back("  " + head_score_line(score));
     }
-    // Summary lines go to stdout, or to stderr when stdout carries the data (--to -).
-    std::FILE* summary = args.to == "-" ? stderr : stdout;
     const auto print_summary = [&] {
         for (const auto& note : notes) output(summary, "{}\n", note);
         for (std::size_t e = 0; e < examples.size(); ++e) {

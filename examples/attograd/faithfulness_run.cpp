@@ -134,15 +134,6 @@ void merge_evidence(std::optional<inspect::FaithfulnessEvidence>& into, inspect:
 
 }  // namespace
 
-std::string reach_caveat(const HeadFaithfulness& head) {
-    if (!head.accuracy || !head.knockout_accuracy || !head.verdict.starts_with("not an explanation"))
-        return "";
-    const double cost = 100 * (*head.accuracy - *head.knockout_accuracy);
-    if (cost < inspect::verdict_thresholds.knockout_points) return "";
-    return fmt::format(
-        "; but knocking it out costs {:.0f} points: it acts through rows other than the one perturbed", cost);
-}
-
 FaithfulnessRun faithfulness_over_held_out(const Model& model, const ModelConfig& config, const Task& task,
                                            const Vocabularies& vocab, std::int64_t samples,
                                            const FaithfulnessSettings& settings) {
@@ -223,7 +214,6 @@ FaithfulnessRun faithfulness_over_held_out(const Model& model, const ModelConfig
     for (const HeadId& head : order) {
         HeadFaithfulness h = summarise(head, rows[{head.layer, head.head}]);
         h.verdict = inspect::faithfulness_verdict(h, result.table.epsilon);
-        h.verdict += reach_caveat(h);
         const std::int64_t uniform = config.uniform_attention;
         if (uniform >= 0 && uniform < std::ssize(layers) &&
             head.layer == layers[static_cast<std::size_t>(uniform)].name)

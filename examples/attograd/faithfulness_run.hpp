@@ -43,17 +43,12 @@ struct FaithfulnessRun {
 /// whose rows are source positions, the source position the answer layer (its heads' mean
 /// weight at row t) attends to most, the row the decision reads. Per head, the decisions' rows
 /// are summarised as faithfulness_table summarises examples: means, the median of the permuted
-/// TVDs, accuracy = teacher-forced token accuracy. The verdict is faithfulness_verdict's, with
-/// a caveat when it says "not an explanation" while knocking the head out costs
-/// verdict_thresholds.knockout_points or more (the head acts through rows not perturbed). The
+/// TVDs, accuracy = teacher-forced token accuracy. The verdict is faithfulness_verdict's. The
 /// seq2seq decoder's causal self-attention has no row: its keys are earlier outputs, not the
 /// source tokens the measures perturb. Throws ValueError when the model has no attention layer or samples
 /// < 1.
 FaithfulnessRun faithfulness_over_held_out(const Model& model, const ModelConfig& config, const Task& task,
                                            const Vocabularies& vocab, std::int64_t samples,
                                            const FaithfulnessSettings& settings = {});
-
-/// The caveat faithfulness_over_held_out appends to a verdict ("" when none applies).
-std::string reach_caveat(const inspect::HeadFaithfulness& head);
 
 }  // namespace attograd::cli
