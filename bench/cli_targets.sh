@@ -79,7 +79,8 @@ if [[ -d $runs/induction ]]; then
     "$program" inspect --run "$runs/induction" --format term | grep -E 'previous-token .*induction' | sed 's/^/- induction: /'
 fi
 
-# Which head resolves "it": held-out accuracy with each attention head of the coref run knocked out.
+# Which head resolves "it": held-out accuracy with each attention head of the coref run knocked
+# out, then the faithfulness verdicts of its heads (50 held-out examples).
 if [[ -d $runs/coref ]]; then
     echo
     layers=$(json_field "d['model']['layers'] + d['model']['decoder_layers']" < "$runs/coref/config.json")
@@ -90,6 +91,8 @@ if [[ -d $runs/coref ]]; then
                 grep '^knockout of' | sed 's/^/- coref: /'
         done
     done
+    "$program" inspect --run "$runs/coref" --faithfulness --format term | grep ': decisive\|: not an\|: partial' |
+        sed 's/^/- coref: /'
 fi
 
 # The reverse and copy runs: the saliency correlation of the demo's input (reverse) and each

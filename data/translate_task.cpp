@@ -59,10 +59,10 @@ TranslateTask::TranslateTask(const TranslateTaskOptions& options) {
     AG_CHECK(
         std::ssize(train_) >= options.min_train_pairs && !held_out_.empty(), ValueError,
         "translate: only {} training and {} held-out pairs for language {} after filtering (messages of "
-        "at most {} words without format directives, from {} catalogs); at least {} training pairs and one "
+        "at most {} words without format directives, from {} catalog{}); at least {} training pairs and one "
         "held-out pair are needed",
         train_.size(), held_out_.size(), language, options.pairs.max_tokens, catalogs_.size(),
-        options.min_train_pairs);
+        catalogs_.size() == 1 ? "" : "s", options.min_train_pairs);
 
     for (const auto* split : {&train_pairs, &held_out_pairs}) {
         for (const TranslationPair& pair : *split) {

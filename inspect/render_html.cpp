@@ -81,8 +81,12 @@ std::string attention_html(const Report& report) {
     }
     if (!any_share(report)) {  // said once, in place of a share per map and a chart per probe
         out +=
-            "<p class=\"hint\" id=\"no-alignment\">No right alignment is known for these inputs (the "
-            "task defines none): no cell is outlined and no alignment share is shown.</p>\n";
+            report.alignment_legend.empty()
+                ? "<p class=\"hint\" id=\"no-alignment\">No right alignment is known for these inputs (the "
+                  "task defines none): no cell is outlined and no alignment share is shown.</p>\n"
+                : "<p class=\"hint\" id=\"no-alignment\">No cell is outlined and no alignment share is "
+                  "shown: the task gives no right key for each input, only a description (" +
+                      xml_escape(report.alignment_legend) + ").</p>\n";
     }
     out += R"(<div class="tokens" id="tokens"></div>
 <p class="empty" id="no-maps" hidden>no attention maps were recorded for this input</p>

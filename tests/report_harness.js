@@ -334,6 +334,7 @@
       } else if (E.mode === 'no-alignment') {
         const said = document.querySelectorAll('#no-alignment');
         check('says once that no alignment is known', said.length === 1 && said[0].offsetHeight > 0, said.length);
+        check('says why', said.length === 1 && said[0].textContent.includes(E.why), said.length && said[0].textContent);
         check('no alignment chart', document.querySelectorAll('.align-chart').length === 0, null);
         const chooser = $('source');
         chooser.value = String(chooser.options.length - 1);

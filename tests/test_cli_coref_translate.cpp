@@ -64,6 +64,9 @@ TEST_CASE("train --task translate refuses a language without catalogs and option
                   {"--min-freq must be >= 1, got 0"});
     check_refused(run({"train", "--task", "translate", "--max-vocab", "3", "--out", tmp / "f"}),
                   {"--max-vocab must be 0 (no limit) or >= 4"});
+    check_refused(run({"train", "--task", "translate", "--min-freq", "1000000", "--out", tmp / "g"}),
+                  {"--min-freq 1000000 leaves no word of the training pairs in the source vocabulary"});
+    CHECK(!fs::exists(tmp / "g"));
 }
 
 TEST_CASE("eval of a translate run scores corpus BLEU against every reference, and --to writes it") {
@@ -95,4 +98,12 @@ TEST_CASE("eval of a translate run scores corpus BLEU against every reference, a
     CHECK(result["heldout_examples"].get<int>() > 1000);
     CHECK(result["bleu"].get<double>() >= 0.0);
     CHECK(result["bleu"].get<double>() < 5.0);  // two steps of a tiny model translate nothing
+    // The run records its pairs: catalogs that give other pairs (here: another recorded checksum,
+    // as a catalog updated since training would give) are refused rather than evaluated on.
+    CHECK(config["task"]["data_bytes"].get<std::uint64_t>() > 0);
+    edit_config(tmp / "run", [](json& c) { c["task"]["data_fnv1a64"] = "0123456789abcdef"; });
+    for (const std::vector<std::string>& command :
+         {std::vector<std::string>{"eval", "--run", tmp / "run"},
+          {"train", "--resume", tmp / "run", "--steps", "3", "--quiet"}})
+        check_refused(run(command), {"gettext catalogs for 'fr' give other pairs", "0123456789abcdef"});
 }

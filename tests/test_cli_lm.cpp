@@ -73,6 +73,11 @@ TEST_CASE("an lm run resumes bit for bit, and eval reports its next-token accura
     const json eval = eval_json(tmp / "whole");
     CHECK(eval["token_accuracy"].get<double>() >= 0.0);
     CHECK(eval["token_accuracy"].get<double>() <= 1.0);
+    // BLEU is a translation's score: none for next-token guesses.
+    CHECK(eval["bleu"].is_null());
+    const Outcome text = run({"eval", "--run", tmp / "whole"});
+    require_ok(text);
+    CHECK(text.out.find("BLEU") == std::string::npos);
 }
 
 TEST_CASE("inspect --format html of an lm run has the loss curve and the head-score curves") {
@@ -108,6 +113,10 @@ TEST_CASE("tasks lists induction and charlm with their lm defaults, and lm refus
     }
     check_refused(run({"train", "--task", "dates", "--model", "lm", "--out", tmp / "run"}),
                   {"--model lm writes one output per input token", "'dates'"});
+    // reverse's outputs have its inputs' length, but each needs a token after it, which a causal model never
+    // sees.
+    check_refused(run({"train", "--task", "reverse", "--model", "lm", "--out", tmp / "run"}),
+                  {"--model lm predicts each token from the ones before it", "task 'reverse' is not one"});
     CHECK_FALSE(fs::exists(tmp / "run"));
 }
 

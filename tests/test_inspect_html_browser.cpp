@@ -296,7 +296,16 @@ TEST_CASE("the HTML report of inputs without a right alignment says so once and 
         for (auto& probe : snapshot.probes) unaligned(probe);
     const std::string html = render_html(report);
     CHECK(html.find("alignment share against step") == std::string::npos);
-    check_in_browser("no_alignment", html, {{"mode", "no-alignment"}});
+    check_in_browser("no_alignment", html, {{"mode", "no-alignment"}, {"why", "the task defines none"}});
+    // A task that describes its alignment in words only (induction heads) is not said to have none.
+    report.alignment_legend =
+        "right alignment: an induction head: a token attends to the one after <its> match";
+    const std::string described = render_html(report);
+    check_in_browser("no_alignment_described", described,
+                     {{"mode", "no-alignment"},
+                      {"why",
+                       "the task gives no right key for each input, only a description (right alignment: "
+                       "an induction head: a token attends to the one after <its> match)"}});
     // With a share, the chart is drawn and the line is not there.
     const std::string aligned = render_html(testing::synthetic_report());
     CHECK(aligned.find("alignment share against step") != std::string::npos);

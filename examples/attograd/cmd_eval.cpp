@@ -56,7 +56,11 @@ int cmd_eval(const EvalArgs& args) {
     const DecodeSettings decoding{.beam = args.beam, .length_penalty = args.length_penalty};
     check_decoding(decoding, run.config.model);
     const Evaluation result = evaluate(*run.model, vocabularies(run.config), held_out, decoding);
-    const data::BleuScore bleu = held_out_bleu(task, held_out, result.predictions);
+    // BLEU scores translations against their references: translate and --data runs, not the
+    // bundled tasks' one right answer nor a language model's next-token guesses.
+    const bool translation = run.config.task.name == "translate" || run.config.task.name == "data";
+    const data::BleuScore bleu =
+        translation ? held_out_bleu(task, held_out, result.predictions) : data::BleuScore{};
     const auto alignment = alignment_by_head(*run.model, run.config.model, task, vocabularies(run.config),
                                              held_out, result.predictions);
 
@@ -104,14 +108,15 @@ int cmd_eval(const EvalArgs& args) {
                     {{"layer", a.layer}, {"module", a.name}, {"head", a.head}, {"share", a.share}});
             }
         }
-        const nlohmann::json out = {{"task", run.config.task.name},
-                                    {"heldout_examples", held_out.size()},
-                                    {"token_accuracy", result.token_accuracy},
-                                    {"sequence_accuracy", result.sequence_accuracy},
-                                    {"bleu", bleu.defined ? nlohmann::json(100 * bleu.score) : nullptr},
-                                    {"examples", std::move(examples)},
-                                    {"inputs", std::move(input_json)},
-                                    {"alignment", std::move(heads)}};
+        const nlohmann::json out = {
+            {"task", run.config.task.name},
+            {"heldout_examples", held_out.size()},
+            {"token_accuracy", result.token_accuracy},
+            {"sequence_accuracy", result.sequence_accuracy},
+            {"bleu", translation && bleu.defined ? nlohmann::json(100 * bleu.score) : nullptr},
+            {"examples", std::move(examples)},
+            {"inputs", std::move(input_json)},
+            {"alignment", std::move(heads)}};
         // A bad input's "source" is the text as given, which may not be UTF-8: shown with U+FFFD.
         // On standard output, which may be a terminal, every non-ASCII character is a \u escape,
         // so that no control or bidirectional character in it reaches the terminal raw.
@@ -138,12 +143,11 @@ int cmd_eval(const EvalArgs& args) {
     output(stdout, "{} ({} held-out examples): token accuracy {:.2f}%, sequence accuracy {:.2f}%\n",
            run.config.task.name, held_out.size(), 100 * result.token_accuracy,
            100 * result.sequence_accuracy);
-    const bool real_data = !task.solve(held_out.front().source);  // the answer is one of several wordings
-    if (real_data && bleu.defined)
+    if (translation && bleu.defined)
         output(stdout,
                "corpus BLEU {:.2f} (4-gram, brevity penalty {:.3f}, every reference of each source)\n",
                100 * bleu.score, bleu.brevity_penalty);
-    else if (real_data)
+    else if (translation)
         output(stdout, "corpus BLEU n/a (4-gram BLEU is undefined: no prediction has 4 tokens)\n");
     if (!alignment.empty()) {
         output(stdout,

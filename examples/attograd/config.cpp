@@ -226,6 +226,14 @@ void validate(const RunConfig& config, const TaskInfo& task, const SettingNames&
                           "length; use {} seq2seq",
                           m.kind, task.name, n("model.kind")));
     }
+    if (m.kind == "lm") {  // causal: each output sees only the tokens up to its own
+        const nlohmann::json& defaults = entry_of(task.name).defaults;
+        check(defaults.value("model.kind", "") == "lm", "model.kind",
+              fmt::format("lm predicts each token from the ones before it, for the language-model tasks "
+                          "(whose default it is: `attograd tasks`); task '{}' is not one: use {} seq2seq or "
+                          "encoder",
+                          task.name, n("model.kind")));
+    }
     if (m.kind == "encoder") {
         check(m.attention == "soft", "model.attention",
               fmt::format("hard applies to the seq2seq decoder's attention; {} encoder is soft",

@@ -103,10 +103,25 @@ void check_run_file_names(const nlohmann::json& json, bool data_run, const std::
         shown_path(dir / "config.json"));
 }
 
+std::pair<std::uint64_t, std::string> translate_pairs_checksum(const data::TranslateTask& task) {
+    const std::string text = data::to_tsv(task.train_set(), false) + data::to_tsv(task.held_out(), false);
+    return {text.size(), fmt::format("{:016x}", fnv1a64(text))};
+}
+
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir,
                                    bool for_training) {
-    if (config.task.name == "translate")
-        return data::make_translate_task(translate_options(config.task.lang));
+    if (config.task.name == "translate") {
+        auto task = data::make_translate_task(translate_options(config.task.lang));
+        const auto [bytes, sum] = translate_pairs_checksum(*task);
+        AG_CHECK(
+            bytes == config.task.data_bytes && sum == config.task.data_fnv1a64, IoError,
+            "config.json: this machine's gettext catalogs for '{}' give other pairs ({} bytes, checksum {}) "
+            "than those the run was trained on (task.data_bytes {}, task.data_fnv1a64 {}): its training "
+            "and held-out examples would differ; train a new run",
+            data::escape_control(config.task.lang), bytes, sum, config.task.data_bytes,
+            data::escape_control(config.task.data_fnv1a64));
+        return task;
+    }
     if (config.task.name != "data") {
         const auto names = data::task_names();
         if (std::find(names.begin(), names.end(), config.task.name) == names.end()) {

@@ -115,6 +115,12 @@ void check_run_file_names(const nlohmann::json& json, bool data_run, const std::
 /// (16 hex digits) of the TSV text data::to_tsv makes of them (a --data run's heldout.tsv).
 std::string heldout_checksum(const std::vector<data::Example>& held_out, bool chars);
 
+/// What a translate run records of its pairs in task.data_bytes and task.data_fnv1a64: the size
+/// and fnv1a64 of the TSV text (data::to_tsv) of its training then its held-out examples, so that
+/// eval, inspect and --resume refuse a task that this machine's gettext catalogs, changed since,
+/// build differently.
+std::pair<std::uint64_t, std::string> translate_pairs_checksum(const data::TranslateTask& task);
+
 /// The task `config` names: a bundled task, or user data: for training the TSV file named in
 /// the config, otherwise the held-out examples saved in `dir`/heldout.tsv. For training, throws
 /// IoError naming the TSV file when it is not the data the run started on (its size or checksum

@@ -2,6 +2,7 @@
 #include "train_setup.hpp"
 #include "console.hpp"
 #include "memory_check.hpp"
+#include "quoting.hpp"
 #include "settings.hpp"
 #include "uniform_attention.hpp"
 
@@ -22,6 +23,7 @@
 #include <algorithm>
 #include <array>
 #include <optional>
+#include <tuple>
 
 namespace attograd::cli {
 
@@ -81,6 +83,15 @@ void set_translate_vocabulary(const TrainArgs& args, const Task& task, RunConfig
     data::VocabularyOptions options{.min_freq = args.min_freq};
     if (args.max_vocab != 0) options.max_tokens = args.max_vocab;
     set_vocabularies(args, dynamic_cast<const data::TranslateTask&>(task).train_set(), options, config);
+    // Nothing but <pad>, <bos>, <eos> and <unk> on a side: every word would be <unk>.
+    for (const Vocabulary* side : {&config.vocab, config.target_vocab ? &*config.target_vocab : nullptr}) {
+        if (side == nullptr || side->size() > Vocabulary::reserved_count) continue;
+        const char* which = !config.target_vocab ? "" : side == &config.vocab ? "source " : "target ";
+        throw UsageError(
+            fmt::format("--min-freq {} leaves no word of the training pairs in the {}vocabulary: "
+                        "every word would be <unk>; choose a smaller --min-freq",
+                        args.min_freq, which));
+    }
 }
 
 /// Refuses an --out that holds anything but nothing or, with --force, a run: re-running a
@@ -272,14 +283,18 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
             if (args.task.empty())
                 throw UsageError("train needs --task NAME (see `attograd tasks`) or --data FILE.tsv");
             if (args.task == "data") throw UsageError("--task data needs --data FILE.tsv");
-            if (args.task == "translate")
-                task =
-                    data::make_translate_task(translate_options(args.was_given("lang") ? args.lang : "fr"));
-            else
+            if (args.task == "translate") {
+                const std::string lang = args.was_given("lang") ? args.lang : "fr";
+                try {
+                    task = data::make_translate_task(translate_options(lang));
+                } catch (const ValueError& e) {  // the catalogs of the language --lang names
+                    throw UsageError(fmt::format("--lang {}: {}", shell_quote(lang), e.what()));
+                }
+            } else
                 task = data::make_task(args.task);
         }
         config = default_config(*task);
-        
+
         if (config.task.name == "translate") set_translate_vocabulary(args, *task, config);
         // --data, separate: every token of each side of the file, the held-out examples' too (as
         // default_config's shared one)
@@ -295,6 +310,8 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
             config.task.data_bytes = training_data->bytes;  // what --resume checks the file against
             config.task.data_fnv1a64 = training_data->fnv1a64;
         }
+        if (const auto* translate = dynamic_cast<const data::TranslateTask*>(task.get()))
+            std::tie(config.task.data_bytes, config.task.data_fnv1a64) = translate_pairs_checksum(*translate);
         config.task.heldout_fnv1a64 = heldout_checksum(task->held_out(), config.task.chars);
         if (args.was_given("local") && !args.was_given("window")) {
             throw UsageError("--local needs --window D (the half-width of the local window)");
