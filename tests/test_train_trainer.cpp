@@ -353,3 +353,36 @@ TEST_CASE("Trainer: callbacks and schedules that would lose a run's files or nev
                          doctest::Contains("the schedule drives another optimizer than this Trainer's"),
                          ValueError);
 }
+
+TEST_CASE("Trainer: a save refuses NaN parameters, saying the run diverged, and keeps the last generation") {
+    testing::TempDir tmp;
+    const fs::path dir = tmp.path() / "run";
+    Generator init(1);
+    TinyRegressor model(init);
+    optim::SGD sgd(model.parameters(), {.lr = 0.01});
+    // No DivergenceMonitor: only the save stands between NaN weights and the run directory.
+    train::Trainer trainer(model, sgd, {.max_steps = 20, .default_root_dir = dir});
+    trainer.add_callback(
+        std::make_shared<train::ModelCheckpoint>(train::ModelCheckpointOptions{.every_n_train_steps = 5}));
+    const auto step = [&](std::int64_t s, Generator& g) {
+        const Tensor x = randn({8, 4}, g);
+        const double scale = s >= 7 ? std::nan("") : 1.0;  // the loss of step 8 on is NaN
+        return train::StepOutput{.loss = mse_loss(model.forward(x), target_of(x)) * scale, .logs = {}};
+    };
+    CHECK_THROWS_WITH_AS(trainer.fit(step),
+                         doctest::Contains("training diverged by step 10: parameter 'hidden.bias' holds NaN"),
+                         train::Diverged);
+    const auto config = train::read_run_json(dir / "config.json");
+    CHECK(config["progress"]["steps_done"] == 5);  // the step-5 generation, whole and resumable
+    CHECK_NOTHROW(train::load_checkpoint(dir / "model.safetensors"));
+
+    // Without a run directory nothing is saved, so nothing is refused.
+    Generator init2(1);
+    TinyRegressor unsaved(init2);
+    optim::SGD sgd2(unsaved.parameters(), {.lr = 0.01});
+    train::Trainer no_dir(unsaved, sgd2, {.max_steps = 2});
+    CHECK(no_dir.fit([&](std::int64_t, Generator& g) {
+                    const Tensor x = randn({8, 4}, g);
+                    return train::StepOutput{.loss = mse_loss(unsaved.forward(x), target_of(x)), .logs = {}};
+                }).global_step == 2);
+}

@@ -2,6 +2,8 @@
 #include "train/trainer.hpp"
 
 #include "core/autograd.hpp"
+#include "core/detail/json_integer.hpp"
+#include "core/ops_reduce.hpp"
 #include "optim/clip_grad.hpp"
 #include "train/file_io.hpp"
 #include "train/run_dir.hpp"
@@ -223,10 +225,25 @@ void Trainer::load_run(const fs::path& dir) {
 }
 
 void Trainer::save_checkpoint() {
+    if (options_.default_root_dir.empty()) return;
+    // Checked on every rank (they hold the same parameters), so that all of them stop together.
+    const auto model_state = model_->state_dict();
+    const auto optimizer_state = optimizer_->state_dict();
+    for (const auto* state : {&model_state, &optimizer_state}) {
+        for (const auto& [name, tensor] : *state) {
+            if (!all_finite(tensor))
+                throw Diverged(fmt::format(
+                    "training diverged by step {}: {} '{}' holds NaN or Inf values, so the run was not "
+                    "saved ({} keeps its last saved generation); try a lower learning rate or gradient "
+                    "clipping",
+                    global_step_, state == &model_state ? "parameter" : "optimizer state", name,
+                    shown_path(options_.default_root_dir)));
+        }
+    }
     if (!options_.is_global_zero || run_path_.empty()) return;
     RunWriter writer(run_path_);
-    writer.save_tensors("model.safetensors", model_->state_dict());
-    auto state = prefixed(optimizer_->state_dict(), "optimizer.");
+    writer.save_tensors("model.safetensors", model_state);
+    auto state = prefixed(optimizer_state, "optimizer.");
     // Saved with or without a schedule: it is the check that the files are of one generation.
     state.insert_or_assign("schedule.last_epoch", scheduler_ ? scheduler_->state_dict().at("last_epoch")
                                                              : index_tensor({global_step_}, {}));

@@ -194,7 +194,9 @@ public:
                   const std::filesystem::path& ckpt_path = {});
 
     /// Writes the run as it stands now as a new generation of default_root_dir (nothing on a
-    /// process that is not is_global_zero or without a directory). Throws IoError.
+    /// process that is not is_global_zero or without a directory). Throws Diverged, on every
+    /// process, when a parameter or an optimizer state tensor holds NaN or Inf (the directory
+    /// keeps its last generation: a run never saves what it cannot resume); IoError.
     void save_checkpoint();
     /// Throws Interrupted when SIGINT / SIGTERM / SIGHUP arrived (for long validations).
     void check_interrupt() const;
@@ -248,8 +250,10 @@ private:
     std::filesystem::path run_path_;  ///< default_root_dir as the lock resolved it
 };
 
-/// The divergence rule's error (DivergenceMonitor): a ValueError every rank of a data-parallel
-/// run meets at the same step, as it is decided from figures they all share.
+/// Training diverged (DivergenceMonitor's rule, or a save meeting non-finite parameters): a
+/// ValueError every rank of a data-parallel run meets at the same step, as it is decided from
+/// figures they all share. Its message starts "training diverged"; catch it apart from other
+/// ValueErrors to tell a diverged run from a bad input.
 class Diverged : public ValueError {
 public:
     using ValueError::ValueError;
