@@ -386,3 +386,21 @@ TEST_CASE("Trainer: a save refuses NaN parameters, saying the run diverged, and 
                     return train::StepOutput{.loss = mse_loss(unsaved.forward(x), target_of(x)), .logs = {}};
                 }).global_step == 2);
 }
+
+TEST_CASE("Trainer: an optimizer over parameters that are not the model's is refused") {
+    Generator init(1);
+    TinyRegressor model(init), other(init);
+    optim::SGD sgd(other.parameters(), {.lr = 0.1});
+    CHECK_THROWS_WITH_AS(train::Trainer(model, sgd, {.max_steps = 2}),
+                         doctest::Contains("the optimizer's parameter 0 (of 4, shape [8, 4]) is not a parameter "
+                                           "of the model (TinyRegressor)"),
+                         ValueError);
+    std::vector<Tensor> mixed = model.parameters();
+    mixed.push_back(other.parameters().back());
+    optim::SGD partly(mixed, {.lr = 0.1});
+    CHECK_THROWS_WITH_AS(train::Trainer(model, partly, {.max_steps = 2}),
+                         doctest::Contains("parameter 4 (of 5"), ValueError);
+    const std::vector<Tensor> all = model.parameters();
+    optim::SGD some(std::vector<Tensor>(all.begin(), all.begin() + 2), {.lr = 0.1});  // fine-tuning a part
+    CHECK_NOTHROW(train::Trainer(model, some, {.max_steps = 2}));
+}

@@ -82,6 +82,17 @@ Trainer::Trainer(nn::Module& model, optim::Optimizer& optimizer, TrainerOptions 
     AG_CHECK(std::isfinite(options_.gradient_clip_val) && options_.gradient_clip_val >= 0.0, ValueError,
              "Trainer: gradient_clip_val must be finite and >= 0 (0: no clipping), got {}",
              options_.gradient_clip_val);
+    // An optimizer over another model's parameters would train nothing the Trainer saves.
+    std::set<const detail::TensorImpl*> own;
+    for (const Tensor& parameter : model_->parameters()) own.insert(parameter.impl().get());
+    const auto& stepped = optimizer_->parameters();
+    for (std::size_t i = 0; i < stepped.size(); ++i) {
+        AG_CHECK(own.contains(stepped[i].impl().get()), ValueError,
+                 "Trainer: the optimizer's parameter {} (of {}, shape {}) is not a parameter of the model "
+                 "({}): its steps would never change the model the Trainer trains and saves; build the "
+                 "optimizer over model.parameters()",
+                 i, stepped.size(), stepped[i].shape(), model_->type_name());
+    }
 }
 
 Trainer::~Trainer() = default;

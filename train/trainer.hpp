@@ -164,7 +164,8 @@ class Trainer {
 public:
     /// `model` and `optimizer` (over the model's parameters) must outlive the Trainer. Throws
     /// ValueError naming the option when max_steps < 0, val_check_interval < 0,
-    /// log_every_n_steps < 1 or gradient_clip_val < 0.
+    /// log_every_n_steps < 1 or gradient_clip_val < 0, and naming the parameter when the
+    /// optimizer steps a tensor that is not one of the model's parameters.
     Trainer(nn::Module& model, optim::Optimizer& optimizer, TrainerOptions options = {});
     ~Trainer();
     Trainer(const Trainer&) = delete;
