@@ -404,3 +404,27 @@ TEST_CASE("Trainer: an optimizer over parameters that are not the model's is ref
     optim::SGD some(std::vector<Tensor>(all.begin(), all.begin() + 2), {.lr = 0.1});  // fine-tuning a part
     CHECK_NOTHROW(train::Trainer(model, some, {.max_steps = 2}));
 }
+
+TEST_CASE("Trainer: a run directory that is the current directory or holds it is refused before training") {
+    testing::TempDir tmp;
+    fs::create_directories(tmp.path() / "work" / "deeper");
+    const fs::path saved = fs::current_path();
+    fs::current_path(tmp.path() / "work" / "deeper");
+    for (const fs::path& dir : {fs::path("."), fs::path(".."), (tmp.path() / "work").lexically_normal()}) {
+        CAPTURE(dir);
+        std::int64_t steps = 0;
+        Program program(dir);
+        CHECK_THROWS_WITH_AS(program.trainer.fit(
+                                 [&](std::int64_t s, Generator& g) {
+                                     ++steps;
+                                     return program.step(s, g);
+                                 },
+                                 {}),
+                             doctest::Contains("is the current directory or holds it"), IoError);
+        CHECK(steps == 0);
+        CHECK(fs::exists(fs::current_path()));
+    }
+    Program below(tmp.path() / "work" / "deeper" / "run");  // a directory inside it is fine
+    CHECK(below.fit().global_step == 40);
+    fs::current_path(saved);
+}

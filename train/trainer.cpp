@@ -302,6 +302,7 @@ FitResult Trainer::fit(const StepFunction& step, const ValidationFunction& valid
     } release{this};
     const fs::path& dir = options_.default_root_dir;
     const bool last = ckpt_path == ckpt_last;
+    if (!dir.empty()) check_not_current_directory(dir);  // before any step is spent
     AG_CHECK(!last || !dir.empty(), ValueError,
              "Trainer::fit: ckpt_path \"last\" resumes the run in default_root_dir, which is not set");
     if (!dir.empty() && options_.is_global_zero) {
