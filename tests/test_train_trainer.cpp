@@ -387,6 +387,33 @@ TEST_CASE("Trainer: a save refuses NaN parameters, saying the run diverged, and 
                 }).global_step == 2);
 }
 
+TEST_CASE("Trainer: the seed is part of the run: resuming with another seed is refused, naming both") {
+    testing::TempDir tmp;
+    const fs::path dir = tmp.path() / "run";
+    {
+        Program program(dir, 10);  // seed 3
+        CHECK(program.fit().global_step == 10);
+    }
+    CHECK(train::read_run_json(dir / "config.json")["progress"]["seed"] == 3);
+    {
+        Generator init{7};
+        TinyRegressor model{init};
+        optim::Adam adam{model.parameters(), optim::AdamOptions{.lr = 0.02}};
+        train::Trainer other(model, adam, {.max_steps = 20, .seed = 4, .default_root_dir = dir});
+        CHECK_THROWS_WITH_AS(
+            other.fit(
+                [&](std::int64_t, Generator& g) {
+                    const Tensor x = randn({16, 4}, g);
+                    return train::StepOutput{.loss = mse_loss(model.forward(x), target_of(x)), .logs = {}};
+                },
+                {}, train::ckpt_last),
+            doctest::Contains("was trained with seed 3, but this Trainer's seed is 4"), ValueError);
+    }
+    CHECK(train::read_run_json(dir / "config.json")["progress"]["steps_done"] == 10);  // untouched
+    Program longer(dir, 20);  // the same seed may train longer
+    CHECK(longer.fit(train::ckpt_last).global_step == 20);
+}
+
 TEST_CASE("Trainer: an optimizer over parameters that are not the model's is refused") {
     Generator init(1);
     TinyRegressor model(init), other(init);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 #include <set>
 
 namespace attograd::train {
@@ -146,6 +147,7 @@ void Trainer::check_interrupt() const {
 
 nlohmann::json Trainer::state_dict() const {
     nlohmann::json state = {{"steps_done", global_step_},
+                            {"seed", options_.seed},
                             {"seconds", seconds()},
                             {"window_steps", window_steps_},
                             {"evaluation_pending", validation_pending_},
@@ -159,7 +161,8 @@ nlohmann::json Trainer::state_dict() const {
 void Trainer::load_state_dict(const nlohmann::json& progress) {
     AG_CHECK(progress.is_object(), ValueError, "config.json: field 'progress' must be an object, got {}",
              progress.type_name());
-    std::set<std::string> own = {"steps_done", "seconds", "window_steps", "evaluation_pending", "pending_lr"};
+    std::set<std::string> own = {"steps_done", "seed",       "seconds",
+                                 "window_steps", "evaluation_pending", "pending_lr"};
     for (const auto& callback : callbacks_) {
         callback->load_state_dict(progress);
         const nlohmann::json state = callback->state_dict();
@@ -173,6 +176,10 @@ void Trainer::load_state_dict(const nlohmann::json& progress) {
         return static_cast<std::int64_t>(value);
     };
     global_step_ = count("steps_done");
+    if (progress.contains("seed"))  // runs saved before the seed was recorded have none
+        AG_CHECK(detail::json_integer<std::uint64_t>(progress["seed"]), ValueError,
+                 "config.json: field 'progress.seed' must be an integer in {}, got {}",
+                 detail::json_integer_range<std::uint64_t>(), progress["seed"].dump());
     window_steps_ = count("window_steps");
     prior_seconds_ = progress.contains("seconds") ? progress_number(progress, "seconds") : 0.0;
     pending_lr_ = progress.contains("pending_lr") ? progress_number(progress, "pending_lr") : 0.0;
@@ -214,6 +221,15 @@ void Trainer::load_run(const fs::path& dir) {
         std::string_view what = e.what();
         if (what.starts_with("config.json: ")) what.remove_prefix(std::string_view("config.json: ").size());
         throw IoError(fmt::format("{}: {}", shown_path(dir / "config.json"), what));
+    }
+    // A resumed run is the same run: another seed would draw other steps from here on.
+    if (const auto progress = saved.config.value("progress", nlohmann::json::object());
+        progress.contains("seed")) {
+        const std::uint64_t seed = *detail::json_integer<std::uint64_t>(progress["seed"]);
+        AG_CHECK(seed == options_.seed, ValueError,
+                 "Trainer::fit: the run in {} was trained with seed {}, but this Trainer's seed is {}: a "
+                 "resumed run must be the same run (set TrainerOptions::seed to {}, or start a new run)",
+                 shown_path(dir), seed, options_.seed, seed);
     }
     const auto epoch = saved.optimizer.find("schedule.last_epoch");
     AG_CHECK(epoch != saved.optimizer.end() && epoch->second.numel() == 1 &&

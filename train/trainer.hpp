@@ -81,8 +81,11 @@ struct TrainerOptions {
     /// Clip the gradients' global 2-norm to this (optim::clip_grad_norm) before each optimizer
     /// step; 0: no clipping.
     double gradient_clip_val = 0.0;
-    std::uint64_t seed = 0;  ///< the seed of every step's generator (step_seed)
-    /// The run directory (train/run_dir.hpp) where checkpoints go; empty: nothing is saved.
+    /// The seed of every step's generator (step_seed). Saved in the run ("progress.seed"): a
+    /// resumed run must have the same seed, as it is the same run (max_steps may grow).
+    std::uint64_t seed = 0;
+    /// The run directory (train/run_dir.hpp) where checkpoints go; empty: nothing is saved. It
+    /// must not be the current directory or hold it (each save swaps in a new directory).
     std::filesystem::path default_root_dir{};
     /// Whether SIGINT / SIGTERM / SIGHUP save the run (when it has a directory) and end fit() after the
     /// step under way (FitResult::signal); a second signal ends the process at once.
@@ -189,7 +192,9 @@ public:
     /// run directory resumes it; ckpt_last resumes default_root_dir's run when there is one.
     /// A resumed run that has done max_steps returns at once. Throws IoError for a run directory that
     /// another process trains ("is being trained by another process"), that is not a
-    /// directory, or that is corrupt; ValueError / Diverged from the step, validation and
+    /// directory, that is the current directory or holds it, or that is corrupt; ValueError when
+    /// the run was saved with another seed; Diverged when a save meets non-finite parameters or
+    /// optimizer state (save_checkpoint); ValueError / Diverged from the step, validation and
     /// callbacks. Each saved generation is complete: an exception leaves the last one.
     FitResult fit(const StepFunction& step, const ValidationFunction& validate = {},
                   const std::filesystem::path& ckpt_path = {});

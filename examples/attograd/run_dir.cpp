@@ -192,6 +192,11 @@ RunProgress read_progress(const nlohmann::json& json) {
         }
     };
     number("steps_done", p.steps_done);
+    if (j.contains("seed")) {
+        p.seed = detail::json_integer<std::uint64_t>(j["seed"]);
+        AG_CHECK(p.seed, ValueError, "config.json: field 'progress.seed' must be an integer in {}, got {}",
+                 detail::json_integer_range<std::uint64_t>(), j["seed"].dump());
+    }
     number("seconds", p.seconds);
     number("heldout_token_accuracy", p.heldout_token_accuracy);
     number("heldout_sequence_accuracy", p.heldout_sequence_accuracy);
@@ -275,6 +280,7 @@ void check_task_fits(const RunConfig& config, const Task& task) {
 
 nlohmann::json to_json(const RunProgress& p) {
     return {{"steps_done", p.steps_done},
+            {"seed", p.seed ? nlohmann::json(*p.seed) : nlohmann::json(nullptr)},
             {"seconds", p.seconds},
             {"heldout_token_accuracy", p.heldout_token_accuracy},
             {"heldout_sequence_accuracy", p.heldout_sequence_accuracy},

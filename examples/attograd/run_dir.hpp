@@ -24,6 +24,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 
@@ -37,7 +38,8 @@ using train::read_run_json;
 /// exactly as the uninterrupted one would have.
 struct RunProgress {
     std::int64_t steps_done = 0;
-    double seconds = 0.0;  ///< training time so far (wall clock)
+    std::optional<std::uint64_t> seed;  ///< the Trainer's (train.seed, which it checks on resume; none in older runs)
+    double seconds = 0.0;               ///< training time so far (wall clock)
     double heldout_token_accuracy = 0.0;
     double heldout_sequence_accuracy = 0.0;
     bool reached_target = false;
