@@ -455,3 +455,33 @@ TEST_CASE("Trainer: a run directory that is the current directory or holds it is
     CHECK(below.fit().global_step == 40);
     fs::current_path(saved);
 }
+
+TEST_CASE("Trainer: EarlyStopping refuses a monitored metric that is NaN (check_finite), unless told not to") {
+    for (const bool check_finite : {true, false}) {
+        CAPTURE(check_finite);
+        Generator init(1);
+        TinyRegressor model(init);
+        optim::SGD sgd(model.parameters(), {.lr = 0.1});
+        train::Trainer trainer(model, sgd, {.max_steps = 4, .val_check_interval = 2});
+        auto early = std::make_shared<train::EarlyStopping>(train::EarlyStoppingOptions{
+            .monitor = "val_loss", .stopping_threshold = 0.1, .mode = "min", .check_finite = check_finite});
+        trainer.add_callback(early);
+        const auto fit = [&] {
+            return trainer.fit(
+                [&](std::int64_t, Generator& g) {
+                    const Tensor x = randn({4, 4}, g);
+                    return train::StepOutput{.loss = mse_loss(model.forward(x), target_of(x)), .logs = {}};
+                },
+                [] {
+                    return train::Metrics{{"val_loss", std::nan("")}};
+                });
+        };
+        if (check_finite) {
+            CHECK_THROWS_WITH_AS(fit(), doctest::Contains("monitor 'val_loss' is nan at step 2, not a finite value"),
+                                 ValueError);
+        } else {
+            CHECK(fit().global_step == 4);
+            CHECK_FALSE(early->reached());
+        }
+    }
+}
