@@ -228,7 +228,7 @@ void Trainer::load_run(const fs::path& dir) {
         const std::uint64_t seed = *detail::json_integer<std::uint64_t>(progress["seed"]);
         AG_CHECK(seed == options_.seed, ValueError,
                  "Trainer::fit: the run in {} was trained with seed {}, but this Trainer's seed is {}: a "
-                 "resumed run must be the same run (set TrainerOptions::seed to {}, or start a new run)",
+                 "resumed run must be the same run (resume it with seed {}, or start a new run)",
                  shown_path(dir), seed, options_.seed, seed);
     }
     const auto epoch = saved.optimizer.find("schedule.last_epoch");
