@@ -56,7 +56,8 @@ TEST_CASE("eval checks every --input before any work: with none usable it prints
         CHECK(o.err.find("--input ''") != std::string::npos);
     }
     // One good input: the bad one is reported first, then the evaluation and the prediction.
-    const Outcome mixed = run({"eval", "--run", tmp / "run", "--show", "0", "--input", "", "--input", "a b c d"});
+    const Outcome mixed =
+        run({"eval", "--run", tmp / "run", "--show", "0", "--input", "", "--input", "a b c d"});
     CHECK(mixed.code == 2);
     CHECK(mixed.out.find("input: a b c d -> ") != std::string::npos);
 }

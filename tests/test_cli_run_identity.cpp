@@ -48,7 +48,8 @@ TEST_CASE("fields config.json does not hold as train writes them are refused, na
 TEST_CASE("every message about a run's config.json names the run's directory") {
     TempDir tmp;
     fs::create_directories(tmp / "notes");
-    write_config(tmp / "notes", json{{"format", "my-notes"}, {"files", json::object()}});  // some other program's config.json
+    write_config(tmp / "notes", json{{"format", "my-notes"},
+                                     {"files", json::object()}});  // some other program's config.json
     const std::string shown = (fs::path(tmp / "notes") / "config.json").string();
     for (const char* command : {"eval", "inspect"})
         check_refused(run({command, "--run", tmp / "notes"}), {shown + ": field 'format' is not"});

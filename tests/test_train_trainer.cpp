@@ -381,10 +381,12 @@ TEST_CASE("Trainer: a save refuses NaN parameters, saying the run diverged, and 
     TinyRegressor unsaved(init2);
     optim::SGD sgd2(unsaved.parameters(), {.lr = 0.01});
     train::Trainer no_dir(unsaved, sgd2, {.max_steps = 2});
-    CHECK(no_dir.fit([&](std::int64_t, Generator& g) {
-                    const Tensor x = randn({8, 4}, g);
-                    return train::StepOutput{.loss = mse_loss(unsaved.forward(x), target_of(x)), .logs = {}};
-                }).global_step == 2);
+    CHECK(no_dir
+              .fit([&](std::int64_t, Generator& g) {
+                  const Tensor x = randn({8, 4}, g);
+                  return train::StepOutput{.loss = mse_loss(unsaved.forward(x), target_of(x)), .logs = {}};
+              })
+              .global_step == 2);
 }
 
 TEST_CASE("Trainer: the seed is part of the run: resuming with another seed is refused, naming both") {
@@ -418,10 +420,11 @@ TEST_CASE("Trainer: an optimizer over parameters that are not the model's is ref
     Generator init(1);
     TinyRegressor model(init), other(init);
     optim::SGD sgd(other.parameters(), {.lr = 0.1});
-    CHECK_THROWS_WITH_AS(train::Trainer(model, sgd, {.max_steps = 2}),
-                         doctest::Contains("the optimizer's parameter 0 (of 4, shape [8, 4]) is not a parameter "
-                                           "of the model (TinyRegressor)"),
-                         ValueError);
+    CHECK_THROWS_WITH_AS(
+        train::Trainer(model, sgd, {.max_steps = 2}),
+        doctest::Contains("the optimizer's parameter 0 (of 4, shape [8, 4]) is not a parameter "
+                          "of the model (TinyRegressor)"),
+        ValueError);
     std::vector<Tensor> mixed = model.parameters();
     mixed.push_back(other.parameters().back());
     optim::SGD partly(mixed, {.lr = 0.1});
@@ -456,7 +459,8 @@ TEST_CASE("Trainer: a run directory that is the current directory or holds it is
     fs::current_path(saved);
 }
 
-TEST_CASE("Trainer: EarlyStopping refuses a monitored metric that is NaN (check_finite), unless told not to") {
+TEST_CASE(
+    "Trainer: EarlyStopping refuses a monitored metric that is NaN (check_finite), unless told not to") {
     for (const bool check_finite : {true, false}) {
         CAPTURE(check_finite);
         Generator init(1);
@@ -477,7 +481,8 @@ TEST_CASE("Trainer: EarlyStopping refuses a monitored metric that is NaN (check_
                 });
         };
         if (check_finite) {
-            CHECK_THROWS_WITH_AS(fit(), doctest::Contains("monitor 'val_loss' is nan at step 2, not a finite value"),
+            CHECK_THROWS_WITH_AS(fit(),
+                                 doctest::Contains("monitor 'val_loss' is nan at step 2, not a finite value"),
                                  ValueError);
         } else {
             CHECK(fit().global_step == 4);

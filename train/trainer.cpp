@@ -161,8 +161,8 @@ nlohmann::json Trainer::state_dict() const {
 void Trainer::load_state_dict(const nlohmann::json& progress) {
     AG_CHECK(progress.is_object(), ValueError, "config.json: field 'progress' must be an object, got {}",
              progress.type_name());
-    std::set<std::string> own = {"steps_done", "seed",       "seconds",
-                                 "window_steps", "evaluation_pending", "pending_lr"};
+    std::set<std::string> own = {"steps_done",         "seed",      "seconds", "window_steps",
+                                 "evaluation_pending", "pending_lr"};
     for (const auto& callback : callbacks_) {
         callback->load_state_dict(progress);
         const nlohmann::json state = callback->state_dict();

@@ -147,9 +147,9 @@ int cmd_train(const TrainArgs& args) {
                 }
             },
             run.resuming ? run.out : std::filesystem::path());
-    } catch (const train::Diverged& e) {
-        throw_on_every_rank(e);  // decided from figures every rank shares
-    }  // any other error is reported as itself
+    } catch (const train::Diverged& e) {  // any other error is reported as itself
+        throw_on_every_rank(e);           // decided from figures every rank shares
+    }
     const std::string out = shell_quote(run.out.string());
     if (result.signal != 0) {
         if (ranks.is_main())

@@ -24,8 +24,8 @@
 
 #include <filesystem>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace attograd::cli {
@@ -38,8 +38,9 @@ using train::read_run_json;
 /// exactly as the uninterrupted one would have.
 struct RunProgress {
     std::int64_t steps_done = 0;
-    std::optional<std::uint64_t> seed;  ///< the Trainer's (train.seed, which it checks on resume; none in older runs)
-    double seconds = 0.0;               ///< training time so far (wall clock)
+    /// The Trainer's seed (train.seed, which it checks on resume); none in older runs.
+    std::optional<std::uint64_t> seed;
+    double seconds = 0.0;  ///< training time so far (wall clock)
     double heldout_token_accuracy = 0.0;
     double heldout_sequence_accuracy = 0.0;
     bool reached_target = false;

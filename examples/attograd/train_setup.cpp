@@ -272,7 +272,7 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
                 task = data::make_task(args.task);
         }
         config = default_config(*task);
-        
+
         if (config.task.name == "translate") set_translate_vocabulary(args, *task, config);
         // --data, separate: every token of each side of the file, the held-out examples' too (as
         // default_config's shared one)
