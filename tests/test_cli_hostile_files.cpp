@@ -205,13 +205,13 @@ TEST_CASE("a changed byte in config.json or a deleted files entry is refused, na
 
     // The documented way to edit it by hand: "config_fnv1a64": "unchecked"; the next save seals it.
     json edited = original;
-    edited["train"]["seed"] = 99;
+    edited["train"]["checkpoint_every"] = 7;
     edited[attograd::train::config_checksum_field] = attograd::train::config_unchecked;
     write_text(config, edited.dump(2));
     require_ok(run({"eval", "--run", tmp / "run"}));
     require_ok(run({"train", "--resume", tmp / "run", "--steps", "3", "--quiet"}));
     const json resealed = read_config(tmp / "run");
-    CHECK(resealed["train"]["seed"] == 99);
+    CHECK(resealed["train"]["checkpoint_every"] == 7);
     CHECK(resealed[attograd::train::config_checksum_field] == attograd::train::config_checksum(resealed));
     require_ok(run({"eval", "--run", tmp / "run"}));
 }

@@ -42,6 +42,26 @@ TEST_CASE("eval names a bad --input with bytes outside UTF-8 and control charact
     CHECK(count_lines(o.err) == 1);
 }
 
+TEST_CASE("eval checks every --input before any work: with none usable it prints nothing but the errors") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    for (const bool json_output : {false, true}) {
+        std::vector<std::string> args = {"eval", "--run", tmp / "run", "--input", "", "--input", not_utf8};
+        if (json_output) args.push_back("--json");
+        const Outcome o = run(args);
+        INFO(o.command, "\nstdout: ", o.out, "\nstderr: ", o.err);
+        CHECK(o.code == 2);
+        CHECK(o.out.empty());  // no held-out evaluation before (or after) the errors
+        CHECK(count_lines(o.err) == 2);
+        CHECK(o.err.find("--input ''") != std::string::npos);
+    }
+    // One good input: the bad one is reported first, then the evaluation and the prediction.
+    const Outcome mixed =
+        run({"eval", "--run", tmp / "run", "--show", "0", "--input", "", "--input", "a b c d"});
+    CHECK(mixed.code == 2);
+    CHECK(mixed.out.find("input: a b c d -> ") != std::string::npos);
+}
+
 TEST_CASE("eval reports an --input that is not valid UTF-8 by name and predicts the others") {
     TempDir tmp;
     train(tmp / "run", {"--task", "reverse", "--steps", "1"});

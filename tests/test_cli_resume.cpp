@@ -163,3 +163,15 @@ TEST_CASE("SIGHUP (a closed terminal) during training saves the run, exits 129, 
     require_ok(run({"train", "--resume", tmp / "run", "--quiet"}));
     CHECK(read_config(tmp / "run")["progress"]["steps_done"] == 6);
 }
+
+TEST_CASE("a run records its seed: a resume under another seed is refused as itself, not as divergence") {
+    TempDir tmp;
+    const std::string dir = tmp / "run";
+    require_ok(run(train_args(dir, "2")));  // --seed 3
+    CHECK(read_config(dir)["progress"]["seed"] == 3);
+    edit_config(dir, [](json& config) { config["train"]["seed"] = 4; });  // a hand-edited seed
+    const Outcome o = run({"train", "--resume", dir, "--steps", "4", "--quiet"});
+    check_refused(o, {"trained with seed 3", "seed is 4"});
+    CHECK(o.err.find("diverged") == std::string::npos);  // only a divergence reads so
+    CHECK(read_config(dir)["progress"]["steps_done"] == 2);
+}

@@ -45,6 +45,20 @@ TEST_CASE("fields config.json does not hold as train writes them are refused, na
     require_ok(run({"eval", "--run", tmp / "run"}));
 }
 
+TEST_CASE("every message about a run's config.json names the run's directory") {
+    TempDir tmp;
+    fs::create_directories(tmp / "notes");
+    write_config(tmp / "notes", json{{"format", "my-notes"},
+                                     {"files", json::object()}});  // some other program's config.json
+    const std::string shown = (fs::path(tmp / "notes") / "config.json").string();
+    for (const char* command : {"eval", "inspect"})
+        check_refused(run({command, "--run", tmp / "notes"}), {shown + ": field 'format' is not"});
+    train(tmp / "run", {"--task", "reverse", "--steps", "1"});
+    edit_config(tmp / "run", [](json& c) { c["model"]["embed_dim"] = -5; });
+    check_refused(run({"eval", "--run", tmp / "run"}),
+                  {(fs::path(tmp / "run") / "config.json").string() + ": model.embed_dim must be"});
+}
+
 TEST_CASE("a --data run's heldout.tsv must be the held-out split train saved") {
     TempDir tmp;
     const std::string pairs = pairs_text();

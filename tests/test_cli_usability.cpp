@@ -102,6 +102,39 @@ TEST_CASE("--help of every subcommand shows plain type names and the default of 
           std::string::npos);
 }
 
+// docs/reference/program.md is written by hand: a flag added to the program must be named there
+// too, and a default it quotes must be --help's (docs/howto/extend-program.md says so).
+TEST_CASE(
+    "docs/reference/program.md names every flag of every command's --help, and quotes no stale default") {
+    const std::string page = read_text(fs::path(ATTOGRAD_FIXTURE_DIR) / "../../docs/reference/program.md");
+    const auto named = [&](const std::string& flag) {
+        return std::regex_search(page, std::regex(flag + "([^a-z0-9-]|$)"));
+    };
+    std::string helps;
+    for (const std::string command : {"", "tasks", "train", "eval", "inspect", "sample"}) {
+        const Outcome o = run(command.empty() ? std::vector<std::string>{"--help"}
+                                              : std::vector<std::string>{command, "--help"});
+        REQUIRE(o.code == 0);
+        helps += o.out;
+        const std::regex flag("--[a-z][a-z0-9-]*");
+        for (auto it = std::sregex_iterator(o.out.begin(), o.out.end(), flag); it != std::sregex_iterator();
+             ++it) {
+            if (it->str() == "--help") continue;
+            INFO(command, " ", it->str());
+            CHECK(named(it->str()));
+        }
+    }
+    // A default quoted whole ("[default: 1000; sort: 2000]") must be one --help prints; a quote
+    // that ends in "..." is an example of the form only.
+    const std::regex quoted(R"(\[default: [^\]]*\])");
+    for (auto it = std::sregex_iterator(page.begin(), page.end(), quoted); it != std::sregex_iterator();
+         ++it) {
+        if (it->str().ends_with("...]")) continue;
+        INFO(it->str());
+        CHECK(helps.find(it->str()) != std::string::npos);
+    }
+}
+
 TEST_CASE("--version prints the CMake project's version and the GEMM backend") {
     const std::string cmake = read_text(fs::path(ATTOGRAD_FIXTURE_DIR) / "../../CMakeLists.txt");
     std::smatch m;

@@ -178,8 +178,8 @@ TEST_CASE("bidirectional override and isolate characters never reach the termina
     CHECK(input.out.find(lri) == std::string::npos);
     // eval --json prints the bad input's text as given: escaped in the JSON, never raw
     const std::string csi = "\xc2\x9b";  // C1 control introducer
-    const Outcome json_out =
-        run({"eval", "--run", tmp / "run", "--json", "--input", "a b" + lri + csi + " c"});
+    const Outcome json_out = run(
+        {"eval", "--run", tmp / "run", "--json", "--input", "a b" + lri + csi + " c", "--input", "a b c"});
     CHECK(json_out.code == 2);
     CHECK(json_out.out.find(lri) == std::string::npos);
     CHECK(json_out.out.find(csi) == std::string::npos);

@@ -7,6 +7,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 using namespace attograd;
 using namespace attograd::data;
@@ -56,6 +60,53 @@ TEST_CASE("the bundled tasks' entries carry their targets and defaults") {
     CHECK(data_task_entry().defaults.at("train.steps") == 2000);
     CHECK_THROWS_WITH_AS(task_entry("nope"), doctest::Contains("unknown task 'nope' (known: copy, reverse"),
                          ValueError);
+}
+
+namespace {
+
+/// The repository's file `name` (the tests' fixtures are in tests/fixtures).
+std::string repository_file(const std::string& name) {
+    const auto path = std::filesystem::path(ATTOGRAD_FIXTURE_DIR) / ".." / ".." / name;
+    std::ifstream in(path);
+    REQUIRE_MESSAGE(in.good(), path.string());
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+/// The part of `text` from the first `start` to the next `end` after it.
+std::string between(const std::string& text, const std::string& start, const std::string& end) {
+    const auto from = text.find(start);
+    REQUIRE_MESSAGE(from != std::string::npos, start);
+    const auto to = text.find(end, from + start.size());
+    REQUIRE_MESSAGE(to != std::string::npos, end);
+    return text.substr(from, to - from);
+}
+
+/// Whether `name` occurs in `text` as a whole task name (not inside keyword-end, say).
+bool names(const std::string& text, const std::string& name) {
+    const auto part_of_name = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-'; };
+    for (auto at = text.find(name); at != std::string::npos; at = text.find(name, at + 1)) {
+        const std::size_t after = at + name.size();
+        if ((at == 0 || !part_of_name(text[at - 1])) && (after == text.size() || !part_of_name(text[after])))
+            return true;
+    }
+    return false;
+}
+
+}  // namespace
+
+// The lists of bundled tasks that the docs write by hand (docs/howto/extend-program.md says to
+// extend them): a task added by the recipe must appear in each.
+TEST_CASE("every bundled task is named in README.md's data/ row and docs/reference/data.md's list") {
+    const std::string readme = between(repository_file("README.md"), "| `data/` |", "\n");
+    const std::string reference = between(repository_file("docs/reference/data.md"), "(bundled: ", ";");
+    for (const auto& name : task_names()) {
+        if (name == "twice") continue;  // this file's own, registered by the case below
+        CAPTURE(name);
+        CHECK(names(readme, name));
+        CHECK(names(reference, name));
+    }
 }
 
 TEST_CASE("a program registers its own task: make_task makes it and task_names lists it last") {

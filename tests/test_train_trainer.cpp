@@ -353,3 +353,140 @@ TEST_CASE("Trainer: callbacks and schedules that would lose a run's files or nev
                          doctest::Contains("the schedule drives another optimizer than this Trainer's"),
                          ValueError);
 }
+
+TEST_CASE("Trainer: a save refuses NaN parameters, saying the run diverged, and keeps the last generation") {
+    testing::TempDir tmp;
+    const fs::path dir = tmp.path() / "run";
+    Generator init(1);
+    TinyRegressor model(init);
+    optim::SGD sgd(model.parameters(), {.lr = 0.01});
+    // No DivergenceMonitor: only the save stands between NaN weights and the run directory.
+    train::Trainer trainer(model, sgd, {.max_steps = 20, .default_root_dir = dir});
+    trainer.add_callback(
+        std::make_shared<train::ModelCheckpoint>(train::ModelCheckpointOptions{.every_n_train_steps = 5}));
+    const auto step = [&](std::int64_t s, Generator& g) {
+        const Tensor x = randn({8, 4}, g);
+        const double scale = s >= 7 ? std::nan("") : 1.0;  // the loss of step 8 on is NaN
+        return train::StepOutput{.loss = mse_loss(model.forward(x), target_of(x)) * scale, .logs = {}};
+    };
+    CHECK_THROWS_WITH_AS(trainer.fit(step),
+                         doctest::Contains("training diverged by step 10: parameter 'hidden.bias' holds NaN"),
+                         train::Diverged);
+    const auto config = train::read_run_json(dir / "config.json");
+    CHECK(config["progress"]["steps_done"] == 5);  // the step-5 generation, whole and resumable
+    CHECK_NOTHROW(train::load_checkpoint(dir / "model.safetensors"));
+
+    // Without a run directory nothing is saved, so nothing is refused.
+    Generator init2(1);
+    TinyRegressor unsaved(init2);
+    optim::SGD sgd2(unsaved.parameters(), {.lr = 0.01});
+    train::Trainer no_dir(unsaved, sgd2, {.max_steps = 2});
+    CHECK(no_dir
+              .fit([&](std::int64_t, Generator& g) {
+                  const Tensor x = randn({8, 4}, g);
+                  return train::StepOutput{.loss = mse_loss(unsaved.forward(x), target_of(x)), .logs = {}};
+              })
+              .global_step == 2);
+}
+
+TEST_CASE("Trainer: the seed is part of the run: resuming with another seed is refused, naming both") {
+    testing::TempDir tmp;
+    const fs::path dir = tmp.path() / "run";
+    {
+        Program program(dir, 10);  // seed 3
+        CHECK(program.fit().global_step == 10);
+    }
+    CHECK(train::read_run_json(dir / "config.json")["progress"]["seed"] == 3);
+    {
+        Generator init{7};
+        TinyRegressor model{init};
+        optim::Adam adam{model.parameters(), optim::AdamOptions{.lr = 0.02}};
+        train::Trainer other(model, adam, {.max_steps = 20, .seed = 4, .default_root_dir = dir});
+        CHECK_THROWS_WITH_AS(
+            other.fit(
+                [&](std::int64_t, Generator& g) {
+                    const Tensor x = randn({16, 4}, g);
+                    return train::StepOutput{.loss = mse_loss(model.forward(x), target_of(x)), .logs = {}};
+                },
+                {}, train::ckpt_last),
+            doctest::Contains("was trained with seed 3, but this Trainer's seed is 4"), ValueError);
+    }
+    CHECK(train::read_run_json(dir / "config.json")["progress"]["steps_done"] == 10);  // untouched
+    Program longer(dir, 20);  // the same seed may train longer
+    CHECK(longer.fit(train::ckpt_last).global_step == 20);
+}
+
+TEST_CASE("Trainer: an optimizer over parameters that are not the model's is refused") {
+    Generator init(1);
+    TinyRegressor model(init), other(init);
+    optim::SGD sgd(other.parameters(), {.lr = 0.1});
+    CHECK_THROWS_WITH_AS(
+        train::Trainer(model, sgd, {.max_steps = 2}),
+        doctest::Contains("the optimizer's parameter 0 (of 4, shape [8, 4]) is not a parameter "
+                          "of the model (TinyRegressor)"),
+        ValueError);
+    std::vector<Tensor> mixed = model.parameters();
+    mixed.push_back(other.parameters().back());
+    optim::SGD partly(mixed, {.lr = 0.1});
+    CHECK_THROWS_WITH_AS(train::Trainer(model, partly, {.max_steps = 2}),
+                         doctest::Contains("parameter 4 (of 5"), ValueError);
+    const std::vector<Tensor> all = model.parameters();
+    optim::SGD some(std::vector<Tensor>(all.begin(), all.begin() + 2), {.lr = 0.1});  // fine-tuning a part
+    CHECK_NOTHROW(train::Trainer(model, some, {.max_steps = 2}));
+}
+
+TEST_CASE("Trainer: a run directory that is the current directory or holds it is refused before training") {
+    testing::TempDir tmp;
+    fs::create_directories(tmp.path() / "work" / "deeper");
+    const fs::path saved = fs::current_path();
+    fs::current_path(tmp.path() / "work" / "deeper");
+    for (const fs::path& dir : {fs::path("."), fs::path(".."), (tmp.path() / "work").lexically_normal()}) {
+        CAPTURE(dir);
+        std::int64_t steps = 0;
+        Program program(dir);
+        CHECK_THROWS_WITH_AS(program.trainer.fit(
+                                 [&](std::int64_t s, Generator& g) {
+                                     ++steps;
+                                     return program.step(s, g);
+                                 },
+                                 {}),
+                             doctest::Contains("is the current directory or holds it"), IoError);
+        CHECK(steps == 0);
+        CHECK(fs::exists(fs::current_path()));
+    }
+    Program below(tmp.path() / "work" / "deeper" / "run");  // a directory inside it is fine
+    CHECK(below.fit().global_step == 40);
+    fs::current_path(saved);
+}
+
+TEST_CASE(
+    "Trainer: EarlyStopping refuses a monitored metric that is NaN (check_finite), unless told not to") {
+    for (const bool check_finite : {true, false}) {
+        CAPTURE(check_finite);
+        Generator init(1);
+        TinyRegressor model(init);
+        optim::SGD sgd(model.parameters(), {.lr = 0.1});
+        train::Trainer trainer(model, sgd, {.max_steps = 4, .val_check_interval = 2});
+        auto early = std::make_shared<train::EarlyStopping>(train::EarlyStoppingOptions{
+            .monitor = "val_loss", .stopping_threshold = 0.1, .mode = "min", .check_finite = check_finite});
+        trainer.add_callback(early);
+        const auto fit = [&] {
+            return trainer.fit(
+                [&](std::int64_t, Generator& g) {
+                    const Tensor x = randn({4, 4}, g);
+                    return train::StepOutput{.loss = mse_loss(model.forward(x), target_of(x)), .logs = {}};
+                },
+                [] {
+                    return train::Metrics{{"val_loss", std::nan("")}};
+                });
+        };
+        if (check_finite) {
+            CHECK_THROWS_WITH_AS(fit(),
+                                 doctest::Contains("monitor 'val_loss' is nan at step 2, not a finite value"),
+                                 ValueError);
+        } else {
+            CHECK(fit().global_step == 4);
+            CHECK_FALSE(early->reached());
+        }
+    }
+}

@@ -69,6 +69,10 @@ void EarlyStopping::on_validation_end(Trainer& trainer, const Metrics& metrics) 
         throw ValueError(fmt::format("EarlyStopping: monitor '{}' is not among the validation metrics ({})",
                                      options_.monitor, names.empty() ? "none" : names));
     }
+    AG_CHECK(!options_.check_finite || std::isfinite(it->second), ValueError,
+             "EarlyStopping: monitor '{}' is {} at step {}, not a finite value (check_finite): training "
+             "stopped; the run keeps its last saved generation",
+             options_.monitor, it->second, trainer.global_step());
     reached_ = options_.mode == "max" ? it->second >= options_.stopping_threshold
                                       : it->second <= options_.stopping_threshold;
     if (reached_ && options_.stop) trainer.should_stop = true;

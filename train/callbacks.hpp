@@ -41,12 +41,16 @@ struct EarlyStoppingOptions {
     double stopping_threshold = 0;  ///< stop once the metric reaches it
     std::string mode = "max";       ///< "max": reached when >= the threshold; "min": when <=
     bool stop = true;               ///< false: only record whether the target was reached
+    /// Lightning's check_finite: a monitored value that is NaN or infinite ends fit() with a
+    /// ValueError saying so (a NaN never reaches the target, and config.json cannot hold it).
+    bool check_finite = true;
 };
 
 /// Stops training once a validation metric reaches its target (Lightning's EarlyStopping with
 /// `stopping_threshold`). Its state "reached_target" is saved, so that a resumed run that had
 /// reached it stops at once. Throws ValueError for an empty monitor or a mode other than
-/// "max" / "min", and (at a validation) when the metrics lack the monitored one.
+/// "max" / "min", and (at a validation) when the metrics lack the monitored one or, with
+/// check_finite, when it is NaN or infinite.
 class EarlyStopping : public Callback {
 public:
     /// Stops when `options.monitor` reaches `options.stopping_threshold` (ValueError for bad options).

@@ -106,7 +106,28 @@ void fault_point() {
     if (kill_at > 0 && ++count == kill_at) ::kill(::getpid(), SIGKILL);
 }
 
+bool holds_current_directory(const fs::path& dir) {
+    std::error_code ec;
+    const fs::path cwd = fs::current_path(ec), full = fs::weakly_canonical(fs::absolute(dir), ec);
+    if (ec || cwd.empty()) return false;
+    auto c = cwd.begin();
+    for (auto d = full.begin(); d != full.end(); ++d, ++c) {
+        if (d->empty()) continue;  // a trailing "/"
+        if (c == cwd.end() || *c != *d) return false;
+    }
+    return true;
+}
+
+void check_not_current_directory(const fs::path& dir) {
+    AG_CHECK(!holds_current_directory(dir), IoError,
+             "{}: is the current directory or holds it; each save replaces the run directory with a new "
+             "one, which would leave this process (and the shell that started it) in a deleted "
+             "directory: choose a directory below it",
+             shown_path(dir));
+}
+
 RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
+    check_not_current_directory(dir);
     AG_CHECK(!dir_.filename().empty() && dir_.has_parent_path() && dir_ != dir_.root_path(), IoError,
              "{}: not a directory name a run can be written to", shown_path(dir));
     std::error_code ec;

@@ -29,7 +29,8 @@ public:
     /// directories of DIR's writers that are no longer running. DIR is resolved by
     /// run_directory_path: a run reached through a symbolic link is written where the link
     /// points, and the link stays. Throws IoError naming the path when DIR exists and is not a
-    /// directory, or when the directory cannot be created.
+    /// directory, is the current directory or holds it (check_not_current_directory), or when
+    /// the directory cannot be created.
     explicit RunWriter(std::filesystem::path dir);
     /// Removes the staging directory unless commit() succeeded.
     ~RunWriter();
@@ -85,6 +86,15 @@ void verify_config_checksum(const nlohmann::json& config, const std::filesystem:
 /// the recorded size and checksum. Throws IoError naming the file and what differs (a flipped
 /// byte, a truncated or replaced file), or the field when "files" is malformed.
 void verify_run_files(const nlohmann::json& config, const std::filesystem::path& dir);
+
+/// Whether the directory `dir` is the current working directory or holds it. Each save swaps a
+/// new directory in place of a run directory, which would leave this process (and the shell that
+/// started it) in a deleted directory.
+bool holds_current_directory(const std::filesystem::path& dir);
+
+/// Throws IoError naming `dir` when holds_current_directory(dir): a run directory must not be
+/// the current directory or hold it.
+void check_not_current_directory(const std::filesystem::path& dir);
 
 /// Test hook for fault injection: when the environment variable ATTOGRAD_TEST_KILL_AT is k,
 /// the k-th call in this process (counting every file written and every rename of a run

@@ -2,6 +2,8 @@
 #include "train/trainer.hpp"
 
 #include "core/autograd.hpp"
+#include "core/detail/json_integer.hpp"
+#include "core/ops_reduce.hpp"
 #include "optim/clip_grad.hpp"
 #include "train/file_io.hpp"
 #include "train/run_dir.hpp"
@@ -10,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 #include <set>
 
 namespace attograd::train {
@@ -80,6 +83,17 @@ Trainer::Trainer(nn::Module& model, optim::Optimizer& optimizer, TrainerOptions 
     AG_CHECK(std::isfinite(options_.gradient_clip_val) && options_.gradient_clip_val >= 0.0, ValueError,
              "Trainer: gradient_clip_val must be finite and >= 0 (0: no clipping), got {}",
              options_.gradient_clip_val);
+    // An optimizer over another model's parameters would train nothing the Trainer saves.
+    std::set<const detail::TensorImpl*> own;
+    for (const Tensor& parameter : model_->parameters()) own.insert(parameter.impl().get());
+    const auto& stepped = optimizer_->parameters();
+    for (std::size_t i = 0; i < stepped.size(); ++i) {
+        AG_CHECK(own.contains(stepped[i].impl().get()), ValueError,
+                 "Trainer: the optimizer's parameter {} (of {}, shape {}) is not a parameter of the model "
+                 "({}): its steps would never change the model the Trainer trains and saves; build the "
+                 "optimizer over model.parameters()",
+                 i, stepped.size(), stepped[i].shape(), model_->type_name());
+    }
 }
 
 Trainer::~Trainer() = default;
@@ -133,6 +147,7 @@ void Trainer::check_interrupt() const {
 
 nlohmann::json Trainer::state_dict() const {
     nlohmann::json state = {{"steps_done", global_step_},
+                            {"seed", options_.seed},
                             {"seconds", seconds()},
                             {"window_steps", window_steps_},
                             {"evaluation_pending", validation_pending_},
@@ -146,7 +161,8 @@ nlohmann::json Trainer::state_dict() const {
 void Trainer::load_state_dict(const nlohmann::json& progress) {
     AG_CHECK(progress.is_object(), ValueError, "config.json: field 'progress' must be an object, got {}",
              progress.type_name());
-    std::set<std::string> own = {"steps_done", "seconds", "window_steps", "evaluation_pending", "pending_lr"};
+    std::set<std::string> own = {"steps_done",         "seed",      "seconds", "window_steps",
+                                 "evaluation_pending", "pending_lr"};
     for (const auto& callback : callbacks_) {
         callback->load_state_dict(progress);
         const nlohmann::json state = callback->state_dict();
@@ -160,6 +176,10 @@ void Trainer::load_state_dict(const nlohmann::json& progress) {
         return static_cast<std::int64_t>(value);
     };
     global_step_ = count("steps_done");
+    if (progress.contains("seed"))  // runs saved before the seed was recorded have none
+        AG_CHECK(detail::json_integer<std::uint64_t>(progress["seed"]), ValueError,
+                 "config.json: field 'progress.seed' must be an integer in {}, got {}",
+                 detail::json_integer_range<std::uint64_t>(), progress["seed"].dump());
     window_steps_ = count("window_steps");
     prior_seconds_ = progress.contains("seconds") ? progress_number(progress, "seconds") : 0.0;
     pending_lr_ = progress.contains("pending_lr") ? progress_number(progress, "pending_lr") : 0.0;
@@ -202,6 +222,15 @@ void Trainer::load_run(const fs::path& dir) {
         if (what.starts_with("config.json: ")) what.remove_prefix(std::string_view("config.json: ").size());
         throw IoError(fmt::format("{}: {}", shown_path(dir / "config.json"), what));
     }
+    // A resumed run is the same run: another seed would draw other steps from here on.
+    if (const auto progress = saved.config.value("progress", nlohmann::json::object());
+        progress.contains("seed")) {
+        const std::uint64_t seed = *detail::json_integer<std::uint64_t>(progress["seed"]);
+        AG_CHECK(seed == options_.seed, ValueError,
+                 "Trainer::fit: the run in {} was trained with seed {}, but this Trainer's seed is {}: a "
+                 "resumed run must be the same run (resume it with seed {}, or start a new run)",
+                 shown_path(dir), seed, options_.seed, seed);
+    }
     const auto epoch = saved.optimizer.find("schedule.last_epoch");
     AG_CHECK(epoch != saved.optimizer.end() && epoch->second.numel() == 1 &&
                  epoch->second.item() == static_cast<double>(global_step_),
@@ -223,10 +252,25 @@ void Trainer::load_run(const fs::path& dir) {
 }
 
 void Trainer::save_checkpoint() {
+    if (options_.default_root_dir.empty()) return;
+    // Checked on every rank (they hold the same parameters), so that all of them stop together.
+    const auto model_state = model_->state_dict();
+    const auto optimizer_state = optimizer_->state_dict();
+    for (const auto* state : {&model_state, &optimizer_state}) {
+        for (const auto& [name, tensor] : *state) {
+            if (!all_finite(tensor))
+                throw Diverged(fmt::format(
+                    "training diverged by step {}: {} '{}' holds NaN or Inf values, so the run was not "
+                    "saved ({} keeps its last saved generation); try a lower learning rate or gradient "
+                    "clipping",
+                    global_step_, state == &model_state ? "parameter" : "optimizer state", name,
+                    shown_path(options_.default_root_dir)));
+        }
+    }
     if (!options_.is_global_zero || run_path_.empty()) return;
     RunWriter writer(run_path_);
-    writer.save_tensors("model.safetensors", model_->state_dict());
-    auto state = prefixed(optimizer_->state_dict(), "optimizer.");
+    writer.save_tensors("model.safetensors", model_state);
+    auto state = prefixed(optimizer_state, "optimizer.");
     // Saved with or without a schedule: it is the check that the files are of one generation.
     state.insert_or_assign("schedule.last_epoch", scheduler_ ? scheduler_->state_dict().at("last_epoch")
                                                              : index_tensor({global_step_}, {}));
@@ -274,6 +318,7 @@ FitResult Trainer::fit(const StepFunction& step, const ValidationFunction& valid
     } release{this};
     const fs::path& dir = options_.default_root_dir;
     const bool last = ckpt_path == ckpt_last;
+    if (!dir.empty()) check_not_current_directory(dir);  // before any step is spent
     AG_CHECK(!last || !dir.empty(), ValueError,
              "Trainer::fit: ckpt_path \"last\" resumes the run in default_root_dir, which is not set");
     if (!dir.empty() && options_.is_global_zero) {

@@ -81,8 +81,11 @@ struct TrainerOptions {
     /// Clip the gradients' global 2-norm to this (optim::clip_grad_norm) before each optimizer
     /// step; 0: no clipping.
     double gradient_clip_val = 0.0;
-    std::uint64_t seed = 0;  ///< the seed of every step's generator (step_seed)
-    /// The run directory (train/run_dir.hpp) where checkpoints go; empty: nothing is saved.
+    /// The seed of every step's generator (step_seed). Saved in the run ("progress.seed"): a
+    /// resumed run must have the same seed, as it is the same run (max_steps may grow).
+    std::uint64_t seed = 0;
+    /// The run directory (train/run_dir.hpp) where checkpoints go; empty: nothing is saved. It
+    /// must not be the current directory or hold it (each save swaps in a new directory).
     std::filesystem::path default_root_dir{};
     /// Whether SIGINT / SIGTERM / SIGHUP save the run (when it has a directory) and end fit() after the
     /// step under way (FitResult::signal); a second signal ends the process at once.
@@ -164,7 +167,8 @@ class Trainer {
 public:
     /// `model` and `optimizer` (over the model's parameters) must outlive the Trainer. Throws
     /// ValueError naming the option when max_steps < 0, val_check_interval < 0,
-    /// log_every_n_steps < 1 or gradient_clip_val < 0.
+    /// log_every_n_steps < 1 or gradient_clip_val < 0, and naming the parameter when the
+    /// optimizer steps a tensor that is not one of the model's parameters.
     Trainer(nn::Module& model, optim::Optimizer& optimizer, TrainerOptions options = {});
     ~Trainer();
     Trainer(const Trainer&) = delete;
@@ -188,13 +192,17 @@ public:
     /// run directory resumes it; ckpt_last resumes default_root_dir's run when there is one.
     /// A resumed run that has done max_steps returns at once. Throws IoError for a run directory that
     /// another process trains ("is being trained by another process"), that is not a
-    /// directory, or that is corrupt; ValueError / Diverged from the step, validation and
+    /// directory, that is the current directory or holds it, or that is corrupt; ValueError when
+    /// the run was saved with another seed; Diverged when a save meets non-finite parameters or
+    /// optimizer state (save_checkpoint); ValueError / Diverged from the step, validation and
     /// callbacks. Each saved generation is complete: an exception leaves the last one.
     FitResult fit(const StepFunction& step, const ValidationFunction& validate = {},
                   const std::filesystem::path& ckpt_path = {});
 
     /// Writes the run as it stands now as a new generation of default_root_dir (nothing on a
-    /// process that is not is_global_zero or without a directory). Throws IoError.
+    /// process that is not is_global_zero or without a directory). Throws Diverged, on every
+    /// process, when a parameter or an optimizer state tensor holds NaN or Inf (the directory
+    /// keeps its last generation: a run never saves what it cannot resume); IoError.
     void save_checkpoint();
     /// Throws Interrupted when SIGINT / SIGTERM / SIGHUP arrived (for long validations).
     void check_interrupt() const;
@@ -248,8 +256,10 @@ private:
     std::filesystem::path run_path_;  ///< default_root_dir as the lock resolved it
 };
 
-/// The divergence rule's error (DivergenceMonitor): a ValueError every rank of a data-parallel
-/// run meets at the same step, as it is decided from figures they all share.
+/// Training diverged (DivergenceMonitor's rule, or a save meeting non-finite parameters): a
+/// ValueError every rank of a data-parallel run meets at the same step, as it is decided from
+/// figures they all share. Its message starts "training diverged"; catch it apart from other
+/// ValueErrors to tell a diverged run from a bad input.
 class Diverged : public ValueError {
 public:
     using ValueError::ValueError;

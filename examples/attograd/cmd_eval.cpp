@@ -55,17 +55,9 @@ int cmd_eval(const EvalArgs& args) {
     const auto& held_out = task.held_out();
     const DecodeSettings decoding{.beam = args.beam, .length_penalty = args.length_penalty};
     check_decoding(decoding, run.config.model);
-    const Evaluation result = evaluate(*run.model, vocabularies(run.config), held_out, decoding);
-    // BLEU scores translations against their references: translate and --data runs, not the
-    // bundled tasks' one right answer nor a language model's next-token guesses.
-    const bool translation = run.config.task.name == "translate" || run.config.task.name == "data";
-    const data::BleuScore bleu =
-        translation ? held_out_bleu(task, held_out, result.predictions) : data::BleuScore{};
-    const auto alignment = alignment_by_head(*run.model, run.config.model, task, vocabularies(run.config),
-                                             held_out, result.predictions);
-
-    // Predictions for --input texts (with the right answer where the task can compute it). A bad
-    // input is reported, naming it, and the others still run; the exit code is then 2.
+    // Every --input is read and checked before any work or output: a bad one is reported (naming
+    // it) first, the others still run, and the exit code is then 2; when every one is bad the
+    // command stops there.
     struct Input {
         std::string text, error;
         std::vector<std::string> source, target, prediction;
@@ -74,17 +66,29 @@ int cmd_eval(const EvalArgs& args) {
     for (const auto& text : args.inputs) {
         Input& input = inputs.emplace_back();
         input.text = text;
+        input.error = input_error([&] { input.source = read_input(task, run.config, text); });
+    }
+    const auto failed = [](const Input& i) { return !i.error.empty(); };
+    if (!inputs.empty() && std::all_of(inputs.begin(), inputs.end(), failed)) return 2;
+
+    const Evaluation result = evaluate(*run.model, vocabularies(run.config), held_out, decoding);
+    // BLEU scores translations against their references: translate and --data runs, not the
+    // bundled tasks' one right answer nor a language model's next-token guesses.
+    const bool translation = run.config.task.name == "translate" || run.config.task.name == "data";
+    const data::BleuScore bleu =
+        translation ? held_out_bleu(task, held_out, result.predictions) : data::BleuScore{};
+    const auto alignment = alignment_by_head(*run.model, run.config.model, task, vocabularies(run.config),
+                                             held_out, result.predictions);
+    for (Input& input : inputs) {  // predictions, with the right answer where the task can compute it
+        if (failed(input)) continue;
         input.error = input_error([&] {
-            input.source = read_input(task, run.config, text);
             const std::vector<std::vector<std::int64_t>> ids{
                 encode_tokens(run.config.vocab, input.source, false)};
             input.prediction = vocabularies(run.config).target.decode(run.model->predict(ids, decoding)[0]);
             input.target = task.solve(input.source).value_or(std::vector<std::string>{});
         });
     }
-    const bool any_failed =
-        std::any_of(inputs.begin(), inputs.end(), [](const Input& i) { return !i.error.empty(); });
-    const int code = any_failed ? 2 : 0;
+    const int code = std::any_of(inputs.begin(), inputs.end(), failed) ? 2 : 0;
     std::optional<fs::path> wrote;  // --to FILE: the results, also printed below
 
     if (args.json || !args.to.empty()) {

@@ -162,6 +162,20 @@ int cmd_inspect(const InspectArgs& args) {
     check_decoding(decoding, run.config.model);
     // Summary lines and progress go to stdout, or to stderr when stdout carries the data (--to -).
     std::FILE* summary = args.to == "-" ? stderr : stdout;
+    // As eval: every --input is checked before any work or output; a bad one is reported, naming
+    // it, and the others are still inspected; the exit code is then 2 (and nothing is computed or
+    // written when every input is bad).
+    std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases;
+    bool any_failed = false;
+    for (const auto& text : args.inputs) {
+        any_failed |= !input_error([&] {
+                           auto source = read_input(task, run.config, text);
+                           auto target = task.solve(source).value_or(std::vector<std::string>{});
+                           cases.emplace_back(std::move(source), std::move(target));
+                       }).empty();
+    }
+    if (!args.inputs.empty() && cases.empty()) return 2;
+    const int code = any_failed ? 2 : 0;
     std::optional<FaithfulnessRun> faithfulness;
     if (args.faithfulness) {
         if (run.model->attention_layers().empty())
@@ -175,24 +189,11 @@ int cmd_inspect(const InspectArgs& args) {
             faithfulness->examples, faithfulness->decisions, faithfulness->seconds);
         if (args.format == "term") {
             output(stdout, "{}\n\n{}", measured, inspect::to_text(faithfulness->table));
-            return 0;
+            return code;
         }
         output(summary, "{}\n", measured);
     }
 
-    // As eval: a bad --input is reported, naming it, and the others are still inspected; the exit
-    // code is then 2 (and nothing is written when every input is bad).
-    std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases;
-    bool any_failed = false;
-    for (const auto& text : args.inputs) {
-        any_failed |= !input_error([&] {
-                           auto source = read_input(task, run.config, text);
-                           auto target = task.solve(source).value_or(std::vector<std::string>{});
-                           cases.emplace_back(std::move(source), std::move(target));
-                       }).empty();
-    }
-    if (!args.inputs.empty() && cases.empty()) return 2;
-    const int code = any_failed ? 2 : 0;
     // With --faithfulness, --samples counts the examples measured; the report draws the first.
     const std::int64_t drawn = args.faithfulness ? 1 : args.samples;
     for (std::int64_t i = 0; args.inputs.empty() && i < drawn && i < std::ssize(task.held_out()); ++i) {

@@ -24,6 +24,15 @@ namespace {
 /// (a longer run thins them and doubles the period: inspect::SnapshotOptions).
 constexpr std::int64_t max_snapshots = 32;
 
+/// A ValueError met in the model's own outputs on inputs checked when the run was set up (the
+/// training batches, the held-out examples, the snapshot probes): with finite parameters the
+/// outputs can still overflow (a huge --lr), which is the run diverging, not a bad input. A plain
+/// ValueError, as only the ranks that compute it meet it (snapshots are rank 0's).
+ValueError diverged_outputs(std::int64_t step, const ValueError& e) {
+    return ValueError(
+        fmt::format("training diverged at step {}: {}; try a lower --lr or --clip", step, e.what()));
+}
+
 }  // namespace
 
 int cmd_train(const TrainArgs& args) {
@@ -70,6 +79,15 @@ int cmd_train(const TrainArgs& args) {
         auto probes =
             snapshot_probes(model, config.model, *run.task, vocabularies(config), snapshot_probe_count);
         if (!probes.empty()) {
+            for (inspect::SnapshotProbe& probe : probes) {
+                probe.forward = [forward = std::move(probe.forward), &trainer] {
+                    try {
+                        return forward();
+                    } catch (const ValueError& e) {
+                        throw diverged_outputs(trainer.global_step(), e);
+                    }
+                };
+            }
             // The period the earlier run reached, unless --snapshot-every changed it.
             const bool same_period = !args.was_given("snapshot-every") ||
                                      args.flags.train.snapshot_every == run.run_snapshot_every;
@@ -110,17 +128,27 @@ int cmd_train(const TrainArgs& args) {
         t.optim, t.lr, t.batch, t.steps, run.counters.steps_done, 100 * target_accuracy(info.name),
         info.metric == Metric::Sequence ? "sequence" : "token", run.task->held_out().size()));
 
+    const train::ValidationFunction validate = heldout_validation(model, config, *run.task, trainer);
     train::FitResult result;
     try {
-        result = trainer.fit(std::ref(step), heldout_validation(model, config, *run.task, trainer),
-                             run.resuming ? run.out : std::filesystem::path());
-    } catch (const train::Diverged& e) {
-        throw_on_every_rank(e);  // decided from figures every rank shares
-    } catch (const ValueError& e) {
-        // With finite parameters the outputs can still overflow (a huge --lr): a validation or a
-        // snapshot then meets NaN, which is the run diverging, not a bad input.
-        throw ValueError(fmt::format("training diverged at step {}: {}; try a lower --lr or --clip",
-                                     trainer.global_step(), e.what()));
+        result = trainer.fit(
+            [&](std::int64_t at, Generator& generator) {
+                try {
+                    return step(at, generator);
+                } catch (const ValueError& e) {
+                    throw diverged_outputs(at + 1, e);
+                }
+            },
+            [&] {
+                try {
+                    return validate();
+                } catch (const ValueError& e) {
+                    throw diverged_outputs(trainer.global_step(), e);
+                }
+            },
+            run.resuming ? run.out : std::filesystem::path());
+    } catch (const train::Diverged& e) {  // any other error is reported as itself
+        throw_on_every_rank(e);           // decided from figures every rank shares
     }
     const std::string out = shell_quote(run.out.string());
     if (result.signal != 0) {

@@ -207,6 +207,11 @@ RunProgress read_progress(const nlohmann::json& json) {
         }
     };
     number("steps_done", p.steps_done);
+    if (j.contains("seed")) {
+        p.seed = detail::json_integer<std::uint64_t>(j["seed"]);
+        AG_CHECK(p.seed, ValueError, "config.json: field 'progress.seed' must be an integer in {}, got {}",
+                 detail::json_integer_range<std::uint64_t>(), j["seed"].dump());
+    }
     number("seconds", p.seconds);
     number("heldout_token_accuracy", p.heldout_token_accuracy);
     number("heldout_sequence_accuracy", p.heldout_sequence_accuracy);
@@ -290,6 +295,7 @@ void check_task_fits(const RunConfig& config, const Task& task) {
 
 nlohmann::json to_json(const RunProgress& p) {
     return {{"steps_done", p.steps_done},
+            {"seed", p.seed ? nlohmann::json(*p.seed) : nlohmann::json(nullptr)},
             {"seconds", p.seconds},
             {"heldout_token_accuracy", p.heldout_token_accuracy},
             {"heldout_sequence_accuracy", p.heldout_sequence_accuracy},
@@ -324,11 +330,11 @@ void check_heldout_checksum(const RunConfig& config, const Task& task, const std
         data::escape_control(config.task.heldout_fnv1a64), name, sum, why));
 }
 
-LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
-    const nlohmann::json json = train::open_run(dir);
+/// A run's settings from its config.json `json` into `run`: the configuration, progress and task,
+/// each checked against the others and the machine's memory.
+void read_run_settings(const nlohmann::json& json, const std::filesystem::path& dir, bool for_training,
+                       LoadedRun& run) {
     const auto config_path = dir / "config.json";
-    LoadedRun run;
-    run.dir = dir;
     try {
         run.config = run_config_from_json(json);
         run.counters = read_progress(json);
@@ -346,11 +352,43 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     validate(run.config, run.task->info(), SettingNames::config_file());
     // Before the model is built: a hand-edited size (or a smaller machine) is refused, not OOM-killed.
     check_memory(run.config, SettingNames::config_file(), available_bytes(), for_training);
-    run.generator = std::make_unique<Generator>(run.config.train.seed);
-    run.model = make_model(run.config.model, vocabularies(run.config), *run.generator);
-    if (run.config.model.uniform_attention >= 0)
-        run.model = with_uniform_attention(run.model, run.config.model.uniform_attention,
-                                           "config.json: model.uniform_attention");
+}
+
+/// Runs `body`, which checks the settings of the run whose config.json is `config_path`: an error
+/// it throws starting "config.json: " names the file by its path instead (same type), so that a
+/// message says which directory is not a run, or which run is bad.
+template <class Body>
+void naming_config(const std::filesystem::path& config_path, Body&& body) {
+    constexpr std::string_view bare = "config.json: ";
+    const auto rethrow = [&]<class E>(const E& e) {
+        const std::string_view what = e.what();
+        if (!what.starts_with(bare)) throw;
+        throw E(fmt::format("{}: {}", shown_path(config_path), what.substr(bare.size())));
+    };
+    try {
+        body();
+    } catch (const ValueError& e) {
+        rethrow(e);
+    } catch (const IoError& e) {
+        rethrow(e);
+    } catch (const UsageError& e) {
+        rethrow(e);
+    }
+}
+
+LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
+    const nlohmann::json json = train::open_run(dir);
+    const auto config_path = dir / "config.json";
+    LoadedRun run;
+    run.dir = dir;
+    naming_config(config_path, [&] {
+        read_run_settings(json, dir, for_training, run);
+        run.generator = std::make_unique<Generator>(run.config.train.seed);
+        run.model = make_model(run.config.model, vocabularies(run.config), *run.generator);
+        if (run.config.model.uniform_attention >= 0)
+            run.model = with_uniform_attention(run.model, run.config.model.uniform_attention,
+                                               "config.json: model.uniform_attention");
+    });
     const auto weights = dir / "model.safetensors";
     const auto state = train::load_checkpoint(weights);
     try {

@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace attograd::cli {
@@ -37,6 +38,8 @@ using train::read_run_json;
 /// exactly as the uninterrupted one would have.
 struct RunProgress {
     std::int64_t steps_done = 0;
+    /// The Trainer's seed (train.seed, which it checks on resume); none in older runs.
+    std::optional<std::uint64_t> seed;
     double seconds = 0.0;  ///< training time so far (wall clock)
     double heldout_token_accuracy = 0.0;
     double heldout_sequence_accuracy = 0.0;

@@ -143,17 +143,10 @@ void check_out_is_free(const fs::path& out, bool force) {
     }
 }
 
-/// Refuses a run directory that is the current directory or holds it: each save swaps a new
-/// directory in place of DIR, which would leave the calling shell in a deleted directory.
+/// Refuses a run directory that is the current directory or holds it (as the library does,
+/// train::check_not_current_directory), as bad usage naming the option.
 void check_not_cwd(const fs::path& dir, const char* option) {
-    std::error_code ec;
-    const fs::path cwd = fs::current_path(ec), full = fs::weakly_canonical(fs::absolute(dir), ec);
-    if (ec || cwd.empty()) return;
-    auto c = cwd.begin();
-    for (auto d = full.begin(); d != full.end(); ++d, ++c) {
-        if (d->empty()) continue;  // a trailing "/"
-        if (c == cwd.end() || *c != *d) return;
-    }
+    if (!train::holds_current_directory(dir)) return;
     throw UsageError(fmt::format(
         "{} {}: is the current directory or holds it; each save replaces the run directory, which "
         "would leave your shell in a deleted directory: run attograd from outside it",
