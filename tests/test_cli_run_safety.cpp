@@ -5,6 +5,7 @@
 #include "core/atomic_file.hpp"
 #include "train/run_dir.hpp"
 #include "train/run_lock.hpp"
+#include "train/run_writer.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -358,4 +359,29 @@ TEST_CASE("train --resume of a --data run refuses a TSV file that changed since 
     write_text(tmp / "pairs.tsv", pairs);  // the original again
     require_ok(resume());
     CHECK(steps_done(tmp / "run") == 4);
+}
+
+TEST_CASE("a save over a directory that holds no run keeps every entry of it") {
+    // Such as a directory a link put in DIR's place while training: its files are the user's.
+    TempDir tmp;
+    const fs::path dir = fs::path(tmp / "d");
+    fs::create_directories(dir / "sub");
+    write_text(dir / "notes.txt", "mine");
+    write_text(dir / "sub" / "x", "x");
+    {
+        attograd::train::RunWriter writer(dir);
+        writer.write_file("a.txt", "A");
+        writer.commit(json::object());
+    }
+    CHECK(read_text(dir / "notes.txt") == "mine");
+    CHECK(read_text(dir / "sub" / "x") == "x");
+    CHECK(read_text(dir / "a.txt") == "A");
+    // The next save replaces the run's own files and keeps the user's again.
+    {
+        attograd::train::RunWriter writer(dir);
+        writer.write_file("a.txt", "B");
+        writer.commit(json::object());
+    }
+    CHECK(read_text(dir / "notes.txt") == "mine");
+    CHECK(read_text(dir / "a.txt") == "B");
 }

@@ -60,13 +60,15 @@ std::set<std::string> listed_files(const fs::path& generation) {
     return names;
 }
 
-/// Moves the entries of the former generation `old` that are not its run files into `dir`
-/// (unless `dir` has one of that name), then removes `old`. A generation without a readable
-/// config.json never held anything else and is just removed.
-void retire(const fs::path& old, const fs::path& dir) {
+/// Moves the entries of `old` that are not its run files into `dir` (unless `dir` has one of
+/// that name), then removes `old`. `old` is the directory a save replaced (`replaced`: every
+/// entry not listed in its config.json is the user's, all of them when it has none, such as a
+/// directory that was no run yet or one a link put in DIR's place while training), or a dead
+/// writer's staging directory (only run files and temporaries: moved only when it was committed).
+void retire(const fs::path& old, const fs::path& dir, bool replaced) {
     const auto run_files = listed_files(old);
     std::error_code ec;
-    if (!run_files.empty() && fs::is_directory(dir, ec)) {
+    if ((replaced || !run_files.empty()) && fs::is_directory(dir, ec)) {
         for (const auto& entry : fs::directory_iterator(old, ec)) {
             const std::string name = entry.path().filename().string();
             if (run_files.contains(name) || fs::exists(fs::symlink_status(dir / name, ec))) continue;
@@ -144,7 +146,7 @@ RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
         const pid_t pid = staging_pid(entry.path().filename().string(), prefix);
         if (pid != 0 && pid != ::getpid() && entry.symlink_status(ec).type() == fs::file_type::directory &&
             ::kill(pid, 0) != 0 && errno == ESRCH)
-            retire(entry.path(), dir_);
+            retire(entry.path(), dir_, false);
     }
     // Made here and now (never an existing one, nor one a link points to): every file of the
     // generation is new in a directory only this writer writes. A name taken (left by an
@@ -213,7 +215,7 @@ void RunWriter::commit(nlohmann::json config) {
     const fs::path old = replace_directory(staging_, dir_, shown_path(dir_));
     committed_ = true;
     fault_point();
-    if (!old.empty()) retire(old, dir_);
+    if (!old.empty()) retire(old, dir_, true);
 }
 
 std::string config_checksum(nlohmann::json config) {
