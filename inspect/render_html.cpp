@@ -3,6 +3,7 @@
 // (inspect/report/).
 #include "inspect/render_html.hpp"
 
+#include "data/text.hpp"
 #include "inspect/chart_svg.hpp"
 #include "inspect/detail/report_assets.hpp"
 #include "inspect/faithfulness_html.hpp"
@@ -14,14 +15,17 @@
 #include <algorithm>
 
 namespace attograd::inspect {
-
 namespace {
+
+// Text from the run (paths, settings, notes) as the page shows it: control, bidirectional and
+// invisible characters escaped as every other display escapes them, then made safe for HTML.
+std::string shown(std::string_view text) { return xml_escape(data::escape_control(text)); }
 
 std::string curves_html(const Report& report) {
     std::string out = "<section id=\"curves\">\n<h2>Training curves</h2>\n";
     if (report.charts_error) {
         out += "<p class=\"error\" id=\"charts-error\">the training curves could not be drawn: " +
-               xml_escape(*report.charts_error) + "</p>\n";
+               shown(*report.charts_error) + "</p>\n";
     } else if (report.charts.empty()) {
         out += "<p class=\"empty\">no training curves in this report</p>\n";
     } else {
@@ -40,8 +44,7 @@ std::string config_html(const Report& report) {
         "<table class=\"config\">\n",
         report.config.size());
     for (const auto& [key, value] : report.config)
-        out +=
-            fmt::format("<tr><td>{}</td><td><code>{}</code></td></tr>\n", xml_escape(key), xml_escape(value));
+        out += fmt::format("<tr><td>{}</td><td><code>{}</code></td></tr>\n", shown(key), shown(value));
     return out + "</table>\n</details>\n";
 }
 
@@ -86,7 +89,7 @@ std::string attention_html(const Report& report) {
                   "task defines none): no cell is outlined and no alignment share is shown.</p>\n"
                 : "<p class=\"hint\" id=\"no-alignment\">No cell is outlined and no alignment share is "
                   "shown: the task gives no right key for each input, only a description (" +
-                      xml_escape(report.alignment_legend) + ").</p>\n";
+                      shown(report.alignment_legend) + ").</p>\n";
     }
     out += R"(<div class="tokens" id="tokens"></div>
 <p class="empty" id="no-maps" hidden>no attention maps were recorded for this input</p>
@@ -130,13 +133,13 @@ std::string render_html(const Report& report) {
     // Serialise (and so validate) the data first: bad input throws before any page is built.
     const std::string data =
         report.examples.empty() && report.snapshots.empty() ? "" : report_data_json(report);
-    const std::string title = xml_escape(report.title.empty() ? "attention report" : report.title);
+    const std::string title = shown(report.title.empty() ? "attention report" : report.title);
     std::string out = fmt::format(
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{0}</title>\n"
         "<style>{1}</style>\n</head>\n<body>\n<h1>{0}</h1>\n",
         title, detail::report_css());
-    for (const auto& note : report.notes) out += "<p class=\"note\">" + xml_escape(note) + "</p>\n";
+    for (const auto& note : report.notes) out += "<p class=\"note\">" + shown(note) + "</p>\n";
     // The attention first: the page opens on the answer, the curves and settings follow.
     out += attention_html(report);
     if (report.faithfulness) out += faithfulness_html(*report.faithfulness);

@@ -449,3 +449,15 @@ TEST_CASE("render_html refuses maps with the wrong shape, non-finite weights or 
     report.charts[1].series[0].x.push_back(110);
     CHECK_THROWS_WITH_AS(render_html(report), doctest::Contains("chart 'held-out accuracy'"), ShapeError);
 }
+
+TEST_CASE("text from the run reaches the page with control and bidirectional characters escaped") {
+    Report report = testing::synthetic_report();
+    report.title = "run \u202e1gnp.exe";
+    report.config.emplace_back("task.data", "/tmp/e\x1b[31msc.tsv");
+    report.notes.push_back("note \x07 with a bell");
+    const std::string html = render_html(report);
+    for (const std::string raw : {"\x1b", "\u202e", "\x07"}) CHECK(html.find(raw) == std::string::npos);
+    CHECK(html.find("/tmp/e\\x1b[31msc.tsv") != std::string::npos);
+    CHECK(html.find("run \\u202e1gnp.exe") != std::string::npos);
+    CHECK(html.find("note \\x07 with a bell") != std::string::npos);
+}
