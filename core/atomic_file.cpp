@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>  // renameat2, RENAME_EXCHANGE (glibc >= 2.28)
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,6 +36,30 @@ void check_protected_link(const fs::path& link, const std::string& where) {
              "{}: the symbolic link '{}' is owned by uid {} in a sticky world-writable directory owned "
              "by uid {}; not following it (another user may have planted it)",
              where, link.string(), link_stat.st_uid, dir_stat.st_uid);
+}
+
+/// Removes the temporary files `.NAME.tmp.PID.N` in `dir` that a process no longer running
+/// left (killed between creating and renaming one): regular files only, never a link, and never
+/// a temporary of a live process (which may be writing it).
+void remove_stale_temporaries(const fs::path& dir, const std::string& name) {
+    const std::string prefix = "." + name + ".tmp.";
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir.empty() ? fs::path(".") : dir, ec)) {
+        const std::string file = entry.path().filename().string();
+        if (file.rfind(prefix, 0) != 0) continue;
+        const std::string rest = file.substr(prefix.size());
+        const std::size_t dot = rest.find('.');
+        const auto digits = [](std::string_view t) {
+            return !t.empty() && t.size() <= 10 &&
+                   std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+        };
+        if (dot == std::string::npos || !digits(rest.substr(0, dot)) || !digits(rest.substr(dot + 1)))
+            continue;
+        const long pid = std::stol(rest.substr(0, dot));
+        if (pid <= 0 || pid == ::getpid() || entry.symlink_status(ec).type() != fs::file_type::regular)
+            continue;
+        if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove(entry.path(), ec);
+    }
 }
 
 }  // namespace
@@ -77,6 +102,7 @@ AtomicFile::AtomicFile(const fs::path& path, std::string where, Symlinks symlink
     // At most 200 bytes of the name: the temporary name must fit the 255-byte limit whenever
     // the target's does.
     const std::string name = target.filename().string().substr(0, 200);
+    remove_stale_temporaries(target.parent_path(), name);
     static std::atomic<unsigned> counter{0};
     for (int attempt = 0;; ++attempt) {
         temp_ = target.parent_path() / fmt::format(".{}.tmp.{}.{}", name, ::getpid(), counter.fetch_add(1));

@@ -12,7 +12,8 @@ namespace attograd {
 /// to `target` (`.NAME.tmp.PID.N`, created exclusively); commit() fsyncs it, renames it over
 /// `target` and fsyncs the directory, so readers see the old file or the whole new one, never a
 /// part. Destroyed without commit() (an exception, a failed write), it removes the temporary
-/// file and leaves `target` as it was. Refuses a `target` that exists and is not a regular file:
+/// file and leaves `target` as it was; the temporaries of `target` that a process no longer
+/// running left (killed before its rename) are removed when the next one is made. Refuses a `target` that exists and is not a regular file:
 /// renaming over a device or FIFO (as root: /dev/null) would replace it. A replaced file keeps
 /// its permission bits. A symbolic link at `target` is written through: the file it points to
 /// (after every link in the chain) is replaced and the link stays; a link to what is not a

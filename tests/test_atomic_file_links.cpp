@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -106,4 +107,26 @@ TEST_CASE("save_safetensors with Symlinks::refuse does not write through a link"
     CHECK(read_bytes(dir / "victim") == "old");
     save_safetensors(dir / "model.safetensors", {{"w", zeros({2})}});  // the default follows it
     CHECK(load_safetensors(dir / "victim").at("w").numel() == 2);
+}
+
+TEST_CASE("a temporary a killed writer left is removed by the next write of that file, a live one's kept") {
+    TempDir tmp;
+    const fs::path dir = tmp.path();
+    const pid_t dead = ::fork();  // a PID that no longer runs: a child that exited and was reaped
+    if (dead == 0) ::_exit(0);
+    REQUIRE(dead > 0);
+    int status = 0;
+    REQUIRE(::waitpid(dead, &status, 0) == dead);
+    const fs::path stale = dir / (".out.json.tmp." + std::to_string(dead) + ".0");
+    const fs::path live = dir / (".out.json.tmp." + std::to_string(::getppid()) + ".0");
+    const fs::path other = dir / (".notes.txt.tmp." + std::to_string(dead) + ".0");  // another file's
+    for (const auto& path : {stale, live, other}) std::ofstream(path) << "part";
+    const fs::path linked = dir / (".out.json.tmp." + std::to_string(dead) + ".1");
+    fs::create_symlink(other, linked);  // a link of that name is not a temporary of ours
+    attograd::write_file_atomic(dir / "out.json", "{}");
+    CHECK(!fs::exists(stale));
+    CHECK(fs::exists(live));
+    CHECK(fs::exists(other));
+    CHECK(fs::is_symlink(linked));
+    CHECK(fs::file_size(dir / "out.json") == 2);
 }
