@@ -91,7 +91,7 @@ if [[ -d $runs/coref ]]; then
                 grep '^knockout of' | sed 's/^/- coref: /'
         done
     done
-    "$program" inspect --run "$runs/coref" --faithfulness --format term | grep ': decisive\|: not an\|: partial' |
+    "$program" inspect --run "$runs/coref" --faithfulness --format term | grep ': decisive\|: not an\|: partial\|needs .* most' |
         sed 's/^/- coref: /'
 fi
 

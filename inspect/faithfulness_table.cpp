@@ -359,6 +359,17 @@ std::string to_text(const FaithfulnessTable& table) {
     for (const auto& h : table.heads)
         out += fmt::format("{} head {}: {}\n", h.head.layer.empty() ? "(root)" : h.head.layer, h.head.head,
                            h.verdict);
+    // The head the output needs most, whatever its weights show: the one a reader looks for first
+    // (a head with the most weight on the right key need not be it).
+    const HeadFaithfulness* needed = nullptr;
+    for (const auto& h : table.heads) {
+        const auto cost = knockout_cost(h);
+        if (cost && *cost > 0 && (needed == nullptr || *cost > *knockout_cost(*needed))) needed = &h;
+    }
+    if (needed != nullptr && table.heads.size() > 1)
+        out += fmt::format("the output needs {} head {} most: knocking it out {}\n",
+                           needed->head.layer.empty() ? "(root)" : needed->head.layer, needed->head.head,
+                           knockout_cost_text(*knockout_cost(*needed)));
     out += "\nverdicts (the first rule that applies):\n";
     for (const auto& rule : verdict_rules(table.epsilon)) out += "  " + rule + "\n";
     out += "\nseconds:";

@@ -131,8 +131,10 @@ std::vector<std::string> faithfulness_columns();
 /// One head's row under faithfulness_columns(), "-" where a value is nullopt.
 std::vector<std::string> faithfulness_cells(const HeadFaithfulness& head);
 
-/// The table as aligned plain text, one line per head, then the verdicts, their rules
-/// (verdict_rules) and the seconds.
+/// The table as aligned plain text, one line per head, then the verdicts, with more than one head
+/// the head whose knockout costs the most accuracy ("the output needs LAYER head H most: knocking
+/// it out costs N points"; none when no knockout costs anything), their rules (verdict_rules) and
+/// the seconds.
 std::string to_text(const FaithfulnessTable& table);
 /// The table as CSV (header row; empty cells where nullopt; verdict quoted).
 std::string to_csv(const FaithfulnessTable& table);

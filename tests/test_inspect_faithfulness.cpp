@@ -15,6 +15,7 @@
 #include <functional>
 #include <limits>
 #include <set>
+#include <tuple>
 
 using namespace testing;
 using namespace attograd::nn;
@@ -289,6 +290,29 @@ TEST_CASE("the data-set table: per-head means of the measures, knockout accuracy
                          doctest::Contains("labels must be empty or one per example (5), got 2"), ValueError);
     CHECK_THROWS_WITH_AS(faithfulness_table(m.explained(), {.inputs = inputs}, {.permutations = 0}),
                          doctest::Contains("permutations must be >= 1, got 0"), ValueError);
+}
+
+TEST_CASE("the table's text names the head whose knockout costs most, whatever its verdict") {
+    FaithfulnessTable table;
+    for (const auto& [layer, head, knocked] :
+         {std::tuple{"encoder", 0, 0.90}, {"decoder", 0, 0.50}, {"decoder", 1, 0.88}}) {
+        HeadFaithfulness h;
+        h.head = {layer, head};
+        h.accuracy = 1.0;
+        h.knockout_accuracy = knocked;
+        h.verdict = "partial";
+        table.heads.push_back(h);
+    }
+    CHECK(to_text(table).find("the output needs decoder head 0 most: knocking it out costs 50 points\n") !=
+          std::string::npos);
+    table.heads[1].knockout_accuracy = 1.0;  // now decoder head 1 (12 points, against encoder head 0's 10)
+    CHECK(to_text(table).find("the output needs decoder head 1 most: knocking it out costs 12 points") !=
+          std::string::npos);
+    for (auto& h : table.heads) h.knockout_accuracy = 1.0;  // no head costs anything: nothing to name
+    CHECK(to_text(table).find("the output needs") == std::string::npos);
+    table.heads.resize(1);
+    table.heads[0].knockout_accuracy = 0.2;  // one head: the table already says it
+    CHECK(to_text(table).find("the output needs") == std::string::npos);
 }
 
 TEST_CASE("faithfulness verdicts follow their documented thresholds in order") {
