@@ -27,6 +27,7 @@
 #include "attograd.hpp"
 #include "core/detail/gemm.hpp"
 #include "core/detail/parallel.hpp"
+#include "core_latency.hpp"
 #include "optim/optim.hpp"
 #include "side_by_side.hpp"
 #include "timing.hpp"
@@ -107,6 +108,8 @@ void compare_threads(const std::vector<Config>& configs, const std::string& only
         "split costs measured at start-up on %d threads: round trip %.0f ns, one element visit %.3f ns, %s "
         "(scale %.3f of the nominal thresholds)\n",
         cost.threads, cost.fork_join_ns, cost.visit_ns, verdict.c_str(), cost.scale);
+    std::printf("a cache line's round trip between the two first threads' cores: %.0f ns\n",
+                bench::core_round_trip_ns());
     const double peak_one = bench::fma_gflops(1), peak_all = bench::fma_gflops(all);
     std::printf("multiply-add peak: %.0f GFLOP/s on 1 thread, %.0f on %d\n", peak_one, peak_all, all);
     std::printf("%-7s %12s %12s %10s %12s %12s\n", "config", "1 thread ms", "default ms", "default/1",

@@ -2,6 +2,7 @@
 #include "core/atomic_file.hpp"
 
 #include "core/error.hpp"
+#include "core/protected_path.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -21,22 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string errno_text() { return std::strerror(errno); }
-
-/// Refuses (IoError) to follow the symbolic link `link` where the kernel's protected_symlinks
-/// would not: in a sticky, world-writable directory (/tmp), a link owned by someone other than
-/// the caller (effective uid) and the directory's owner may have been planted there.
-void check_protected_link(const fs::path& link, const std::string& where) {
-    struct stat link_stat {};
-    struct stat dir_stat {};
-    const fs::path dir = link.parent_path().empty() ? fs::path(".") : link.parent_path();
-    AG_CHECK(::lstat(link.c_str(), &link_stat) == 0 && ::stat(dir.c_str(), &dir_stat) == 0, IoError,
-             "{}: cannot examine the symbolic link '{}': {}", where, link.string(), errno_text());
-    const bool shared_dir = (dir_stat.st_mode & S_ISVTX) != 0 && (dir_stat.st_mode & S_IWOTH) != 0;
-    AG_CHECK(!shared_dir || link_stat.st_uid == ::geteuid() || link_stat.st_uid == dir_stat.st_uid, IoError,
-             "{}: the symbolic link '{}' is owned by uid {} in a sticky world-writable directory owned "
-             "by uid {}; not following it (another user may have planted it)",
-             where, link.string(), link_stat.st_uid, dir_stat.st_uid);
-}
 
 /// Removes the temporary files `.NAME.tmp.PID.N` in `dir` that a process no longer running
 /// left (killed between creating and renaming one): regular files only, never a link, and never
@@ -71,6 +56,9 @@ AtomicFile::AtomicFile(const fs::path& path, std::string where, Symlinks symlink
     const bool link = fs::is_symlink(fs::symlink_status(path, ec));
     AG_CHECK(!link || symlinks == Symlinks::follow, IoError,
              "{}: is a symbolic link; not writing through it (remove it)", where_);
+    // A planted link in any directory on the way is refused as the kernel's
+    // protected_symlinks rule would refuse it (the last component's chain again below).
+    check_protected_path(link ? path : path.parent_path(), where_);
     // What the path names, links followed by the kernel (also /dev/stdout's /proc/self/fd/1,
     // whose target "pipe:[N]" is no path): a pipe, device or socket is refused before any
     // link is read.

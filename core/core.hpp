@@ -8,5 +8,6 @@
 #include "core/gradcheck.hpp"
 #include "core/input_file.hpp"
 #include "core/ops.hpp"
+#include "core/protected_path.hpp"
 #include "core/serialization.hpp"
 #include "core/tensor.hpp"

@@ -582,3 +582,56 @@ TEST_CASE("edited attention snapshots are refused by --resume and left out of in
     CHECK(changed.code == 0);
     CHECK(changed.err.find("warning") == std::string::npos);
 }
+
+TEST_CASE("metrics.csv rows the run cannot have written are refused by --resume and kept out of the report") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run", file = dir / "metrics.csv";
+    train(dir, {"--task", "reverse", "--steps", "4", "--no-early-stop", "--eval-every", "2"});
+    const std::string good = read_text(file);
+    const std::string header = good.substr(0, good.find('\n') + 1);
+    const std::string first_row =
+        good.substr(header.size(), good.find('\n', header.size()) + 1 - header.size());
+    REQUIRE(first_row.starts_with("2,"));
+    // `row` in place of the first row, recorded as train would record it.
+    const auto planted = [&](const std::string& row) {
+        std::string text = good;
+        text.replace(header.size(), first_row.size(), row);
+        write_text(file, text);
+        record_checksum(file);
+    };
+    // The first row with its field `column` (by header name) set to `value`.
+    const auto with = [&](const std::string& column, const std::string& value) {
+        std::vector<std::string> names, fields;
+        std::stringstream h(header.substr(0, header.size() - 1)),
+            r(first_row.substr(0, first_row.size() - 1));
+        for (std::string f; std::getline(h, f, ',');) names.push_back(f);
+        for (std::string f; std::getline(r, f, ',');) fields.push_back(f);
+        const auto at = std::find(names.begin(), names.end(), column);
+        REQUIRE(at != names.end());
+        fields[static_cast<std::size_t>(at - names.begin())] = value;
+        std::string row;
+        for (const auto& f : fields) row += (row.empty() ? "" : ",") + f;
+        return row + "\n";
+    };
+    for (const auto& [row, problem] : std::vector<std::pair<std::string, std::string>>{
+             {with("step", "99"), "step '99' is not a step of this run"},
+             {with("step", "4"), "after the previous row's 4"},  // the next row is step 4: not rising
+             {with("step", "1.5"), "step '1.5'"},
+             {with("loss", "-1"), "field 'loss' is -1, outside [0, inf]"},
+             {with("train_token_accuracy", "5"), "field 'train_token_accuracy' is 5, outside [0, 1]"},
+             {with("lr", "-0.5"), "field 'lr' is -0.5"}}) {
+        INFO(row);
+        planted(row);
+        check_refused(run({"train", "--resume", dir, "--steps", "6", "--quiet"}), {"metrics.csv", problem});
+        CHECK(read_config(dir)["progress"]["steps_done"] == 4);
+        const Outcome report =
+            run({"inspect", "--run", dir, "--format", "html", "--to", tmp / "report.html"});
+        CHECK(report.code == 0);
+        const std::string html = read_text(tmp / "report.html");
+        CHECK(html.find("the training curves could not be drawn: metrics.csv line") != std::string::npos);
+    }
+    planted(first_row);  // as written: drawn, and resumable
+    require_ok(run({"inspect", "--run", dir, "--format", "html", "--to", tmp / "report.html"}));
+    CHECK(read_text(tmp / "report.html").find("id=\"charts-error\"") == std::string::npos);
+    require_ok(run({"train", "--resume", dir, "--steps", "6", "--quiet"}));
+}

@@ -7,7 +7,10 @@
 #include "train/run_lock.hpp"
 
 #include <doctest/doctest.h>
+
 #include <fmt/format.h>
+#include <algorithm>
+#include <map>
 
 #include <chrono>
 #include <csignal>
@@ -390,6 +393,41 @@ TEST_CASE("a file-size limit fails the save with one line and exit 2, leaving th
     CHECK_FALSE(fs::exists(tmp / "run/inspect/report.html"));
     CHECK(leftovers(tmp / "run/inspect").empty());
     require_ok(run({"train", "--resume", tmp / "run", "--steps", "4", "--quiet"}));  // the run is whole
+}
+
+TEST_CASE(
+    "inspect --format svg --to DIR beyond the file-size limit leaves DIR's earlier files, none replaced") {
+    TempDir tmp;
+    require_ok(run(train_args(tmp / "run", "2")));
+    const auto maps_in = [](const fs::path& dir) {
+        std::map<std::string, std::string> maps;
+        for (const auto& name : entries(dir)) maps[name] = read_text(dir / name);
+        return maps;
+    };
+    const std::vector<std::string> inspect = {"inspect",   "--run", tmp / "run", "--format",  "svg",
+                                              "--samples", "6",     "--to",      tmp / "maps"};
+    require_ok(run(inspect));
+    const auto before = maps_in(tmp / "maps");
+    REQUIRE(before.size() >= 3);
+    // Another generation of the same maps, trained further (every map's weights differ), and a
+    // limit under which its largest file does not fit and its smallest does.
+    require_ok(run({"train", "--resume", tmp / "run", "--steps", "8", "--quiet"}));
+    auto fresh = inspect;
+    fresh.back() = tmp / "fresh";
+    require_ok(run(fresh));
+    std::vector<std::uintmax_t> sizes;
+    for (const auto& [name, bytes] : maps_in(tmp / "fresh")) sizes.push_back(bytes.size());
+    std::sort(sizes.begin(), sizes.end());
+    REQUIRE(sizes.front() < sizes.back());
+    const ChildStreams streams{.err = tmp / "err.txt", .file_size_limit = sizes.back() - 1};
+    const ChildEnd end = run_child(inspect, {}, {}, streams);
+    CHECK(end.signal == 0);
+    CHECK(end.code == 2);
+    const std::string err = read_text(tmp / "err.txt");
+    check_one_line(err);
+    CHECK_MESSAGE(err.find("File too large") != std::string::npos, err);
+    CHECK(maps_in(tmp / "maps") == before);  // every file of the earlier generation, none of the new
+    CHECK(leftovers(tmp / "maps").empty());
 }
 
 TEST_CASE(

@@ -100,3 +100,58 @@ TEST_CASE("a --to link another user planted in a sticky world-writable directory
     CHECK(read_text(tmp / "victim") == "victim\n");
     CHECK(fs::is_symlink(shared / "out.json"));
 }
+
+TEST_CASE("a directory link another user planted is not followed by --out, --resume, --run or --to") {
+    if (::geteuid() != 0) {
+        MESSAGE("skipped: giving a link to another owner (lchown) needs root");
+        return;
+    }
+    TempDir tmp;
+    const std::string dir = trained_run(tmp);
+    fs::create_directory(tmp / "victim");
+    const fs::path shared = tmp / "shared";  // like /tmp
+    fs::create_directory(shared);
+    REQUIRE(::chmod(shared.c_str(), 01777) == 0);
+    const auto plant = [&](const fs::path& to, const std::string& name) {
+        fs::create_symlink(to, shared / name);
+        REQUIRE(::lchown((shared / name).c_str(), 54321, static_cast<gid_t>(-1)) == 0);
+        return (shared / name).string();
+    };
+    const std::string victim = plant(tmp / "victim", "dir");  // another user's link to your directory
+    const std::vector<std::string> refused = {"owned by uid 54321", "sticky world-writable",
+                                              "not following it"};
+    // The link as the run directory, and as a directory on the way to it or to a --to file.
+    check_refused(run(train_args(victim, "1")), refused);
+    check_refused(run(train_args(victim + "/run", "1")), refused);
+    check_refused(run({"eval", "--run", dir, "--to", victim + "/sub/out.json"}), refused);
+    check_refused(run({"inspect", "--run", dir, "--format", "svg", "--to", victim + "/maps"}), refused);
+    check_refused(run({"inspect", "--run", dir, "--format", "json", "--to", victim + "/out.json"}), refused);
+    CHECK(fs::is_empty(tmp / "victim"));
+    // A run reached through another user's link is not read, resumed or written into either.
+    const std::string config = read_text(fs::path(dir) / "config.json");
+    const std::string planted_run = plant(dir, "run");
+    check_refused(run({"eval", "--run", planted_run}), refused);
+    check_refused(run({"inspect", "--run", planted_run, "--format", "html"}), refused);
+    check_refused(run({"train", "--resume", planted_run, "--steps", "2", "--quiet"}), refused);
+    CHECK_FALSE(fs::exists(fs::path(dir) / "inspect"));
+    CHECK(read_text(fs::path(dir) / "config.json") == config);
+    // Your own link is followed as before.
+    fs::create_symlink(tmp / "victim", tmp / "mine");
+    require_ok(run({"eval", "--run", dir, "--to", (fs::path(tmp / "mine") / "sub" / "out.json").string()}));
+    CHECK(fs::exists(fs::path(tmp / "victim") / "sub" / "out.json"));
+}
+
+TEST_CASE("a --to whose directory is a link to nothing or a file says which component is in the way") {
+    TempDir tmp;
+    const std::string dir = trained_run(tmp);
+    fs::create_symlink(tmp / "nowhere", tmp / "dangling");
+    write_text(tmp / "plain", "x");
+    check_refused(
+        run({"eval", "--run", dir, "--to", (fs::path(tmp / "dangling") / "x" / "out.json").string()}),
+        {"cannot create the directory", "dangling", "a symbolic link to nothing or to a file"});
+    check_refused(run({"inspect", "--run", dir, "--format", "svg", "--to",
+                       (fs::path(tmp / "plain") / "maps").string()}),
+                  {"cannot create the directory", "plain", "not a directory"});
+    CHECK_FALSE(fs::exists(tmp / "nowhere"));
+    CHECK(read_text(tmp / "plain") == "x");
+}

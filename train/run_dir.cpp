@@ -3,6 +3,7 @@
 
 #include "core/input_file.hpp"
 #include "core/ops_reduce.hpp"
+#include "core/protected_path.hpp"
 #include "core/serialization.hpp"
 #include "train/file_io.hpp"
 #include "train/run_writer.hpp"
@@ -45,6 +46,7 @@ bool DirectoryPin::moved() const {
 }
 
 nlohmann::json open_run(const std::filesystem::path& dir) {
+    check_protected_path(dir / "config.json", shown_path(dir));
     std::error_code ec;
     const auto status = std::filesystem::status(dir, ec);
     AG_CHECK(std::filesystem::exists(status), IoError, "{}: no such run directory", shown_path(dir));

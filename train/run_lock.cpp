@@ -3,6 +3,7 @@
 #include "train/file_io.hpp"
 
 #include "core/error.hpp"
+#include "core/protected_path.hpp"
 
 #include <fmt/format.h>
 
@@ -63,6 +64,7 @@ fs::path run_directory_path(const fs::path& dir) {
     // Not lexically normalised: "link/../x" is where the kernel goes, beside link's target.
     fs::path full = fs::absolute(dir);
     if (full.filename().empty()) full = full.parent_path();  // "runs/x/" names runs/x
+    check_protected_path(full, shown_path(dir));
     std::error_code ec;
     if (fs::is_symlink(fs::symlink_status(full, ec))) {
         AG_CHECK(fs::is_directory(fs::status(full, ec)), IoError,
@@ -80,10 +82,30 @@ fs::path RunLock::lock_path(const fs::path& dir) {
     return full.parent_path() / fmt::format(".{}.lock", full.filename().string());
 }
 
-RunLock::RunLock(const fs::path& dir) : path_(lock_path(dir)) {
+RunLock::RunLock(const fs::path& dir) : dir_(dir), path_(lock_path(dir)) {
     std::error_code ec;
     fs::create_directories(path_.parent_path(), ec);
     AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", shown_path(dir), ec.message());
+    acquire();
+}
+
+void RunLock::check_held() {
+    if (fd_ >= 0 && names_file(path_, fd_)) return;
+    // Removed (or replaced) under us: whoever opens the path now gets another file, so this
+    // lock no longer excludes anyone. The old descriptor keeps its flock until the new one holds.
+    const int old = fd_;
+    fd_ = -1;
+    try {
+        acquire();
+    } catch (...) {
+        if (old >= 0) ::close(old);
+        throw;
+    }
+    if (old >= 0) ::close(old);
+}
+
+void RunLock::acquire() {
+    const fs::path& dir = dir_;
     // The holder removes the file when done: a lock taken on a file removed meanwhile is no
     // lock, so it is taken again on the file the path now names.
     for (;;) {

@@ -35,8 +35,18 @@ public:
     /// The lock file: `.NAME.lock` beside DIR (resolved by run_directory_path).
     static std::filesystem::path lock_path(const std::filesystem::path& dir);
 
+    /// Makes sure the lock is still held before the holder writes the run (a Trainer calls it
+    /// before every save): when the lock file was removed (by hand, or a cleaner of old files),
+    /// a second writer could take a new one, so the lock is taken again on a new file. Throws
+    /// IoError "DIR is being trained by another process (pid N)" when another process holds
+    /// that new lock by then: the run is then left to it, never written by both.
+    void check_held();
+
 private:
-    std::filesystem::path path_;
+    // Takes the lock on a new or existing lock file (the constructor's work).
+    void acquire();
+
+    std::filesystem::path dir_, path_;
     int fd_ = -1;
 };
 

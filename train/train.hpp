@@ -5,6 +5,7 @@
 #include "train/callbacks.hpp"
 #include "train/file_io.hpp"
 #include "train/interrupt.hpp"
+#include "train/metrics_csv.hpp"
 #include "train/output.hpp"
 #include "train/progress.hpp"
 #include "train/run_dir.hpp"

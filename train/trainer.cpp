@@ -268,6 +268,7 @@ void Trainer::save_checkpoint() {
         }
     }
     if (!options_.is_global_zero || run_path_.empty()) return;
+    if (lock_) lock_->check_held();  // its file removed meanwhile: never two writers of one run
     RunWriter writer(run_path_);
     writer.save_tensors("model.safetensors", model_state);
     auto state = prefixed(optimizer_state, "optimizer.");

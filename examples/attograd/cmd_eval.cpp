@@ -135,7 +135,7 @@ int cmd_eval(const EvalArgs& args) {
         const fs::path path(args.to);
         train::refuse_run_file(run.dir, path, "eval");
         const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "eval");
-        if (!path.parent_path().empty()) fs::create_directories(path.parent_path());
+        make_output_directory(path.parent_path());
         write_file_atomic(path, text);
         if (args.json) {  // --json --to FILE: the JSON goes to FILE only
             output(stdout, "wrote {}\n", shown_path(path));

@@ -2,6 +2,7 @@
 // written as SVG, HTML, CSV or JSON; knockout of one head; attention vs gradient saliency.
 #include "commands.hpp"
 #include "console.hpp"
+#include "core/atomic_file.hpp"
 #include "evaluation.hpp"
 #include "faithfulness_run.hpp"
 #include "head_score_report.hpp"
@@ -23,7 +24,9 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
+#include <vector>
 
 namespace attograd::cli {
 
@@ -267,7 +270,7 @@ int cmd_inspect(const InspectArgs& args) {
     const fs::path default_dir = run.dir / "inspect";
     const auto make_dir = [&](const fs::path& dir) {
         if (by_default) return make_default_dir(dir);
-        fs::create_directories(dir);
+        make_output_directory(dir);
     };
     const auto write_named = [&](const fs::path& path, std::string_view contents) {
         refuse_link(path);
@@ -277,9 +280,16 @@ int cmd_inspect(const InspectArgs& args) {
         const fs::path dir = by_default ? default_dir : fs::path(args.to);
         const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, dir, "inspect");
         make_dir(dir);
-        // Every name checked before the first file is written: a refusal leaves no part written.
+        // Every name checked and every file written whole before the first replaces its old one:
+        // a refusal or a failed write (disk full, `ulimit -f`) leaves the old generation entire.
         for (const auto& file : rendered) refuse_link(dir / file.name);
-        for (const auto& file : rendered) write_named(dir / file.name, file.contents);
+        std::vector<std::unique_ptr<AtomicFile>> files;
+        for (const auto& file : rendered) {
+            files.push_back(std::make_unique<AtomicFile>(dir / file.name, shown_path(dir / file.name),
+                                                         AtomicFile::Symlinks::refuse));
+            files.back()->write(file.contents.data(), file.contents.size());
+        }
+        for (auto& file : files) file->commit();
         print_summary();
         output(stdout, "wrote {} {} file(s) to {}/\n", rendered.size(), renderer->kind, shown_path(dir));
         return code;

@@ -5,6 +5,7 @@
 #include "quoting.hpp"
 
 #include "core/error.hpp"
+#include "core/protected_path.hpp"
 
 #include <fmt/format.h>
 
@@ -56,6 +57,26 @@ void refuse_link(const fs::path& path) {
              "{}: is a symbolic link; the program writes no file it names itself through a link: remove it, "
              "or pass --to another path",
              shown_path(path));
+}
+
+void make_output_directory(const fs::path& dir) {
+    if (dir.empty()) return;
+    check_protected_path(dir, shown_path(dir));
+    std::error_code ec;
+    if (fs::is_directory(fs::status(dir, ec))) return;
+    // The component in the way, for the message: the first that exists and is no directory.
+    fs::path prefix;
+    for (const auto& part : dir) {
+        prefix /= part;
+        const fs::file_status named = fs::symlink_status(prefix, ec);
+        if (!fs::exists(named)) break;
+        if (fs::is_directory(fs::status(prefix, ec))) continue;
+        throw IoError(fmt::format(
+            "{}: cannot create the directory: {} is {}", shown_path(dir), shown_path(prefix),
+            fs::is_symlink(named) ? "a symbolic link to nothing or to a file" : "not a directory"));
+    }
+    fs::create_directories(dir, ec);
+    AG_CHECK(!ec, IoError, "{}: cannot create the directory: {}", shown_path(dir), ec.message());
 }
 
 }  // namespace attograd::cli

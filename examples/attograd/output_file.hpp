@@ -18,4 +18,10 @@ void check_to_file(const std::string& to);
 /// link, since the user did not name it.
 void refuse_link(const std::filesystem::path& path);
 
+/// Makes the directory `dir` of a --to path and the directories above it that are missing,
+/// after holding every link on the way to the protected_symlinks rule (check_protected_path), so
+/// that no directory is made through a link another user planted. Throws IoError naming `dir`
+/// and the component in the way (a link to nothing, a file) or the system's reason.
+void make_output_directory(const std::filesystem::path& dir);
+
 }  // namespace attograd::cli

@@ -4,6 +4,7 @@
 #include "quoting.hpp"
 
 #include "train/file_io.hpp"
+#include "train/metrics_csv.hpp"
 
 #include "core/error.hpp"
 
@@ -18,18 +19,6 @@
 namespace attograd::cli {
 
 namespace {
-
-std::vector<std::string> split_csv_line(const std::string& line) {
-    std::vector<std::string> fields(1);
-    for (const char c : line) {
-        if (c == ',') {
-            fields.emplace_back();
-        } else if (c != '\r') {
-            fields.back() += c;
-        }
-    }
-    return fields;
-}
 
 /// Whether "section.field" applies to a run configured as `c`.
 bool applies(const RunConfig& c, const std::string& key) {
@@ -90,46 +79,11 @@ std::vector<std::pair<std::string, std::string>> config_rows(const RunConfig& co
     return rows;
 }
 
-std::vector<inspect::Chart> training_charts(const std::string& metrics_csv) {
-    std::istringstream lines(metrics_csv);
-    std::string line;
-    AG_CHECK(std::getline(lines, line), IoError, "metrics.csv is empty");
-    const std::string header_line = line;
-    const auto header = split_csv_line(line);
-    std::vector<std::vector<double>> columns(header.size());
-    std::int64_t number = 1;
-    while (std::getline(lines, line)) {
-        ++number;
-        if (line.empty() || line == "\r") continue;
-        const auto fields = split_csv_line(line);
-        AG_CHECK(fields.size() == header.size(), IoError, "metrics.csv line {}: {} fields, the header has {}",
-                 number, fields.size(), header.size());
-        for (std::size_t i = 0; i < fields.size(); ++i) {
-            double value = std::numeric_limits<double>::quiet_NaN();
-            if (!fields[i].empty()) {
-                std::size_t used = 0;
-                try {
-                    value = std::stod(fields[i], &used);
-                } catch (const std::exception&) {
-                    used = 0;
-                }
-                AG_CHECK(used == fields[i].size() && std::isfinite(value), IoError,
-                         "metrics.csv line {}: field '{}' is not a finite number: '{}'", number, header[i],
-                         fields[i].substr(0, 40));
-            }
-            columns[i].push_back(value);
-        }
-    }
-    const auto column = [&](const std::string& name) -> const std::vector<double>* {
-        for (std::size_t i = 0; i < header.size(); ++i)
-            if (header[i] == name) return &columns[i];
-        return nullptr;
-    };
+std::vector<inspect::Chart> training_charts(const std::string& metrics_csv, std::int64_t steps_done) {
+    const train::MetricsTable table = train::read_metrics_csv(metrics_csv, steps_done, "metrics.csv");
+    const auto column = [&](const std::string& name) { return table.column(name); };
     const auto* steps = column("step");
-    AG_CHECK(steps != nullptr, IoError, "metrics.csv has no 'step' column (header: {})",
-             header_line.substr(0, 80));
     AG_CHECK(!steps->empty(), IoError, "metrics.csv has a header but no rows");
-    for (const double s : *steps) AG_CHECK(std::isfinite(s), IoError, "metrics.csv: a row has no step");
     const auto series = [&](const std::string& name, const std::string& label, const std::string& colour) {
         inspect::Series s{.name = label, .colour = colour, .x = {}, .y = {}};
         if (const auto* values = column(name)) {
@@ -179,7 +133,7 @@ inspect::Report build_report(const LoadedRun& run, std::vector<inspect::Inspecte
     report.config = config_rows(run.config, run.progress);
     const std::filesystem::path metrics = run.dir / "metrics.csv";
     try {
-        report.charts = training_charts(train::read_file(metrics));
+        report.charts = training_charts(train::read_file(metrics), run.counters.steps_done);
     } catch (const Error& e) {
         report.charts_error = e.what();  // the page says the curves could not be drawn, and why
     }

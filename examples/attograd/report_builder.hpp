@@ -6,6 +6,7 @@
 
 #include "inspect/report.hpp"
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,11 +19,12 @@ namespace attograd::cli {
 std::vector<std::pair<std::string, std::string>> config_rows(const RunConfig& config,
                                                              const nlohmann::json& progress);
 
-/// The training curves of a metrics.csv (`step,loss,...`): the loss, and the accuracies on one
-/// shared [0, 1] axis. Empty fields are gaps. Throws IoError naming the line and the field
-/// when the text is not such a file (no step column, a row of the wrong length, a field that
-/// is not a number).
-std::vector<inspect::Chart> training_charts(const std::string& metrics_csv);
+/// The training curves of a metrics.csv (`step,loss,...`) of a run that has done `steps_done`
+/// steps: the loss, and the accuracies on one shared [0, 1] axis. Empty fields are gaps. Throws
+/// IoError naming the line and the field when the text is not such a file of that run
+/// (train::read_metrics_csv: a row of the wrong length, a field that is not a number or out of
+/// its range, a step the run has not reached) or has no rows.
+std::vector<inspect::Chart> training_charts(const std::string& metrics_csv, std::int64_t steps_done);
 
 /// The layer the report opens on, where the answer is read: the last cross-attention layer
 /// (a seq2seq decoder's attention over the source), else the last layer; "" when `layers` is

@@ -1,0 +1,132 @@
+// The protected_symlinks rule on every component of a path (check_protected_path), as the run
+// writer, the run lock and the run reader apply it; and a run lock whose file was removed.
+#include "core/atomic_file.hpp"
+#include "core/error.hpp"
+#include "core/protected_path.hpp"
+#include "temp_dir.hpp"
+#include "train/run_dir.hpp"
+#include "train/run_lock.hpp"
+#include "train/run_writer.hpp"
+
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+using namespace attograd;
+namespace fs = std::filesystem;
+using testing::TempDir;
+
+namespace {
+
+constexpr uid_t other_uid = 54321;  // an owner that is not the test's user
+
+/// A sticky world-writable directory `shared` in `root`, like /tmp (owned by root).
+fs::path make_shared(const TempDir& root) {
+    const fs::path shared = root.path() / "shared";
+    fs::create_directory(shared);
+    REQUIRE(::chmod(shared.c_str(), 01777) == 0);
+    return shared;
+}
+
+/// A symbolic link `link` to `to` owned by `owner` (lchown: the link itself).
+void make_link(const fs::path& to, const fs::path& link, uid_t owner) {
+    fs::create_symlink(to, link);
+    REQUIRE(::lchown(link.c_str(), owner, static_cast<gid_t>(-1)) == 0);
+}
+
+bool root_user() {
+    if (::geteuid() == 0) return true;
+    MESSAGE("skipped: giving a link to another owner (lchown) needs root");
+    return false;
+}
+
+}  // namespace
+
+TEST_CASE("check_protected_path refuses another user's planted link in any component of the path") {
+    if (!root_user()) return;
+    TempDir root;
+    const fs::path shared = make_shared(root), victim = root.path() / "victim";
+    fs::create_directory(victim);
+    make_link(victim, shared / "planted", other_uid);
+    const char* const refused = "planted' is owned by uid 54321 in a sticky world-writable directory";
+    SUBCASE("as a directory on the way, existing or not past it") {
+        CHECK_THROWS_WITH_AS(check_protected_path(shared / "planted" / "x" / "y", "where"),
+                             doctest::Contains(refused), IoError);
+        CHECK_THROWS_WITH_AS(check_protected_path(shared / "planted" / ".." / "shared", "where"),
+                             doctest::Contains(refused), IoError);
+    }
+    SUBCASE("reached through the caller's own links, relative ones and '..'") {
+        make_link("shared/planted", root.path() / "mine", ::geteuid());
+        CHECK_THROWS_WITH_AS(check_protected_path(root.path() / "mine" / "file", "where"),
+                             doctest::Contains(refused), IoError);
+        fs::create_directory(root.path() / "sub");
+        make_link("../shared", root.path() / "sub" / "up", ::geteuid());
+        CHECK_THROWS_WITH_AS(check_protected_path(root.path() / "sub" / "up" / "planted", "where"),
+                             doctest::Contains(refused), IoError);
+    }
+    SUBCASE("AtomicFile refuses to write below it") {
+        CHECK_THROWS_WITH_AS(write_file_atomic(shared / "planted" / "out.txt", "x"),
+                             doctest::Contains(refused), IoError);
+        CHECK(fs::is_empty(victim));
+    }
+    SUBCASE("the caller's own links, and paths without links, pass") {
+        make_link(victim, shared / "own", ::geteuid());
+        check_protected_path(shared / "own" / "x", "where");
+        check_protected_path(root.path() / "victim" / "missing" / "deeper", "where");
+        write_file_atomic(shared / "own" / "out.txt", "x");
+        CHECK(fs::exists(victim / "out.txt"));
+    }
+    SUBCASE("a loop of links is an error, not a hang") {
+        fs::create_symlink(root.path() / "b", root.path() / "a");
+        fs::create_symlink(root.path() / "a", root.path() / "b");
+        CHECK_THROWS_WITH_AS(check_protected_path(root.path() / "a" / "x", "where"),
+                             doctest::Contains("too many levels of symbolic links"), IoError);
+    }
+}
+
+TEST_CASE("a run directory reached through another user's planted link is not written, locked or read") {
+    if (!root_user()) return;
+    TempDir root;
+    const fs::path shared = make_shared(root), victim = root.path() / "victim";
+    fs::create_directory(victim);
+    make_link(victim, shared / "planted", other_uid);
+    const char* const refused = "owned by uid 54321";
+    CHECK_THROWS_WITH_AS(train::RunWriter(shared / "planted"), doctest::Contains(refused), IoError);
+    CHECK_THROWS_WITH_AS(train::RunWriter(shared / "planted" / "run"), doctest::Contains(refused), IoError);
+    CHECK_THROWS_WITH_AS(train::RunLock(shared / "planted" / "run"), doctest::Contains(refused), IoError);
+    CHECK(fs::is_empty(victim));
+    {  // a run of the victim's, read through the link
+        train::RunWriter writer(victim / "run");
+        writer.write_file("notes.txt", "mine");
+        writer.commit(nlohmann::json::object());
+    }
+    CHECK_NOTHROW(train::open_run(victim / "run"));
+    CHECK_THROWS_WITH_AS(train::open_run(shared / "planted" / "run"), doctest::Contains(refused), IoError);
+}
+
+TEST_CASE("RunLock::check_held takes a removed lock again, and gives the run up to a writer that took it") {
+    TempDir root;
+    const fs::path run = root.path() / "run";
+    train::RunLock first(run);
+    const fs::path file = train::RunLock::lock_path(run);
+    REQUIRE(fs::exists(file));
+    SUBCASE("removed, and nobody else came: held again on a new file, which keeps others out") {
+        fs::remove(file);
+        first.check_held();
+        CHECK(fs::exists(file));
+        CHECK_THROWS_WITH_AS(train::RunLock{run}, doctest::Contains("is being trained by another process"),
+                             IoError);
+        first.check_held();  // still the holder
+    }
+    SUBCASE("removed, and a second writer took the run meanwhile: the first is refused its next save") {
+        fs::remove(file);
+        const train::RunLock second(run);  // as `train --resume` in another process would
+        CHECK_THROWS_WITH_AS(first.check_held(), doctest::Contains("is being trained by another process"),
+                             IoError);
+        CHECK(fs::exists(file));  // the second writer's file stays
+    }
+}

@@ -1,0 +1,93 @@
+// Reading a metrics CSV back (CSVLogger's file): parsed and checked against the run.
+#include "train/metrics_csv.hpp"
+
+#include "core/error.hpp"
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace attograd::train {
+
+namespace {
+
+std::vector<std::string> split_csv_line(const std::string& line) {
+    std::vector<std::string> fields(1);
+    for (const char c : line) {
+        if (c == ',')
+            fields.emplace_back();
+        else if (c != '\r')
+            fields.back() += c;
+    }
+    return fields;
+}
+
+bool ends_with(const std::string& text, const std::string& end) {
+    return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+}
+
+// The range a column's values must lie in, by its name: [low, high].
+std::pair<double, double> column_range(const std::string& name) {
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    if (ends_with(name, "accuracy")) return {0.0, 1.0};
+    if (name == "loss" || ends_with(name, "_loss") || name == "lr" || name == "seconds") return {0.0, inf};
+    return {-inf, inf};
+}
+
+}  // namespace
+
+const std::vector<double>* MetricsTable::column(const std::string& name) const {
+    for (std::size_t i = 0; i < header.size(); ++i)
+        if (header[i] == name) return &columns[i];
+    return nullptr;
+}
+
+MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, const std::string& where) {
+    std::istringstream lines(text);
+    std::string line;
+    AG_CHECK(std::getline(lines, line), IoError, "{}: is empty", where);
+    MetricsTable table;
+    table.header = split_csv_line(line);
+    AG_CHECK(table.header.front() == "step", IoError, "{}: the header's first column is '{}', not 'step'",
+             where, table.header.front().substr(0, 40));
+    table.columns.resize(table.header.size());
+    std::int64_t number = 1, last_step = 0;
+    while (std::getline(lines, line)) {
+        ++number;
+        if (line.empty() || line == "\r") continue;
+        const auto fields = split_csv_line(line);
+        AG_CHECK(fields.size() == table.header.size(), IoError, "{} line {}: {} fields, the header has {}",
+                 where, number, fields.size(), table.header.size());
+        for (std::size_t i = 0; i < fields.size(); ++i) {
+            double value = std::numeric_limits<double>::quiet_NaN();
+            if (!fields[i].empty()) {
+                std::size_t used = 0;
+                try {
+                    value = std::stod(fields[i], &used);
+                } catch (const std::exception&) {
+                    used = 0;
+                }
+                AG_CHECK(used == fields[i].size() && std::isfinite(value), IoError,
+                         "{} line {}: field '{}' is not a finite number: '{}'", where, number,
+                         table.header[i], fields[i].substr(0, 40));
+                const auto [low, high] = column_range(table.header[i]);
+                AG_CHECK(value >= low && value <= high, IoError,
+                         "{} line {}: field '{}' is {}, outside [{}, {}]", where, number, table.header[i],
+                         value, low, high);
+            }
+            table.columns[i].push_back(value);
+        }
+        const double step = table.columns[0].back();
+        AG_CHECK(
+            std::isfinite(step) && step == std::floor(step) && step >= 1.0 &&
+                step <= static_cast<double>(steps_done) && step > static_cast<double>(last_step),
+            IoError,
+            "{} line {}: step '{}' is not a step of this run (whole, after the previous row's {}, at most "
+            "the {} steps done)",
+            where, number, fields[0].substr(0, 40), last_step, steps_done);
+        last_step = static_cast<std::int64_t>(step);
+    }
+    return table;
+}
+
+}  // namespace attograd::train

@@ -1,0 +1,27 @@
+// Reading a metrics CSV back (CSVLogger's file): parsed and checked against the run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace attograd::train {
+
+/// A metrics CSV as CSVLogger writes it: the header's column names and each column's values,
+/// row by row (NaN where a row leaves the field empty).
+struct MetricsTable {
+    std::vector<std::string> header;           ///< the column names, `step` first
+    std::vector<std::vector<double>> columns;  ///< one per header name, each with one value per row
+    /// The column named `name`, or nullptr.
+    const std::vector<double>* column(const std::string& name) const;
+};
+
+/// Parses the metrics CSV `text` of a run that has done `steps_done` steps and checks that it
+/// could have been written by that run: a header whose first column is `step`; rows of as many
+/// fields (none at all before the first log); each step an integer in [1, steps_done], rising from row to
+/// row; every other field empty or a finite number; a column named `loss`, `lr` or `seconds` (or ending in
+/// `_loss`) never negative, one whose name ends in `accuracy` within [0, 1]. Throws IoError starting with
+/// `where` (e.g. the file's path) and naming the line and field.
+MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, const std::string& where);
+
+}  // namespace attograd::train
