@@ -2,6 +2,7 @@
 #include "core/input_file.hpp"
 
 #include "core/error.hpp"
+#include "core/protected_path.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -32,6 +33,7 @@ void check_regular(const struct stat& st, const std::string& where) {
 }  // namespace
 
 InputFile::InputFile(const std::filesystem::path& path, std::string where) : where_(std::move(where)) {
+    check_protected_path(path, where_);  // nothing is read through another user's planted link
     struct stat st {};
     AG_CHECK(::stat(path.c_str(), &st) == 0, IoError, "{}: cannot open: {}", where_, errno_text());
     check_regular(st, where_);

@@ -12,7 +12,8 @@ namespace attograd {
 
 /// A regular file opened for reading. The path is checked with stat() before opening and the
 /// opened file again with fstat(), and it is opened O_NONBLOCK, so a FIFO, socket, device or
-/// directory in its place is refused at once instead of hanging. Throws IoError starting with
+/// directory in its place is refused at once instead of hanging; a link another user planted on
+/// the way is not followed (check_protected_path). Throws IoError starting with
 /// `where` and naming the kind of file found ("is a FIFO, not a regular file"), or the errno
 /// text when it cannot be opened.
 class InputFile {

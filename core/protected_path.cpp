@@ -50,8 +50,9 @@ void check_protected_path(const fs::path& path, const std::string& where) {
         }
         const fs::path next = current / part;
         struct stat st {};
-        if (::lstat(next.c_str(), &st) != 0) return;  // the rest is created, not followed
-        if (!S_ISLNK(st.st_mode)) {
+        // A missing component will be made a directory (create_directories), so the walk goes on:
+        // "missing/../link" reaches a link through it.
+        if (::lstat(next.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) {
             current = next;
             continue;
         }

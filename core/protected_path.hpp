@@ -14,8 +14,9 @@ void check_protected_link(const std::filesystem::path& link, const std::string& 
 
 /// Walks `path` component by component as the kernel resolves it (relative links against the
 /// directory holding them, ".." after a link against its target) and applies
-/// check_protected_link to every link it meets, in any component, not only the last. Components
-/// that do not exist end the walk. Throws IoError starting with `where` for a refused link or
+/// check_protected_link to every link it meets, in any component, not only the last. A component
+/// that does not exist is walked as the directory it would be made (so "new/../link" reaches
+/// link). Throws IoError starting with `where` for a refused link or
 /// for more than 40 links.
 void check_protected_path(const std::filesystem::path& path, const std::string& where);
 

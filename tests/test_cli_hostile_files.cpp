@@ -635,3 +635,25 @@ TEST_CASE("metrics.csv rows the run cannot have written are refused by --resume 
     CHECK(read_text(tmp / "report.html").find("id=\"charts-error\"") == std::string::npos);
     require_ok(run({"train", "--resume", dir, "--steps", "6", "--quiet"}));
 }
+
+TEST_CASE("a run whose attention snapshots were removed with their files entry is refused, not restarted") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run";
+    train(dir, {"--task", "reverse", "--steps", "4", "--snapshot-every", "2"});
+    fs::remove(dir / "attention_snapshots.safetensors");
+    json config = read_config(dir);
+    config["files"].erase("attention_snapshots.safetensors");
+    config["config_fnv1a64"] = "unchecked";
+    write_text(dir / "config.json", config.dump(2));
+    const std::vector<std::string> names = {"config.json", "train.snapshot_every",
+                                            "attention_snapshots.safetensors"};
+    check_refused(run({"eval", "--run", dir}), names);
+    check_refused(run({"inspect", "--run", dir, "--format", "json", "--to", tmp / "x.json"}), names);
+    check_refused(run({"train", "--resume", dir, "--steps", "6", "--quiet"}), names);
+    CHECK_FALSE(fs::exists(dir / "attention_snapshots.safetensors"));
+    // Without snapshots (as the message suggests) the run loads and resumes.
+    config["train"]["snapshot_every"] = 0;
+    write_text(dir / "config.json", config.dump(2));
+    require_ok(run({"eval", "--run", dir}));
+    require_ok(run({"train", "--resume", dir, "--steps", "6", "--quiet"}));
+}

@@ -390,8 +390,7 @@ TEST_CASE("a file-size limit fails the save with one line and exit 2, leaving th
     CHECK(end.code == 2);
     check_one_line(read_text(tmp / "err.txt"));
     CHECK(read_text(tmp / "err.txt").find("File too large") != std::string::npos);
-    CHECK_FALSE(fs::exists(tmp / "run/inspect/report.html"));
-    CHECK(leftovers(tmp / "run/inspect").empty());
+    CHECK_FALSE(fs::exists(tmp / "run/inspect"));  // made for the report, removed with it
     require_ok(run({"train", "--resume", tmp / "run", "--steps", "4", "--quiet"}));  // the run is whole
 }
 
@@ -428,6 +427,17 @@ TEST_CASE(
     CHECK_MESSAGE(err.find("File too large") != std::string::npos, err);
     CHECK(maps_in(tmp / "maps") == before);  // every file of the earlier generation, none of the new
     CHECK(leftovers(tmp / "maps").empty());
+    // A directory the failed command made is removed again, with the folders it made above it.
+    auto elsewhere = inspect;
+    elsewhere.back() = (fs::path(tmp / "new") / "maps").string();
+    CHECK(run_child(elsewhere, {}, {}, streams).code == 2);
+    CHECK_FALSE(fs::exists(tmp / "new"));
+    const ChildStreams none{.err = tmp / "err.txt", .file_size_limit = 1};
+    CHECK(
+        run_child({"eval", "--run", tmp / "run", "--to", (fs::path(tmp / "new") / "sub" / "e.json").string()},
+                  {}, {}, none)
+            .code == 2);
+    CHECK_FALSE(fs::exists(tmp / "new"));
 }
 
 TEST_CASE(

@@ -126,6 +126,19 @@ TEST_CASE("a directory link another user planted is not followed by --out, --res
     check_refused(run({"eval", "--run", dir, "--to", victim + "/sub/out.json"}), refused);
     check_refused(run({"inspect", "--run", dir, "--format", "svg", "--to", victim + "/maps"}), refused);
     check_refused(run({"inspect", "--run", dir, "--format", "json", "--to", victim + "/out.json"}), refused);
+    // A directory made on the way ("new/..") does not let the link through either.
+    check_refused(
+        run({"eval", "--run", dir, "--to", (shared / "new" / ".." / "dir" / "sub" / "out.json").string()}),
+        refused);
+    // Nor is anything read through one (--data), in the last component or on the way.
+    fs::create_directory(tmp / "victim-data");
+    write_text(fs::path(tmp / "victim-data") / "pairs.tsv", "a b\tb a\n");
+    const std::string data_link = plant(fs::path(tmp / "victim-data") / "pairs.tsv", "pairs.tsv");
+    const std::string data_dir = plant(tmp / "victim-data", "data");
+    for (const std::string& data : {data_link, data_dir + "/pairs.tsv"})
+        check_refused(run({"train", "--data", data, "--steps", "1", "--quiet", "--out", tmp / "data-run"}),
+                      refused);
+    CHECK_FALSE(fs::exists(tmp / "data-run"));
     CHECK(fs::is_empty(tmp / "victim"));
     // A run reached through another user's link is not read, resumed or written into either.
     const std::string config = read_text(fs::path(dir) / "config.json");

@@ -59,6 +59,21 @@ TEST_CASE("every message about a run's config.json names the run's directory") {
                   {(fs::path(tmp / "run") / "config.json").string() + ": model.embed_dim must be"});
 }
 
+TEST_CASE("train's closing line names every file the run holds, a --data run's heldout.tsv too") {
+    TempDir tmp;
+    write_text(tmp / "pairs.tsv", pairs_text());
+    const Outcome data =
+        run({"train", "--data", tmp / "pairs.tsv", "--steps", "1", "--quiet", "--out", tmp / "run"});
+    require_ok(data);
+    const json files = read_config(tmp / "run")["files"];
+    REQUIRE(files.contains("heldout.tsv"));
+    for (const auto& [name, info] : files.items())
+        CHECK_MESSAGE(data.out.find(name) != std::string::npos, name);
+    const Outcome bundled = run(train_args(tmp / "bundled", "1"));
+    require_ok(bundled);
+    CHECK(bundled.out.find("heldout.tsv") == std::string::npos);
+}
+
 TEST_CASE("a --data run's heldout.tsv must be the held-out split train saved") {
     TempDir tmp;
     const std::string pairs = pairs_text();

@@ -220,18 +220,21 @@ TEST_CASE("bidi marks and invisible format characters never reach the terminal r
     require_ok(run({"eval", "--run", tmp / "run", "--input", bom + "a b c"}));  // pasted from a file
 }
 
-TEST_CASE("eval --to and inspect --to never replace the run's own files") {
+TEST_CASE("eval --to and inspect --to never write into the run directory itself, only into folders of it") {
     TempDir tmp;
     train(tmp / "run", {"--task", "reverse", "--steps", "2"});
     const std::string config = read_text(tmp / "run/config.json");
     const std::string model = read_text(tmp / "run/model.safetensors");
     check_refused(run({"eval", "--run", tmp / "run", "--to", tmp / "run/config.json"}),
-                  {"eval: --to", "would replace a file of the run"});
+                  {"eval: --to", "is in the run directory", "itself"});
     check_refused(
         run({"inspect", "--run", tmp / "run", "--format", "json", "--to", tmp / "run/model.safetensors"}),
-        {"inspect: --to", "would replace a file of the run"});
+        {"inspect: --to", "is in the run directory", "itself"});
     check_refused(run({"eval", "--run", tmp / "run", "--to", tmp / "run/new.json"}),
-                  {"would replace a file of the run"});
+                  {"is in the run directory"});
+    check_refused(run({"inspect", "--run", tmp / "run", "--format", "svg", "--to", tmp / "run"}),
+                  {"inspect: --to", "is in the run directory"});
+    CHECK_FALSE(fs::exists(tmp / "run/example1_layer0_head0.svg"));
     CHECK(read_text(tmp / "run/config.json") == config);
     CHECK(read_text(tmp / "run/model.safetensors") == model);
     require_ok(run({"eval", "--run", tmp / "run"}));  // the run still loads

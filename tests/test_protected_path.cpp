@@ -58,6 +58,8 @@ TEST_CASE("check_protected_path refuses another user's planted link in any compo
                              doctest::Contains(refused), IoError);
         CHECK_THROWS_WITH_AS(check_protected_path(shared / "planted" / ".." / "shared", "where"),
                              doctest::Contains(refused), IoError);
+        CHECK_THROWS_WITH_AS(check_protected_path(shared / "new" / ".." / "planted" / "sub", "where"),
+                             doctest::Contains(refused), IoError);
     }
     SUBCASE("reached through the caller's own links, relative ones and '..'") {
         make_link("shared/planted", root.path() / "mine", ::geteuid());
@@ -129,4 +131,69 @@ TEST_CASE("RunLock::check_held takes a removed lock again, and gives the run up 
                              IoError);
         CHECK(fs::exists(file));  // the second writer's file stays
     }
+}
+
+TEST_CASE("a save refuses a run directory another user owns or a link put in its place, and takes nothing") {
+    if (!root_user()) return;
+    TempDir root;
+    const fs::path shared = make_shared(root), victim = root.path() / "victim";
+    fs::create_directory(victim);
+    write_file_atomic(victim / "precious.txt", "mine");
+    const auto save = [](train::RunWriter& writer) {
+        writer.write_file("a.txt", "A");
+        writer.commit(nlohmann::json::object());
+    };
+    SUBCASE("a link planted where the run goes while it is written") {
+        train::RunWriter writer(shared / "run");
+        make_link(victim, shared / "run", other_uid);
+        CHECK_THROWS_WITH_AS(save(writer), doctest::Contains("replaced by a symbolic link"), IoError);
+        CHECK(fs::is_symlink(shared / "run"));
+    }
+    SUBCASE("another user's directory, there before or made while the run is written") {
+        fs::create_directory(shared / "theirs");
+        REQUIRE(::chown((shared / "theirs").c_str(), other_uid, static_cast<gid_t>(-1)) == 0);
+        CHECK_THROWS_WITH_AS(train::RunWriter(shared / "theirs"), doctest::Contains("is owned by uid 54321"),
+                             IoError);
+        train::RunWriter writer(shared / "run");
+        fs::create_directory(shared / "run");
+        fs::create_directory(shared / "run" / "inspect");
+        REQUIRE(::chown((shared / "run").c_str(), other_uid, static_cast<gid_t>(-1)) == 0);
+        CHECK_THROWS_WITH_AS(save(writer), doctest::Contains("is owned by uid 54321"), IoError);
+        CHECK_FALSE(fs::exists(shared / "run" / "a.txt"));
+    }
+    SUBCASE("another user's directory named as a dead writer's staging directory is not taken in") {
+        const fs::path planted = shared / ".run.staging-999999-0";
+        fs::create_directory(planted);
+        write_file_atomic(planted / "config.json", R"({"files": {}})");
+        fs::create_symlink(victim / "precious.txt", planted / "notes.txt");
+        REQUIRE(::chown(planted.c_str(), other_uid, static_cast<gid_t>(-1)) == 0);
+        train::RunWriter writer(shared / "run");
+        save(writer);
+        CHECK_FALSE(fs::exists(fs::symlink_status(shared / "run" / "notes.txt")));
+        CHECK(fs::exists(planted));  // left to its owner
+    }
+    CHECK(fs::directory_iterator(victim)->path().filename() == "precious.txt");
+    CHECK(std::distance(fs::directory_iterator(victim), fs::directory_iterator{}) == 1);
+}
+
+TEST_CASE("a save keeps the permission bits of the run directory and of each file it replaces") {
+    TempDir root;
+    const fs::path run = root.path() / "run";
+    const auto save = [&](const std::string& text) {
+        train::RunWriter writer(run);
+        writer.write_file("model.txt", text);
+        writer.write_file("metrics.txt", text);
+        writer.commit(nlohmann::json::object());
+    };
+    const auto mode = [](const fs::path& p) {
+        struct stat st {};
+        REQUIRE(::stat(p.c_str(), &st) == 0);
+        return st.st_mode & 07777;
+    };
+    save("1");
+    REQUIRE(::chmod(run.c_str(), 0700) == 0);
+    REQUIRE(::chmod((run / "model.txt").c_str(), 0600) == 0);
+    save("2");
+    CHECK(mode(run) == 0700);
+    CHECK(mode(run / "model.txt") == 0600);
 }

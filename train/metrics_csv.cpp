@@ -61,13 +61,15 @@ MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, 
         for (std::size_t i = 0; i < fields.size(); ++i) {
             double value = std::numeric_limits<double>::quiet_NaN();
             if (!fields[i].empty()) {
+                // As CSVLogger writes numbers: decimal, never hex floats, inf or nan.
+                const bool decimal = fields[i].find_first_not_of("0123456789.eE+-") == std::string::npos;
                 std::size_t used = 0;
                 try {
                     value = std::stod(fields[i], &used);
                 } catch (const std::exception&) {
                     used = 0;
                 }
-                AG_CHECK(used == fields[i].size() && std::isfinite(value), IoError,
+                AG_CHECK(decimal && used == fields[i].size() && std::isfinite(value), IoError,
                          "{} line {}: field '{}' is not a finite number: '{}'", where, number,
                          table.header[i], fields[i].substr(0, 40));
                 const auto [low, high] = column_range(table.header[i]);
@@ -86,6 +88,13 @@ MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, 
             "the {} steps done)",
             where, number, fields[0].substr(0, 40), last_step, steps_done);
         last_step = static_cast<std::int64_t>(step);
+        // The run's clock: each row's seconds at least the previous row's.
+        const std::vector<double>* seconds = table.column("seconds");
+        if (seconds != nullptr && seconds->size() >= 2) {
+            const double now = seconds->back(), before = (*seconds)[seconds->size() - 2];
+            AG_CHECK(!(now < before), IoError, "{} line {}: seconds {} is less than the previous row's {}",
+                     where, number, now, before);
+        }
     }
     return table;
 }

@@ -16,12 +16,14 @@ struct MetricsTable {
     const std::vector<double>* column(const std::string& name) const;
 };
 
-/// Parses the metrics CSV `text` of a run that has done `steps_done` steps and checks that it
-/// could have been written by that run: a header whose first column is `step`; rows of as many
-/// fields (none at all before the first log); each step an integer in [1, steps_done], rising from row to
-/// row; every other field empty or a finite number; a column named `loss`, `lr` or `seconds` (or ending in
-/// `_loss`) never negative, one whose name ends in `accuracy` within [0, 1]. Throws IoError starting with
-/// `where` (e.g. the file's path) and naming the line and field.
+/// Parses the metrics CSV `text` of a run that has done `steps_done` steps and checks what every
+/// such file of the run satisfies: a header whose first column is `step`; rows of as many fields
+/// (none at all before the first log); each step an integer in [1, steps_done], rising from row
+/// to row; every other field empty or a decimal number (no hex, inf or nan); a column named
+/// `loss`, `lr` or `seconds` (or ending in `_loss`) never negative, one whose name ends in
+/// `accuracy` within [0, 1]; `seconds` never falling from row to row. Rows that satisfy all this
+/// but that the run did not write (another logging cadence, other values) are not detected.
+/// Throws IoError starting with `where` (e.g. the file's path) and naming the line and field.
 MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, const std::string& where);
 
 }  // namespace attograd::train

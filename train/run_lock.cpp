@@ -172,10 +172,10 @@ std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& d
 
 void refuse_run_file(const fs::path& run_dir, const fs::path& destination, const char* command) {
     const fs::path run = fs::weakly_canonical(run_dir), to = fs::weakly_canonical(destination);
-    AG_CHECK(
-        to != run && to.parent_path() != run, IoError,
-        "{}: --to {} would replace a file of the run {}: write it outside the run or into a folder of it",
-        command, shown_path(destination), shown_path(run_dir));
+    AG_CHECK(to != run && to.parent_path() != run, IoError,
+             "{}: --to {} is in the run directory {} itself, which holds only the run's own files (a save "
+             "replaces them and checks every one): write it outside the run or into a folder of it",
+             command, shown_path(destination), shown_path(run_dir));
 }
 
 }  // namespace attograd::train

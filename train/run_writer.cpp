@@ -60,14 +60,34 @@ std::set<std::string> listed_files(const fs::path& generation) {
     return names;
 }
 
+/// Whether the entry `path` (not followed) may be taken as the caller's: anywhere but in a
+/// sticky world-writable directory (/tmp), and there only when the caller (effective uid) or the
+/// directory's owner owns it, as the kernel's protected_regular rule has it for files. Another
+/// user may have planted anything else there.
+bool owned_here(const fs::path& path) {
+    struct stat entry {};
+    struct stat parent {};
+    if (::lstat(path.c_str(), &entry) != 0 || ::stat(path.parent_path().c_str(), &parent) != 0) return false;
+    const bool shared = (parent.st_mode & S_ISVTX) != 0 && (parent.st_mode & S_IWOTH) != 0;
+    return !shared || entry.st_uid == ::geteuid() || entry.st_uid == parent.st_uid;
+}
+
 /// Moves the entries of `old` that are not its run files into `dir` (unless `dir` has one of
 /// that name), then removes `old`. `old` is the directory a save replaced (`replaced`: every
 /// entry not listed in its config.json is the user's, all of them when it has none, such as a
-/// directory that was no run yet or one a link put in DIR's place while training), or a dead
+/// directory that was no run yet), or a dead
 /// writer's staging directory (only run files and temporaries: moved only when it was committed).
 void retire(const fs::path& old, const fs::path& dir, bool replaced) {
-    const auto run_files = listed_files(old);
     std::error_code ec;
+    // What a link put in DIR's place at the instant of the swap, or a directory another user
+    // left: nothing is followed or taken from it. A link is removed (it now has the writer's
+    // staging name); another user's directory is left where it is.
+    if (fs::is_symlink(fs::symlink_status(old, ec))) {
+        fs::remove(old, ec);
+        return;
+    }
+    if (!owned_here(old)) return;
+    const auto run_files = listed_files(old);
     if ((replaced || !run_files.empty()) && fs::is_directory(dir, ec)) {
         for (const auto& entry : fs::directory_iterator(old, ec)) {
             const std::string name = entry.path().filename().string();
@@ -78,6 +98,32 @@ void retire(const fs::path& old, const fs::path& dir, bool replaced) {
     }
     fs::remove_all(old, ec);
     fault_point();
+}
+
+/// Refuses (IoError starting with `where`) a run directory `dir` that exists in a sticky
+/// world-writable directory and belongs to another user (owned_here): a save would move its
+/// entries, which that user chose, into the run.
+void check_owned(const fs::path& dir, const std::string& where) {
+    std::error_code ec;
+    struct stat st {};
+    AG_CHECK(!fs::exists(fs::symlink_status(dir, ec)) || owned_here(dir), IoError,
+             "{}: is owned by uid {} in a sticky world-writable directory; not writing a run into another "
+             "user's directory",
+             where, ::lstat(dir.c_str(), &st) == 0 ? static_cast<long>(st.st_uid) : -1L);
+}
+
+/// Gives the new generation `staging` the permission bits of the run it replaces, `dir` (when
+/// it exists): the directory's, and each file's of the same name (a private run stays private).
+void keep_modes(const fs::path& dir, const fs::path& staging) {
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+    ::chmod(staging.c_str(), st.st_mode & 07777);
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(staging, ec)) {
+        const fs::path before = dir / entry.path().filename();
+        if (::lstat(before.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+            ::chmod(entry.path().c_str(), st.st_mode & 07777);
+    }
 }
 
 /// Runs `write`, one step of saving a generation of the run `dir`: an IoError it throws (a full
@@ -136,6 +182,7 @@ RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
     const auto status = fs::symlink_status(dir_, ec);
     AG_CHECK(!fs::exists(status) || fs::is_directory(fs::status(dir_, ec)), IoError,
              "{}: exists and is not a directory", shown_path(dir));
+    check_owned(dir_, shown_path(dir));
     const fs::path parent = dir_.parent_path();
     fs::create_directories(parent, ec);  // a bad --out
     AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", shown_path(dir), ec.message());
@@ -145,7 +192,7 @@ RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
         // another run, say) is not followed, moved from or removed.
         const pid_t pid = staging_pid(entry.path().filename().string(), prefix);
         if (pid != 0 && pid != ::getpid() && entry.symlink_status(ec).type() == fs::file_type::directory &&
-            ::kill(pid, 0) != 0 && errno == ESRCH)
+            owned_here(entry.path()) && ::kill(pid, 0) != 0 && errno == ESRCH)
             retire(entry.path(), dir_, false);
     }
     // Made here and now (never an existing one, nor one a link points to): every file of the
@@ -212,6 +259,16 @@ void RunWriter::commit(nlohmann::json config) {
         write_file_atomic(staging_ / "config.json", config.dump(2) + "\n", AtomicFile::Symlinks::refuse);
     });
     fault_point();
+    // DIR as it is now, not as it was when this writer started: a link or another user's
+    // directory put in its place meanwhile is refused, and a private run stays private.
+    std::error_code ec;
+    AG_CHECK(!fs::is_symlink(fs::symlink_status(dir_, ec)), IoError,
+             "{}: cannot save the run: the directory was replaced by a symbolic link while the run was "
+             "written; not "
+             "saving through it (remove the link)",
+             shown_path(dir_));
+    check_owned(dir_, shown_path(dir_));
+    keep_modes(dir_, staging_);
     const fs::path old = replace_directory(staging_, dir_, shown_path(dir_));
     committed_ = true;
     fault_point();

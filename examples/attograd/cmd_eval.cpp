@@ -135,8 +135,9 @@ int cmd_eval(const EvalArgs& args) {
         const fs::path path(args.to);
         train::refuse_run_file(run.dir, path, "eval");
         const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "eval");
-        make_output_directory(path.parent_path());
+        MadeDirectories made = make_output_directory(path.parent_path());
         write_file_atomic(path, text);
+        made.keep();
         if (args.json) {  // --json --to FILE: the JSON goes to FILE only
             output(stdout, "wrote {}\n", shown_path(path));
             return code;

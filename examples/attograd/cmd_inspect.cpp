@@ -35,13 +35,14 @@ namespace {
 namespace fs = std::filesystem;
 
 /// Makes `dir`, RUN/inspect, when missing: a directory of the run, never a link (refuse_link)
-/// nor a directory made where one points.
-void make_default_dir(const fs::path& dir) {
+/// nor a directory made where one points. Returns it when it was made here.
+MadeDirectories make_default_dir(const fs::path& dir) {
     refuse_link(dir);
     std::error_code ec;
-    if (fs::is_directory(fs::symlink_status(dir, ec))) return;
+    if (fs::is_directory(fs::symlink_status(dir, ec))) return {};
     AG_CHECK(::mkdir(dir.c_str(), 0777) == 0, IoError, "{}: cannot create the directory: {}", shown_path(dir),
              std::strerror(errno));
+    return MadeDirectories({dir});
 }
 
 /// The heads named by "LAYER.HEAD" texts, by layer name (layers numbered as
@@ -269,8 +270,7 @@ int cmd_inspect(const InspectArgs& args) {
     const bool by_default = args.to.empty();
     const fs::path default_dir = run.dir / "inspect";
     const auto make_dir = [&](const fs::path& dir) {
-        if (by_default) return make_default_dir(dir);
-        make_output_directory(dir);
+        return by_default ? make_default_dir(dir) : make_output_directory(dir);
     };
     const auto write_named = [&](const fs::path& path, std::string_view contents) {
         refuse_link(path);
@@ -278,10 +278,13 @@ int cmd_inspect(const InspectArgs& args) {
     };
     if (renderer->target == Target::Directory) {
         const fs::path dir = by_default ? default_dir : fs::path(args.to);
+        if (!by_default && !rendered.empty())
+            train::refuse_run_file(run.dir, dir / rendered.front().name, "inspect");
         const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, dir, "inspect");
-        make_dir(dir);
+        MadeDirectories made = make_dir(dir);
         // Every name checked and every file written whole before the first replaces its old one:
-        // a refusal or a failed write (disk full, `ulimit -f`) leaves the old generation entire.
+        // a refusal or a failed write (disk full, `ulimit -f`) leaves the old generation entire,
+        // and the renames are not cut short by Ctrl-C.
         for (const auto& file : rendered) refuse_link(dir / file.name);
         std::vector<std::unique_ptr<AtomicFile>> files;
         for (const auto& file : rendered) {
@@ -289,7 +292,11 @@ int cmd_inspect(const InspectArgs& args) {
                                                          AtomicFile::Symlinks::refuse));
             files.back()->write(file.contents.data(), file.contents.size());
         }
-        for (auto& file : files) file->commit();
+        {
+            const HeldSignals held;
+            for (auto& file : files) file->commit();
+        }
+        made.keep();
         print_summary();
         output(stdout, "wrote {} {} file(s) to {}/\n", rendered.size(), renderer->kind, shown_path(dir));
         return code;
@@ -306,11 +313,12 @@ int cmd_inspect(const InspectArgs& args) {
     fs::path path = by_default ? default_dir / renderer->writes : fs::path(args.to);
     if (!by_default) train::refuse_run_file(run.dir, path, "inspect");
     const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "inspect");
-    if (!path.parent_path().empty()) make_dir(path.parent_path());
+    MadeDirectories made = path.parent_path().empty() ? MadeDirectories() : make_dir(path.parent_path());
     if (by_default)
         write_named(path, contents);
     else
         write_file_atomic(path, contents);
+    made.keep();
     print_summary();
     output(stdout, "wrote {}\n", shown_path(path));
     return code;

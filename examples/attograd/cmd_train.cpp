@@ -167,10 +167,15 @@ int cmd_train(const TrainArgs& args) {
            early_stopping->reached()
                ? fmt::format(" (target {:.0f}% reached)", 100 * target_accuracy(info.name))
                : "");
-    output(stdout,
-           "wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}); next: attograd "
-           "inspect --run {}\n",
-           shown_path(run.out), snapshots ? ", " + std::string(snapshot_file) : "", out);
+    std::error_code ec;
+    const bool heldout_file =
+        std::filesystem::exists(std::filesystem::path(run.out) / "heldout.tsv", ec);  // a --data run's split
+    output(
+        stdout,
+        "wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}{}); next: attograd "
+        "inspect --run {}\n",
+        shown_path(run.out), snapshots ? ", " + std::string(snapshot_file) : "",
+        heldout_file ? ", heldout.tsv" : "", out);
     return 0;
 }
 

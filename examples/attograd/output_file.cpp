@@ -59,24 +59,57 @@ void refuse_link(const fs::path& path) {
              shown_path(path));
 }
 
-void make_output_directory(const fs::path& dir) {
-    if (dir.empty()) return;
+MadeDirectories::~MadeDirectories() {
+    std::error_code ec;
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it) fs::remove(*it, ec);  // only an empty one
+}
+
+MadeDirectories make_output_directory(const fs::path& dir) {
+    if (dir.empty()) return {};
     check_protected_path(dir, shown_path(dir));
     std::error_code ec;
-    if (fs::is_directory(fs::status(dir, ec))) return;
+    if (fs::is_directory(fs::status(dir, ec))) return {};
+    std::vector<fs::path> made;
     // The component in the way, for the message: the first that exists and is no directory.
     fs::path prefix;
     for (const auto& part : dir) {
         prefix /= part;
         const fs::file_status named = fs::symlink_status(prefix, ec);
-        if (!fs::exists(named)) break;
+        if (!fs::exists(named)) {
+            if (part != "." && part != "..") made.push_back(prefix);
+            continue;
+        }
         if (fs::is_directory(fs::status(prefix, ec))) continue;
         throw IoError(fmt::format(
             "{}: cannot create the directory: {} is {}", shown_path(dir), shown_path(prefix),
             fs::is_symlink(named) ? "a symbolic link to nothing or to a file" : "not a directory"));
     }
+    MadeDirectories result(made);
     fs::create_directories(dir, ec);
     AG_CHECK(!ec, IoError, "{}: cannot create the directory: {}", shown_path(dir), ec.message());
+    return result;
+}
+
+namespace {
+
+constexpr int kHeldSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+volatile sig_atomic_t held_signal = 0;
+
+extern "C" void hold_signal(int signal) { held_signal = signal; }
+
+}  // namespace
+
+HeldSignals::HeldSignals() {
+    held_signal = 0;
+    struct sigaction hold {};
+    hold.sa_handler = hold_signal;
+    sigemptyset(&hold.sa_mask);
+    for (int i = 0; i < 3; ++i) ::sigaction(kHeldSignals[i], &hold, &before_[i]);
+}
+
+HeldSignals::~HeldSignals() {
+    for (int i = 0; i < 3; ++i) ::sigaction(kHeldSignals[i], &before_[i], nullptr);
+    if (held_signal != 0) ::raise(held_signal);
 }
 
 }  // namespace attograd::cli

@@ -1,8 +1,12 @@
 // Where the program writes a file: a --to path the user names, or a file it names itself.
 #pragma once
 
+#include <signal.h>
+
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace attograd::cli {
 
@@ -18,10 +22,43 @@ void check_to_file(const std::string& to);
 /// link, since the user did not name it.
 void refuse_link(const std::filesystem::path& path);
 
+/// Directories an output made, removed again when it fails: each one, deepest first and only
+/// while empty, unless keep() was called, so that a failed write leaves no empty folder behind.
+class MadeDirectories {
+public:
+    MadeDirectories() = default;
+    /// Takes the directories `made`, outermost first.
+    explicit MadeDirectories(std::vector<std::filesystem::path> made) : made_(std::move(made)) {}
+    ~MadeDirectories();
+    MadeDirectories(MadeDirectories&& other) noexcept : made_(std::move(other.made_)) { other.made_.clear(); }
+    MadeDirectories& operator=(MadeDirectories&&) = delete;
+    MadeDirectories(const MadeDirectories&) = delete;
+    MadeDirectories& operator=(const MadeDirectories&) = delete;
+    /// The output was written: the directories stay.
+    void keep() { made_.clear(); }
+
+private:
+    std::vector<std::filesystem::path> made_;
+};
+
 /// Makes the directory `dir` of a --to path and the directories above it that are missing,
 /// after holding every link on the way to the protected_symlinks rule (check_protected_path), so
-/// that no directory is made through a link another user planted. Throws IoError naming `dir`
-/// and the component in the way (a link to nothing, a file) or the system's reason.
-void make_output_directory(const std::filesystem::path& dir);
+/// that no directory is made through a link another user planted. Returns those it made. Throws
+/// IoError naming `dir` and the component in the way (a link to nothing, a file) or the system's
+/// reason.
+MadeDirectories make_output_directory(const std::filesystem::path& dir);
+
+/// SIGINT, SIGTERM and SIGHUP held off while it lives (a few renames that must all happen): a
+/// signal that arrives meanwhile is raised again, with the handling it had, when it ends.
+class HeldSignals {
+public:
+    HeldSignals();
+    ~HeldSignals();
+    HeldSignals(const HeldSignals&) = delete;
+    HeldSignals& operator=(const HeldSignals&) = delete;
+
+private:
+    struct sigaction before_[3] = {};
+};
 
 }  // namespace attograd::cli

@@ -347,6 +347,16 @@ void read_run_settings(const nlohmann::json& json, const std::filesystem::path& 
     run.task = task_for_run(run.config, dir, for_training);
     check_task_fits(run.config, *run.task);
     check_heldout_checksum(run.config, *run.task, dir);
+    // Every save of a run with snapshots on writes the file (from step 0): one missing with its
+    // entry was deleted, and a resume would start a new one without the earlier steps.
+    AG_CHECK(
+        run.config.train.snapshot_every <= 0 || run.task->held_out().empty() ||
+            (json["files"].is_object() && json["files"].contains(snapshot_file)),
+        IoError,
+        "{}: the run records its attention every {} steps (train.snapshot_every), but field 'files' has no "
+        "entry for {}: the file and its entry were removed; restore them, or set train.snapshot_every "
+        "to 0",
+        shown_path(config_path), run.config.train.snapshot_every, snapshot_file);
     if (!json["model"].contains("min_source_len"))
         run.config.model.min_source_len = run.task->info().min_source_len;
     validate(run.config, run.task->info(), SettingNames::config_file());
