@@ -10,6 +10,7 @@
 #include "renderers.hpp"
 #include "run_dir.hpp"
 #include "train/file_io.hpp"
+#include "train/interrupt.hpp"
 #include "train/run_lock.hpp"
 
 #include "data/text.hpp"
@@ -21,6 +22,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -292,10 +294,13 @@ int cmd_inspect(const InspectArgs& args) {
                                                          AtomicFile::Symlinks::refuse));
             files.back()->write(file.contents.data(), file.contents.size());
         }
+        int held = 0;
         {
-            const HeldSignals held;
+            const train::InterruptGuard guard;  // a signal now waits until every file is in place
             for (auto& file : files) file->commit();
+            held = guard.signal();
         }
+        if (held != 0) ::raise(held);
         made.keep();
         print_summary();
         output(stdout, "wrote {} {} file(s) to {}/\n", rendered.size(), renderer->kind, shown_path(dir));

@@ -90,26 +90,4 @@ MadeDirectories make_output_directory(const fs::path& dir) {
     return result;
 }
 
-namespace {
-
-constexpr int kHeldSignals[3] = {SIGINT, SIGTERM, SIGHUP};
-volatile sig_atomic_t held_signal = 0;
-
-extern "C" void hold_signal(int signal) { held_signal = signal; }
-
-}  // namespace
-
-HeldSignals::HeldSignals() {
-    held_signal = 0;
-    struct sigaction hold {};
-    hold.sa_handler = hold_signal;
-    sigemptyset(&hold.sa_mask);
-    for (int i = 0; i < 3; ++i) ::sigaction(kHeldSignals[i], &hold, &before_[i]);
-}
-
-HeldSignals::~HeldSignals() {
-    for (int i = 0; i < 3; ++i) ::sigaction(kHeldSignals[i], &before_[i], nullptr);
-    if (held_signal != 0) ::raise(held_signal);
-}
-
 }  // namespace attograd::cli

@@ -1,8 +1,6 @@
 // Where the program writes a file: a --to path the user names, or a file it names itself.
 #pragma once
 
-#include <signal.h>
-
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -47,18 +45,5 @@ private:
 /// IoError naming `dir` and the component in the way (a link to nothing, a file) or the system's
 /// reason.
 MadeDirectories make_output_directory(const std::filesystem::path& dir);
-
-/// SIGINT, SIGTERM and SIGHUP held off while it lives (a few renames that must all happen): a
-/// signal that arrives meanwhile is raised again, with the handling it had, when it ends.
-class HeldSignals {
-public:
-    HeldSignals();
-    ~HeldSignals();
-    HeldSignals(const HeldSignals&) = delete;
-    HeldSignals& operator=(const HeldSignals&) = delete;
-
-private:
-    struct sigaction before_[3] = {};
-};
 
 }  // namespace attograd::cli
