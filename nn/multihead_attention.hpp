@@ -86,7 +86,9 @@ struct KeyValueCache {
     Tensor key_padding_mask{};
     const MultiHeadAttention* owner = nullptr;  ///< the module that filled it (null: empty)
     bool cross = false;                         ///< filled by forward_cross_cached
-    const void* memory = nullptr;               ///< cross only: the storage of the memory it projected
+    /// Cross only: the memory it projected, kept so that no other tensor can take its place (a
+    /// step is checked to pass this same tensor).
+    Tensor memory{};
     /// Queries answered: the position of the next query (Rotary and ALiBi count from 0).
     std::int64_t steps = 0;
     /// Positions (keys) held, t.
@@ -145,7 +147,9 @@ public:
     /// of N sequences, attends to the cached keys 0..p-1 and itself; its key and value are
     /// appended to the cache -> output [N, 1, E] and the weights [N, h, 1, p + 1] (or averaged
     /// [N, 1, p + 1]; undefined without args.need_weights). Equals row p of
-    /// forward(x_{0..p}, {.is_causal = true}) bit for bit (with the same need_weights).
+    /// forward(x_{0..p}, {.is_causal = true}) bit for bit (with the same need_weights) below 2048
+    /// keys; from 2048 keys on, forward without need_weights runs the blocked (flash) kernel, whose
+    /// sums round differently (a few units in the last place).
     /// key_padding_mask bool or float [N, 1] marks the new key (true = padded; undefined: not
     /// padded) and is kept for later steps. Rotary and ALiBi positions count from the cache's
     /// first key. Throws ValueError (an option with no incremental path: a score other than dot

@@ -70,6 +70,11 @@ void MultiHeadAttention::check_cache(const char* fn, const Tensor& query, const 
              query.defined() ? fmt::format("{}", query.shape()) : "an undefined tensor");
     check_input_dtype(query, o.dtype, fmt::format("{}::{}", type_name(), fn), "query");
     if (cache.owner == nullptr) return;
+    AG_CHECK(
+        cache.key.dtype() == o.dtype, DTypeError,
+        "{}::{}: the cache holds {} keys but the module now computes in {} (converted after the cache was "
+        "started): start a new cache",
+        type_name(), fn, cache.key.dtype(), o.dtype);
     AG_CHECK(cache.cross == cross, ValueError, "{}::{}: the cache holds {} keys, not {} keys", type_name(),
              fn, cache.cross ? "cross-attention" : "self-attention",
              cross ? "cross-attention" : "self-attention");
@@ -178,11 +183,13 @@ MultiHeadAttentionOutput MultiHeadAttention::forward_cross_cached(const Tensor& 
                  .key_padding_mask = memory_key_padding_mask,
                  .owner = this,
                  .cross = true,
-                 .memory = memory.impl().get()};
+                 .memory = memory};
     } else {
-        AG_CHECK(memory.defined() && memory.impl().get() == cache.memory, ValueError,
-                 "{}: the cache holds the keys of another memory; start a new cache for memory {}", op,
-                 memory.defined() ? fmt::format("{}", memory.shape()) : "(undefined)");
+        AG_CHECK(
+            memory.defined() && memory.impl() == cache.memory.impl(), ValueError,
+            "{}: memory {} is not the tensor the cache was started with ({}): pass that same tensor at every "
+            "step, also after a reorder (the cache holds its keys by row); another memory needs a new cache",
+            op, memory.defined() ? fmt::format("{}", memory.shape()) : "(undefined)", cache.memory.shape());
     }
     // the query as project() computes it: the first row block of in_proj_weight, or q_proj_weight
     const Tensor bias_q = in_proj_bias_.defined() ? narrow(in_proj_bias_, 0, 0, e) : Tensor();

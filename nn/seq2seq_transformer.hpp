@@ -77,14 +77,17 @@ public:
     /// -> [N, t, V_tgt]. Keeps a reference to the model, which must outlive it.
     DecodeStep decode_step() const;
     /// One incremental decoding step: tokens int64 [N] (the last token of each of N target
-    /// prefixes, at position p = cache.steps), memory [N, S, E] (the tensor the cache was
-    /// started with), memory_key_padding_mask bool [N, S] (read at the first step) -> logits
+    /// prefixes, at position p = cache.steps), memory [B, S, E]: at every step the tensor the
+    /// cache was started with (N = B rows then; after a reorder the same tensor, whose keys the
+    /// cache holds by row), memory_key_padding_mask bool [B, S] (read at the first step) -> logits
     /// [N, V_tgt], equal to decode(prefixes, memory, mask)[:, p] bit for bit; the position's
     /// keys and values join `cache` (TransformerDecoder::forward_cached). A token equal to pad_id
     /// is masked as a key, as decode masks it. Throws ShapeError (tokens not [N], N not the
     /// cache's rows, position p at or beyond max_len), DTypeError, IndexError (an id outside the
     /// target vocabulary), ValueError (an architecture supports_cache() refuses, another memory
-    /// than the cache's); messages start with "Seq2SeqTransformer::decode_cached" or name the layer.
+    /// than the cache's), DTypeError (the model converted since the cache was started); a step
+    /// that throws leaves the cache as it was; messages start with
+    /// "Seq2SeqTransformer::decode_cached" or name the layer.
     Tensor decode_cached(const Tensor& tokens, const Tensor& memory, TransformerDecoderCache& cache,
                          const Tensor& memory_key_padding_mask = {}) const;
     /// Whether decode_cached supports the architecture: every decoder layer's

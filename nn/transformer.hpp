@@ -314,9 +314,10 @@ public:
     /// equal to the last row of forward(tgt_{0..p}, memory, {.tgt_is_causal = true}) with the
     /// earlier positions' keys and values taken from `cache` (one entry per layer, created at
     /// the first step) and the new ones appended. Reorder the cache with the sequences
-    /// (TransformerDecoderCache::reorder). Throws ValueError (a cache of another layer count, a
-    /// layer whose cache ran another number of positions than the cache, e.g. after calls on a
-    /// single layer, and as TransformerDecoderLayer::forward_cached).
+    /// (TransformerDecoderCache::reorder). All or nothing: a step that throws leaves the cache as
+    /// it was. Throws ValueError (a cache of another layer count, a layer whose cache ran another
+    /// number of positions than the cache, e.g. after calls on a single layer, and as
+    /// TransformerDecoderLayer::forward_cached).
     Tensor forward_cached(const Tensor& tgt, const Tensor& memory, TransformerDecoderCache& cache,
                           const TransformerDecoderArgs& args = {}) const;
     /// Whether every layer supports_cache().

@@ -111,15 +111,28 @@ Tensor TransformerDecoder::forward_cached(const Tensor& tgt, const Tensor& memor
              cache.layers.size(), layers_.size());
     // every layer has answered cache.steps queries, unless calls on single layers were mixed in
     for (std::size_t i = 0; i < cache.layers.size(); ++i) {
-        const std::int64_t seen = cache.layers[i].multihead_attn.steps;
-        AG_CHECK(seen == cache.steps, ValueError,
-                 "{}::forward_cached: layer {} of the cache has run {} positions but the cache {} (calls on "
-                 "single layers mixed into the decoder's cache)",
-                 type_name(), i, seen, cache.steps);
+        const auto& layer = cache.layers[i];
+        for (const std::int64_t seen :
+             {layer.multihead_attn.steps, layer.self_attn.owner ? layer.self_attn.steps : cache.steps}) {
+            AG_CHECK(
+                seen == cache.steps, ValueError,
+                "{}::forward_cached: layer {} of the cache has run {} positions but the cache {} (calls on "
+                "single layers mixed into the decoder's cache)",
+                type_name(), i, seen, cache.steps);
+        }
     }
+    // All or nothing: a step that throws in a later layer (another memory, a bad mask) leaves the
+    // cache as it was, not with the earlier layers one position ahead. The layers' caches replace
+    // their tensors rather than write into them, so the copy shares them.
+    const TransformerDecoderCache before = cache;
     Tensor x = tgt;
-    for (std::size_t i = 0; i < layers_.size(); ++i)
-        x = layers_[i]->forward_cached(x, memory, cache.layers[i], args);
+    try {
+        for (std::size_t i = 0; i < layers_.size(); ++i)
+            x = layers_[i]->forward_cached(x, memory, cache.layers[i], args);
+    } catch (...) {
+        cache = before;
+        throw;
+    }
     ++cache.steps;
     return norm_ ? norm_->forward(x) : x;
 }

@@ -301,12 +301,38 @@ TEST_CASE("a misused cache gets a clear error") {
         CHECK_THROWS_WITH_AS(short_model.decode_cached(bos, m, cache),
                              doctest::Contains("position 5 is beyond max_len 5"), ShapeError);
     }
-    SUBCASE("a cache reused with another memory") {
+    SUBCASE("a cache reused with another memory; the failed step leaves the cache as it was") {
         nn::TransformerDecoderCache cache;
         model->decode_cached(bos, memory, cache, mask);
         const Tensor other = model->encode(src);
-        CHECK_THROWS_WITH_AS(model->decode_cached(bos, other, cache, mask),
-                             doctest::Contains("the cache holds the keys of another memory"), ValueError);
+        const Tensor token = index_tensor({2, 3, 4}, {3});
+        CHECK_THROWS_WITH_AS(
+            model->decode_cached(token, other, cache, mask),
+            doctest::Contains("memory [3, 5, 8] is not the tensor the cache was started with"), ValueError);
+        CHECK(cache.steps == 1);
+        // The retry with the right memory is the uncached decode's step, bit for bit.
+        const Tensor retried = model->decode_cached(token, memory, cache, mask);
+        const Tensor prefixes = concat({reshape(bos, {3, 1}), reshape(token, {3, 1})}, 1);
+        const Tensor full = model->decode(prefixes, memory, mask);
+        CHECK(retried.to_vector<double>() == reshape(narrow(full, 1, 1, 1), {3, 7}).to_vector<double>());
+    }
+    SUBCASE("a memory that is gone is never mistaken for a new one at the same address") {
+        nn::TransformerDecoderCache cache;
+        model->decode_cached(bos, model->encode(src), cache, mask);  // a temporary memory
+        for (int i = 0; i < 20; ++i) {
+            const Tensor fresh = model->encode(src);
+            CHECK_THROWS_AS(model->decode_cached(bos, fresh, cache, mask), ValueError);
+        }
+    }
+    SUBCASE("a model converted to another dtype after the cache was started") {
+        const auto converted = make_model(v);
+        nn::TransformerDecoderCache cache;
+        converted->decode_cached(bos, memory, cache, mask);
+        converted->to(DType::Float32);
+        CHECK_THROWS_WITH_AS(
+            converted->decode_cached(bos, to_dtype(memory, DType::Float32), cache, mask),
+            doctest::Contains("the cache holds float64 keys but the module now computes in float32"),
+            DTypeError);
     }
     SUBCASE("a self-attention cache given to cross-attention, and one layer's cache to another layer") {
         const nn::TransformerDecoderLayer& layer = model->transformer().decoder().layer(0);
