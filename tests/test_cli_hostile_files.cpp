@@ -303,6 +303,7 @@ TEST_CASE("config.json values outside the range train writes are refused naming 
     // The largest seed --seed takes is kept, not refused.
     json config = json::parse(saved);
     config["train"]["seed"] = std::numeric_limits<std::uint64_t>::max();
+    config["progress"]["seed"] = std::numeric_limits<std::uint64_t>::max();  // recorded twice
     config["config_fnv1a64"] = "unchecked";
     write_text(fs::path(tmp / "run") / "config.json", config.dump());
     require_ok(run({"eval", "--run", tmp / "run"}));

@@ -340,8 +340,9 @@ TEST_CASE("a file-size limit fails the save with one line and exit 2, leaving th
         CHECK(run_bytes(tmp / "run") == before);
         CHECK(leftovers(tmp.path()).empty());
         CHECK_FALSE(fs::exists(tmp / ".run.lock"));
-        // A new run: nothing left at all.
-        end = run_child(train_args(tmp / "new", "2"), {}, {}, streams);
+        // A new run: nothing left at all, not even the folders made for it.
+        end =
+            run_child(train_args((fs::path(tmp / "new") / "deeper" / "run").string(), "2"), {}, {}, streams);
         CHECK(end.code == 2);
         check_one_line(read_text(tmp / "err.txt"));
         CHECK_FALSE(fs::exists(tmp / "new"));

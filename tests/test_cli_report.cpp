@@ -210,7 +210,7 @@ TEST_CASE(
     CHECK(report_data(html)["open"] == "decoder.layers.0.multihead_attn");
     CHECK(html.find("metrics.csv") != std::string::npos);
     CHECK(html.find("line 2: field") != std::string::npos);
-    CHECK(html.find("is not a finite number") != std::string::npos);
+    CHECK(html.find("is not a decimal number") != std::string::npos);
 }
 
 namespace {

@@ -103,6 +103,8 @@ TEST_CASE("a --data run's heldout.tsv must be the held-out split train saved") {
     check_refused(run({"eval", "--run", tmp / "run"}), {"heldout.tsv", "is not the held-out split of"});
     check_refused(run({"inspect", "--run", tmp / "run", "--input", "a1 b c"}),
                   {"heldout.tsv", "is not the held-out split of"});
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "3", "--quiet"}),
+                  {"heldout.tsv", "is not the held-out split of"});
 
     // Without the training file, the run's held-out checksum no longer fits.
     fs::remove(tmp / "pairs.tsv");
@@ -122,4 +124,26 @@ TEST_CASE("a --data run's heldout.tsv must be the held-out split train saved") {
     require_ok(run({"eval", "--run", tmp / "run"}));
     fs::remove(tmp / "pairs.tsv");  // eval needs only heldout.tsv
     require_ok(run({"eval", "--run", tmp / "run"}));
+}
+
+TEST_CASE(
+    "a resume refuses train.seed and progress.seed that differ, and progress.seconds behind metrics.csv") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "4", "--eval-every", "2"});
+    const fs::path config_file = fs::path(tmp / "run") / "config.json";
+    const std::string saved = read_text(config_file);
+    json config = json::parse(saved);
+    config["config_fnv1a64"] = "unchecked";
+    config["train"]["seed"] = 9;
+    write_text(config_file, config.dump(2));
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "6", "--quiet"}),
+                  {"train.seed 9 differs from progress.seed 0"});
+    config = json::parse(saved);
+    config["config_fnv1a64"] = "unchecked";
+    config["progress"]["seconds"] = 0.0;
+    write_text(config_file, config.dump(2));
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "6", "--quiet"}),
+                  {"progress.seconds 0 is less than", "metrics.csv's last row"});
+    write_text(config_file, saved);
+    require_ok(run({"train", "--resume", tmp / "run", "--steps", "6", "--quiet"}));
 }

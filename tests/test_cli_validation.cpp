@@ -235,6 +235,12 @@ TEST_CASE("eval --to and inspect --to never write into the run directory itself,
     check_refused(run({"inspect", "--run", tmp / "run", "--format", "svg", "--to", tmp / "run"}),
                   {"inspect: --to", "is in the run directory"});
     CHECK_FALSE(fs::exists(tmp / "run/example1_layer0_head0.svg"));
+    // Nor the run's lock file or a staging directory beside it.
+    check_refused(run({"eval", "--run", tmp / "run", "--to", tmp / ".run.lock"}),
+                  {"is the lock file or a staging"});
+    check_refused(run({"eval", "--run", tmp / "run", "--to", tmp / ".run.staging-1-0/x.json"}),
+                  {"is the lock file or a staging"});
+    CHECK_FALSE(fs::exists(tmp / ".run.lock"));
     CHECK(read_text(tmp / "run/config.json") == config);
     CHECK(read_text(tmp / "run/model.safetensors") == model);
     require_ok(run({"eval", "--run", tmp / "run"}));  // the run still loads

@@ -197,3 +197,24 @@ TEST_CASE("a save keeps the permission bits of the run directory and of each fil
     CHECK(mode(run) == 0700);
     CHECK(mode(run / "model.txt") == 0600);
 }
+
+TEST_CASE(
+    "a lock file another user left in a sticky directory is not taken; folders made for a lock go with it") {
+    TempDir root;
+    SUBCASE("the folders a lock made are removed with it while empty") {
+        { const train::RunLock lock(root.path() / "a" / "b" / "run"); }
+        CHECK_FALSE(fs::exists(root.path() / "a"));
+        fs::create_directories(root.path() / "c" / "d" / "run");
+        { const train::RunLock lock(root.path() / "c" / "d" / "run"); }
+        CHECK(fs::exists(root.path() / "c" / "d" / "run"));
+    }
+    SUBCASE("another user's lock file") {
+        if (!root_user()) return;
+        const fs::path shared = make_shared(root), lock = shared / ".run.lock";
+        write_file_atomic(lock, "1");
+        REQUIRE(::chown(lock.c_str(), other_uid, static_cast<gid_t>(-1)) == 0);
+        CHECK_THROWS_WITH_AS(train::RunLock(shared / "run"), doctest::Contains("is owned by uid 54321"),
+                             IoError);
+        CHECK(fs::exists(lock));
+    }
+}

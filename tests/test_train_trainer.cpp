@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 namespace {
@@ -488,5 +489,34 @@ TEST_CASE(
             CHECK(fit().global_step == 4);
             CHECK_FALSE(early->reached());
         }
+    }
+}
+
+TEST_CASE("Trainer: a link or another process's save put in the run's place between saves is not written") {
+    testing::TempDir tmp;
+    const fs::path run = tmp.path() / "run", elsewhere = tmp.path() / "elsewhere";
+    fs::create_directory(elsewhere);
+    std::ofstream(elsewhere / "mine.txt") << "mine";
+    SUBCASE("a link") {
+        Program program(run);
+        program.trainer.add_callback(std::make_shared<AtStep>(7, [&] {
+            fs::rename(run, tmp.path() / "run.real");
+            fs::create_directory_symlink(elsewhere, run);
+        }));
+        CHECK_THROWS_WITH_AS(program.fit(),
+                             doctest::Contains("was replaced by a symbolic link since training started"),
+                             IoError);
+        CHECK(std::distance(fs::directory_iterator(elsewhere), fs::directory_iterator{}) == 1);
+    }
+    SUBCASE("another process's save (as after its lock file was removed)") {
+        Program program(run);
+        program.trainer.add_callback(std::make_shared<AtStep>(7, [&] {
+            train::RunWriter other(run);  // what another train's save does
+            other.write_file("notes.txt", "theirs");
+            other.commit(nlohmann::json::object());
+        }));
+        CHECK_THROWS_WITH_AS(program.fit(),
+                             doctest::Contains("another process saved it since this one last did"), IoError);
+        CHECK(bytes_of(run / "notes.txt") == "theirs");
     }
 }

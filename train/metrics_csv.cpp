@@ -70,7 +70,7 @@ MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, 
                     used = 0;
                 }
                 AG_CHECK(decimal && used == fields[i].size() && std::isfinite(value), IoError,
-                         "{} line {}: field '{}' is not a finite number: '{}'", where, number,
+                         "{} line {}: field '{}' is not a decimal number: '{}'", where, number,
                          table.header[i], fields[i].substr(0, 40));
                 const auto [low, high] = column_range(table.header[i]);
                 AG_CHECK(value >= low && value <= high, IoError,

@@ -36,6 +36,17 @@ bool is_lock_file(int fd) {
            std::all_of(text, text + n, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
 
+/// Whether the open file `fd` in directory `dir` may be taken as the caller's: anywhere but in
+/// a sticky world-writable directory (/tmp), and there only when the caller (effective uid) or
+/// the directory's owner owns it (the kernel's protected_regular rule).
+bool owned_here(int fd, const fs::path& dir) {
+    struct stat file {};
+    struct stat parent {};
+    if (::fstat(fd, &file) != 0 || ::stat(dir.c_str(), &parent) != 0) return false;
+    const bool shared = (parent.st_mode & S_ISVTX) != 0 && (parent.st_mode & S_IWOTH) != 0;
+    return !shared || file.st_uid == ::geteuid() || file.st_uid == parent.st_uid;
+}
+
 /// Whether `path` (a symbolic link not followed) names the open file `fd`.
 bool names_file(const fs::path& path, int fd) {
     struct stat held {
@@ -84,6 +95,9 @@ fs::path RunLock::lock_path(const fs::path& dir) {
 
 RunLock::RunLock(const fs::path& dir) : dir_(dir), path_(lock_path(dir)) {
     std::error_code ec;
+    for (fs::path up = path_.parent_path(); !up.empty() && !fs::exists(fs::symlink_status(up, ec));
+         up = up.parent_path())
+        made_.insert(made_.begin(), up);
     fs::create_directories(path_.parent_path(), ec);
     AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", shown_path(dir), ec.message());
     acquire();
@@ -119,6 +133,16 @@ void RunLock::acquire() {
         }
         AG_CHECK(fd_ >= 0, IoError, "{}: cannot create the lock file {}: {}", shown_path(dir),
                  shown_path(path_), std::strerror(errno));
+        if (!created && !owned_here(fd_, path_.parent_path())) {
+            struct stat st {};
+            ::fstat(fd_, &st);
+            ::close(fd_);
+            fd_ = -1;
+            throw IoError(
+                fmt::format("{}: the lock file {} is owned by uid {} in a sticky world-writable "
+                            "directory; attograd does not take another user's file: remove it",
+                            shown_path(dir), shown_path(path_), st.st_uid));
+        }
         if (!created && !is_lock_file(fd_)) {
             ::close(fd_);
             fd_ = -1;
@@ -149,11 +173,14 @@ void RunLock::acquire() {
 }
 
 RunLock::~RunLock() {
-    if (fd_ < 0) return;
-    // Still locked: whoever opened it meanwhile retries on a new file. Only the file this lock
-    // holds is removed, not whatever took its name.
-    if (names_file(path_, fd_)) ::unlink(path_.c_str());
-    ::close(fd_);
+    if (fd_ >= 0) {
+        // Still locked: whoever opened it meanwhile retries on a new file. Only the file this lock
+        // holds is removed, not whatever took its name.
+        if (names_file(path_, fd_)) ::unlink(path_.c_str());
+        ::close(fd_);
+    }
+    std::error_code ec;
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it) fs::remove(*it, ec);  // only while empty
 }
 
 std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& destination,
@@ -172,6 +199,17 @@ std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& d
 
 void refuse_run_file(const fs::path& run_dir, const fs::path& destination, const char* command) {
     const fs::path run = fs::weakly_canonical(run_dir), to = fs::weakly_canonical(destination);
+    // The run's lock file and staging directories beside it are its writers' own.
+    const std::string name = run.filename().string();
+    for (fs::path up = to; !up.empty() && up != up.parent_path(); up = up.parent_path()) {
+        const std::string entry = up.filename().string();
+        AG_CHECK(up.parent_path() != run.parent_path() ||
+                     (entry != "." + name + ".lock" && !entry.starts_with("." + name + ".staging-")),
+                 IoError,
+                 "{}: --to {} is the lock file or a staging directory of the run {}, which only the run's "
+                 "writer uses: write it elsewhere",
+                 command, shown_path(destination), shown_path(run_dir));
+    }
     AG_CHECK(to != run && to.parent_path() != run, IoError,
              "{}: --to {} is in the run directory {} itself, which holds only the run's own files (a save "
              "replaces them and checks every one): write it outside the run or into a folder of it",

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <vector>
 
 namespace attograd::train {
 
@@ -48,6 +49,9 @@ private:
 
     std::filesystem::path dir_, path_;
     int fd_ = -1;
+    /// Directories made for the lock file (DIR's missing parents), removed on release while empty:
+    /// a run whose first save failed leaves no empty folders.
+    std::vector<std::filesystem::path> made_;
 };
 
 /// The run's lock, held while `command` (e.g. a program's eval or inspect) writes `destination` inside the
@@ -60,8 +64,8 @@ std::optional<RunLock> lock_if_inside(const std::filesystem::path& run_dir,
 
 /// Refuses (IoError naming `command` and both paths) a file `destination` that is the run directory
 /// `run_dir` itself or a file directly in it: those names are the run's own files (config.json,
-/// the checkpoint, the lock), which an output written there would replace. Folders inside the run
-/// (RUN/inspect/) stay writable.
+/// the checkpoint, the lock), which an output written there would replace; so are the run's lock
+/// file and staging directories beside it. Folders inside the run (RUN/inspect/) stay writable.
 void refuse_run_file(const std::filesystem::path& run_dir, const std::filesystem::path& destination,
                      const char* command);
 

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <optional>
 #include <set>
@@ -44,6 +46,14 @@ double progress_number(const nlohmann::json& progress, const std::string& key) {
     AG_CHECK(progress[key].is_number(), ValueError,
              "config.json: field 'progress.{}' must be a number, got {}", key, progress[key].dump());
     return progress[key].get<double>();
+}
+
+/// (st_dev, st_ino) of the directory `dir`, or (0, 0) when there is none: each save swaps in a
+/// new directory, so this names one generation of a run.
+std::pair<std::uint64_t, std::uint64_t> directory_identity(const fs::path& dir) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) != 0) return {0, 0};
+    return {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
 }
 
 /// The checkpoint files of a run directory, read from one generation.
@@ -248,6 +258,8 @@ void Trainer::load_run(const fs::path& dir) {
     }
     load_optimizer_state(*optimizer_, scheduler_, saved.optimizer, optimizer_file);
     for (const auto& callback : callbacks_) callback->load_files(*this, dir);
+    if (!run_path_.empty() && run_directory_path(dir) == run_path_)
+        run_identity_ = directory_identity(run_path_);
     resumed_ = true;
 }
 
@@ -269,6 +281,19 @@ void Trainer::save_checkpoint() {
     }
     if (!options_.is_global_zero || run_path_.empty()) return;
     if (lock_) lock_->check_held();  // its file removed meanwhile: never two writers of one run
+    // The directory resolved when training started, still a directory and still the one this
+    // Trainer last read or wrote: a link or another process's save put there since is not
+    // followed or replaced.
+    std::error_code ec;
+    AG_CHECK(!fs::is_symlink(fs::symlink_status(run_path_, ec)), IoError,
+             "{}: cannot save the run: {} was replaced by a symbolic link since training started; not "
+             "following it",
+             shown_path(options_.default_root_dir), shown_path(run_path_));
+    const auto now = directory_identity(run_path_);
+    AG_CHECK(run_identity_.second == 0 || now == run_identity_, IoError,
+             "{}: cannot save the run: another process saved it since this one last did (its lock file was "
+             "removed meanwhile); not replacing that save",
+             shown_path(options_.default_root_dir));
     RunWriter writer(run_path_);
     writer.save_tensors("model.safetensors", model_state);
     auto state = prefixed(optimizer_state, "optimizer.");
@@ -280,6 +305,7 @@ void Trainer::save_checkpoint() {
     nlohmann::json config = config_;
     config["progress"] = state_dict();
     writer.commit(std::move(config));
+    run_identity_ = directory_identity(run_path_);
 }
 
 int Trainer::validate_now(const ValidationFunction& validate) {

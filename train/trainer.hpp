@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attograd::train {
@@ -254,6 +255,9 @@ private:
     std::unique_ptr<InterruptGuard> interrupts_;
     std::unique_ptr<RunLock> lock_;
     std::filesystem::path run_path_;  ///< default_root_dir as the lock resolved it
+    /// The run directory this Trainer last loaded or saved (st_dev, st_ino; 0 before either): a
+    /// save finding another one there (another process saved meanwhile) refuses to replace it.
+    std::pair<std::uint64_t, std::uint64_t> run_identity_{0, 0};
 };
 
 /// Training diverged (DivergenceMonitor's rule, or a save meeting non-finite parameters): a

@@ -288,19 +288,27 @@ int cmd_inspect(const InspectArgs& args) {
         // a refusal or a failed write (disk full, `ulimit -f`) leaves the old generation entire,
         // and the renames are not cut short by Ctrl-C.
         for (const auto& file : rendered) refuse_link(dir / file.name);
-        std::vector<std::unique_ptr<AtomicFile>> files;
-        for (const auto& file : rendered) {
-            files.push_back(std::make_unique<AtomicFile>(dir / file.name, shown_path(dir / file.name),
-                                                         AtomicFile::Symlinks::refuse));
-            files.back()->write(file.contents.data(), file.contents.size());
-        }
+        // A signal while the files are written stops the writing and removes them (the old ones
+        // stay); one while they are renamed waits until every file is in place.
         int held = 0;
         {
-            const train::InterruptGuard guard;  // a signal now waits until every file is in place
-            for (auto& file : files) file->commit();
+            const train::InterruptGuard guard;
+            std::vector<std::unique_ptr<AtomicFile>> files;
+            for (const auto& file : rendered) {
+                if (guard.signal() != 0) break;
+                files.push_back(std::make_unique<AtomicFile>(dir / file.name, shown_path(dir / file.name),
+                                                             AtomicFile::Symlinks::refuse));
+                files.back()->write(file.contents.data(), file.contents.size());
+            }
+            if (guard.signal() == 0)
+                for (auto& file : files) file->commit();
             held = guard.signal();
         }
-        if (held != 0) ::raise(held);
+        if (held != 0) {
+            made.remove();
+            ::raise(held);  // ends the program as the signal would have
+            return 128 + held;
+        }
         made.keep();
         print_summary();
         output(stdout, "wrote {} {} file(s) to {}/\n", rendered.size(), renderer->kind, shown_path(dir));

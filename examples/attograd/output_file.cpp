@@ -59,9 +59,12 @@ void refuse_link(const fs::path& path) {
              shown_path(path));
 }
 
-MadeDirectories::~MadeDirectories() {
+MadeDirectories::~MadeDirectories() { remove(); }
+
+void MadeDirectories::remove() {
     std::error_code ec;
     for (auto it = made_.rbegin(); it != made_.rend(); ++it) fs::remove(*it, ec);  // only an empty one
+    made_.clear();
 }
 
 MadeDirectories make_output_directory(const fs::path& dir) {

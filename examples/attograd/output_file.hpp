@@ -34,6 +34,8 @@ public:
     MadeDirectories& operator=(const MadeDirectories&) = delete;
     /// The output was written: the directories stay.
     void keep() { made_.clear(); }
+    /// Removes them now (each while empty), as the destructor would.
+    void remove();
 
 private:
     std::vector<std::filesystem::path> made_;

@@ -146,8 +146,15 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
             data::escape_control(config.task.data_fnv1a64));
         // The saved held-out examples are rewritten by the next save: checked as eval checks them,
         // so that a broken file is refused here too rather than silently replaced.
-        if (std::filesystem::exists(dir / "heldout.tsv")) read_saved_heldout(config, dir);
-        return data::make_data_task(std::move(data.dataset));
+        auto task = data::make_data_task(std::move(data.dataset));
+        if (std::filesystem::exists(dir / "heldout.tsv")) {
+            const auto saved = read_saved_heldout(config, dir);
+            AG_CHECK(saved == task->held_out(), IoError,
+                     "{}: is not the held-out split of {}, the training data this run started on (same size and "
+                     "checksum): train saved that split there",
+                     shown_path(dir / "heldout.tsv"), shown_path(config.task.data));
+        }
+        return task;
     }
     auto held_out = read_saved_heldout(config, dir);
     check_heldout_split(config, dir, held_out);
@@ -245,6 +252,11 @@ void check_progress(const RunProgress& p, const RunConfig& config) {
     // Wall-clock seconds: at most 10^9 (31 years) rules out a typo, never a real run.
     check(std::isfinite(p.seconds) && p.seconds >= 0.0 && p.seconds <= 1e9, "seconds",
           "finite and in [0, 1e9] (seconds of training)", p.seconds);
+    // The seed is recorded twice (train.seed, which a resume trains with, and progress.seed).
+    AG_CHECK(!p.seed || *p.seed == config.train.seed, ValueError,
+             "config.json: train.seed {} differs from progress.seed {} (the run's seed, recorded twice): "
+             "set both to the seed the run was trained with",
+             config.train.seed, *p.seed);
     check(p.heldout_token_accuracy >= 0.0 && p.heldout_token_accuracy <= 1.0, "heldout_token_accuracy",
           "in [0, 1]", p.heldout_token_accuracy);
     check(p.heldout_sequence_accuracy >= 0.0 && p.heldout_sequence_accuracy <= 1.0,

@@ -14,6 +14,8 @@
 #include "data/tsv.hpp"
 #include "optim/adam.hpp"
 #include "optim/sgd.hpp"
+#include "train/file_io.hpp"
+#include "train/metrics_csv.hpp"
 #include "train/run_dir.hpp"
 #include "train/run_writer.hpp"
 #include "train/trainer.hpp"
@@ -262,6 +264,14 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
             AG_CHECK(fs::exists(out / file), IoError, "{}: missing; this run cannot be resumed",
                      shown_path(out / file));
         }
+        // The run's clock goes on from progress.seconds: the rows already logged must not be later.
+        const auto table = train::read_metrics_csv(train::read_file(out / "metrics.csv"),
+                                                   s.counters.steps_done, shown_path(out / "metrics.csv"));
+        if (const auto* seconds = table.column("seconds"); seconds != nullptr && !seconds->empty())
+            AG_CHECK(!(seconds->back() > s.counters.seconds + 5e-4), IoError,  // rows round to 1 ms
+                     "{}: progress.seconds {} is less than the {} seconds of metrics.csv's last row: one of "
+                     "the two was changed after train wrote them",
+                     shown_path(out / "config.json"), s.counters.seconds, seconds->back());
     } else {
         std::optional<TrainingData> training_data;
         if (!args.data.empty()) {
