@@ -208,6 +208,10 @@ TEST_CASE(
         { const train::RunLock lock(root.path() / "c" / "d" / "run"); }
         CHECK(fs::exists(root.path() / "c" / "d" / "run"));
     }
+    SUBCASE("a lock file holding a PID and a newline, as `echo PID > .DIR.lock` leaves it, is a lock file") {
+        write_file_atomic(root.path() / ".run.lock", "999999\n");
+        CHECK_NOTHROW(train::RunLock(root.path() / "run"));
+    }
     SUBCASE("another user's lock file") {
         if (!root_user()) return;
         const fs::path shared = make_shared(root), lock = shared / ".run.lock";

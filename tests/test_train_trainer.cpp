@@ -515,8 +515,10 @@ TEST_CASE("Trainer: a link or another process's save put in the run's place betw
             other.write_file("notes.txt", "theirs");
             other.commit(nlohmann::json::object());
         }));
-        CHECK_THROWS_WITH_AS(program.fit(),
-                             doctest::Contains("another process saved it since this one last did"), IoError);
+        CHECK_THROWS_WITH_AS(
+            program.fit(),
+            doctest::Contains("the directory is no longer the one this training last read or wrote"),
+            IoError);
         CHECK(bytes_of(run / "notes.txt") == "theirs");
     }
 }

@@ -31,7 +31,8 @@ bool is_lock_file(int fd) {
     struct stat st {};
     if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_size > 20) return false;
     char text[21] = {};
-    const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+    ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+    if (n > 0 && text[n - 1] == '\n') --n;  // `echo PID > .DIR.lock` is a PID too
     return n >= 0 &&
            std::all_of(text, text + n, [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
@@ -154,7 +155,8 @@ void RunLock::acquire() {
         if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
             const int error = errno;
             char text[32] = {};
-            const ssize_t n = ::pread(fd_, text, sizeof text - 1, 0);
+            ssize_t n = ::pread(fd_, text, sizeof text - 1, 0);
+            if (n > 0 && text[n - 1] == '\n') --n;
             ::close(fd_);
             fd_ = -1;
             AG_CHECK(error != EWOULDBLOCK, IoError, "{} is being trained by another process (pid {})",

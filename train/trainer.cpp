@@ -291,8 +291,8 @@ void Trainer::save_checkpoint() {
              shown_path(options_.default_root_dir), shown_path(run_path_));
     const auto now = directory_identity(run_path_);
     AG_CHECK(run_identity_.second == 0 || now == run_identity_, IoError,
-             "{}: cannot save the run: another process saved it since this one last did (its lock file was "
-             "removed meanwhile); not replacing that save",
+             "{}: cannot save the run: the directory is no longer the one this training last read or wrote "
+             "(replaced, or saved by another process after its lock file was removed); not replacing it",
              shown_path(options_.default_root_dir));
     RunWriter writer(run_path_);
     writer.save_tensors("model.safetensors", model_state);
