@@ -1,6 +1,7 @@
 // The kernel's protected_symlinks rule, applied to every link on a path we follow.
 #include "core/protected_path.hpp"
 
+#include "core/detail/sticky_owner.hpp"
 #include "core/error.hpp"
 
 #include <sys/stat.h>
@@ -20,8 +21,7 @@ void check_protected_link(const fs::path& link, const std::string& where) {
     const fs::path dir = link.parent_path().empty() ? fs::path(".") : link.parent_path();
     AG_CHECK(::lstat(link.c_str(), &link_stat) == 0 && ::stat(dir.c_str(), &dir_stat) == 0, IoError,
              "{}: cannot examine the symbolic link '{}': {}", where, link.string(), std::strerror(errno));
-    const bool shared_dir = (dir_stat.st_mode & S_ISVTX) != 0 && (dir_stat.st_mode & S_IWOTH) != 0;
-    AG_CHECK(!shared_dir || link_stat.st_uid == ::geteuid() || link_stat.st_uid == dir_stat.st_uid, IoError,
+    AG_CHECK(detail::trusted_owner(link_stat.st_uid, dir_stat), IoError,
              "{}: the symbolic link '{}' is owned by uid {} in a sticky world-writable directory owned "
              "by uid {}; not following it (another user may have planted it)",
              where, link.string(), link_stat.st_uid, dir_stat.st_uid);

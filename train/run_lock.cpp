@@ -2,6 +2,7 @@
 #include "train/run_lock.hpp"
 #include "train/file_io.hpp"
 
+#include "core/detail/sticky_owner.hpp"
 #include "core/error.hpp"
 #include "core/protected_path.hpp"
 
@@ -44,8 +45,7 @@ bool owned_here(int fd, const fs::path& dir) {
     struct stat file {};
     struct stat parent {};
     if (::fstat(fd, &file) != 0 || ::stat(dir.c_str(), &parent) != 0) return false;
-    const bool shared = (parent.st_mode & S_ISVTX) != 0 && (parent.st_mode & S_IWOTH) != 0;
-    return !shared || file.st_uid == ::geteuid() || file.st_uid == parent.st_uid;
+    return detail::trusted_owner(file.st_uid, parent);
 }
 
 /// Whether `path` (a symbolic link not followed) names the open file `fd`.

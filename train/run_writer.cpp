@@ -4,6 +4,7 @@
 #include "train/run_lock.hpp"
 
 #include "core/atomic_file.hpp"
+#include "core/detail/sticky_owner.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/serialization.hpp"
@@ -68,8 +69,7 @@ bool owned_here(const fs::path& path) {
     struct stat entry {};
     struct stat parent {};
     if (::lstat(path.c_str(), &entry) != 0 || ::stat(path.parent_path().c_str(), &parent) != 0) return false;
-    const bool shared = (parent.st_mode & S_ISVTX) != 0 && (parent.st_mode & S_IWOTH) != 0;
-    return !shared || entry.st_uid == ::geteuid() || entry.st_uid == parent.st_uid;
+    return detail::trusted_owner(entry.st_uid, parent);
 }
 
 /// Moves the entries of `old` that are not its run files into `dir` (unless `dir` has one of
