@@ -658,3 +658,34 @@ TEST_CASE("a run whose attention snapshots were removed with their files entry i
     require_ok(run({"eval", "--run", dir}));
     require_ok(run({"train", "--resume", dir, "--steps", "6", "--quiet"}));
 }
+
+TEST_CASE("a model edited to finite weights that overflow is refused naming model.safetensors") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run", path = dir / "model.safetensors";
+    small_run(dir);
+    const auto good = attograd::load_safetensors(path);
+    const auto plant = [&](float value) {
+        auto state = good;
+        for (auto& [name, tensor] : state) {
+            tensor = attograd::clone(tensor);  // the copy of the map shares good's storage
+            float* data = tensor.data<float>();
+            std::fill(data, data + tensor.numel(), value);
+        }
+        attograd::save_safetensors(path, state);
+        record_checksum(path);
+    };
+    plant(3e38f);  // each weight finite, every logit NaN or infinite
+    const std::vector<std::string> names = {"model.safetensors", "NaN or infinite logits"};
+    check_refused(run({"eval", "--run", dir}), names);
+    check_refused(run({"inspect", "--run", dir, "--format", "json", "--to", tmp / "x.json"}), names);
+    check_refused(run({"train", "--resume", dir, "--steps", "4", "--quiet"}), names);
+    CHECK_FALSE(fs::exists(tmp / "x.json"));
+    // Large but finite outputs are a model, and the last snapshot is named as not from its save.
+    plant(1e5f);
+    require_ok(run({"eval", "--run", dir}));
+    check_refused(run({"train", "--resume", dir, "--steps", "4", "--quiet"}),
+                  {"attention_snapshots.safetensors", "model.safetensors are not from one save"});
+    attograd::save_safetensors(path, good);
+    record_checksum(path);
+    require_ok(run({"train", "--resume", dir, "--steps", "4", "--quiet"}));
+}

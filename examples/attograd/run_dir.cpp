@@ -2,9 +2,11 @@
 #include "run_dir.hpp"
 #include "quoting.hpp"
 
+#include "core/autograd.hpp"
 #include "core/detail/json_integer.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/ops_elementwise.hpp"
 #include "core/ops_reduce.hpp"
 #include "core/serialization.hpp"
 #include "data/text.hpp"
@@ -398,6 +400,35 @@ void naming_config(const std::filesystem::path& config_path, Body&& body) {
     }
 }
 
+// Each weight is checked finite on load, but finite weights can still overflow (3e38 each): such
+// a model would fail later, inside decoding, or be blamed on the snapshots, so it is named here.
+void check_model_outputs_finite(const Model& model, const RunConfig& config, const Task& task,
+                                const std::filesystem::path& weights) {
+    constexpr std::size_t kExamples = 16;
+    const auto& held_out = task.held_out();
+    const Vocabularies vocab = vocabularies(config);
+    std::vector<std::vector<std::int64_t>> sources, targets;
+    for (std::size_t i = 0; i < std::min(kExamples, held_out.size()); ++i) {
+        sources.push_back(vocab.source.encode(held_out[i].source));
+        targets.push_back(vocab.target.encode(held_out[i].target));
+    }
+    if (sources.empty()) return;
+    NoGradGuard no_grad;
+    Tensor logits;
+    try {
+        logits = to_dtype(model.forward(model.make_batch(sources, &targets)).logits, DType::Float64);
+    } catch (const ValueError& e) {  // hard attention refuses NaN scores
+        throw IoError(fmt::format("{}: the model fails on the first held-out examples ({}), so nothing can "
+                                  "be evaluated (its weights were edited, or are from another run)",
+                                  shown_path(weights), e.what()));
+    }
+    const double* data = logits.data<double>();
+    AG_CHECK(std::all_of(data, data + logits.numel(), [](double x) { return std::isfinite(x); }), IoError,
+             "{}: the model gives NaN or infinite logits on the first held-out examples, so nothing can be "
+             "evaluated (its weights were edited, or are from another run)",
+             shown_path(weights));
+}
+
 LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     const nlohmann::json json = train::open_run(dir);
     const auto config_path = dir / "config.json";
@@ -419,6 +450,7 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
         throw IoError(fmt::format("{}: does not fit config.json: {}", shown_path(weights), e.what()));
     }
     run.model->eval();
+    check_model_outputs_finite(*run.model, run.config, *run.task, weights);
     return run;
 }
 
