@@ -2,8 +2,8 @@
 #pragma once
 
 #include "core/core.hpp"
-#include "nn/nn.hpp"
-#include "optim/optim.hpp"
 #include "data/data.hpp"
 #include "inspect/inspect.hpp"
+#include "nn/nn.hpp"
+#include "optim/optim.hpp"
 #include "train/train.hpp"

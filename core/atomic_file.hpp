@@ -13,13 +13,13 @@ namespace attograd {
 /// `target` and fsyncs the directory, so readers see the old file or the whole new one, never a
 /// part. Destroyed without commit() (an exception, a failed write), it removes the temporary
 /// file and leaves `target` as it was; the temporaries of `target` that a process no longer
-/// running left (killed before its rename) are removed when the next one is made. Refuses a `target` that exists and is not a regular file:
-/// renaming over a device or FIFO (as root: /dev/null) would replace it. A replaced file keeps
-/// its permission bits. A symbolic link at `target` is written through: the file it points to
-/// (after every link in the chain) is replaced and the link stays; a link to what is not a
-/// regular file (/dev/stdout on a terminal or pipe) is refused like the file itself. A link is
-/// followed only where the kernel's protected_symlinks rule (Documentation/admin-guide/sysctl/
-/// fs.rst) would follow it, whatever that setting: a link in a sticky world-writable directory
+/// running left (killed before its rename) are removed when the next one is made. Refuses a `target` that
+/// exists and is not a regular file: renaming over a device or FIFO (as root: /dev/null) would replace it. A
+/// replaced file keeps its permission bits. A symbolic link at `target` is written through: the file it
+/// points to (after every link in the chain) is replaced and the link stays; a link to what is not a regular
+/// file (/dev/stdout on a terminal or pipe) is refused like the file itself. A link is followed only where
+/// the kernel's protected_symlinks rule (Documentation/admin-guide/sysctl/ fs.rst) would follow it, whatever
+/// that setting: a link in a sticky world-writable directory
 /// (/tmp) whose owner is neither the caller's effective uid nor the directory's owner is
 /// refused, since renaming over the file it names would bypass that rule. With
 /// Symlinks::refuse a link at `target` is refused instead (and one made there meanwhile is

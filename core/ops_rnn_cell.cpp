@@ -2,10 +2,10 @@
 #include "core/ops_rnn.hpp"
 
 #include "core/autograd.hpp"
-#include "core/error.hpp"
-#include "core/format.hpp"
 #include "core/detail/parallel.hpp"
 #include "core/detail/rnn_cell_kernel.hpp"
+#include "core/error.hpp"
+#include "core/format.hpp"
 
 namespace attograd {
 namespace {

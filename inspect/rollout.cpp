@@ -1,8 +1,8 @@
 // Attention rollout and attention flow over a stack of attention layers (Abnar & Zuidema 2020).
 #include "inspect/rollout.hpp"
 
-#include "core/error.hpp"
 #include "core/detail/parallel.hpp"
+#include "core/error.hpp"
 #include "inspect/max_flow.hpp"
 
 #include <fmt/format.h>
@@ -192,7 +192,8 @@ Matrix flow_by_max_flow(const std::vector<Matrix>& m) {
     const Matrix& bottom = m.front();
     const Matrix& top = m.back();
     Matrix out(rows, t);
-    const int threads = attograd::detail::threads_for(rows * t * base.edges(), attograd::detail::kMinParallelWork);
+    const int threads =
+        attograd::detail::threads_for(rows * t * base.edges(), attograd::detail::kMinParallelWork);
 #pragma omp parallel num_threads(threads)
     {
         FlowNetwork net = base;

@@ -173,7 +173,7 @@ AttentionOutput Attention::forward(const Tensor& query, const Tensor& key, const
     const Tensor k = k_proj_ ? k_proj_->forward(key) : key;
     const Tensor v = v_proj_ ? v_proj_->forward(value) : value;
     AttentionOutput out = o.scoring.local == LocalMode::None ? forward_global(q, k, v, masks, need_weights)
-                                                     : forward_local(q, k, v, masks, need_weights);
+                                                             : forward_local(q, k, v, masks, need_weights);
     // Replacement weights are applied inside forward_global / forward_local, which have the values
     // and the mask.
     if (const auto* heads = head_interventions(this); heads != nullptr && !replaces_weights(heads))

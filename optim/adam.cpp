@@ -1,8 +1,8 @@
 // Adam and AdamW: PyTorch's documented updates, one fused pass over each parameter.
 #include "optim/adam.hpp"
 
-#include "core/error.hpp"
 #include "core/detail/parallel.hpp"
+#include "core/error.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -7,10 +7,10 @@
 #include <fmt/format.h>
 
 #include <deque>
-#include <utility>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace attograd::detail {

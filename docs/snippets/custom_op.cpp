@@ -12,9 +12,8 @@ Tensor softplus(const Tensor& x) {
     }
     if (autograd::needs_record({&x})) {
         // dx = dy * sigmoid(x)
-        autograd::record("softplus", {x}, out, [x](const Tensor& dy, autograd::Gradients& g) {
-            g.add(0, dy * sigmoid(x));
-        });
+        autograd::record("softplus", {x}, out,
+                         [x](const Tensor& dy, autograd::Gradients& g) { g.add(0, dy * sigmoid(x)); });
     }
     return out;
 }
@@ -22,7 +21,8 @@ Tensor softplus(const Tensor& x) {
 int main() {
     Generator gen(0);
     const Tensor x = randn({3, 4}, gen, {.dtype = DType::Float64, .requires_grad = true});
-    const GradcheckResult check = gradcheck([](const std::vector<Tensor>& in) { return softplus(in[0]); }, {x});
+    const GradcheckResult check =
+        gradcheck([](const std::vector<Tensor>& in) { return softplus(in[0]); }, {x});
     fmt::print("gradcheck {}: max error {:.2e}\n", check.ok ? "passed" : "failed", check.max_abs_error);
     return check.ok ? 0 : 1;
 }

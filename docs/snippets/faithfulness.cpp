@@ -19,7 +19,8 @@ int main() {
     for (int step = 0; step < 300; ++step) {
         const Tensor x = randn({B, T, E}, gen);
         const Tensor label = argmax(select(x, 2, 0), 1);  // the position of the largest first feature
-        const Tensor loss = cross_entropy(classifier.forward(select(attention.forward(x).output, 1, 0)), label);
+        const Tensor loss =
+            cross_entropy(classifier.forward(select(attention.forward(x).output, 1, 0)), label);
         adam.zero_grad();
         loss.backward();
         adam.step();
@@ -29,12 +30,15 @@ int main() {
     const inspect::HeadId head{.layer = "", .head = 0};
     const Tensor inputs = randn({8, T, E}, gen);
     const inspect::HeadObservation observed = inspect::observe_head(explained, inputs, head);
-    const auto by_gradient = inspect::attention_agreement(observed, inspect::gradient_importance(explained, inputs, head));
-    const auto by_removal = inspect::attention_agreement(observed, inspect::leave_one_out(explained, inputs, head));
+    const auto by_gradient =
+        inspect::attention_agreement(observed, inspect::gradient_importance(explained, inputs, head));
+    const auto by_removal =
+        inspect::attention_agreement(observed, inspect::leave_one_out(explained, inputs, head));
     const auto permuted = inspect::permutation_test(explained, inputs, head, 20, gen);
     for (std::size_t b = 0; b < 3; ++b)
-        fmt::print("example {}: tau(attention, gradient) {:+.2f}  tau(attention, leave-one-out) {:+.2f}  "
-                   "median TVD under permutation {:.3f} (max weight {:.2f})\n",
-                   b, by_gradient[b].value_or(0.0), by_removal[b].value_or(0.0), permuted[b].median,
-                   permuted[b].max_weight);
+        fmt::print(
+            "example {}: tau(attention, gradient) {:+.2f}  tau(attention, leave-one-out) {:+.2f}  "
+            "median TVD under permutation {:.3f} (max weight {:.2f})\n",
+            b, by_gradient[b].value_or(0.0), by_removal[b].value_or(0.0), permuted[b].median,
+            permuted[b].max_weight);
 }

@@ -7,17 +7,18 @@ using namespace attograd;
 int main() {
     Generator gen(0);
     nn::MultiHeadAttention attention({.embed_dim = 8, .num_heads = 2}, gen);
-    const Tensor x = randn({2, 4, 8}, gen);                                 // [B, T, E]
+    const Tensor x = randn({2, 4, 8}, gen);  // [B, T, E]
     const Tensor lengths = index_tensor({4, 2}, {2});
-    const Tensor padding = nn::lengths_to_padding_mask(lengths, 4);        // bool [B, T], true at padding
-    const Tensor causal = nn::causal_mask(4);                               // bool [T, T], true above the diagonal
+    const Tensor padding = nn::lengths_to_padding_mask(lengths, 4);  // bool [B, T], true at padding
+    const Tensor causal = nn::causal_mask(4);                        // bool [T, T], true above the diagonal
     const auto out = attention.forward(x, {.key_padding_mask = padding, .attn_mask = causal});
-    std::cout << out.weights << "\n";                                       // [B, Tq, Tk], heads averaged
+    std::cout << out.weights << "\n";  // [B, Tq, Tk], heads averaged
     // The same causal mask without building it, and PyTorch's float form (-inf above the diagonal):
     const auto same = attention.forward(x, {.key_padding_mask = padding, .is_causal = true});
-    const auto as_float = attention.forward(x, {.key_padding_mask = padding,
-                                                .attn_mask = nn::generate_square_subsequent_mask(4)});
-    const double d1 = max(abs(out.output - same.output)).item(), d2 = max(abs(out.output - as_float.output)).item();
+    const auto as_float = attention.forward(
+        x, {.key_padding_mask = padding, .attn_mask = nn::generate_square_subsequent_mask(4)});
+    const double d1 = max(abs(out.output - same.output)).item(),
+                 d2 = max(abs(out.output - as_float.output)).item();
     fmt::print("same output with is_causal: {}, with the float mask: {}\n", d1 == 0.0, d2 < 1e-6);
 
     // Every key masked: weights 0 and output 0 (PyTorch gives NaN).

@@ -151,10 +151,11 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
         auto task = data::make_data_task(std::move(data.dataset));
         if (std::filesystem::exists(dir / "heldout.tsv")) {
             const auto saved = read_saved_heldout(config, dir);
-            AG_CHECK(saved == task->held_out(), IoError,
-                     "{}: is not the held-out split of {}, the training data this run started on (same size and "
-                     "checksum): train saved that split there",
-                     shown_path(dir / "heldout.tsv"), shown_path(config.task.data));
+            AG_CHECK(
+                saved == task->held_out(), IoError,
+                "{}: is not the held-out split of {}, the training data this run started on (same size and "
+                "checksum): train saved that split there",
+                shown_path(dir / "heldout.tsv"), shown_path(config.task.data));
         }
         return task;
     }
@@ -418,9 +419,10 @@ void check_model_outputs_finite(const Model& model, const RunConfig& config, con
     try {
         logits = to_dtype(model.forward(model.make_batch(sources, &targets)).logits, DType::Float64);
     } catch (const ValueError& e) {  // hard attention refuses NaN scores
-        throw IoError(fmt::format("{}: the model fails on the first held-out examples ({}), so nothing can "
-                                  "be evaluated (its weights were edited, or are from another run)",
-                                  shown_path(weights), e.what()));
+        throw IoError(
+            fmt::format("{}: the model fails on the first held-out examples ({}), so nothing can "
+                        "be evaluated (its weights were edited, or are from another run)",
+                        shown_path(weights), e.what()));
     }
     const double* data = logits.data<double>();
     AG_CHECK(std::all_of(data, data + logits.numel(), [](double x) { return std::isfinite(x); }), IoError,

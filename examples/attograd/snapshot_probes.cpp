@@ -96,12 +96,12 @@ constexpr double kSnapshotWeightTolerance = 1e-3;
 
 void check_against_model(const inspect::InspectedExample& got, const inspect::InspectedExample& want,
                          const std::string& where) {
-    AG_CHECK(got.prediction == want.prediction, ValueError,
-             "{}, taken at the run's last step: its prediction '{}' is not the saved model's '{}' (this file and "
-             "model.safetensors are not from one save)",
-             where,
-             data::escape_control(excerpt(data::join(got.prediction, " "), 80)),
-             data::escape_control(excerpt(data::join(want.prediction, " "), 80)));
+    AG_CHECK(
+        got.prediction == want.prediction, ValueError,
+        "{}, taken at the run's last step: its prediction '{}' is not the saved model's '{}' (this file and "
+        "model.safetensors are not from one save)",
+        where, data::escape_control(excerpt(data::join(got.prediction, " "), 80)),
+        data::escape_control(excerpt(data::join(want.prediction, " "), 80)));
     for (std::size_t m = 0; m < got.maps.size(); ++m) {
         const auto& a = got.maps[m].weights;
         const auto& b = want.maps[m].weights;
@@ -109,7 +109,8 @@ void check_against_model(const inspect::InspectedExample& got, const inspect::In
         for (std::size_t k = 0; close && k < a.size(); ++k)
             close = std::abs(a[k] - b[k]) <= kSnapshotWeightTolerance;
         AG_CHECK(close, ValueError,
-                 "{}, taken at the run's last step: map {} ('{}') holds weights other than the saved model's (this "
+                 "{}, taken at the run's last step: map {} ('{}') holds weights other than the saved model's "
+                 "(this "
                  "file and model.safetensors are not from one save)",
                  where, m, data::escape_control(excerpt(got.maps[m].title(), 80)));
     }
