@@ -10,6 +10,7 @@
 #include "inspect/faithfulness_html.hpp"
 #include "inspect/faithfulness_stats.hpp"
 #include "inspect/faithfulness_table.hpp"
+#include "inspect/fraction_text.hpp"
 #include "inspect/head_score_curves.hpp"
 #include "inspect/head_scores.hpp"
 #include "inspect/intervention.hpp"

@@ -1,5 +1,6 @@
 // SVG drawing of one attention map: a heatmap with token labels, colour scale and legend.
 #include "inspect/render_svg.hpp"
+#include "inspect/fraction_text.hpp"
 
 #include "core/error.hpp"
 
@@ -63,7 +64,7 @@ std::string render_svg(const AttentionMap& map, const SvgOptions& options) {
     const std::int64_t grid_w = map.cols() * cell, grid_h = map.rows() * cell;
 
     std::string title = map.title();
-    if (map.alignment_share) title += fmt::format(" \u2014 alignment share {:.3f}", *map.alignment_share);
+    if (map.alignment_share) title += " \u2014 alignment share " + fraction_text(*map.alignment_share, 3);
     const bool outlined = std::any_of(map.right.begin(), map.right.end(),
                                       [&](std::int64_t c) { return c >= 0 && c < map.cols(); });
     const std::string legend = "red outline: " + options.alignment_legend;

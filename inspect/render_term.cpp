@@ -1,6 +1,7 @@
 // Terminal heatmaps of attention maps: true colour, 256 colours or plain shade characters;
 // keys of maps wider than the terminal are pooled, queries past a row limit, with a line saying so.
 #include "inspect/render_term.hpp"
+#include "inspect/fraction_text.hpp"
 
 #include "core/error.hpp"
 
@@ -224,7 +225,7 @@ std::string render_heatmap(const AttentionMap& map, const TermOptions& options) 
         shown = &pooled;
     }
     std::string title = map.title();
-    if (map.alignment_share) title += fmt::format("  (alignment share {:.3f})", *map.alignment_share);
+    if (map.alignment_share) title += "  (alignment share " + fraction_text(*map.alignment_share, 3) + ")";
     std::string out = display_width(title) <= options.width ? title + '\n' : wrap(title, options.width);
     if (key_factor > 1 || query_factor > 1) {
         std::vector<std::string> merged;

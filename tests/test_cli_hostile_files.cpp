@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <regex>
+#include <tuple>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -688,4 +689,41 @@ TEST_CASE("a model edited to finite weights that overflow is refused naming mode
     attograd::save_safetensors(path, good);
     record_checksum(path);
     require_ok(run({"train", "--resume", dir, "--steps", "4", "--quiet"}));
+}
+
+TEST_CASE("a resume never saves progress.seconds that a run may not record") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run";
+    small_run(dir);
+    const auto set_seconds = [&](double seconds) {
+        edit_config(dir, [&](json& c) { c["progress"]["seconds"] = seconds; });
+    };
+    set_seconds(1.5e9);  // readable, but a resume could pass 2e9
+    require_ok(run({"eval", "--run", dir}));
+    check_refused(run({"train", "--resume", dir, "--steps", "4", "--quiet"}),
+                  {"config.json", "progress.seconds 1500000000 is past 1e+09", "cannot be resumed"});
+    set_seconds(2.5e9);
+    check_refused(run({"eval", "--run", dir}), {"progress.seconds must be finite and in [0, 2e+09]"});
+    set_seconds(1e9);
+    require_ok(run({"train", "--resume", dir, "--steps", "4", "--quiet"}));
+    require_ok(run({"eval", "--run", dir}));
+}
+
+TEST_CASE("a bundled task's run holding the fields of a --data or translate run is refused naming them") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run";
+    small_run(dir);
+    const std::string saved = read_text(dir / "config.json");
+    for (const auto& [field, value, names] :
+         {std::tuple{"data", json("x.tsv"), std::vector<std::string>{"task.data 'x.tsv'", "--data run"}},
+          {"chars", json(true), {"task.chars true", "--data run"}},
+          {"lang", json("fr"), {"task.lang 'fr'", "translate run"}}}) {
+        json config = json::parse(saved);
+        config["task"][field] = value;
+        write_config(dir, config);
+        check_refused(run({"eval", "--run", dir}), names);
+        check_refused(run({"train", "--resume", dir, "--steps", "4", "--quiet"}), names);
+    }
+    write_text(dir / "config.json", saved);
+    require_ok(run({"eval", "--run", dir}));
 }

@@ -94,13 +94,13 @@ TEST_CASE(
         const attograd::train::RunLock held(tmp / "run");  // as a train in another process holds it
         for (const std::string& path : {tmp / "link", tmp / "links/relative", tmp / "links/../link/"}) {
             check_refused(run({"train", "--resume", path, "--steps", "4", "--quiet"}),
-                          {"being trained by another process"});
+                          {"being written by another process"});
         }
     }
     {
         const attograd::train::RunLock held(tmp / "link");
         check_refused(run({"train", "--resume", tmp / "run", "--steps", "4", "--quiet"}),
-                      {"being trained by another process"});
+                      {"being written by another process"});
     }
     CHECK(steps_done(tmp / "run") == 2);
     require_ok(run({"train", "--resume", tmp / "link", "--steps", "4", "--quiet"}));
@@ -123,7 +123,7 @@ TEST_CASE(
     CHECK_FALSE(fs::exists(tmp / "run2"));
     const attograd::train::RunLock held(tmp / "a/run2");
     check_refused(run({"train", "--resume", tmp / "deep/../run2", "--steps", "2", "--quiet"}),
-                  {"being trained by another process"});
+                  {"being written by another process"});
 }
 
 TEST_CASE(

@@ -143,7 +143,7 @@ TEST_CASE(
     config["progress"]["seconds"] = 0.0;
     write_text(config_file, config.dump(2));
     check_refused(run({"train", "--resume", tmp / "run", "--steps", "6", "--quiet"}),
-                  {"progress.seconds 0 is less than", "metrics.csv's last row"});
+                  {"metrics.csv line 2: seconds", "is past the run's 0 seconds of training"});
     write_text(config_file, saved);
     require_ok(run({"train", "--resume", tmp / "run", "--steps", "6", "--quiet"}));
 }

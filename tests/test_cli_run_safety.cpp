@@ -291,12 +291,12 @@ TEST_CASE("train refuses a run directory another train is writing, naming its pi
     const RunBytes before = run_bytes(tmp / "run");
     {
         const attograd::train::RunLock other(tmp / "run");  // as a train in another process holds it
-        const std::string pid = fmt::format("(pid {})", ::getpid());
+        const std::string pid = fmt::format("(pid {}:", ::getpid());
         check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}),
-                      {"run is being trained by another process", pid});
+                      {"run is being written by another process", pid});
         auto fresh = train_args(tmp / "run", "3");
         fresh.push_back("--force");
-        check_refused(run(fresh), {"run is being trained by another process", pid});
+        check_refused(run(fresh), {"run is being written by another process", pid});
         CHECK(run_bytes(tmp / "run") == before);
         // Readers need no lock.
         require_ok(run({"eval", "--run", tmp / "run"}));
@@ -312,9 +312,9 @@ TEST_CASE("inspect does not write into a run a train is writing (the next save w
     {
         const attograd::train::RunLock training(tmp / "run");  // as a train in another process holds it
         check_refused(run({"inspect", "--run", tmp / "run", "--format", "html"}),
-                      {"run is being trained by another process", "pass --to a path outside"});
+                      {"run is being written by another process", "pass --to a path outside"});
         check_refused(run({"inspect", "--run", tmp / "run", "--format", "svg", "--to", tmp / "run/svg"}),
-                      {"run is being trained by another process"});
+                      {"run is being written by another process"});
         CHECK_FALSE(fs::exists(tmp / "run/inspect/report.html"));
         require_ok(run({"inspect", "--run", tmp / "run", "--format", "json", "--to", tmp / "outside.json"}));
         CHECK(fs::exists(tmp / "outside.json"));

@@ -102,6 +102,12 @@ TEST_CASE("a negative REINFORCE baseline update count in model.safetensors is re
                   {"reward_baseline_updates' is -5"});
     plant(file, "reward_baseline_updates", 2);
     require_ok(run({"eval", "--run", tmp / "run"}));
+    // The baseline averages rewards, minus each sequence's loss: never positive.
+    plant(file, ".reward_baseline", 1e300);
+    check_refused(run({"eval", "--run", tmp / "run"}), {"model.safetensors", "reward_baseline' is 1e+300"});
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}), {"never positive"});
+    plant(file, ".reward_baseline", -0.5);
+    require_ok(run({"train", "--resume", tmp / "run", "--steps", "4", "--quiet"}));
 }
 
 TEST_CASE("a broken heldout.tsv is refused by eval, inspect and --resume alike, and kept as it is") {

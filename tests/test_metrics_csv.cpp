@@ -55,3 +55,12 @@ TEST_CASE("read_metrics_csv refuses rows the run cannot have written, naming the
     CHECK_THROWS_WITH_AS(train::read_metrics_csv("", 20, "m.csv"), doctest::Contains("m.csv: is empty"),
                          IoError);
 }
+
+TEST_CASE("read_metrics_csv refuses seconds past the run's, to the millisecond rows are rounded to") {
+    const std::string rows = "10,1,0.5,,0.1,1.5\n20,1,0.5,,0.1,3.25\n";
+    CHECK(train::read_metrics_csv(header + rows, 20, "m.csv", 3.25).columns[0].size() == 2);
+    CHECK(train::read_metrics_csv(header + rows, 20, "m.csv", 3.2496).columns[0].size() == 2);
+    CHECK_THROWS_WITH_AS(
+        train::read_metrics_csv(header + rows, 20, "m.csv", 3.0),
+        doctest::Contains("m.csv line 3: seconds 3.25 is past the run's 3 seconds of training"), IoError);
+}

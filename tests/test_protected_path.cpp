@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 using namespace attograd;
@@ -120,14 +121,14 @@ TEST_CASE("RunLock::check_held takes a removed lock again, and gives the run up 
         fs::remove(file);
         first.check_held();
         CHECK(fs::exists(file));
-        CHECK_THROWS_WITH_AS(train::RunLock{run}, doctest::Contains("is being trained by another process"),
+        CHECK_THROWS_WITH_AS(train::RunLock{run}, doctest::Contains("is being written by another process"),
                              IoError);
         first.check_held();  // still the holder
     }
     SUBCASE("removed, and a second writer took the run meanwhile: the first is refused its next save") {
         fs::remove(file);
         const train::RunLock second(run);  // as `train --resume` in another process would
-        CHECK_THROWS_WITH_AS(first.check_held(), doctest::Contains("is being trained by another process"),
+        CHECK_THROWS_WITH_AS(first.check_held(), doctest::Contains("is being written by another process"),
                              IoError);
         CHECK(fs::exists(file));  // the second writer's file stays
     }
@@ -221,4 +222,81 @@ TEST_CASE(
                              IoError);
         CHECK(fs::exists(lock));
     }
+}
+
+TEST_CASE("a save's staging directory is private until the swap, which gives it the run's bits") {
+    TempDir root;
+    const fs::path run = root.path() / "run";
+    const auto mode = [](const fs::path& p) {
+        struct stat st {};
+        REQUIRE(::stat(p.c_str(), &st) == 0);
+        return st.st_mode & 07777;
+    };
+    const mode_t umask_bits = ::umask(022);
+    ::umask(umask_bits);
+    const auto staging = [&] {
+        for (const auto& entry : fs::directory_iterator(root.path()))
+            if (entry.path().filename().string().starts_with(".run.staging-")) return entry.path();
+        return fs::path();
+    };
+    {
+        train::RunWriter writer(run);
+        writer.write_file("model.txt", "1");
+        REQUIRE_FALSE(staging().empty());
+        CHECK(mode(staging()) == 0700);
+        writer.commit(nlohmann::json::object());
+    }
+    CHECK(mode(run) == (0777 & ~umask_bits));  // a new run: as mkdir makes a directory
+    REQUIRE(::chmod(run.c_str(), 0750) == 0);
+    {
+        train::RunWriter writer(run);
+        writer.write_file("model.txt", "2");
+        CHECK(mode(staging()) == 0700);
+        writer.commit(nlohmann::json::object());
+    }
+    CHECK(mode(run) == 0750);
+}
+
+TEST_CASE("a save whose parent directory was moved and replaced by a link writes nothing through it") {
+    TempDir root;
+    const fs::path sub = root.path() / "sub", aside = root.path() / "sub.aside",
+                   victim = root.path() / "victim";
+    fs::create_directory(victim);
+    std::optional<train::RunLock> lock(std::in_place, sub / "run");
+    std::optional<train::RunWriter> writer(std::in_place, sub / "run");
+    writer->write_file("model.txt", "1");
+    fs::rename(sub, aside);
+    fs::create_directory_symlink(victim, sub);
+    CHECK_THROWS_WITH_AS(writer->commit(nlohmann::json::object()),
+                         doctest::Contains("the directory it is in, was moved or replaced"), IoError);
+    CHECK_THROWS_WITH_AS(lock->check_held(),
+                         doctest::Contains("was moved or replaced since training started"), IoError);
+    writer.reset();
+    lock.reset();
+    // Its staging directory and lock file are removed where they are, and the link's target is untouched.
+    CHECK(fs::is_empty(aside));
+    CHECK(fs::is_empty(victim));
+    CHECK(fs::is_symlink(sub));
+}
+
+TEST_CASE("refuse_run_file knows the lock file and staging names however --to spells them") {
+    TempDir root;
+    fs::create_directory(root.path() / "run");
+    const fs::path saved = fs::current_path();
+    fs::current_path(root.path());
+    const auto refused = [](const fs::path& run, const fs::path& to) {
+        CHECK_THROWS_WITH_AS(train::refuse_run_file(run, to, "eval"),
+                             doctest::Contains("is the lock file or a staging directory"), IoError);
+    };
+    refused("run", ".run.lock");
+    refused("./run", ".run.lock");
+    refused(root.path() / "run", ".run.lock");
+    refused("run", ".run.staging-999999-0");
+    refused("run", ".run.staging-999999-0/x.svg");
+    fs::create_symlink(".run.lock", "dangling");  // a link to where the lock file would be made
+    refused("run", "dangling");
+    fs::create_symlink(root.path() / ".run.lock", "absolute");
+    refused("run", "absolute");
+    CHECK_NOTHROW(train::refuse_run_file("run", "run.lock", "eval"));
+    fs::current_path(saved);
 }

@@ -297,7 +297,7 @@ TEST_CASE("Trainer: bad run directories and options give a clear attograd::Error
     {
         const train::RunLock other((tmp.path() / "run").string());  // as another training process holds it
         Program program(tmp.path() / "run");
-        CHECK_THROWS_WITH_AS(program.fit(), doctest::Contains("is being trained by another process"),
+        CHECK_THROWS_WITH_AS(program.fit(), doctest::Contains("is being written by another process"),
                              IoError);
     }
     {

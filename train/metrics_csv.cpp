@@ -42,7 +42,8 @@ const std::vector<double>* MetricsTable::column(const std::string& name) const {
     return nullptr;
 }
 
-MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, const std::string& where) {
+MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, const std::string& where,
+                              double seconds_done) {
     std::istringstream lines(text);
     std::string line;
     AG_CHECK(std::getline(lines, line), IoError, "{}: is empty", where);
@@ -88,8 +89,14 @@ MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, 
             "the {} steps done)",
             where, number, fields[0].substr(0, 40), last_step, steps_done);
         last_step = static_cast<std::int64_t>(step);
-        // The run's clock: each row's seconds at least the previous row's.
+        // The run's clock: each row's seconds at least the previous row's, and none past the run's
+        // (rows round to 1 ms).
         const std::vector<double>* seconds = table.column("seconds");
+        if (seconds != nullptr && !seconds->empty())
+            AG_CHECK(!(seconds->back() > seconds_done + 5e-4), IoError,
+                     "{} line {}: seconds {} is past the run's {} seconds of training (its record of them, "
+                     "or this file, was changed after it was written)",
+                     where, number, seconds->back(), seconds_done);
         if (seconds != nullptr && seconds->size() >= 2) {
             const double now = seconds->back(), before = (*seconds)[seconds->size() - 2];
             AG_CHECK(!(now < before), IoError, "{} line {}: seconds {} is less than the previous row's {}",

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -21,9 +22,12 @@ struct MetricsTable {
 /// (none at all before the first log); each step an integer in [1, steps_done], rising from row
 /// to row; every other field empty or a decimal number (no hex, inf or nan); a column named
 /// `loss`, `lr` or `seconds` (or ending in `_loss`) never negative, one whose name ends in
-/// `accuracy` within [0, 1]; `seconds` never falling from row to row. Rows that satisfy all this
-/// but that the run did not write (another logging cadence, other values) are not detected.
-/// Throws IoError starting with `where` (e.g. the file's path) and naming the line and field.
-MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, const std::string& where);
+/// `accuracy` within [0, 1]; `seconds` never falling from row to row, and at most `seconds_done`
+/// (the run's seconds of training, to the millisecond the rows are rounded to). Rows that satisfy
+/// all this but that the run did not write (another logging cadence, other values) are not
+/// detected. Throws IoError starting with `where` (e.g. the file's path) and naming the line and
+/// field.
+MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, const std::string& where,
+                              double seconds_done = std::numeric_limits<double>::infinity());
 
 }  // namespace attograd::train

@@ -56,6 +56,21 @@ bool names_file(const fs::path& path, int fd) {
            held.st_dev == named.st_dev;
 }
 
+/// Where a write to `path` lands: absolute, every link resolved, a dangling link at the end
+/// followed to where the file would be made (a relative `.run.lock` or a link to it is the
+/// lock file as much as `/abs/.run.lock`).
+fs::path landing_path(const fs::path& path) {
+    std::error_code ec;
+    fs::path at = fs::absolute(path, ec);
+    for (int links = 0; links < 40 && fs::is_symlink(fs::symlink_status(at, ec)); ++links) {
+        const fs::path target = fs::read_symlink(at, ec);
+        if (ec) break;
+        at = target.is_absolute() ? target : at.parent_path() / target;
+    }
+    const fs::path resolved = fs::weakly_canonical(at, ec);
+    return ec ? at.lexically_normal() : resolved;
+}
+
 /// Opens the lock file `path`, creating it when missing, never through a symbolic link.
 /// `created` says whether this call made it. -1 with errno on failure.
 int open_lock_file(const fs::path& path, bool& created) {
@@ -101,10 +116,31 @@ RunLock::RunLock(const fs::path& dir) : dir_(dir), path_(lock_path(dir)) {
         made_.insert(made_.begin(), up);
     fs::create_directories(path_.parent_path(), ec);
     AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", shown_path(dir), ec.message());
-    acquire();
+    parent_fd_ = ::open(path_.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    AG_CHECK(parent_fd_ >= 0, IoError, "{}: cannot open the directory it goes in: {}", shown_path(dir),
+             std::strerror(errno));
+    try {
+        acquire();
+    } catch (...) {
+        ::close(parent_fd_);
+        parent_fd_ = -1;
+        throw;
+    }
+}
+
+void RunLock::check_parent() const {
+    struct stat held {};
+    struct stat now {};
+    const bool same = ::fstat(parent_fd_, &held) == 0 && ::stat(path_.parent_path().c_str(), &now) == 0 &&
+                      held.st_ino == now.st_ino && held.st_dev == now.st_dev;
+    AG_CHECK(same, IoError,
+             "{}: cannot save the run: {}, the directory it is in, was moved or replaced since training "
+             "started; not writing it there (the run went with the directory)",
+             shown_path(dir_), shown_path(path_.parent_path()));
 }
 
 void RunLock::check_held() {
+    check_parent();
     if (fd_ >= 0 && names_file(path_, fd_)) return;
     // Removed (or replaced) under us: whoever opens the path now gets another file, so this
     // lock no longer excludes anyone. The old descriptor keeps its flock until the new one holds.
@@ -159,8 +195,10 @@ void RunLock::acquire() {
             if (n > 0 && text[n - 1] == '\n') --n;
             ::close(fd_);
             fd_ = -1;
-            AG_CHECK(error != EWOULDBLOCK, IoError, "{} is being trained by another process (pid {})",
-                     shown_path(dir), n > 0 ? std::string(text, static_cast<std::size_t>(n)) : "unknown");
+            AG_CHECK(
+                error != EWOULDBLOCK, IoError,
+                "{} is being written by another process (pid {}: a train, or an inspect writing into it)",
+                shown_path(dir), n > 0 ? std::string(text, static_cast<std::size_t>(n)) : "unknown");
             throw IoError(fmt::format("{}: cannot lock {}: {}", shown_path(dir), shown_path(path_),
                                       std::strerror(error)));
         }
@@ -177,17 +215,25 @@ void RunLock::acquire() {
 RunLock::~RunLock() {
     if (fd_ >= 0) {
         // Still locked: whoever opened it meanwhile retries on a new file. Only the file this lock
-        // holds is removed, not whatever took its name.
-        if (names_file(path_, fd_)) ::unlink(path_.c_str());
+        // holds is removed, not whatever took its name, and in the directory it was made in even
+        // when that was moved meanwhile.
+        struct stat held {};
+        struct stat named {};
+        const std::string name = path_.filename().string();
+        if (::fstat(fd_, &held) == 0 &&
+            ::fstatat(parent_fd_, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) == 0 &&
+            held.st_ino == named.st_ino && held.st_dev == named.st_dev)
+            ::unlinkat(parent_fd_, name.c_str(), 0);
         ::close(fd_);
     }
-    std::error_code ec;
-    for (auto it = made_.rbegin(); it != made_.rend(); ++it) fs::remove(*it, ec);  // only while empty
+    if (parent_fd_ >= 0) ::close(parent_fd_);
+    // Only while empty, and never a link put in a folder's place (rmdir does not remove one).
+    for (auto it = made_.rbegin(); it != made_.rend(); ++it) ::rmdir(it->c_str());
 }
 
 std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& destination,
                                       const char* command) {
-    const fs::path run = fs::weakly_canonical(run_dir), to = fs::weakly_canonical(destination);
+    const fs::path run = landing_path(run_dir), to = landing_path(destination);
     if (std::mismatch(run.begin(), run.end(), to.begin(), to.end()).first != run.end()) return std::nullopt;
     try {
         return std::optional<RunLock>(std::in_place, run_dir);
@@ -200,7 +246,7 @@ std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& d
 }
 
 void refuse_run_file(const fs::path& run_dir, const fs::path& destination, const char* command) {
-    const fs::path run = fs::weakly_canonical(run_dir), to = fs::weakly_canonical(destination);
+    const fs::path run = landing_path(run_dir), to = landing_path(destination);
     // The run's lock file and staging directories beside it are its writers' own.
     const std::string name = run.filename().string();
     for (fs::path up = to; !up.empty() && up != up.parent_path(); up = up.parent_path()) {

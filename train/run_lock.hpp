@@ -21,7 +21,7 @@ std::filesystem::path run_directory_path(const std::filesystem::path& dir);
 /// holder's PID; it is removed on release. Readers take no lock: read_consistently reads one generation
 /// whatever a writer does. The lock file is never written through a symbolic link, and an
 /// existing one is rewritten only when it is what a holder leaves (a regular file with one link,
-/// holding at most a PID). Throws IoError "DIR is being trained by another process (pid N)"
+/// holding at most a PID). Throws IoError "DIR is being written by another process (pid N: ...)"
 /// when another process holds it, or naming the lock file when it cannot be created (a
 /// read-only or missing parent: found before any training), is a symbolic link or is not a lock
 /// file.
@@ -39,16 +39,22 @@ public:
     /// Makes sure the lock is still held before the holder writes the run (a Trainer calls it
     /// before every save): when the lock file was removed (by hand, or a cleaner of old files),
     /// a second writer could take a new one, so the lock is taken again on a new file. Throws
-    /// IoError "DIR is being trained by another process (pid N)" when another process holds
-    /// that new lock by then: the run is then left to it, never written by both.
+    /// IoError "DIR is being written by another process (pid N: ...)" when another process holds
+    /// that new lock by then: the run is then left to it, never written by both; and IoError
+    /// when the directory holding DIR was moved or replaced since the lock was taken.
     void check_held();
 
 private:
     // Takes the lock on a new or existing lock file (the constructor's work).
     void acquire();
 
+    // Throws IoError when the directory holding the lock file is no longer the one it was made
+    // in (moved aside, a link put in its place): the run went with it.
+    void check_parent() const;
+
     std::filesystem::path dir_, path_;
     int fd_ = -1;
+    int parent_fd_ = -1;  ///< the directory the lock file was made in, whatever its path becomes
     /// Directories made for the lock file (DIR's missing parents), removed on release while empty:
     /// a run whose first save failed leaves no empty folders.
     std::vector<std::filesystem::path> made_;

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -113,10 +115,14 @@ void check_owned(const fs::path& dir, const std::string& where) {
 }
 
 /// Gives the new generation `staging` the permission bits of the run it replaces, `dir` (when
-/// it exists): the directory's, and each file's of the same name (a private run stays private).
-void keep_modes(const fs::path& dir, const fs::path& staging) {
+/// it exists): the directory's, and each file's of the same name (a private run stays private);
+/// `new_dir_mode` when there is none.
+void keep_modes(const fs::path& dir, const fs::path& staging, unsigned new_dir_mode) {
     struct stat st {};
-    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return;
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+        ::chmod(staging.c_str(), new_dir_mode);
+        return;
+    }
     ::chmod(staging.c_str(), st.st_mode & 07777);
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(staging, ec)) {
@@ -126,16 +132,60 @@ void keep_modes(const fs::path& dir, const fs::path& staging) {
     }
 }
 
-/// Runs `write`, one step of saving a generation of the run `dir`: an IoError it throws (a full
-/// disk, a file beyond `ulimit -f`) is rethrown naming the run, whose directory is as it was.
+/// Whether the open directory `fd` is still what `path` names.
+bool names_directory(int fd, const fs::path& path) {
+    struct stat held {};
+    struct stat now {};
+    return ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+           held.st_dev == now.st_dev;
+}
+
+/// Refuses (IoError) to go on saving the run `dir` once its parent is no longer the directory
+/// `parent_fd` the writer started in (moved aside, a link put in its place).
+void check_parent(int parent_fd, const fs::path& dir) {
+    AG_CHECK(names_directory(parent_fd, dir.parent_path()), IoError,
+             "{}: cannot save the run: {}, the directory it is in, was moved or replaced while the run was "
+             "written; not writing it there (the run went with the directory)",
+             shown_path(dir), shown_path(dir.parent_path()));
+}
+
+/// Runs `write`, one step of saving a generation of the run `dir` whose parent the writer holds
+/// open as `parent_fd`: an IoError it throws (a full disk, a file beyond `ulimit -f`) is rethrown
+/// naming the run, whose directory is as it was, or saying that the parent was moved meanwhile.
 template <class Write>
-void saving(const fs::path& dir, Write&& write) {
+void saving(const fs::path& dir, int parent_fd, Write&& write) {
+    check_parent(parent_fd, dir);
     try {
         write();
     } catch (const IoError& e) {
+        check_parent(parent_fd, dir);
         throw IoError(fmt::format("{}: cannot save the run (its directory is left as it was): {}",
                                   shown_path(dir), e.what()));
     }
+}
+
+/// Removes the entry `name` of the open directory `parent` and, when it is a directory (never
+/// followed through a link), everything in it.
+void remove_tree_at(int parent, const std::string& name) {
+    const int fd = ::openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd >= 0) {
+        std::vector<std::string> names;
+        if (DIR* listing = ::fdopendir(fd)) {
+            while (const dirent* entry = ::readdir(listing)) {
+                const std::string entry_name = entry->d_name;
+                if (entry_name != "." && entry_name != "..") names.push_back(entry_name);
+            }
+            for (const auto& entry_name : names)
+                if (::unlinkat(fd, entry_name.c_str(), 0) != 0 && errno == EISDIR)
+                    remove_tree_at(fd, entry_name);
+            ::closedir(listing);
+        } else {
+            ::close(fd);
+        }
+        ::unlinkat(parent, name.c_str(), AT_REMOVEDIR);
+        return;
+    }
+    ::unlinkat(parent, name.c_str(), 0);
 }
 
 bool plain_name(const std::string& name) {
@@ -186,6 +236,9 @@ RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
     const fs::path parent = dir_.parent_path();
     fs::create_directories(parent, ec);  // a bad --out
     AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", shown_path(dir), ec.message());
+    parent_fd_ = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    AG_CHECK(parent_fd_ >= 0, IoError, "{}: cannot open the directory it goes in: {}", shown_path(dir),
+             std::strerror(errno));
     const std::string prefix = staging_prefix(dir_);
     for (const auto& entry : fs::directory_iterator(parent)) {
         // Only a directory a writer made: anything else of that name (a symbolic link to
@@ -206,11 +259,16 @@ RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
                  shown_path(dir), shown_path(staging_), std::strerror(errno));
     }
     created_ = true;
+    // Private while it is written (a private run's files are never readable in between); it
+    // takes DIR's bits at the swap, or, for a new DIR, the ones mkdir gave under the umask.
+    struct stat st {};
+    new_dir_mode_ = ::stat(staging_.c_str(), &st) == 0 ? st.st_mode & 07777 : 0755;
+    ::chmod(staging_.c_str(), 0700);
 }
 
 RunWriter::~RunWriter() {
-    std::error_code ec;
-    if (created_ && !committed_) fs::remove_all(staging_, ec);
+    if (created_ && !committed_) remove_tree_at(parent_fd_, staging_.filename().string());
+    if (parent_fd_ >= 0) ::close(parent_fd_);
 }
 
 void RunWriter::check_new_file(const std::string& name) const {
@@ -226,7 +284,8 @@ void RunWriter::check_new_file(const std::string& name) const {
 void RunWriter::write_file(const std::string& name, std::string_view contents) {
     check_new_file(name);
     // Names in the new staging directory are the writer's own: never written through a link.
-    saving(dir_, [&] { write_file_atomic(staging_ / name, contents, AtomicFile::Symlinks::refuse); });
+    saving(dir_, parent_fd_,
+           [&] { write_file_atomic(staging_ / name, contents, AtomicFile::Symlinks::refuse); });
     files_[name] = {{"bytes", contents.size()}, {"fnv1a64", fmt::format("{:016x}", fnv1a64(contents))}};
     fault_point();
 }
@@ -234,7 +293,7 @@ void RunWriter::write_file(const std::string& name, std::string_view contents) {
 void RunWriter::save_tensors(const std::string& name, const std::map<std::string, Tensor>& tensors) {
     check_new_file(name);
     const fs::path path = staging_ / name;
-    saving(dir_, [&] { save_safetensors(path, tensors, {}, AtomicFile::Symlinks::refuse); });
+    saving(dir_, parent_fd_, [&] { save_safetensors(path, tensors, {}, AtomicFile::Symlinks::refuse); });
     files_[name] = {{"bytes", fs::file_size(path)}, {"fnv1a64", file_checksum(path)}};
     fault_point();
 }
@@ -242,11 +301,12 @@ void RunWriter::save_tensors(const std::string& name, const std::map<std::string
 void RunWriter::write_with(const std::string& name, const std::function<void(const fs::path&)>& write) {
     check_new_file(name);
     pending_.push_back(name);
-    saving(dir_, [&] { write(staging_ / name); });
+    saving(dir_, parent_fd_, [&] { write(staging_ / name); });
 }
 
 void RunWriter::commit(nlohmann::json config) {
     AG_CHECK(!committed_, IoError, "{}: RunWriter committed twice", shown_path(dir_));
+    check_parent(parent_fd_, dir_);
     for (const auto& name : pending_) {
         const fs::path path = staging_ / name;
         AG_CHECK(fs::is_regular_file(path), IoError, "{}: was not written", shown_path(path));
@@ -255,7 +315,7 @@ void RunWriter::commit(nlohmann::json config) {
     }
     config["files"] = files_;
     config[config_checksum_field] = config_checksum(config);
-    saving(dir_, [&] {
+    saving(dir_, parent_fd_, [&] {
         write_file_atomic(staging_ / "config.json", config.dump(2) + "\n", AtomicFile::Symlinks::refuse);
     });
     fault_point();
@@ -268,7 +328,8 @@ void RunWriter::commit(nlohmann::json config) {
              "saving through it (remove the link)",
              shown_path(dir_));
     check_owned(dir_, shown_path(dir_));
-    keep_modes(dir_, staging_);
+    check_parent(parent_fd_, dir_);
+    keep_modes(dir_, staging_, new_dir_mode_);
     const fs::path old = replace_directory(staging_, dir_, shown_path(dir_));
     committed_ = true;
     fault_point();

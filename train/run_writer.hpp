@@ -32,7 +32,9 @@ public:
     /// directory, is the current directory or holds it (check_not_current_directory), or when
     /// the directory cannot be created.
     explicit RunWriter(std::filesystem::path dir);
-    /// Removes the staging directory unless commit() succeeded.
+    /// Removes the staging directory unless commit() succeeded (in the directory it was made in,
+    /// even when that was moved meanwhile). The staging directory is private (0700) until the
+    /// swap, when it takes DIR's permission bits (a new DIR: the umask's).
     ~RunWriter();
     RunWriter(const RunWriter&) = delete;
     RunWriter& operator=(const RunWriter&) = delete;
@@ -51,7 +53,8 @@ public:
     void write_with(const std::string& name, const std::function<void(const std::filesystem::path&)>& write);
     /// Adds "files" and config.json's own checksum (config_checksum()) to `config`, writes it as
     /// config.json and swaps the generation in. Throws
-    /// IoError when a step fails (DIR is then as it was).
+    /// IoError when a step fails (DIR is then as it was), and when DIR's parent was moved or
+    /// replaced since the writer started.
     void commit(nlohmann::json config);
 
 private:
@@ -60,6 +63,8 @@ private:
     void check_new_file(const std::string& name) const;
 
     std::filesystem::path dir_, staging_;
+    int parent_fd_ = -1;         ///< DIR's parent as it was when this writer started
+    unsigned new_dir_mode_ = 0;  ///< what mkdir gives a directory under the umask: a first save's DIR
     nlohmann::json files_ = nlohmann::json::object();
     std::vector<std::string> pending_;  ///< names written by write_with(), checksummed at commit()
     bool created_ = false;              ///< staging_ was made by this writer

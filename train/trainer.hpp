@@ -192,7 +192,7 @@ public:
     /// starts a new run (refused with IoError when default_root_dir holds a run already); a
     /// run directory resumes it; ckpt_last resumes default_root_dir's run when there is one.
     /// A resumed run that has done max_steps returns at once. Throws IoError for a run directory that
-    /// another process trains ("is being trained by another process"), that is not a
+    /// another process trains ("is being written by another process"), that is not a
     /// directory, that is the current directory or holds it, or that is corrupt; ValueError when
     /// the run was saved with another seed; Diverged when a save meets non-finite parameters or
     /// optimizer state (save_checkpoint); ValueError / Diverged from the step, validation and

@@ -3,6 +3,7 @@
 #include "console.hpp"
 #include "data/bleu.hpp"
 #include "evaluation.hpp"
+#include "fraction_text.hpp"
 #include "output_file.hpp"
 #include "quoting.hpp"
 #include "run_dir.hpp"
@@ -145,9 +146,9 @@ int cmd_eval(const EvalArgs& args) {
         wrote = path;
     }
 
-    output(stdout, "{} ({} held-out examples): token accuracy {:.2f}%, sequence accuracy {:.2f}%\n",
-           run.config.task.name, held_out.size(), 100 * result.token_accuracy,
-           100 * result.sequence_accuracy);
+    output(stdout, "{} ({} held-out examples): token accuracy {}%, sequence accuracy {}%\n",
+           run.config.task.name, held_out.size(), fraction_text(result.token_accuracy, 2, 100),
+           fraction_text(result.sequence_accuracy, 2, 100));
     if (translation && bleu.defined)
         output(stdout,
                "corpus BLEU {:.2f} (4-gram, brevity penalty {:.3f}, every reference of each source)\n",
@@ -160,7 +161,8 @@ int cmd_eval(const EvalArgs& args) {
                "prediction stopped before one):\n",
                task.info().alignment);
         for (const auto& a : alignment)
-            output(stdout, "  layer {} ({}) head {}: {:.3f}\n", a.layer, a.name, a.head, a.share);
+            output(stdout, "  layer {} ({}) head {}: {}\n", a.layer, a.name, a.head,
+                   fraction_text(a.share, 3));
     }
     for (std::size_t i = 0; i < held_out.size() && static_cast<std::int64_t>(i) < args.show; ++i) {
         output(stdout, "  {}\n",

@@ -5,6 +5,7 @@
 #include "core/atomic_file.hpp"
 #include "evaluation.hpp"
 #include "faithfulness_run.hpp"
+#include "fraction_text.hpp"
 #include "head_score_report.hpp"
 #include "output_file.hpp"
 #include "renderers.hpp"
@@ -89,7 +90,7 @@ constexpr std::int64_t faithfulness_samples = 50;
 
 std::string summary_line(const inspect::AttentionMap& map) {
     std::string line = fmt::format("  layer {} {} head {}", map.layer, map.module, map.head);
-    if (map.alignment_share) line += fmt::format(": alignment share {:.3f}", *map.alignment_share);
+    if (map.alignment_share) line += ": alignment share " + fraction_text(*map.alignment_share, 3);
     if (map.saliency_correlation)
         line += fmt::format(", Spearman vs saliency {:+.3f}", *map.saliency_correlation);
     return line;
@@ -226,10 +227,11 @@ int cmd_inspect(const InspectArgs& args) {
         std::string heads;
         for (const auto& text : args.knockout) heads += (heads.empty() ? "" : ", ") + text;
         notes.push_back(fmt::format(
-            "knockout of {} (LAYER.HEAD): held-out sequence accuracy {:.1f}% -> {:.1f}%, token accuracy "
-            "{:.1f}% -> {:.1f}%",
-            heads, 100 * with_all_heads->sequence_accuracy, 100 * without.sequence_accuracy,
-            100 * with_all_heads->token_accuracy, 100 * without.token_accuracy));
+            "knockout of {} (LAYER.HEAD): held-out sequence accuracy {}% -> {}%, token accuracy {}% -> {}%",
+            heads, fraction_text(with_all_heads->sequence_accuracy, 1, 100),
+            fraction_text(without.sequence_accuracy, 1, 100),
+            fraction_text(with_all_heads->token_accuracy, 1, 100),
+            fraction_text(without.token_accuracy, 1, 100)));
     }
     if (lm) {
         const auto scores = held_out_head_scores(*run.model, run.config.vocab, task, head_score_examples);

@@ -3,6 +3,7 @@
 #include "commands.hpp"
 #include "console.hpp"
 #include "data_parallel.hpp"
+#include "fraction_text.hpp"
 #include "snapshot_probes.hpp"
 #include "train_setup.hpp"
 #include "train_step.hpp"
@@ -160,10 +161,10 @@ int cmd_train(const TrainArgs& args) {
         return 128 + result.signal;
     }
     if (!ranks.is_main()) return 0;
-    output(stdout,
-           "{}: held-out sequence accuracy {:.1f}%, token accuracy {:.1f}% after {} steps in {:.1f} s{}\n",
-           info.name, 100 * result.validation["heldout_sequence_accuracy"],
-           100 * result.validation["heldout_token_accuracy"], result.global_step, trainer.seconds(),
+    output(stdout, "{}: held-out sequence accuracy {}%, token accuracy {}% after {} steps in {:.1f} s{}\n",
+           info.name, fraction_text(result.validation["heldout_sequence_accuracy"], 1, 100),
+           fraction_text(result.validation["heldout_token_accuracy"], 1, 100), result.global_step,
+           trainer.seconds(),
            early_stopping->reached()
                ? fmt::format(" (target {:.0f}% reached)", 100 * target_accuracy(info.name))
                : "");

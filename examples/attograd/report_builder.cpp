@@ -79,8 +79,10 @@ std::vector<std::pair<std::string, std::string>> config_rows(const RunConfig& co
     return rows;
 }
 
-std::vector<inspect::Chart> training_charts(const std::string& metrics_csv, std::int64_t steps_done) {
-    const train::MetricsTable table = train::read_metrics_csv(metrics_csv, steps_done, "metrics.csv");
+std::vector<inspect::Chart> training_charts(const std::string& metrics_csv, std::int64_t steps_done,
+                                            double seconds_done) {
+    const train::MetricsTable table =
+        train::read_metrics_csv(metrics_csv, steps_done, "metrics.csv", seconds_done);
     const auto column = [&](const std::string& name) { return table.column(name); };
     const auto* steps = column("step");
     AG_CHECK(!steps->empty(), IoError, "metrics.csv has a header but no rows");
@@ -133,7 +135,8 @@ inspect::Report build_report(const LoadedRun& run, std::vector<inspect::Inspecte
     report.config = config_rows(run.config, run.progress);
     const std::filesystem::path metrics = run.dir / "metrics.csv";
     try {
-        report.charts = training_charts(train::read_file(metrics), run.counters.steps_done);
+        report.charts =
+            training_charts(train::read_file(metrics), run.counters.steps_done, run.counters.seconds);
     } catch (const Error& e) {
         report.charts_error = e.what();  // the page says the curves could not be drawn, and why
     }

@@ -23,8 +23,9 @@ std::vector<std::pair<std::string, std::string>> config_rows(const RunConfig& co
 /// steps: the loss, and the accuracies on one shared [0, 1] axis. Empty fields are gaps. Throws
 /// IoError naming the line and the field when the text is not such a file of that run
 /// (train::read_metrics_csv: a row of the wrong length, a field that is not a number or out of
-/// its range, a step the run has not reached) or has no rows.
-std::vector<inspect::Chart> training_charts(const std::string& metrics_csv, std::int64_t steps_done);
+/// its range, a step the run has not reached, seconds past the run's `seconds_done`) or has no rows.
+std::vector<inspect::Chart> training_charts(const std::string& metrics_csv, std::int64_t steps_done,
+                                            double seconds_done);
 
 /// The layer the report opens on, where the answer is read: the last cross-attention layer
 /// (a seq2seq decoder's attention over the source), else the last layer; "" when `layers` is

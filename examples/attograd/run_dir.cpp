@@ -112,6 +112,16 @@ std::pair<std::uint64_t, std::string> translate_pairs_checksum(const data::Trans
 
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir,
                                    bool for_training) {
+    // The fields of a --data run, which train leaves empty for every other task.
+    AG_CHECK(config.task.name == "data" || (config.task.data.empty() && !config.task.chars), ValueError,
+             "config.json: task.data '{}' and task.chars {} belong to a --data run; train writes them empty "
+             "and false for task.name '{}'",
+             data::escape_control(excerpt(config.task.data, 80)), config.task.chars,
+             data::escape_control(config.task.name));
+    AG_CHECK(
+        config.task.name == "translate" || config.task.lang.empty(), ValueError,
+        "config.json: task.lang '{}' belongs to a translate run; train writes it empty for task.name '{}'",
+        data::escape_control(excerpt(config.task.lang, 80)), data::escape_control(config.task.name));
     if (config.task.name == "translate") {
         auto task = data::make_translate_task(translate_options(config.task.lang));
         const auto [bytes, sum] = translate_pairs_checksum(*task);
@@ -252,9 +262,8 @@ void check_progress(const RunProgress& p, const RunConfig& config) {
     const auto count = [](std::int64_t v) { return static_cast<double>(v); };
     check(p.steps_done >= 0 && p.steps_done <= config.train.steps, "steps_done",
           fmt::format("in [0, train.steps = {}]", config.train.steps), p.steps_done);
-    // Wall-clock seconds: at most 10^9 (31 years) rules out a typo, never a real run.
-    check(std::isfinite(p.seconds) && p.seconds >= 0.0 && p.seconds <= 1e9, "seconds",
-          "finite and in [0, 1e9] (seconds of training)", p.seconds);
+    check(std::isfinite(p.seconds) && p.seconds >= 0.0 && p.seconds <= kRecordedSeconds, "seconds",
+          fmt::format("finite and in [0, {:g}] (seconds of training)", kRecordedSeconds), p.seconds);
     // The seed is recorded twice (train.seed, which a resume trains with, and progress.seed).
     AG_CHECK(!p.seed || *p.seed == config.train.seed, ValueError,
              "config.json: train.seed {} differs from progress.seed {} (the run's seed, recorded twice): "
@@ -452,6 +461,16 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
         throw IoError(fmt::format("{}: does not fit config.json: {}", shown_path(weights), e.what()));
     }
     run.model->eval();
+    // The program's REINFORCE reward is minus a sequence's loss: its baseline, an average of
+    // rewards, is never positive.
+    for (const auto& [name, tensor] : state) {
+        if (!name.ends_with(".reward_baseline") && name != "reward_baseline") continue;
+        const double baseline = to_dtype(tensor, DType::Float64).data<double>()[0];
+        AG_CHECK(baseline <= 0.0, IoError,
+                 "{}: '{}' is {}, but the REINFORCE reward is minus a sequence's loss, so its baseline is "
+                 "never positive",
+                 shown_path(weights), name, baseline);
+    }
     check_model_outputs_finite(*run.model, run.config, *run.task, weights);
     return run;
 }

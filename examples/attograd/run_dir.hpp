@@ -59,12 +59,17 @@ struct RunProgress {
     double pending_lr = 0.0;
 };
 
+/// The most seconds of training progress.seconds may record (63 years: an edit, never a run), and
+/// the most a run may hold to be resumed: a resume adds one process's wall time, far less than
+/// the difference, so train never saves seconds it would refuse to read.
+inline constexpr double kRecordedSeconds = 2e9, kResumableSeconds = 1e9;
+
 /// Reads config.json's "progress" (all fields optional). Throws ValueError naming the field
 /// ("progress.steps_done") when one has the wrong type or an impossible value.
 RunProgress read_progress(const nlohmann::json& json);
 /// Refuses (ValueError, "config.json: progress.FIELD must be ..., got X") a field outside the
 /// range train writes: counts in [0, steps done] (steps done in [0, train.steps]), accuracies
-/// in [0, 1], seconds finite in [0, 1e9], loss sums, initial_loss and pending_lr finite and
+/// in [0, 1], seconds finite in [0, kRecordedSeconds], loss sums, initial_loss and pending_lr finite and
 /// >= 0, an evaluation pending only with a step in the window.
 void check_progress(const RunProgress& progress, const RunConfig& config);
 /// Refuses (ValueError naming config.json: task.name) a task whose tokens are not all in the

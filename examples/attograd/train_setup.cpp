@@ -264,14 +264,14 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
             AG_CHECK(fs::exists(out / file), IoError, "{}: missing; this run cannot be resumed",
                      shown_path(out / file));
         }
-        // The run's clock goes on from progress.seconds: the rows already logged must not be later.
-        const auto table = train::read_metrics_csv(train::read_file(out / "metrics.csv"),
-                                                   s.counters.steps_done, shown_path(out / "metrics.csv"));
-        if (const auto* seconds = table.column("seconds"); seconds != nullptr && !seconds->empty())
-            AG_CHECK(!(seconds->back() > s.counters.seconds + 5e-4), IoError,  // rows round to 1 ms
-                     "{}: progress.seconds {} is less than the {} seconds of metrics.csv's last row: one of "
-                     "the two was changed after train wrote them",
-                     shown_path(out / "config.json"), s.counters.seconds, seconds->back());
+        // The run's clock goes on from progress.seconds: the rows already logged must not be later,
+        // and the seconds this resume adds must stay within what a run may record.
+        train::read_metrics_csv(train::read_file(out / "metrics.csv"), s.counters.steps_done,
+                                shown_path(out / "metrics.csv"), s.counters.seconds);
+        AG_CHECK(s.counters.seconds <= kResumableSeconds, IoError,
+                 "{}: progress.seconds {} is past {:g}: the run cannot be resumed, as its seconds would pass "
+                 "the 2e9 a run may record (the field was edited)",
+                 shown_path(out / "config.json"), s.counters.seconds, kResumableSeconds);
     } else {
         std::optional<TrainingData> training_data;
         if (!args.data.empty()) {

@@ -1,6 +1,7 @@
 // The program's step, validation and callbacks for the library's Trainer.
 #include "train_step.hpp"
 #include "data_parallel.hpp"
+#include "fraction_text.hpp"
 #include "snapshot_probes.hpp"
 
 #include "core/autograd.hpp"
@@ -109,11 +110,11 @@ void ValidationLine::on_validation_end(train::Trainer& trainer, const train::Met
         const auto it = figures.find(key);
         return it == figures.end() ? 0.0 : it->second;
     };
-    bar_->line(fmt::format(
-        "step {:>5}  loss {:.4f}  train acc {:.3f}  held-out token {:.3f} sequence {:.3f}  ({:.1f} s)",
-        trainer.global_step(), value(window, "loss"), value(window, "accuracy"),
-        value(metrics, "heldout_token_accuracy"), value(metrics, "heldout_sequence_accuracy"),
-        trainer.seconds()));
+    bar_->line(fmt::format("step {:>5}  loss {:.4f}  train acc {}  held-out token {} sequence {}  ({:.1f} s)",
+                           trainer.global_step(), value(window, "loss"),
+                           fraction_text(value(window, "accuracy"), 3),
+                           fraction_text(value(metrics, "heldout_token_accuracy"), 3),
+                           fraction_text(value(metrics, "heldout_sequence_accuracy"), 3), trainer.seconds()));
 }
 
 train::ValidationFunction heldout_validation(const Model& model, const RunConfig& config, const Task& task,

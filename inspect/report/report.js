@@ -67,6 +67,15 @@
     return canvas;
   }
   const format = (m, v) => v.toFixed(m.bits === 8 ? 3 : 4);
+  // A share with `d` decimals that never reads as a bound it does not reach (0.997 is "0.99",
+  // not "1.00"; 0.001 is "0.01", not "0.00").
+  const fixedShare = (x, d) => {
+    const unit = Math.pow(10, d);
+    let shown = Math.round(x * unit) / unit;
+    if (x < 1 && shown >= 1) shown = Math.floor(x * unit) / unit;
+    if (x > 0 && shown <= 0) shown = Math.ceil(x * unit) / unit;
+    return shown.toFixed(d);
+  };
 
   const state = { source: 0, frame: 0, map: 0, title: null, timer: null, outline: null };
   const source = () => D.sources[state.source];
@@ -128,7 +137,7 @@
     const cap = document.createElement('figcaption');
     // head -1: a single-head layer (nn::Attention, a recurrent decoder), not one head of several.
     cap.textContent = (m.kind !== 'head' ? m.kind : m.head >= 0 ? 'head ' + m.head : 'attention') +
-      (m.alignment_share != null ? ' \u00b7 ' + m.alignment_share.toFixed(2) : '');
+      (m.alignment_share != null ? ' \u00b7 ' + fixedShare(m.alignment_share, 2) : '');
     fig.appendChild(cap);
     fig.addEventListener('click', () => select(i));
     fig.addEventListener('keydown', (ev) => { if (ev.key === 'Enter' || ev.key === ' ') select(i); });
@@ -220,7 +229,7 @@
   // when every target token has its row).
   function shareText(m) {
     const n = outlinedRows(m), total = Math.max(frame().target.length, n);
-    const text = 'alignment share ' + m.alignment_share.toFixed(3);
+    const text = 'alignment share ' + fixedShare(m.alignment_share, 3);
     if (n < total) {
       return text + ' (the ' + n + ' outlined weights summed over the ' + total + ' target tokens; the ' +
         (total - n) + ' target tokens the prediction did not reach count 0)';
