@@ -129,6 +129,9 @@ TEST_CASE("the HTML report works in headless Chromium: grid, heatmap, tooltip, h
     single.head = -1;
     single.alignment_share.reset();
     report.examples[1].maps.push_back(single);
+    // Shares just below 1 never read as 1 on the page ("0.99", not "1.00").
+    report.examples[0].maps[2].alignment_share = 0.9996;
+    report.snapshots.back().probes[0].maps[2].alignment_share = 0.9973;
     const auto& maps = report.examples[0].maps;
     const AttentionMap& first = maps[0];
     const AttentionMap& outlined = maps[2];  // the cross-attention's head 0, with a right alignment
@@ -146,11 +149,12 @@ TEST_CASE("the HTML report works in headless Chromium: grid, heatmap, tooltip, h
         const double share = *p.maps[2].alignment_share;
         probe["steps"].push_back(snapshot.step);
         probe["predictions"].push_back(displayed(p.prediction));
-        probe["captions"].push_back(fmt::format("head 0 \u00b7 {:.2f}", share));
-        probe["shares"].push_back(fmt::format("{:.3f}", share));
+        probe["captions"].push_back("head 0 \u00b7 " + fraction_text(share, 2));
+        probe["shares"].push_back(fraction_text(share, 3));
     }
     REQUIRE(probe["predictions"].front() != probe["predictions"].back());
     REQUIRE(probe["captions"].front() != probe["captions"].back());
+    REQUIRE(probe["captions"].back() == "head 0 \u00b7 0.99");
     const nlohmann::json expect = {
         {"mode", "full"},
         {"thumbs", maps.size() + 2 + 2},  // + a head mean per layer, saliency and rollout
@@ -165,7 +169,7 @@ TEST_CASE("the HTML report works in headless Chromium: grid, heatmap, tooltip, h
           {"rgb", rgb_json(first.at(0, 0))}}},
         {"second_title", maps[1].title()},
         {"outlined_title", outlined.title()},
-        {"outlined_caption", fmt::format("head 0 \u00b7 {:.2f}", *outlined.alignment_share)},
+        {"outlined_caption", "head 0 \u00b7 " + fraction_text(*outlined.alignment_share, 2)},
         {"saliency_title", report.examples[0].saliency->title()},
         {"saliency", range_json(*report.examples[0].saliency)},
         {"rollout", range_json(*report.examples[0].rollout)},
