@@ -701,7 +701,7 @@ TEST_CASE("a resume never saves progress.seconds that a run may not record") {
     set_seconds(1.5e9);  // readable, but a resume could pass 2e9
     require_ok(run({"eval", "--run", dir}));
     check_refused(run({"train", "--resume", dir, "--steps", "4", "--quiet"}),
-                  {"config.json", "progress.seconds 1500000000 is past 1e+09", "cannot be resumed"});
+                  {"config.json", "progress.seconds 1500000000 is past 1e+09, the most a run resumes from"});
     set_seconds(2.5e9);
     check_refused(run({"eval", "--run", dir}), {"progress.seconds must be finite and in [0, 2e+09]"});
     set_seconds(1e9);

@@ -168,3 +168,16 @@ TEST_CASE("a --to whose directory is a link to nothing or a file says which comp
     CHECK_FALSE(fs::exists(tmp / "nowhere"));
     CHECK(read_text(tmp / "plain") == "x");
 }
+
+TEST_CASE("a --to link to nothing in a missing folder names the link and the folder") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "2"});
+    const fs::path link = fs::path(tmp / "dl");
+    fs::create_symlink("nd/sub/f.json", link);
+    check_refused(run({"eval", "--run", tmp / "run", "--to", link}),
+                  {"--to", "is a link to nd/sub/f.json, whose folder", "does not exist"});
+    CHECK_FALSE(fs::exists(tmp / "nd"));
+    fs::create_directories(fs::path(tmp / "nd") / "sub");
+    require_ok(run({"eval", "--run", tmp / "run", "--to", link}));
+    CHECK(fs::is_regular_file(fs::path(tmp / "nd") / "sub" / "f.json"));
+}

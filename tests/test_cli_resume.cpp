@@ -175,3 +175,26 @@ TEST_CASE("a run records its seed: a resume under another seed is refused as its
     CHECK(o.err.find("diverged") == std::string::npos);  // only a divergence reads so
     CHECK(read_config(dir)["progress"]["steps_done"] == 2);
 }
+
+TEST_CASE("a signal while train sets up ends it once set up: nothing written, no lock or folder left") {
+    TempDir tmp;
+    const fs::path out = fs::path(tmp / "new") / "folder" / "run";
+    {
+        ScopedEnv hook("ATTOGRAD_TEST_SIGNAL_AT_STEP", "-1:TERM");
+        const Outcome fresh = run(train_args(out.string(), "4"));
+        CHECK(fresh.code == 143);
+        CHECK(fresh.err == "attograd: SIGTERM before training started: nothing was written\n");
+    }
+    CHECK_FALSE(fs::exists(tmp / "new"));  // the folders made for the lock went with it
+    require_ok(run(train_args(out.string(), "2")));
+    const std::string model = read_text(out / "model.safetensors"), config = read_text(out / "config.json");
+    {
+        ScopedEnv hook("ATTOGRAD_TEST_SIGNAL_AT_STEP", "-1");
+        const Outcome resumed = run({"train", "--resume", out.string(), "--steps", "4", "--quiet"});
+        CHECK(resumed.code == 130);
+        CHECK(resumed.err == "attograd: SIGINT before training started: nothing was written\n");
+    }
+    CHECK(read_text(out / "model.safetensors") == model);
+    CHECK(read_text(out / "config.json") == config);
+    CHECK(entries(out.parent_path()) == std::set<std::string>{"run"});  // no lock file left
+}

@@ -91,7 +91,7 @@ TEST_CASE("--resume refuses an optimizer lr that differs from the run's when it 
     require_ok(run({"train", "--resume", tmp / "run", "--steps", "3", "--quiet"}));
 }
 
-TEST_CASE("a negative REINFORCE baseline update count in model.safetensors is refused") {
+TEST_CASE("a REINFORCE baseline or update count in model.safetensors that no run reaches is refused") {
     TempDir tmp;
     train(tmp / "run", {"--task", "copy", "--steps", "2", "--attention", "hard", "--estimator", "reinforce"});
     const fs::path file = fs::path(tmp / "run") / "model.safetensors";
@@ -105,7 +105,15 @@ TEST_CASE("a negative REINFORCE baseline update count in model.safetensors is re
     // The baseline averages rewards, minus each sequence's loss: never positive.
     plant(file, ".reward_baseline", 1e300);
     check_refused(run({"eval", "--run", tmp / "run"}), {"model.safetensors", "reward_baseline' is 1e+300"});
-    check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}), {"never positive"});
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}), {"outside [-1e+06, 0]"});
+    plant(file, ".reward_baseline", -1e50);
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}),
+                  {"reward_baseline' is -1e+50", "outside [-1e+06, 0]"});
+    plant(file, ".reward_baseline", -0.5);
+    plant(file, "reward_baseline_updates", 3);  // after 2 steps
+    check_refused(run({"eval", "--run", tmp / "run"}),
+                  {"reward_baseline_updates' is 3", "more than the 2 steps the run has done"});
+    plant(file, "reward_baseline_updates", 2);
     plant(file, ".reward_baseline", -0.5);
     require_ok(run({"train", "--resume", tmp / "run", "--steps", "4", "--quiet"}));
 }

@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 
 using namespace attograd;
@@ -299,4 +300,43 @@ TEST_CASE("refuse_run_file knows the lock file and staging names however --to sp
     refused("run", "absolute");
     CHECK_NOTHROW(train::refuse_run_file("run", "run.lock", "eval"));
     fs::current_path(saved);
+}
+
+TEST_CASE("a directory put in the run's place while a save is written is not swapped out and merged") {
+    TempDir root;
+    const fs::path run = root.path() / "run", aside = root.path() / "aside";
+    const auto save = [&](const std::string& text) {
+        train::RunWriter writer(run);
+        writer.write_file("model.txt", text);
+        writer.commit(nlohmann::json::object());
+    };
+    {
+        train::RunWriter writer(run);  // a first save: DIR appears meanwhile
+        writer.write_file("model.txt", "1");
+        fs::create_directory(run);
+        write_file_atomic(run / "theirs.txt", "theirs");
+        CHECK_THROWS_WITH_AS(writer.commit(nlohmann::json::object()),
+                             doctest::Contains("a directory appeared in its place"), IoError);
+    }
+    CHECK(fs::exists(run / "theirs.txt"));
+    CHECK_FALSE(fs::exists(run / "model.txt"));
+    fs::remove_all(run);
+    save("1");
+    {
+        train::RunWriter writer(run);
+        writer.write_file("model.txt", "2");
+        fs::rename(run, aside);
+        fs::create_directory(run);
+        write_file_atomic(run / "theirs.txt", "theirs");
+        CHECK_THROWS_WITH_AS(writer.commit(nlohmann::json::object()),
+                             doctest::Contains("the directory was moved or replaced"), IoError);
+    }
+    CHECK(fs::exists(run / "theirs.txt"));
+    CHECK_FALSE(fs::exists(run / "model.txt"));
+    CHECK(fs::exists(aside / "model.txt"));
+    // Nothing of the failed saves is left beside the run.
+    std::set<std::string> names;
+    for (const auto& entry : fs::directory_iterator(root.path()))
+        names.insert(entry.path().filename().string());
+    CHECK(names == std::set<std::string>{"aside", "run"});
 }

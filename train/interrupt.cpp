@@ -16,11 +16,14 @@ volatile std::sig_atomic_t g_signal = 0;
 struct sigaction g_previous_int {
 }, g_previous_term{}, g_previous_hup{};
 
+int g_depth = 0;  // guards alive: only the outermost installs and restores the handlers
+
 extern "C" void record_signal(int signal) { g_signal = signal; }
 
 }  // namespace
 
 InterruptGuard::InterruptGuard() {
+    if (g_depth++ > 0) return;  // nested: the outer guard's handlers, and any signal it recorded, stay
     g_signal = 0;
     struct sigaction action {};
     action.sa_handler = record_signal;
@@ -32,6 +35,7 @@ InterruptGuard::InterruptGuard() {
 }
 
 InterruptGuard::~InterruptGuard() {
+    if (--g_depth > 0) return;
     ::sigaction(SIGINT, &g_previous_int, nullptr);
     ::sigaction(SIGTERM, &g_previous_term, nullptr);
     ::sigaction(SIGHUP, &g_previous_hup, nullptr);

@@ -10,7 +10,10 @@ namespace attograd::train {
 
 /// While alive, SIGINT, SIGTERM and SIGHUP only record that they arrived (the first one; a second
 /// one gets the default action and ends the process at once, which the run directory
-/// survives, see run_writer.hpp). The destructor restores the previous handlers.
+/// survives, see run_writer.hpp). The destructor restores the previous handlers. Guards nest
+/// (one thread): only the outermost installs and restores the handlers, and a signal recorded
+/// before an inner guard started is still its signal() (a program that guards its set-up keeps a
+/// signal that arrived then for Trainer::fit, whose guard nests in it).
 class InterruptGuard {
 public:
     InterruptGuard();
@@ -23,7 +26,8 @@ public:
     /// Throws Interrupted when a signal arrived.
     void check() const;
     /// Test hook: when the environment variable ATTOGRAD_TEST_SIGNAL_AT_STEP is "K", "K:TERM" or
-    /// "K:HUP", raises SIGINT (SIGTERM, SIGHUP) once `step` equals K, as Ctrl-C during step K would.
+    /// "K:HUP", raises SIGINT (SIGTERM, SIGHUP) once `step` equals K, as Ctrl-C during step K would
+    /// (a program may call it with -1 at the end of its set-up, before training starts).
     void test_hook(std::int64_t step) const;
 };
 

@@ -233,6 +233,10 @@ RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
     AG_CHECK(!fs::exists(status) || fs::is_directory(fs::status(dir_, ec)), IoError,
              "{}: exists and is not a directory", shown_path(dir));
     check_owned(dir_, shown_path(dir));
+    if (struct stat st{}; ::lstat(dir_.c_str(), &st) == 0) {
+        dir_device_ = st.st_dev;
+        dir_inode_ = st.st_ino;
+    }
     const fs::path parent = dir_.parent_path();
     fs::create_directories(parent, ec);  // a bad --out
     AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", shown_path(dir), ec.message());
@@ -329,6 +333,13 @@ void RunWriter::commit(nlohmann::json config) {
              shown_path(dir_));
     check_owned(dir_, shown_path(dir_));
     check_parent(parent_fd_, dir_);
+    struct stat now {};
+    const bool exists = ::lstat(dir_.c_str(), &now) == 0;
+    AG_CHECK(exists ? now.st_dev == dir_device_ && now.st_ino == dir_inode_ : dir_inode_ == 0, IoError,
+             "{}: cannot save the run: {} while the run was written; not saving over it (the run is "
+             "wherever the directory it had went)",
+             shown_path(dir_),
+             dir_inode_ == 0 ? "a directory appeared in its place" : "the directory was moved or replaced");
     keep_modes(dir_, staging_, new_dir_mode_);
     const fs::path old = replace_directory(staging_, dir_, shown_path(dir_));
     committed_ = true;

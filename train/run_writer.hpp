@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -53,8 +54,8 @@ public:
     void write_with(const std::string& name, const std::function<void(const std::filesystem::path&)>& write);
     /// Adds "files" and config.json's own checksum (config_checksum()) to `config`, writes it as
     /// config.json and swaps the generation in. Throws
-    /// IoError when a step fails (DIR is then as it was), and when DIR's parent was moved or
-    /// replaced since the writer started.
+    /// IoError when a step fails (DIR is then as it was), and when DIR itself or its parent was
+    /// moved or replaced since the writer started (another directory there is not merged).
     void commit(nlohmann::json config);
 
 private:
@@ -63,7 +64,10 @@ private:
     void check_new_file(const std::string& name) const;
 
     std::filesystem::path dir_, staging_;
-    int parent_fd_ = -1;         ///< DIR's parent as it was when this writer started
+    int parent_fd_ = -1;  ///< DIR's parent as it was when this writer started
+    /// DIR as it was when this writer started (device and inode; 0, 0: it did not exist), so
+    /// that a directory put in its place meanwhile is not swapped out and merged into the run.
+    std::uint64_t dir_device_ = 0, dir_inode_ = 0;
     unsigned new_dir_mode_ = 0;  ///< what mkdir gives a directory under the umask: a first save's DIR
     nlohmann::json files_ = nlohmann::json::object();
     std::vector<std::string> pending_;  ///< names written by write_with(), checksummed at commit()

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 namespace attograd::cli {
 
@@ -39,7 +40,12 @@ ValueError diverged_outputs(std::int64_t step, const ValueError& e) {
 int cmd_train(const TrainArgs& args) {
     // Under mpirun every rank trains on its share of each batch; rank 0 prints and writes.
     const optim::ProcessGroup& ranks = train_world();
+    // From here to the end of training a signal is recorded, not the default action: set-up
+    // takes the run's lock (and may make folders for it), which a killed process would leave.
+    // Trainer::fit's own guard nests in this one and keeps a signal that arrived before it.
+    std::optional<train::InterruptGuard> signals(std::in_place);
     TrainSetup run = setup_training(args, ranks);
+    signals->test_hook(-1);  // as a signal while setting up would
     const RunConfig& config = run.config;
     const TrainConfig& t = config.train;
     const TaskInfo& info = run.task->info();
@@ -130,6 +136,11 @@ int cmd_train(const TrainArgs& args) {
         info.metric == Metric::Sequence ? "sequence" : "token", run.task->held_out().size()));
 
     const train::ValidationFunction validate = heldout_validation(model, config, *run.task, trainer);
+    if (const int signal = signals->signal(); signal != 0) {
+        output(stderr, "attograd: {} before training started: nothing was written\n",
+               train::signal_name(signal));
+        return 128 + signal;  // the lock, and the folders made for it, go with `run`
+    }
     train::FitResult result;
     try {
         result = trainer.fit(
@@ -151,6 +162,7 @@ int cmd_train(const TrainArgs& args) {
     } catch (const train::Diverged& e) {  // any other error is reported as itself
         throw_on_every_rank(e);           // decided from figures every rank shares
     }
+    signals.reset();
     const std::string out = shell_quote(run.out.string());
     if (result.signal != 0) {
         if (ranks.is_main())

@@ -43,6 +43,18 @@ void check_to_file(const std::string& to) {
             fmt::format("--to {}: not a regular file (a pipe, device or socket); `--to -` writes "
                         "to standard output",
                         shown_path(to)));
+    // A link to nothing: the file is made where it points, in a folder that must exist (folders
+    // are made for the path given, not for a link's target).
+    if (fs::is_symlink(fs::symlink_status(to, ec)) && !fs::exists(status)) {
+        const fs::path target = fs::read_symlink(to, ec);
+        const fs::path folder =
+            (target.is_absolute() ? target : fs::path(to).parent_path() / target).parent_path();
+        if (!ec && !folder.empty() && !fs::is_directory(fs::status(folder, ec)))
+            throw UsageError(
+                fmt::format("--to {}: is a link to {}, whose folder {} does not exist (folders are "
+                            "made for the --to path, not for where a link points)",
+                            shown_path(to), shown_path(target), shown_path(folder)));
+    }
     // /dev/stdout on a file: the rename would replace that file while the shell's descriptor
     // keeps the old one, so what it writes next goes nowhere.
     if (names_descriptor(to))

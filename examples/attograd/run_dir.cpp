@@ -462,14 +462,25 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     }
     run.model->eval();
     // The program's REINFORCE reward is minus a sequence's loss: its baseline, an average of
-    // rewards, is never positive.
+    // rewards, is never positive, and training stops as diverged (a mean token loss far above
+    // its first, about log V) long before a sequence's loss reaches 1e6 nats. The baseline is
+    // updated once a step.
+    constexpr double kLowestBaseline = -1e6;
     for (const auto& [name, tensor] : state) {
-        if (!name.ends_with(".reward_baseline") && name != "reward_baseline") continue;
-        const double baseline = to_dtype(tensor, DType::Float64).data<double>()[0];
-        AG_CHECK(baseline <= 0.0, IoError,
-                 "{}: '{}' is {}, but the REINFORCE reward is minus a sequence's loss, so its baseline is "
-                 "never positive",
-                 shown_path(weights), name, baseline);
+        if (name.ends_with("reward_baseline")) {
+            const double baseline = to_dtype(tensor, DType::Float64).data<double>()[0];
+            AG_CHECK(baseline <= 0.0 && baseline >= kLowestBaseline, IoError,
+                     "{}: '{}' is {}, outside [{:g}, 0]: the REINFORCE reward is minus a sequence's loss, "
+                     "which training stops as diverged long before it reaches {:g}",
+                     shown_path(weights), name, baseline, kLowestBaseline, -kLowestBaseline);
+        }
+        if (name.ends_with("reward_baseline_updates")) {
+            const std::int64_t updates = tensor.data<std::int64_t>()[0];
+            AG_CHECK(updates <= run.counters.steps_done, IoError,
+                     "{}: '{}' is {}, more than the {} steps the run has done (the baseline is updated once "
+                     "a step)",
+                     shown_path(weights), name, updates, run.counters.steps_done);
+        }
     }
     check_model_outputs_finite(*run.model, run.config, *run.task, weights);
     return run;

@@ -268,10 +268,11 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
         // and the seconds this resume adds must stay within what a run may record.
         train::read_metrics_csv(train::read_file(out / "metrics.csv"), s.counters.steps_done,
                                 shown_path(out / "metrics.csv"), s.counters.seconds);
-        AG_CHECK(s.counters.seconds <= kResumableSeconds, IoError,
-                 "{}: progress.seconds {} is past {:g}: the run cannot be resumed, as its seconds would pass "
-                 "the 2e9 a run may record (the field was edited)",
-                 shown_path(out / "config.json"), s.counters.seconds, kResumableSeconds);
+        AG_CHECK(
+            s.counters.seconds <= kResumableSeconds, IoError,
+            "{}: progress.seconds {} is past {:g}, the most a run resumes from: its seconds could pass the "
+            "2e9 a run may record (31 years of training: an edited field, or a run resumed from one)",
+            shown_path(out / "config.json"), s.counters.seconds, kResumableSeconds);
     } else {
         std::optional<TrainingData> training_data;
         if (!args.data.empty()) {
