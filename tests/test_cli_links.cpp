@@ -181,3 +181,21 @@ TEST_CASE("a --to link to nothing in a missing folder names the link and the fol
     require_ok(run({"eval", "--run", tmp / "run", "--to", link}));
     CHECK(fs::is_regular_file(fs::path(tmp / "nd") / "sub" / "f.json"));
 }
+
+TEST_CASE("--out MISSING/../LINK is the link's directory, as --out LINK is") {
+    TempDir tmp;
+    const fs::path victim = fs::path(tmp / "target"), link = fs::path(tmp / "link");
+    fs::create_directory(victim);
+    fs::create_directory_symlink(victim, link);
+    const std::string out = (fs::path(tmp / "new") / ".." / "link").string();
+    const Outcome trained = run({"train", "--task", "reverse", "--steps", "2", "--out", out});
+    require_ok(trained);
+    // The command it suggests names a path the kernel follows (new/.. does not exist).
+    CHECK(trained.out.find("next: attograd inspect --run " + fs::canonical(victim).string()) !=
+          std::string::npos);
+    CHECK(fs::is_regular_file(victim / "model.safetensors"));
+    CHECK(fs::is_symlink(link));
+    CHECK_FALSE(fs::exists(tmp / "new"));
+    require_ok(run({"train", "--resume", link.string(), "--steps", "3", "--quiet"}));
+    CHECK(read_config(victim.string())["progress"]["steps_done"] == 3);
+}

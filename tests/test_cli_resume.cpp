@@ -198,3 +198,20 @@ TEST_CASE("a signal while train sets up ends it once set up: nothing written, no
     CHECK(read_text(out / "config.json") == config);
     CHECK(entries(out.parent_path()) == std::set<std::string>{"run"});  // no lock file left
 }
+
+TEST_CASE("a signal ignored when train starts (nohup) stays ignored: training goes on") {
+    TempDir tmp;
+    struct sigaction ignore {};
+    struct sigaction previous {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    REQUIRE(::sigaction(SIGHUP, &ignore, &previous) == 0);  // inherited by the child, as nohup does
+    Outcome o;
+    {
+        ScopedEnv hook("ATTOGRAD_TEST_SIGNAL_AT_STEP", "2:HUP");
+        o = run(train_args(tmp / "run", "4"));
+    }
+    ::sigaction(SIGHUP, &previous, nullptr);
+    require_ok(o);
+    CHECK(read_config(tmp / "run")["progress"]["steps_done"] == 4);
+}

@@ -340,3 +340,28 @@ TEST_CASE("a directory put in the run's place while a save is written is not swa
         names.insert(entry.path().filename().string());
     CHECK(names == std::set<std::string>{"aside", "run"});
 }
+
+TEST_CASE("RunWriter::identity names the directory it swapped in, not what is at DIR later") {
+    TempDir root;
+    const fs::path run = root.path() / "run";
+    const auto identity = [](const fs::path& p) {
+        struct stat st {};
+        REQUIRE(::stat(p.c_str(), &st) == 0);
+        return std::pair<std::uint64_t, std::uint64_t>{st.st_dev, st.st_ino};
+    };
+    train::RunWriter first(run);
+    CHECK(first.identity() == std::pair<std::uint64_t, std::uint64_t>{0, 0});
+    first.write_file("model.txt", "1");
+    first.commit(nlohmann::json::object());
+    CHECK(first.identity() == identity(run));
+    write_file_atomic(run / "notes.txt", "mine");
+    train::RunWriter second(run);
+    second.write_file("model.txt", "2");
+    second.commit(nlohmann::json::object());
+    CHECK(second.identity() == identity(run));
+    CHECK(second.identity() != first.identity());
+    CHECK(fs::exists(run / "notes.txt"));  // the user's entry moved into the new generation
+    fs::rename(run, root.path() / "aside");
+    fs::create_directory(run);
+    CHECK(second.identity() != identity(run));
+}

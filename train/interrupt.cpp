@@ -29,9 +29,14 @@ InterruptGuard::InterruptGuard() {
     action.sa_handler = record_signal;
     sigemptyset(&action.sa_mask);
     action.sa_flags = SA_RESETHAND;  // a second Ctrl-C ends the process at once
-    ::sigaction(SIGINT, &action, &g_previous_int);
-    ::sigaction(SIGTERM, &action, &g_previous_term);
-    ::sigaction(SIGHUP, &action, &g_previous_hup);  // the terminal closed (ssh dropped): save too
+    // A signal ignored when the guard starts stays ignored (`nohup`, a shell's background job).
+    const auto install = [&](int signal, struct sigaction& previous) {
+        ::sigaction(signal, nullptr, &previous);
+        if (previous.sa_handler != SIG_IGN) ::sigaction(signal, &action, nullptr);
+    };
+    install(SIGINT, g_previous_int);
+    install(SIGTERM, g_previous_term);
+    install(SIGHUP, g_previous_hup);  // the terminal closed (ssh dropped): save too
 }
 
 InterruptGuard::~InterruptGuard() {

@@ -100,6 +100,16 @@ fs::path run_directory_path(const fs::path& dir) {
     }
     fs::path resolved = fs::weakly_canonical(full, ec);
     AG_CHECK(!ec, IoError, "{}: cannot resolve the path: {}", shown_path(dir), ec.message());
+    // "new/../link" with `new` missing: the missing part is normalised lexically, leaving the
+    // link `link` itself, which is resolved as a DIR given as `link` would be.
+    if (fs::is_symlink(fs::symlink_status(resolved, ec))) {
+        check_protected_path(resolved, shown_path(dir));
+        AG_CHECK(fs::is_directory(fs::status(resolved, ec)), IoError,
+                 "{}: is a symbolic link to {}, which is not a directory; a run directory must be one",
+                 shown_path(dir), shown_path(fs::read_symlink(resolved, ec)));
+        resolved = fs::weakly_canonical(resolved, ec);
+        AG_CHECK(!ec, IoError, "{}: cannot resolve the path: {}", shown_path(dir), ec.message());
+    }
     if (resolved.filename().empty()) resolved = resolved.parent_path();
     return resolved;
 }

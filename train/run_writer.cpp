@@ -79,7 +79,7 @@ bool owned_here(const fs::path& path) {
 /// entry not listed in its config.json is the user's, all of them when it has none, such as a
 /// directory that was no run yet), or a dead
 /// writer's staging directory (only run files and temporaries: moved only when it was committed).
-void retire(const fs::path& old, const fs::path& dir, bool replaced) {
+void retire(const fs::path& old, const fs::path& dir, bool replaced, int dir_fd = -1) {
     std::error_code ec;
     // What a link put in DIR's place at the instant of the swap, or a directory another user
     // left: nothing is followed or taken from it. A link is removed (it now has the writer's
@@ -93,6 +93,15 @@ void retire(const fs::path& old, const fs::path& dir, bool replaced) {
     if ((replaced || !run_files.empty()) && fs::is_directory(dir, ec)) {
         for (const auto& entry : fs::directory_iterator(old, ec)) {
             const std::string name = entry.path().filename().string();
+            if (dir_fd >= 0) {  // into the directory swapped in, wherever it is now
+                struct stat st {};
+                if (run_files.contains(name) ||
+                    ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+                    continue;
+                ::renameat(AT_FDCWD, entry.path().c_str(), dir_fd, name.c_str());
+                fault_point();
+                continue;
+            }
             if (run_files.contains(name) || fs::exists(fs::symlink_status(dir / name, ec))) continue;
             fs::rename(entry.path(), dir / name, ec);
             fault_point();
@@ -268,11 +277,15 @@ RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
     struct stat st {};
     new_dir_mode_ = ::stat(staging_.c_str(), &st) == 0 ? st.st_mode & 07777 : 0755;
     ::chmod(staging_.c_str(), 0700);
+    staging_fd_ = ::open(staging_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    AG_CHECK(staging_fd_ >= 0, IoError, "{}: cannot open the directory {}: {}", shown_path(dir),
+             shown_path(staging_), std::strerror(errno));
 }
 
 RunWriter::~RunWriter() {
     if (created_ && !committed_) remove_tree_at(parent_fd_, staging_.filename().string());
     if (parent_fd_ >= 0) ::close(parent_fd_);
+    if (staging_fd_ >= 0) ::close(staging_fd_);
 }
 
 void RunWriter::check_new_file(const std::string& name) const {
@@ -341,10 +354,13 @@ void RunWriter::commit(nlohmann::json config) {
              shown_path(dir_),
              dir_inode_ == 0 ? "a directory appeared in its place" : "the directory was moved or replaced");
     keep_modes(dir_, staging_, new_dir_mode_);
+    struct stat swapped {};
+    if (::fstat(staging_fd_, &swapped) == 0)
+        identity_ = {static_cast<std::uint64_t>(swapped.st_dev), static_cast<std::uint64_t>(swapped.st_ino)};
     const fs::path old = replace_directory(staging_, dir_, shown_path(dir_));
     committed_ = true;
     fault_point();
-    if (!old.empty()) retire(old, dir_, true);
+    if (!old.empty()) retire(old, dir_, true, staging_fd_);
 }
 
 std::string config_checksum(nlohmann::json config) {

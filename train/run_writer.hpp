@@ -12,6 +12,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace attograd::train {
@@ -57,6 +58,10 @@ public:
     /// IoError when a step fails (DIR is then as it was), and when DIR itself or its parent was
     /// moved or replaced since the writer started (another directory there is not merged).
     void commit(nlohmann::json config);
+    /// (st_dev, st_ino) of the directory commit() swapped in as DIR, or (0, 0) before: what DIR is
+    /// as long as nothing else is put in its place (taken before the swap, so a directory moved
+    /// there right after it is not mistaken for the run).
+    std::pair<std::uint64_t, std::uint64_t> identity() const { return identity_; }
 
 private:
     // IoError unless `name` is a plain file name other than config.json; ValueError when this
@@ -68,6 +73,8 @@ private:
     /// DIR as it was when this writer started (device and inode; 0, 0: it did not exist), so
     /// that a directory put in its place meanwhile is not swapped out and merged into the run.
     std::uint64_t dir_device_ = 0, dir_inode_ = 0;
+    int staging_fd_ = -1;  ///< the staging directory, open: entries of the old DIR move into it
+    std::pair<std::uint64_t, std::uint64_t> identity_{0, 0};
     unsigned new_dir_mode_ = 0;  ///< what mkdir gives a directory under the umask: a first save's DIR
     nlohmann::json files_ = nlohmann::json::object();
     std::vector<std::string> pending_;  ///< names written by write_with(), checksummed at commit()

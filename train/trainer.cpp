@@ -305,7 +305,7 @@ void Trainer::save_checkpoint() {
     nlohmann::json config = config_;
     config["progress"] = state_dict();
     writer.commit(std::move(config));
-    run_identity_ = directory_identity(run_path_);
+    run_identity_ = writer.identity();  // not what is at DIR now: something may have been moved there
 }
 
 int Trainer::validate_now(const ValidationFunction& validate) {

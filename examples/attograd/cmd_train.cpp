@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "train/callbacks.hpp"
+#include "train/run_lock.hpp"
 #include "train/trainer.hpp"
 
 #include <fmt/format.h>
@@ -163,7 +164,11 @@ int cmd_train(const TrainArgs& args) {
         throw_on_every_rank(e);           // decided from figures every rank shares
     }
     signals.reset();
-    const std::string out = shell_quote(run.out.string());
+    // As the user gave it, unless the kernel cannot follow that path (`new/../link` with `new`
+    // missing, which the run directory resolved lexically): then where the run is.
+    std::error_code missing;
+    const std::string out = shell_quote(
+        (std::filesystem::exists(run.out, missing) ? run.out : train::run_directory_path(run.out)).string());
     if (result.signal != 0) {
         if (ranks.is_main())
             output(stderr,
