@@ -290,3 +290,21 @@ TEST_CASE("eval --to FILE writes the JSON results atomically to exactly that fil
                   {"give a file name, not a directory"});
     CHECK(entries(tmp / "out") == std::set<std::string>{"new"});
 }
+
+TEST_CASE("--to refuses another run's lock file and staging names, and --out MISSING/../RUN is RUN") {
+    TempDir tmp;
+    train(tmp / "base", {"--task", "reverse", "--steps", "2"});
+    train(tmp / "other", {"--task", "reverse", "--steps", "3"});
+    check_refused(run({"eval", "--run", tmp / "base", "--to", tmp / ".other.lock"}),
+                  {"is the lock file or a staging directory of the run", "other"});
+    check_refused(run({"eval", "--run", tmp / "base", "--to", tmp / ".other.staging-99999-3/x.json"}),
+                  {"is the lock file or a staging directory of the run"});
+    CHECK_FALSE(fs::exists(tmp / ".other.lock"));
+    CHECK_FALSE(fs::exists(tmp / ".other.staging-99999-3"));
+    require_ok(run({"eval", "--run", tmp / "base", "--to", tmp / ".nothing.lock"}));  // no run of that name
+    // A path the kernel cannot follow (missing/..) names the same run: refused as --out RUN is.
+    const std::string spelled = (fs::path(tmp / "missing") / ".." / "other").string();
+    check_refused(run({"train", "--task", "reverse", "--steps", "5", "--out", spelled}),
+                  {"holds a run already", "--force"});
+    CHECK(read_config(tmp / "other")["progress"]["steps_done"] == 3);
+}

@@ -257,6 +257,22 @@ std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& d
 
 void refuse_run_file(const fs::path& run_dir, const fs::path& destination, const char* command) {
     const fs::path run = landing_path(run_dir), to = landing_path(destination);
+    // Any run's lock file and staging directories beside it are its writers' own: `.NAME.lock` or
+    // `.NAME.staging-*` next to an entry NAME (this run's, or another one's that may be training).
+    for (fs::path up = to; !up.empty() && up != up.parent_path(); up = up.parent_path()) {
+        const std::string entry = up.filename().string();
+        std::string owner;
+        if (const auto staging = entry.rfind(".staging-");
+            entry.starts_with(".") && staging != std::string::npos)
+            owner = entry.substr(1, staging - 1);
+        else if (entry.starts_with(".") && entry.ends_with(".lock") && entry.size() > 6)
+            owner = entry.substr(1, entry.size() - 6);
+        std::error_code ec;
+        AG_CHECK(owner.empty() || !fs::exists(fs::symlink_status(up.parent_path() / owner, ec)), IoError,
+                 "{}: --to {} is the lock file or a staging directory of the run {}, which only the run's "
+                 "writer uses: write it elsewhere",
+                 command, shown_path(destination), shown_path(up.parent_path() / owner));
+    }
     // The run's lock file and staging directories beside it are its writers' own.
     const std::string name = run.filename().string();
     for (fs::path up = to; !up.empty() && up != up.parent_path(); up = up.parent_path()) {

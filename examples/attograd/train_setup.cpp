@@ -348,7 +348,8 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
             check_not_cwd(out, "--out");
             s.lock =
                 std::make_unique<train::RunLock>(out);  // a second `train --out` of the same DIR exits here
-            check_out_is_free(out, args.force);
+            // Where the run goes: `missing/../run` is `run` for the save, whatever the kernel says of it.
+            check_out_is_free(train::run_directory_path(out), args.force);
             train::RunWriter probe(out);  // a bad --out fails now, not after training
         }
     }
