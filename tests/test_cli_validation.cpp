@@ -5,6 +5,7 @@
 #include "cli_helpers.hpp"
 #include "core/ops.hpp"
 #include "core/serialization.hpp"
+#include "train/run_lock.hpp"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -307,4 +308,19 @@ TEST_CASE("--to refuses another run's lock file and staging names, and --out MIS
     check_refused(run({"train", "--task", "reverse", "--steps", "5", "--out", spelled}),
                   {"holds a run already", "--force"});
     CHECK(read_config(tmp / "other")["progress"]["steps_done"] == 3);
+}
+
+TEST_CASE(
+    "a run's lock file and staging names are neither a run directory nor a --to before its first save") {
+    TempDir tmp;
+    train(tmp / "r1", {"--task", "reverse", "--steps", "2"});
+    for (const char* name : {".r1.lock", ".r1.staging-99999-1", ".fresh.lock"})
+        check_refused(run({"train", "--task", "reverse", "--steps", "2", "--out", tmp / name}),
+                      {"is the name of a run's lock file or staging directory"});
+    CHECK_FALSE(fs::exists(tmp / ".r1.lock"));
+    // A lock file whose run has no directory yet (a train before its first save) is its writer's.
+    const attograd::train::RunLock starting(tmp / "fresh");
+    check_refused(run({"eval", "--run", tmp / "r1", "--to", tmp / ".fresh.lock"}),
+                  {"is the lock file or a staging directory of the run"});
+    CHECK(read_text(fs::path(tmp / ".fresh.lock")).find('{') == std::string::npos);
 }

@@ -71,6 +71,15 @@ fs::path landing_path(const fs::path& path) {
     return ec ? at.lexically_normal() : resolved;
 }
 
+/// The run NAME whose writer owns an entry named `.NAME.lock` or `.NAME.staging-*`, or "".
+std::string writer_entry_owner(const std::string& entry) {
+    if (!entry.starts_with(".")) return "";
+    if (const auto staging = entry.rfind(".staging-"); staging != std::string::npos && staging > 0)
+        return entry.substr(1, staging - 1);
+    if (entry.ends_with(".lock") && entry.size() > 6) return entry.substr(1, entry.size() - 6);
+    return "";
+}
+
 /// Opens the lock file `path`, creating it when missing, never through a symbolic link.
 /// `created` says whether this call made it. -1 with errno on failure.
 int open_lock_file(const fs::path& path, bool& created) {
@@ -91,6 +100,12 @@ fs::path run_directory_path(const fs::path& dir) {
     // Not lexically normalised: "link/../x" is where the kernel goes, beside link's target.
     fs::path full = fs::absolute(dir);
     if (full.filename().empty()) full = full.parent_path();  // "runs/x/" names runs/x
+    // Those names are the writers' own entries beside a run NAME: a run there would be taken for
+    // a lock file or removed as a dead writer's staging directory.
+    AG_CHECK(writer_entry_owner(full.filename().string()).empty(), IoError,
+             "{}: is the name of a run's lock file or staging directory (.NAME.lock, .NAME.staging-*), "
+             "which attograd's writers use: choose another name",
+             shown_path(dir));
     check_protected_path(full, shown_path(dir));
     std::error_code ec;
     if (fs::is_symlink(fs::symlink_status(full, ec))) {
@@ -260,29 +275,15 @@ void refuse_run_file(const fs::path& run_dir, const fs::path& destination, const
     // Any run's lock file and staging directories beside it are its writers' own: `.NAME.lock` or
     // `.NAME.staging-*` next to an entry NAME (this run's, or another one's that may be training).
     for (fs::path up = to; !up.empty() && up != up.parent_path(); up = up.parent_path()) {
-        const std::string entry = up.filename().string();
-        std::string owner;
-        if (const auto staging = entry.rfind(".staging-");
-            entry.starts_with(".") && staging != std::string::npos)
-            owner = entry.substr(1, staging - 1);
-        else if (entry.starts_with(".") && entry.ends_with(".lock") && entry.size() > 6)
-            owner = entry.substr(1, entry.size() - 6);
+        const std::string owner = writer_entry_owner(up.filename().string());
+        // NAME there, or the entry itself (a run's lock or staging directory before its first save).
         std::error_code ec;
-        AG_CHECK(owner.empty() || !fs::exists(fs::symlink_status(up.parent_path() / owner, ec)), IoError,
-                 "{}: --to {} is the lock file or a staging directory of the run {}, which only the run's "
-                 "writer uses: write it elsewhere",
-                 command, shown_path(destination), shown_path(up.parent_path() / owner));
-    }
-    // The run's lock file and staging directories beside it are its writers' own.
-    const std::string name = run.filename().string();
-    for (fs::path up = to; !up.empty() && up != up.parent_path(); up = up.parent_path()) {
-        const std::string entry = up.filename().string();
-        AG_CHECK(up.parent_path() != run.parent_path() ||
-                     (entry != "." + name + ".lock" && !entry.starts_with("." + name + ".staging-")),
+        AG_CHECK(owner.empty() || (!fs::exists(fs::symlink_status(up.parent_path() / owner, ec)) &&
+                                   !fs::exists(fs::symlink_status(up, ec))),
                  IoError,
                  "{}: --to {} is the lock file or a staging directory of the run {}, which only the run's "
                  "writer uses: write it elsewhere",
-                 command, shown_path(destination), shown_path(run_dir));
+                 command, shown_path(destination), shown_path(up.parent_path() / owner));
     }
     AG_CHECK(to != run && to.parent_path() != run, IoError,
              "{}: --to {} is in the run directory {} itself, which holds only the run's own files (a save "

@@ -70,8 +70,10 @@ std::optional<RunLock> lock_if_inside(const std::filesystem::path& run_dir,
 
 /// Refuses (IoError naming `command` and both paths) a file `destination` that is the run directory
 /// `run_dir` itself or a file directly in it: those names are the run's own files (config.json,
-/// the checkpoint, the lock), which an output written there would replace; so are the run's lock
-/// file and staging directories beside it. Folders inside the run (RUN/inspect/) stay writable.
+/// the checkpoint, the lock), which an output written there would replace; so are the lock file
+/// and staging directories of this or any other run (`.NAME.lock`, `.NAME.staging-*` beside an
+/// entry NAME), in any component of `destination` once resolved (relative, through links).
+/// Folders inside the run (RUN/inspect/) stay writable.
 void refuse_run_file(const std::filesystem::path& run_dir, const std::filesystem::path& destination,
                      const char* command);
 
