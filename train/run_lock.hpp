@@ -11,7 +11,8 @@ namespace attograd::train {
 /// symbolic link resolved (a run reached through `link -> runs/x` is runs/x, and a save
 /// replaces runs/x, never the link), no trailing '/'. Throws IoError naming `dir` when it is a
 /// symbolic link to nothing or to what is not a directory (no directory is created where a
-/// dangling link points).
+/// dangling link points), or when its name is one the writers use beside a run NAME
+/// (`.NAME.lock`, `.NAME.staging-*`).
 std::filesystem::path run_directory_path(const std::filesystem::path& dir);
 
 /// An exclusive flock(2) on `.NAME.lock` beside the run directory DIR (in its parent, created
