@@ -2,6 +2,7 @@
 #include "train/run_lock.hpp"
 #include "train/file_io.hpp"
 
+#include "core/detail/held_directory.hpp"
 #include "core/detail/sticky_owner.hpp"
 #include "core/error.hpp"
 #include "core/protected_path.hpp"
@@ -154,11 +155,7 @@ RunLock::RunLock(const fs::path& dir) : dir_(dir), path_(lock_path(dir)) {
 }
 
 void RunLock::check_parent() const {
-    struct stat held {};
-    struct stat now {};
-    const bool same = ::fstat(parent_fd_, &held) == 0 && ::stat(path_.parent_path().c_str(), &now) == 0 &&
-                      held.st_ino == now.st_ino && held.st_dev == now.st_dev;
-    AG_CHECK(same, IoError,
+    AG_CHECK(detail::still_at(parent_fd_, path_.parent_path()), IoError,
              "{}: cannot save the run: {}, the directory it is in, was moved or replaced since training "
              "started; not writing it there (the run went with the directory)",
              shown_path(dir_), shown_path(path_.parent_path()));

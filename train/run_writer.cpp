@@ -4,6 +4,7 @@
 #include "train/run_lock.hpp"
 
 #include "core/atomic_file.hpp"
+#include "core/detail/held_directory.hpp"
 #include "core/detail/sticky_owner.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
@@ -141,18 +142,10 @@ void keep_modes(const fs::path& dir, const fs::path& staging, unsigned new_dir_m
     }
 }
 
-/// Whether the open directory `fd` is still what `path` names.
-bool names_directory(int fd, const fs::path& path) {
-    struct stat held {};
-    struct stat now {};
-    return ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
-           held.st_dev == now.st_dev;
-}
-
 /// Refuses (IoError) to go on saving the run `dir` once its parent is no longer the directory
 /// `parent_fd` the writer started in (moved aside, a link put in its place).
 void check_parent(int parent_fd, const fs::path& dir) {
-    AG_CHECK(names_directory(parent_fd, dir.parent_path()), IoError,
+    AG_CHECK(detail::still_at(parent_fd, dir.parent_path()), IoError,
              "{}: cannot save the run: {}, the directory it is in, was moved or replaced while the run was "
              "written; not writing it there (the run went with the directory)",
              shown_path(dir), shown_path(dir.parent_path()));
