@@ -27,10 +27,10 @@ void check_protected_link(const fs::path& link, const std::string& where) {
              where, link.string(), link_stat.st_uid, dir_stat.st_uid);
 }
 
-void check_protected_path(const fs::path& path, const std::string& where) {
+fs::path followed_path(const fs::path& path, const std::string& where) {
     std::error_code ec;
     const fs::path full = fs::absolute(path, ec);
-    if (ec) return;  // no working directory: nothing is followed from it either
+    if (ec) return path;  // no working directory: nothing is followed from it either
     // Components still to walk, the next one last; a link's target is pushed in its place.
     std::vector<fs::path> pending;
     const auto push = [&](const fs::path& p) {
@@ -64,6 +64,11 @@ void check_protected_path(const fs::path& path, const std::string& where) {
         if (target.is_absolute()) current = target.root_path();
         push(target.relative_path());
     }
+    return current;
+}
+
+void check_protected_path(const fs::path& path, const std::string& where) {
+    (void)followed_path(path, where);
 }
 
 }  // namespace attograd

@@ -12,12 +12,16 @@ namespace attograd {
 /// effective uid nor the directory's owner may have been planted there by another user.
 void check_protected_link(const std::filesystem::path& link, const std::string& where);
 
-/// Walks `path` component by component as the kernel resolves it (relative links against the
-/// directory holding them, ".." after a link against its target) and applies
-/// check_protected_link to every link it meets, in any component, not only the last. A component
-/// that does not exist is walked as the directory it would be made (so "new/../link" reaches
-/// link). Throws IoError starting with `where` for a refused link or
-/// for more than 40 links.
+/// Where `path` leads: walks it component by component as the kernel resolves it (relative links
+/// against the directory holding them, ".." after a link against its target, the last component
+/// followed too, a dangling link to where its file would be made) and applies
+/// check_protected_link to every link it meets. A component that does not exist is walked as the
+/// directory it would be made (so "new/../link" reaches link's target). Returns an absolute path
+/// without links, "." or ".." (`path` made absolute when there is no working directory). Throws
+/// IoError starting with `where` for a refused link or for more than 40 links.
+std::filesystem::path followed_path(const std::filesystem::path& path, const std::string& where);
+
+/// followed_path for its checks alone: refuses a planted link in any component of `path`.
 void check_protected_path(const std::filesystem::path& path, const std::string& where);
 
 }  // namespace attograd

@@ -334,7 +334,8 @@ TEST_CASE("a file-size limit fails the save with one line and exit 2, leaving th
         CHECK(end.code == 2);
         const std::string err = read_text(tmp / "err.txt");
         check_one_line(err);
-        CHECK_MESSAGE(err.find("cannot save the run") != std::string::npos, err);
+        CHECK_MESSAGE(err.find("cannot save the run (its directory is left as it was)") != std::string::npos,
+                      err);
         CHECK_MESSAGE(err.find("File too large") != std::string::npos, err);
         CHECK_MESSAGE(err.find("ulimit -f") != std::string::npos, err);
         CHECK(run_bytes(tmp / "run") == before);
@@ -345,6 +346,8 @@ TEST_CASE("a file-size limit fails the save with one line and exit 2, leaving th
             run_child(train_args((fs::path(tmp / "new") / "deeper" / "run").string(), "2"), {}, {}, streams);
         CHECK(end.code == 2);
         check_one_line(read_text(tmp / "err.txt"));
+        CHECK_MESSAGE(read_text(tmp / "err.txt").find("(nothing was written)") != std::string::npos,
+                      read_text(tmp / "err.txt"));
         CHECK_FALSE(fs::exists(tmp / "new"));
         CHECK(leftovers(tmp.path()).empty());
     }

@@ -198,4 +198,10 @@ TEST_CASE("--out MISSING/../LINK is the link's directory, as --out LINK is") {
     CHECK_FALSE(fs::exists(tmp / "new"));
     require_ok(run({"train", "--resume", link.string(), "--steps", "3", "--quiet"}));
     CHECK(read_config(victim.string())["progress"]["steps_done"] == 3);
+    // A trailing slash names the same directory, and is not doubled in the line naming it.
+    const std::string slashed = (fs::path(tmp / "new") / ".." / "fresh").string() + "/";
+    const Outcome fresh = run({"train", "--task", "reverse", "--steps", "1", "--out", slashed});
+    require_ok(fresh);
+    CHECK_MESSAGE(fresh.out.find("wrote " + slashed + " (") != std::string::npos, fresh.out);
+    CHECK(fs::is_regular_file(fs::path(tmp / "fresh") / "config.json"));
 }

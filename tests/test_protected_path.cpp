@@ -298,8 +298,35 @@ TEST_CASE("refuse_run_file knows the lock file and staging names however --to sp
     refused("run", "dangling");
     fs::create_symlink(root.path() / ".run.lock", "absolute");
     refused("run", "absolute");
+    // Through a folder that does not exist yet: the kernel goes there once it is made.
+    refused("run", "missing/../dangling");
+    refused("run", "missing/../absolute");
+    fs::create_symlink("run/model.safetensors", "model");
+    fs::create_directory_symlink(root.path(), "via");
+    for (const char* inside :
+         {"model", "missing/../model", "missing/../via/run/x.txt", "via/missing/../run/x.txt"})
+        CHECK_THROWS_WITH_AS(train::refuse_run_file("run", inside, "eval"),
+                             doctest::Contains("is in the run directory"), IoError);
     CHECK_NOTHROW(train::refuse_run_file("run", "run.lock", "eval"));
+    CHECK_NOTHROW(train::refuse_run_file("run", "missing/../via/other.txt", "eval"));
+    CHECK_FALSE(fs::exists("missing"));
     fs::current_path(saved);
+}
+
+TEST_CASE("followed_path is where the kernel goes: links in any component, missing folders, ..") {
+    TempDir root;
+    const fs::path base = fs::canonical(root.path());
+    fs::create_directories(base / "a" / "b");
+    fs::create_directory_symlink(base / "a" / "b", base / "to_b");
+    fs::create_symlink("to_b/file", base / "to_file");  // dangling: where the file would be made
+    CHECK(followed_path(base / "to_b", "t") == base / "a" / "b");
+    CHECK(followed_path(base / "to_b" / ".." / "x", "t") == base / "a" / "x");
+    CHECK(followed_path(base / "new" / ".." / "to_b", "t") == base / "a" / "b");
+    CHECK(followed_path(base / "new" / ".." / "to_file", "t") == base / "a" / "b" / "file");
+    CHECK(followed_path(base / "a" / "." / "b" / "", "t") == base / "a" / "b");
+    CHECK_FALSE(fs::exists(base / "new"));
+    fs::create_symlink("loop", base / "loop");
+    CHECK_THROWS_WITH_AS(followed_path(base / "loop", "t"), doctest::Contains("too many levels"), IoError);
 }
 
 TEST_CASE("a directory put in the run's place while a save is written is not swapped out and merged") {

@@ -1,6 +1,7 @@
 // Reading a run directory: bounded config.json, finite checkpoints, one generation per read.
 #include "train/run_dir.hpp"
 
+#include "core/detail/held_directory.hpp"
 #include "core/input_file.hpp"
 #include "core/ops_reduce.hpp"
 #include "core/protected_path.hpp"
@@ -9,7 +10,6 @@
 #include "train/run_writer.hpp"
 
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 namespace attograd::train {
@@ -37,13 +37,7 @@ DirectoryPin::~DirectoryPin() {
     if (fd_ >= 0) ::close(fd_);
 }
 
-bool DirectoryPin::moved() const {
-    if (fd_ < 0) return false;
-    struct stat held {
-    }, now{};
-    if (::fstat(fd_, &held) != 0) return false;
-    return ::stat(dir_.c_str(), &now) != 0 || now.st_ino != held.st_ino || now.st_dev != held.st_dev;
-}
+bool DirectoryPin::moved() const { return fd_ >= 0 && !detail::still_at(fd_, dir_); }
 
 nlohmann::json open_run(const std::filesystem::path& dir) {
     check_protected_path(dir / "config.json", shown_path(dir));

@@ -51,26 +51,13 @@ bool owned_here(int fd, const fs::path& dir) {
 
 /// Whether `path` (a symbolic link not followed) names the open file `fd`.
 bool names_file(const fs::path& path, int fd) {
-    struct stat held {
-    }, named{};
-    return ::fstat(fd, &held) == 0 && ::lstat(path.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
-           held.st_dev == named.st_dev;
+    const auto held = detail::open_identity(fd);
+    return held.second != 0 && held == detail::entry_identity(path);
 }
 
-/// Where a write to `path` lands: absolute, every link resolved, a dangling link at the end
-/// followed to where the file would be made (a relative `.run.lock` or a link to it is the
-/// lock file as much as `/abs/.run.lock`).
-fs::path landing_path(const fs::path& path) {
-    std::error_code ec;
-    fs::path at = fs::absolute(path, ec);
-    for (int links = 0; links < 40 && fs::is_symlink(fs::symlink_status(at, ec)); ++links) {
-        const fs::path target = fs::read_symlink(at, ec);
-        if (ec) break;
-        at = target.is_absolute() ? target : at.parent_path() / target;
-    }
-    const fs::path resolved = fs::weakly_canonical(at, ec);
-    return ec ? at.lexically_normal() : resolved;
-}
+/// Where a write to `path` lands (followed_path): a relative `.run.lock`, a link to it or
+/// `missing/../link-to-it` is the lock file as much as `/abs/.run.lock`.
+fs::path landing_path(const fs::path& path) { return followed_path(path, shown_path(path)); }
 
 /// The run NAME whose writer owns an entry named `.NAME.lock` or `.NAME.staging-*`, or "".
 std::string writer_entry_owner(const std::string& entry) {
@@ -98,7 +85,6 @@ int open_lock_file(const fs::path& path, bool& created) {
 }  // namespace
 
 fs::path run_directory_path(const fs::path& dir) {
-    // Not lexically normalised: "link/../x" is where the kernel goes, beside link's target.
     fs::path full = fs::absolute(dir);
     if (full.filename().empty()) full = full.parent_path();  // "runs/x/" names runs/x
     // Those names are the writers' own entries beside a run NAME: a run there would be taken for
@@ -107,26 +93,21 @@ fs::path run_directory_path(const fs::path& dir) {
              "{}: is the name of a run's lock file or staging directory (.NAME.lock, .NAME.staging-*), "
              "which attograd's writers use: choose another name",
              shown_path(dir));
-    check_protected_path(full, shown_path(dir));
-    std::error_code ec;
-    if (fs::is_symlink(fs::symlink_status(full, ec))) {
-        AG_CHECK(fs::is_directory(fs::status(full, ec)), IoError,
+    // Where the kernel goes: "link/../x" is beside link's target, "new/../link" (new missing) is
+    // link's target, as "link" alone is; a link there must lead to a directory that exists.
+    const fs::path resolved = followed_path(full, shown_path(dir));
+    if (const fs::path last = full.filename(); last != "." && last != "..") {
+        const fs::path entry = followed_path(full.parent_path(), shown_path(dir)) / last;
+        std::error_code ec;
+        AG_CHECK(!fs::is_symlink(fs::symlink_status(entry, ec)) || fs::is_directory(fs::status(entry, ec)),
+                 IoError,
                  "{}: is a symbolic link to {}, which is not a directory; a run directory must be one",
-                 shown_path(dir), shown_path(fs::read_symlink(full, ec)));
+                 shown_path(dir), shown_path(fs::read_symlink(entry, ec)));
     }
-    fs::path resolved = fs::weakly_canonical(full, ec);
-    AG_CHECK(!ec, IoError, "{}: cannot resolve the path: {}", shown_path(dir), ec.message());
-    // "new/../link" with `new` missing: the missing part is normalised lexically, leaving the
-    // link `link` itself, which is resolved as a DIR given as `link` would be.
-    if (fs::is_symlink(fs::symlink_status(resolved, ec))) {
-        check_protected_path(resolved, shown_path(dir));
-        AG_CHECK(fs::is_directory(fs::status(resolved, ec)), IoError,
-                 "{}: is a symbolic link to {}, which is not a directory; a run directory must be one",
-                 shown_path(dir), shown_path(fs::read_symlink(resolved, ec)));
-        resolved = fs::weakly_canonical(resolved, ec);
-        AG_CHECK(!ec, IoError, "{}: cannot resolve the path: {}", shown_path(dir), ec.message());
-    }
-    if (resolved.filename().empty()) resolved = resolved.parent_path();
+    AG_CHECK(writer_entry_owner(resolved.filename().string()).empty(), IoError,
+             "{}: leads to {}, the name of a run's lock file or staging directory (.NAME.lock, "
+             ".NAME.staging-*), which attograd's writers use: choose another name",
+             shown_path(dir), shown_path(resolved));
     return resolved;
 }
 

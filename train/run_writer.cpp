@@ -161,8 +161,11 @@ void saving(const fs::path& dir, int parent_fd, Write&& write) {
         write();
     } catch (const IoError& e) {
         check_parent(parent_fd, dir);
-        throw IoError(fmt::format("{}: cannot save the run (its directory is left as it was): {}",
-                                  shown_path(dir), e.what()));
+        std::error_code ec;
+        const bool first_save = !fs::exists(fs::symlink_status(dir, ec));
+        throw IoError(fmt::format("{}: cannot save the run ({}): {}", shown_path(dir),
+                                  first_save ? "nothing was written" : "its directory is left as it was",
+                                  e.what()));
     }
 }
 
@@ -235,10 +238,7 @@ RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
     AG_CHECK(!fs::exists(status) || fs::is_directory(fs::status(dir_, ec)), IoError,
              "{}: exists and is not a directory", shown_path(dir));
     check_owned(dir_, shown_path(dir));
-    if (struct stat st{}; ::lstat(dir_.c_str(), &st) == 0) {
-        dir_device_ = st.st_dev;
-        dir_inode_ = st.st_ino;
-    }
+    dir_identity_ = detail::entry_identity(dir_);
     const fs::path parent = dir_.parent_path();
     fs::create_directories(parent, ec);  // a bad --out
     AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", shown_path(dir), ec.message());
@@ -339,17 +339,14 @@ void RunWriter::commit(nlohmann::json config) {
              shown_path(dir_));
     check_owned(dir_, shown_path(dir_));
     check_parent(parent_fd_, dir_);
-    struct stat now {};
-    const bool exists = ::lstat(dir_.c_str(), &now) == 0;
-    AG_CHECK(exists ? now.st_dev == dir_device_ && now.st_ino == dir_inode_ : dir_inode_ == 0, IoError,
+    AG_CHECK(detail::entry_identity(dir_) == dir_identity_, IoError,
              "{}: cannot save the run: {} while the run was written; not saving over it (the run is "
              "wherever the directory it had went)",
              shown_path(dir_),
-             dir_inode_ == 0 ? "a directory appeared in its place" : "the directory was moved or replaced");
+             dir_identity_.second == 0 ? "a directory appeared in its place"
+                                       : "the directory was moved or replaced");
     keep_modes(dir_, staging_, new_dir_mode_);
-    struct stat swapped {};
-    if (::fstat(staging_fd_, &swapped) == 0)
-        identity_ = {static_cast<std::uint64_t>(swapped.st_dev), static_cast<std::uint64_t>(swapped.st_ino)};
+    identity_ = detail::open_identity(staging_fd_);
     const fs::path old = replace_directory(staging_, dir_, shown_path(dir_));
     committed_ = true;
     fault_point();

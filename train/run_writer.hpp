@@ -72,7 +72,7 @@ private:
     int parent_fd_ = -1;  ///< DIR's parent as it was when this writer started
     /// DIR as it was when this writer started (device and inode; 0, 0: it did not exist), so
     /// that a directory put in its place meanwhile is not swapped out and merged into the run.
-    std::uint64_t dir_device_ = 0, dir_inode_ = 0;
+    std::pair<std::uint64_t, std::uint64_t> dir_identity_{0, 0};
     int staging_fd_ = -1;  ///< the staging directory, open: entries of the old DIR move into it
     std::pair<std::uint64_t, std::uint64_t> identity_{0, 0};
     unsigned new_dir_mode_ = 0;  ///< what mkdir gives a directory under the umask: a first save's DIR

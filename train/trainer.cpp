@@ -2,6 +2,7 @@
 #include "train/trainer.hpp"
 
 #include "core/autograd.hpp"
+#include "core/detail/held_directory.hpp"
 #include "core/detail/json_integer.hpp"
 #include "core/ops_reduce.hpp"
 #include "optim/clip_grad.hpp"
@@ -10,8 +11,6 @@
 #include "train/run_lock.hpp"
 
 #include <fmt/format.h>
-
-#include <sys/stat.h>
 
 #include <cmath>
 #include <optional>
@@ -46,14 +45,6 @@ double progress_number(const nlohmann::json& progress, const std::string& key) {
     AG_CHECK(progress[key].is_number(), ValueError,
              "config.json: field 'progress.{}' must be a number, got {}", key, progress[key].dump());
     return progress[key].get<double>();
-}
-
-/// (st_dev, st_ino) of the directory `dir`, or (0, 0) when there is none: each save swaps in a
-/// new directory, so this names one generation of a run.
-std::pair<std::uint64_t, std::uint64_t> directory_identity(const fs::path& dir) {
-    struct stat st {};
-    if (::stat(dir.c_str(), &st) != 0) return {0, 0};
-    return {static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
 }
 
 /// The checkpoint files of a run directory, read from one generation.
@@ -259,7 +250,7 @@ void Trainer::load_run(const fs::path& dir) {
     load_optimizer_state(*optimizer_, scheduler_, saved.optimizer, optimizer_file);
     for (const auto& callback : callbacks_) callback->load_files(*this, dir);
     if (!run_path_.empty() && run_directory_path(dir) == run_path_)
-        run_identity_ = directory_identity(run_path_);
+        run_identity_ = detail::entry_identity(run_path_);
     resumed_ = true;
 }
 
@@ -289,7 +280,7 @@ void Trainer::save_checkpoint() {
              "{}: cannot save the run: {} was replaced by a symbolic link since training started; not "
              "following it",
              shown_path(options_.default_root_dir), shown_path(run_path_));
-    const auto now = directory_identity(run_path_);
+    const auto now = detail::entry_identity(run_path_);
     AG_CHECK(run_identity_.second == 0 || now == run_identity_, IoError,
              "{}: cannot save the run: the directory is no longer the one this training last read or wrote "
              "(replaced, or saved by another process after its lock file was removed); not replacing it",

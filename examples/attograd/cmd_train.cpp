@@ -188,11 +188,12 @@ int cmd_train(const TrainArgs& args) {
     std::error_code ec;
     const bool heldout_file =
         std::filesystem::exists(std::filesystem::path(run.out) / "heldout.tsv", ec);  // a --data run's split
+    const std::string written = shown_path(run.out);
     output(
         stdout,
-        "wrote {}/ (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}{}); next: attograd "
+        "wrote {}{} (model.safetensors, optimizer.safetensors, config.json, metrics.csv{}{}); next: attograd "
         "inspect --run {}\n",
-        shown_path(run.out), snapshots ? ", " + std::string(snapshot_file) : "",
+        written, written.ends_with('/') ? "" : "/", snapshots ? ", " + std::string(snapshot_file) : "",
         heldout_file ? ", heldout.tsv" : "", out);
     return 0;
 }

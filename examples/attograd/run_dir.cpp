@@ -458,7 +458,8 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     try {
         run.model->load_state_dict(state);
     } catch (const Error& e) {
-        throw IoError(fmt::format("{}: does not fit config.json: {}", shown_path(weights), e.what()));
+        throw IoError(fmt::format("{}: cannot be loaded into the model config.json describes: {}",
+                                  shown_path(weights), e.what()));
     }
     run.model->eval();
     // The program's REINFORCE reward is minus a sequence's loss: its baseline, an average of
