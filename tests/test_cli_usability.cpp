@@ -426,12 +426,19 @@ TEST_CASE("a run directory that is the current directory, a FIFO or a file is re
     TempDir tmp;
     train(tmp / "run", {"--task", "reverse", "--steps", "1"});
     const fs::path saved = fs::current_path();
+    fs::create_directory_symlink(tmp / "run", tmp / "link");
+    // Through a folder that does not exist: where the kernel goes once it is made.
+    const std::string via_missing = (fs::path(tmp / "missing") / ".." / "link").string();
     fs::current_path(tmp / "run");
     const Outcome resume = run({"train", "--resume", ".", "--steps", "2"});
     const Outcome parent = run({"train", "--task", "reverse", "--steps", "1", "--out", "..", "--force"});
+    const Outcome linked =
+        run({"train", "--task", "reverse", "--steps", "1", "--out", via_missing, "--force"});
     fs::current_path(saved);
     check_refused(resume, {"--resume .", "current directory"});
     check_refused(parent, {"--out ..", "current directory"});
+    check_refused(linked, {"current directory"});
+    CHECK_FALSE(fs::exists(tmp / "missing"));
     CHECK(fs::exists(tmp / "run/config.json"));
     REQUIRE(::mkfifo((tmp / "fifo").c_str(), 0600) == 0);
     write_text(tmp / "file", "x");

@@ -441,7 +441,10 @@ TEST_CASE("Trainer: a run directory that is the current directory or holds it is
     fs::create_directories(tmp.path() / "work" / "deeper");
     const fs::path saved = fs::current_path();
     fs::current_path(tmp.path() / "work" / "deeper");
-    for (const fs::path& dir : {fs::path("."), fs::path(".."), (tmp.path() / "work").lexically_normal()}) {
+    fs::create_directory_symlink(tmp.path() / "work", tmp.path() / "link");
+    // "missing/../link" is where link leads once the kernel can follow it.
+    for (const fs::path& dir : {fs::path("."), fs::path(".."), (tmp.path() / "work").lexically_normal(),
+                                tmp.path() / "missing" / ".." / "link"}) {
         CAPTURE(dir);
         std::int64_t steps = 0;
         Program program(dir);

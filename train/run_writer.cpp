@@ -8,6 +8,7 @@
 #include "core/detail/sticky_owner.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/protected_path.hpp"
 #include "core/serialization.hpp"
 #include "data/text.hpp"
 
@@ -211,14 +212,15 @@ void fault_point() {
 
 bool holds_current_directory(const fs::path& dir) {
     std::error_code ec;
-    const fs::path cwd = fs::current_path(ec), full = fs::weakly_canonical(fs::absolute(dir), ec);
+    const fs::path cwd = fs::current_path(ec);
     if (ec || cwd.empty()) return false;
-    auto c = cwd.begin();
-    for (auto d = full.begin(); d != full.end(); ++d, ++c) {
-        if (d->empty()) continue;  // a trailing "/"
-        if (c == cwd.end() || *c != *d) return false;
+    fs::path full;
+    try {
+        full = followed_path(dir, shown_path(dir));  // where the kernel goes: "missing/../link" too
+    } catch (const IoError&) {
+        return false;  // a link refused there is refused, with its reason, where it would be followed
     }
-    return true;
+    return std::mismatch(full.begin(), full.end(), cwd.begin(), cwd.end()).first == full.end();
 }
 
 void check_not_current_directory(const fs::path& dir) {
