@@ -51,6 +51,32 @@ TEST_CASE("config.json fields of the wrong type are refused naming the field") {
     check([](json& c) { c["files"]["../../etc/passwd"] = c["files"]["metrics.csv"]; }, "not a file name");
 }
 
+TEST_CASE("eval, inspect and --resume refuse a config.json that the run's other records contradict") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    const std::string saved = read_text(fs::path(tmp / "run") / "config.json");
+    const auto check = [&](const std::function<void(json&)>& edit, const std::vector<std::string>& names) {
+        write_text(fs::path(tmp / "run") / "config.json", saved);
+        edit_config(tmp / "run", edit);
+        for (const auto& command : std::vector<std::vector<std::string>>{
+                 {"eval", "--run", tmp / "run"},
+                 {"inspect", "--run", tmp / "run", "--format", "json", "--to", tmp / "out.json"},
+                 {"train", "--resume", tmp / "run", "--steps", "4"}}) {
+            INFO(command[0]);
+            check_refused(run(command), names);
+        }
+        CHECK_FALSE(fs::exists(tmp / "out.json"));
+    };
+    // The report would show this lr as the run's; the optimizer's record says otherwise.
+    check([](json& c) { c["train"]["lr"] = 0.01; },
+          {"optimizer.safetensors", "'optimizer.initial_lr' is 0.003", "train.lr"});
+    // Its held-out sequence accuracy after 2 steps is far below reverse's target.
+    check([](json& c) { c["progress"]["reached_target"] = true; },
+          {"progress.reached_target is true", "heldout_sequence_accuracy", "below the task's target"});
+    write_text(fs::path(tmp / "run") / "config.json", saved);
+    require_ok(run({"eval", "--run", tmp / "run"}));
+}
+
 TEST_CASE("a config.json vocabulary with a duplicate, empty or NUL token is a config.json error") {
     TempDir tmp;
     small_run(tmp / "run");

@@ -324,6 +324,39 @@ TEST_CASE("inspect does not write into a run a train is writing (the next save w
     CHECK_FALSE(entries(tmp.path()).contains(".run.lock"));
 }
 
+TEST_CASE("inspect and eval write nothing once the run they read was saved again before they write") {
+    TempDir tmp;
+    require_ok(run(train_args(tmp / "run", "2")));
+    const fs::path hold = fs::path(tmp / "go");
+    const std::vector<std::vector<std::string>> commands = {
+        {"inspect", "--run", tmp / "run", "--format", "html"},
+        {"inspect", "--run", tmp / "run", "--format", "json", "--to", tmp / "out/inspect.json"},
+        {"eval", "--run", tmp / "run", "--to", tmp / "run/notes/eval.txt"}};
+    int steps = 2;
+    for (const auto& command : commands) {
+        CAPTURE(command[0]);
+        fs::remove(hold);
+        fs::remove(hold.string() + ".waiting");
+        const ChildStreams streams{.out = tmp / "out.txt", .err = tmp / "err.txt"};
+        const Child reader =
+            start_child(command, {"ATTOGRAD_TEST_HOLD_AFTER_READ=" + hold.string()}, streams);
+        for (int i = 0; i < 3000 && !fs::exists(hold.string() + ".waiting"); ++i) ::usleep(10'000);
+        REQUIRE(fs::exists(hold.string() + ".waiting"));
+        steps += 1;  // a save between the reader's read and its write
+        require_ok(run({"train", "--resume", tmp / "run", "--steps", std::to_string(steps), "--quiet"}));
+        write_text(hold, "");
+        const ChildEnd end = wait_child(reader);
+        CHECK(end.code == 2);
+        const std::string err = read_text(tmp / "err.txt");
+        CHECK(count_lines(err) == 1);
+        CHECK_MESSAGE(err.find("was saved again while") != std::string::npos, err);
+        CHECK_FALSE(fs::exists(tmp / "run/inspect"));
+        CHECK_FALSE(fs::exists(tmp / "run/notes"));
+        CHECK_FALSE(fs::exists(tmp / "out"));
+    }
+    CHECK(read_config(tmp / "run")["progress"]["steps_done"] == steps);
+}
+
 TEST_CASE("two train processes with the same new --out: one trains, the other exits 2") {
     TempDir tmp;
     std::vector<std::string> args = train_args(tmp / "run", "400");

@@ -38,6 +38,9 @@ TEST_CASE("read_metrics_csv refuses rows the run cannot have written, naming the
     refused("10,1,0.5,,0.1,1\n10,1,0.5,,0.1,1\n", "line 3: step '10'");
     refused("20,1,0.5,,0.1,1\n10,1,0.5,,0.1,1\n", "after the previous row's 20");
     refused("2.5,1,0.5,,0.1,1\n", "step '2.5'");
+    refused("10,1,0.5,,0.1,1\r\n", "line 2: holds a carriage return");
+    CHECK_THROWS_WITH_AS(train::read_metrics_csv("step,loss\r\n10,1\r\n", 20, "m.csv"),
+                         doctest::Contains("m.csv line 1: holds a carriage return"), IoError);
     refused(",1,0.5,,0.1,1\n", "step ''");
     refused("10,-1,0.5,,0.1,1\n", "line 2: field 'loss' is -1, outside [0, inf]");
     refused("10,1,5,,0.1,1\n", "field 'train_accuracy' is 5, outside [0, 1]");

@@ -9,6 +9,7 @@
 #include "train/run_writer.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -256,6 +257,20 @@ TEST_CASE("a save's staging directory is private until the swap, which gives it 
         writer.commit(nlohmann::json::object());
     }
     CHECK(mode(run) == 0750);
+    // A new run under other umasks (the staging directory is made 0700, so the bits a new
+    // directory takes come from the umask itself).
+    for (const mode_t mask : {mode_t{077}, mode_t{002}, mode_t{027}}) {
+        CAPTURE(mask);
+        const fs::path fresh = root.path() / fmt::format("fresh{:o}", mask);
+        const mode_t before = ::umask(mask);
+        {
+            train::RunWriter writer(fresh);
+            writer.write_file("model.txt", "1");
+            writer.commit(nlohmann::json::object());
+        }
+        ::umask(before);
+        CHECK(mode(fresh) == (0777 & ~mask));
+    }
 }
 
 TEST_CASE("a save whose parent directory was moved and replaced by a link writes nothing through it") {
@@ -310,6 +325,13 @@ TEST_CASE("refuse_run_file knows the lock file and staging names however --to sp
     CHECK_NOTHROW(train::refuse_run_file("run", "run.lock", "eval"));
     CHECK_NOTHROW(train::refuse_run_file("run", "missing/../via/other.txt", "eval"));
     CHECK_FALSE(fs::exists("missing"));
+    // A run directory inside another run's writer entries would be removed or block that run.
+    for (const char* nested : {".run.staging-9-9/mine", ".run.lock/mine", "via/.run.staging-9-9/a/b"})
+        CHECK_THROWS_WITH_AS(train::run_directory_path(nested), doctest::Contains("is inside"), IoError);
+    fs::create_directory(".notes.lock");  // such an entry that exists, though no run is beside it
+    CHECK_THROWS_WITH_AS(train::run_directory_path(".notes.lock/mine"), doctest::Contains("is inside"),
+                         IoError);
+    CHECK_NOTHROW(train::run_directory_path("runs.lock/mine"));
     fs::current_path(saved);
 }
 

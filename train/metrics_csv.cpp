@@ -3,6 +3,9 @@
 
 #include "core/error.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <sstream>
@@ -16,7 +19,7 @@ std::vector<std::string> split_csv_line(const std::string& line) {
     for (const char c : line) {
         if (c == ',')
             fields.emplace_back();
-        else if (c != '\r')
+        else
             fields.back() += c;
     }
     return fields;
@@ -44,6 +47,13 @@ const std::vector<double>* MetricsTable::column(const std::string& name) const {
 
 MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, const std::string& where,
                               double seconds_done) {
+    // CSVLogger ends lines with \n alone: a \r is an edit, which the reader and a resume (whose
+    // logger carries the text on) must both refuse.
+    if (const auto cr = text.find('\r'); cr != std::string::npos)
+        throw IoError(
+            fmt::format("{} line {}: holds a carriage return (\\r\\n line ends?); the file is "
+                        "written with \\n line ends",
+                        where, 1 + std::count(text.begin(), text.begin() + cr, '\n')));
     std::istringstream lines(text);
     std::string line;
     AG_CHECK(std::getline(lines, line), IoError, "{}: is empty", where);
@@ -55,7 +65,7 @@ MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, 
     std::int64_t number = 1, last_step = 0;
     while (std::getline(lines, line)) {
         ++number;
-        if (line.empty() || line == "\r") continue;
+        if (line.empty()) continue;
         const auto fields = split_csv_line(line);
         AG_CHECK(fields.size() == table.header.size(), IoError, "{} line {}: {} fields, the header has {}",
                  where, number, fields.size(), table.header.size());

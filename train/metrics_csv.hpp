@@ -18,7 +18,8 @@ struct MetricsTable {
 };
 
 /// Parses the metrics CSV `text` of a run that has done `steps_done` steps and checks what every
-/// such file of the run satisfies: a header whose first column is `step`; rows of as many fields
+/// such file of the run satisfies: lines ending in \n alone (no \r); a header whose first column
+/// is `step`; rows of as many fields
 /// (none at all before the first log); each step an integer in [1, steps_done], rising from row
 /// to row; every other field empty or a decimal number (no hex, inf or nan); a column named
 /// `loss`, `lr` or `seconds` (or ending in `_loss`) never negative, one whose name ends in

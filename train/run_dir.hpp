@@ -22,7 +22,9 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
+#include <type_traits>
 
 namespace attograd::train {
 
@@ -64,16 +66,23 @@ inline constexpr int kRunReadAttempts = 64;
 /// corruption. Each retry means a whole new save landed meanwhile, so only a writer saving
 /// continuously exhausts the kRunReadAttempts attempts; then it throws IoError saying the run
 /// kept changing (never a mixed generation, never a false "corrupted"). Rethrows what `read()`
-/// throws when `dir` did not move.
+/// throws when `dir` did not move. A `read` that takes a `std::shared_ptr<const DirectoryPin>`
+/// is given the pin of the generation it reads, to keep: a file read later from `dir` is of that
+/// generation as long as the pin has not moved().
 template <class Read>
-auto read_consistently(const std::filesystem::path& dir, Read&& read) -> decltype(read()) {
+auto read_consistently(const std::filesystem::path& dir, Read&& read) {
     for (int attempt = 1; attempt <= kRunReadAttempts; ++attempt) {
-        const DirectoryPin pin(dir);
+        const auto pin = std::make_shared<const DirectoryPin>(dir);
         try {
-            auto result = read();
-            if (!pin.moved()) return result;
+            auto result = [&] {
+                if constexpr (std::is_invocable_v<Read&, std::shared_ptr<const DirectoryPin>>)
+                    return read(pin);
+                else
+                    return read();
+            }();
+            if (!pin->moved()) return result;
         } catch (const IoError&) {
-            if (!pin.moved()) throw;
+            if (!pin->moved()) throw;
         }
     }
     throw IoError(

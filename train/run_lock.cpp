@@ -68,6 +68,25 @@ std::string writer_entry_owner(const std::string& entry) {
     return "";
 }
 
+/// The first component of the resolved `path` (itself included) that is a writer's entry: a
+/// `.NAME.lock` or `.NAME.staging-*` beside an entry NAME (a run, or one that may be training),
+/// or such an entry that exists (a run before its first save); empty when there is none.
+fs::path writer_entry_on(const fs::path& path) {
+    for (fs::path up = path; !up.empty() && up != up.parent_path(); up = up.parent_path()) {
+        const std::string owner = writer_entry_owner(up.filename().string());
+        std::error_code ec;
+        if (!owner.empty() && (fs::exists(fs::symlink_status(up.parent_path() / owner, ec)) ||
+                               fs::exists(fs::symlink_status(up, ec))))
+            return up;
+    }
+    return {};
+}
+
+/// The run whose writer's entry `entry` (from writer_entry_on) is.
+fs::path entry_owner_run(const fs::path& entry) {
+    return entry.parent_path() / writer_entry_owner(entry.filename().string());
+}
+
 /// Opens the lock file `path`, creating it when missing, never through a symbolic link.
 /// `created` says whether this call made it. -1 with errno on failure.
 int open_lock_file(const fs::path& path, bool& created) {
@@ -104,6 +123,11 @@ fs::path run_directory_path(const fs::path& dir) {
                  "{}: is a symbolic link to {}, which is not a directory; a run directory must be one",
                  shown_path(dir), shown_path(fs::read_symlink(entry, ec)));
     }
+    const fs::path inside = writer_entry_on(resolved.parent_path());
+    AG_CHECK(inside.empty(), IoError,
+             "{}: is inside {}, the lock file or a staging directory of the run {}, which only the run's "
+             "writer uses (its next save would remove what is there): choose another directory",
+             shown_path(dir), shown_path(inside), shown_path(entry_owner_run(inside)));
     AG_CHECK(writer_entry_owner(resolved.filename().string()).empty(), IoError,
              "{}: leads to {}, the name of a run's lock file or staging directory (.NAME.lock, "
              ".NAME.staging-*), which attograd's writers use: choose another name",
@@ -252,17 +276,11 @@ void refuse_run_file(const fs::path& run_dir, const fs::path& destination, const
     const fs::path run = landing_path(run_dir), to = landing_path(destination);
     // Any run's lock file and staging directories beside it are its writers' own: `.NAME.lock` or
     // `.NAME.staging-*` next to an entry NAME (this run's, or another one's that may be training).
-    for (fs::path up = to; !up.empty() && up != up.parent_path(); up = up.parent_path()) {
-        const std::string owner = writer_entry_owner(up.filename().string());
-        // NAME there, or the entry itself (a run's lock or staging directory before its first save).
-        std::error_code ec;
-        AG_CHECK(owner.empty() || (!fs::exists(fs::symlink_status(up.parent_path() / owner, ec)) &&
-                                   !fs::exists(fs::symlink_status(up, ec))),
-                 IoError,
-                 "{}: --to {} is the lock file or a staging directory of the run {}, which only the run's "
-                 "writer uses: write it elsewhere",
-                 command, shown_path(destination), shown_path(up.parent_path() / owner));
-    }
+    const fs::path entry = writer_entry_on(to);
+    AG_CHECK(entry.empty(), IoError,
+             "{}: --to {} is the lock file or a staging directory of the run {}, which only the run's "
+             "writer uses: write it elsewhere",
+             command, shown_path(destination), shown_path(entry_owner_run(entry)));
     AG_CHECK(to != run && to.parent_path() != run, IoError,
              "{}: --to {} is in the run directory {} itself, which holds only the run's own files (a save "
              "replaces them and checks every one): write it outside the run or into a folder of it",

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -194,6 +195,15 @@ void remove_tree_at(int parent, const std::string& name) {
     ::unlinkat(parent, name.c_str(), 0);
 }
 
+/// The process's umask, read without changing it (umask(2) would, for every thread): Linux
+/// reports it in /proc/self/status; 022, the usual one, where it does not.
+mode_t current_umask() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.starts_with("Umask:")) return static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8));
+    return 022;
+}
+
 bool plain_name(const std::string& name) {
     return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
            name.find('\0') == std::string::npos;
@@ -262,16 +272,16 @@ RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
     static std::atomic<unsigned> counter{0};
     for (int attempt = 0;; ++attempt) {
         staging_ = parent / fmt::format("{}{}-{}", prefix, ::getpid(), counter.fetch_add(1));
-        if (::mkdir(staging_.c_str(), 0777) == 0) break;
+        if (::mkdir(staging_.c_str(), 0700) == 0) break;
         AG_CHECK(errno == EEXIST && attempt < 100, IoError, "{}: cannot create the directory {}: {}",
                  shown_path(dir), shown_path(staging_), std::strerror(errno));
     }
     created_ = true;
-    // Private while it is written (a private run's files are never readable in between); it
-    // takes DIR's bits at the swap, or, for a new DIR, the ones mkdir gave under the umask.
+    // Private from the start while it is written (a private run's files are never readable in
+    // between); it takes DIR's bits at the swap, or, for a new DIR, what mkdir gives under the
+    // umask (and the set-group-ID bit a parent passes on).
     struct stat st {};
-    new_dir_mode_ = ::stat(staging_.c_str(), &st) == 0 ? st.st_mode & 07777 : 0755;
-    ::chmod(staging_.c_str(), 0700);
+    new_dir_mode_ = (::stat(staging_.c_str(), &st) == 0 ? st.st_mode & 07000 : 0) | (0777 & ~current_umask());
     staging_fd_ = ::open(staging_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     AG_CHECK(staging_fd_ >= 0, IoError, "{}: cannot open the directory {}: {}", shown_path(dir),
              shown_path(staging_), std::strerror(errno));

@@ -136,6 +136,7 @@ int cmd_eval(const EvalArgs& args) {
         const fs::path path(args.to);
         train::refuse_run_file(run.dir, path, "eval");
         const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "eval");
+        check_still_read(run, "eval");
         MadeDirectories made = make_output_directory(path.parent_path());
         write_file_atomic(path, text);
         made.keep();

@@ -285,6 +285,7 @@ int cmd_inspect(const InspectArgs& args) {
         if (!by_default && !rendered.empty())
             train::refuse_run_file(run.dir, dir / rendered.front().name, "inspect");
         const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, dir, "inspect");
+        check_still_read(run, "inspect");  // under the lock: no save lands before the files do
         MadeDirectories made = make_dir(dir);
         // Every name checked and every file written whole before the first replaces its old one:
         // a refusal or a failed write (disk full, `ulimit -f`) leaves the old generation entire,
@@ -321,6 +322,7 @@ int cmd_inspect(const InspectArgs& args) {
               rendered.size());
     const std::string& contents = rendered[0].contents;
     if (args.to == "-") {
+        check_still_read(run, "inspect");
         output(stdout, "{}", contents);
         print_summary();
         return code;
@@ -328,6 +330,7 @@ int cmd_inspect(const InspectArgs& args) {
     fs::path path = by_default ? default_dir / renderer->writes : fs::path(args.to);
     if (!by_default) train::refuse_run_file(run.dir, path, "inspect");
     const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "inspect");
+    check_still_read(run, "inspect");
     MadeDirectories made = path.parent_path().empty() ? MadeDirectories() : make_dir(path.parent_path());
     if (by_default)
         write_named(path, contents);

@@ -38,7 +38,8 @@ std::vector<RenderedFile> render_report(const Inspection& in) {
             if (in.run.config.model.kind == "lm")
                 for (auto& chart : inspect::head_score_charts(report.snapshots))
                     report.charts.push_back(std::move(chart));
-        } catch (const Error& e) {  // the report is still worth having without them
+        } catch (const Error& e) {                // the report is still worth having without them
+            check_still_read(in.run, "inspect");  // a newer save's file, not a bad one
             output(stderr, "attograd: warning: {}; the report has no training replay\n",
                    data::escape_control(e.what()));
             report.notes.push_back(fmt::format("attention snapshots could not be read: {}", e.what()));

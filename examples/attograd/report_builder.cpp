@@ -138,7 +138,8 @@ inspect::Report build_report(const LoadedRun& run, std::vector<inspect::Inspecte
         report.charts =
             training_charts(train::read_file(metrics), run.counters.steps_done, run.counters.seconds);
     } catch (const Error& e) {
-        report.charts_error = e.what();  // the page says the curves could not be drawn, and why
+        check_still_read(run, "inspect");  // a newer save's file, not a bad one
+        report.charts_error = e.what();    // the page says the curves could not be drawn, and why
     }
     if (!run.task->info().alignment.empty())
         report.alignment_legend = "right alignment: " + run.task->info().alignment;

@@ -2,6 +2,7 @@
 #include "run_dir.hpp"
 #include "quoting.hpp"
 
+#include "core/atomic_file.hpp"
 #include "core/autograd.hpp"
 #include "core/detail/json_integer.hpp"
 #include "core/error.hpp"
@@ -19,8 +20,11 @@
 
 #include <fmt/ranges.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <tuple>
 
@@ -371,6 +375,17 @@ void read_run_settings(const nlohmann::json& json, const std::filesystem::path& 
     run.task = task_for_run(run.config, dir, for_training);
     check_task_fits(run.config, *run.task);
     check_heldout_checksum(run.config, *run.task, dir);
+    // Early stopping's rule (train's EarlyStopping): the target is reached when the monitored
+    // held-out accuracy is at least the task's target; the flag stops a resume, so it must be true.
+    const TaskInfo& info = run.task->info();
+    const bool sequence = info.metric == Metric::Sequence;
+    const double monitored =
+        sequence ? run.counters.heldout_sequence_accuracy : run.counters.heldout_token_accuracy;
+    AG_CHECK(!run.counters.reached_target || monitored >= target_accuracy(info.name), ValueError,
+             "config.json: progress.reached_target is true, but progress.{} is {}, below the task's target "
+             "{}",
+             sequence ? "heldout_sequence_accuracy" : "heldout_token_accuracy", monitored,
+             target_accuracy(info.name));
     // Every save of a run with snapshots on writes the file (from step 0): one missing with its
     // entry was deleted, and a resume would start a new one without the earlier steps.
     AG_CHECK(
@@ -483,14 +498,48 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
                      shown_path(weights), name, updates, run.counters.steps_done);
         }
     }
+    // train.lr is shown as the run's (the report's settings): the optimizer's record must agree.
+    check_saved_lr(train::load_checkpoint(dir / "optimizer.safetensors"), dir / "optimizer.safetensors",
+                   run.config.train);
     check_model_outputs_finite(*run.model, run.config, *run.task, weights);
     return run;
 }
 
 }  // namespace
 
+void check_saved_lr(const std::map<std::string, Tensor>& state, const std::filesystem::path& file,
+                    const TrainConfig& t) {
+    // Saved with a schedule, the lr it started from is initial_lr; saved without one, the lr
+    // never changed from train.lr.
+    const auto initial_lr = state.find("optimizer.initial_lr");
+    const char* key = initial_lr != state.end() ? "optimizer.initial_lr" : "optimizer.lr";
+    if (const auto lr = state.find(key); lr != state.end()) {
+        AG_CHECK(lr->second.numel() == 1 && lr->second.item() == t.lr, IoError,
+                 "{}: '{}' is {}, but the run's lr is {} (config.json: train.lr)", shown_path(file), key,
+                 lr->second.numel() == 1 ? lr->second.item() : -1.0, t.lr);
+    }
+}
+
 LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {
-    return read_consistently(dir, [&] { return load_run_once(dir, for_training); });
+    LoadedRun loaded = read_consistently(dir, [&](std::shared_ptr<const train::DirectoryPin> pin) {
+        LoadedRun run = load_run_once(dir, for_training);
+        run.generation = std::move(pin);
+        return run;
+    });
+    // A test's hook: holds the command here, once the run is read (announcing it in PATH.waiting),
+    // until PATH exists, so that a test can save the run in between.
+    if (const char* hold = std::getenv("ATTOGRAD_TEST_HOLD_AFTER_READ"); hold != nullptr) {
+        write_file_atomic(std::string(hold) + ".waiting", "");
+        for (int waited = 0; waited < 6000 && !std::filesystem::exists(hold); ++waited) ::usleep(10'000);
+    }
+    return loaded;
+}
+
+void check_still_read(const LoadedRun& run, const char* command) {
+    AG_CHECK(!run.generation || !run.generation->moved(), IoError,
+             "{}: was saved again while {} read it (a train is writing it), so what it read may be of two "
+             "saves: nothing was written; run {} again",
+             shown_path(run.dir), command, command);
 }
 
 }  // namespace attograd::cli

@@ -88,7 +88,21 @@ struct LoadedRun {
     std::unique_ptr<Task> task;
     std::unique_ptr<Generator> generator;  ///< the model's generator (hard attention samples from it)
     std::shared_ptr<Model> model;
+    /// The generation of `dir` that was read, held open: a file read from `dir` later (the
+    /// report's metrics.csv and snapshots) is of the same save as long as it has not moved().
+    std::shared_ptr<const train::DirectoryPin> generation;
 };
+
+/// Refuses (IoError naming `file` and the field) an lr in the optimizer state `state` of
+/// `file` (optimizer.safetensors) other than the run's train.lr: optimizer.initial_lr, set by a
+/// schedule, or optimizer.lr when saved without one.
+void check_saved_lr(const std::map<std::string, Tensor>& state, const std::filesystem::path& file,
+                    const TrainConfig& t);
+
+/// Refuses (IoError naming DIR and `command`) to write what was read from `run` once DIR was saved
+/// again since load_run read it (a train writing it meanwhile): the output would mix two saves,
+/// or put a report of the older one into the newer.
+void check_still_read(const LoadedRun& run, const char* command);
 
 /// A --data TSV file read once: its examples, and the size and checksum config.json records
 /// of it (task.data_bytes, task.data_fnv1a64).

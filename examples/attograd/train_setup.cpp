@@ -205,9 +205,8 @@ void apply_overrides(const TrainArgs& a, RunConfig& c) {
 }
 
 /// Refuses schedule state in optimizer.safetensors that this run cannot have written:
-/// schedule.last_epoch must be the steps done (the schedule steps once per training step) and
-/// optimizer.initial_lr (set by a schedule), or optimizer.lr when saved without a schedule, the
-/// configured lr. Throws IoError naming the field.
+/// schedule.last_epoch must be the steps done (the schedule steps once per training step), and
+/// the lr as check_saved_lr. Throws IoError naming the field.
 void check_schedule_state(const std::map<std::string, Tensor>& state, const fs::path& file,
                           std::int64_t steps_done, const TrainConfig& t) {
     const auto it = state.find("schedule.last_epoch");
@@ -218,15 +217,7 @@ void check_schedule_state(const std::map<std::string, Tensor>& state, const fs::
         IoError,
         "{}: 'schedule.last_epoch' is {}, but the run has done {} steps (config.json: progress.steps_done)",
         shown_path(file), it->second.numel() == 1 ? it->second.item() : -1.0, steps_done);
-    // Saved with a schedule, the lr it started from is initial_lr; saved without one, the lr
-    // never changed from train.lr.
-    const auto initial_lr = state.find("optimizer.initial_lr");
-    const char* key = initial_lr != state.end() ? "optimizer.initial_lr" : "optimizer.lr";
-    if (const auto lr = state.find(key); lr != state.end()) {
-        AG_CHECK(lr->second.numel() == 1 && lr->second.item() == t.lr, IoError,
-                 "{}: '{}' is {}, but the run's lr is {} (config.json: train.lr)", shown_path(file), key,
-                 lr->second.numel() == 1 ? lr->second.item() : -1.0, t.lr);
-    }
+    check_saved_lr(state, file, t);
 }
 
 }  // namespace
