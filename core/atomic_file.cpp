@@ -1,6 +1,7 @@
 // Files written whole or not at all: a temporary file in the same directory, then rename.
 #include "core/atomic_file.hpp"
 
+#include "core/detail/process_umask.hpp"
 #include "core/error.hpp"
 #include "core/protected_path.hpp"
 
@@ -94,13 +95,12 @@ AtomicFile::AtomicFile(const fs::path& path, std::string where, Symlinks symlink
     static std::atomic<unsigned> counter{0};
     for (int attempt = 0;; ++attempt) {
         temp_ = target.parent_path() / fmt::format(".{}.tmp.{}.{}", name, ::getpid(), counter.fetch_add(1));
-        fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        // Private until commit: one who opened it while it was readable could read it later.
+        fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd_ >= 0) break;
         AG_CHECK(errno == EEXIST && attempt < 100, IoError, "{}: cannot create temporary file '{}': {}",
                  where_, temp_.string(), errno_text());
     }
-    // A replaced file keeps its permission bits (a private 0600 file stays private).
-    if (fs::exists(existing)) ::fchmod(fd_, static_cast<mode_t>(existing.permissions()) & 07777);
 }
 
 AtomicFile::~AtomicFile() {
@@ -123,6 +123,12 @@ void AtomicFile::write(const void* data, std::size_t bytes) {
 
 void AtomicFile::commit() {
     AG_CHECK(fd_ >= 0, IoError, "{}: committed twice", where_);
+    // The bits it takes once written: a replaced file's own (a private 0600 file stays private),
+    // or what a new file gets under the umask.
+    struct stat replaced {};
+    const mode_t mode =
+        ::stat(target_.c_str(), &replaced) == 0 ? replaced.st_mode & 07777 : 0666 & ~detail::process_umask();
+    ::fchmod(fd_, mode);  // where a filesystem refuses, the file stays private (0600)
     AG_CHECK(::fsync(fd_) == 0, IoError, "{}: fsync failed: {}", where_, errno_text());
     const int fd = fd_;
     fd_ = -1;

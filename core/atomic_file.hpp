@@ -31,8 +31,9 @@ public:
     /// What AtomicFile does with a symbolic link at its target.
     enum class Symlinks { follow, refuse };
 
-    /// Opens a temporary file beside `target` for writing; the error messages start with `where`.
-    /// Throws IoError when it cannot be created.
+    /// Opens a temporary file beside `target` for writing, private (0600) until commit() gives it
+    /// the permission bits of the file it replaces, or 0666 less the umask for a new one; the
+    /// error messages start with `where`. Throws IoError when it cannot be created.
     AtomicFile(const std::filesystem::path& target, std::string where, Symlinks symlinks = Symlinks::follow);
     ~AtomicFile();
     AtomicFile(const AtomicFile&) = delete;

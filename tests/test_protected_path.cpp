@@ -273,6 +273,43 @@ TEST_CASE("a save's staging directory is private until the swap, which gives it 
     }
 }
 
+TEST_CASE("an atomic write's temporary file is private while written, then takes the file's bits") {
+    TempDir root;
+    const auto mode = [](const fs::path& p) {
+        struct stat st {};
+        REQUIRE(::stat(p.c_str(), &st) == 0);
+        return st.st_mode & 07777;
+    };
+    const auto temporary = [&] {
+        for (const auto& entry : fs::directory_iterator(root.path()))
+            if (entry.path().filename().string().find(".tmp.") != std::string::npos) return entry.path();
+        return fs::path();
+    };
+    const fs::path file = root.path() / "notes.txt";
+    for (const mode_t mask : {mode_t{022}, mode_t{002}}) {
+        CAPTURE(mask);
+        fs::remove(file);
+        const mode_t before = ::umask(mask);
+        {
+            AtomicFile atomic(file, "notes.txt");
+            atomic.write("secret", 6);
+            REQUIRE_FALSE(temporary().empty());
+            CHECK(mode(temporary()) == 0600);
+            atomic.commit();
+        }
+        ::umask(before);
+        CHECK(mode(file) == (0666 & ~mask));  // a new file: as open makes one under the umask
+    }
+    REQUIRE(::chmod(file.c_str(), 0640) == 0);
+    {
+        AtomicFile atomic(file, "notes.txt");
+        atomic.write("again", 5);
+        CHECK(mode(temporary()) == 0600);
+        atomic.commit();
+    }
+    CHECK(mode(file) == 0640);  // a replaced file keeps its bits
+}
+
 TEST_CASE("a save whose parent directory was moved and replaced by a link writes nothing through it") {
     TempDir root;
     const fs::path sub = root.path() / "sub", aside = root.path() / "sub.aside",

@@ -5,6 +5,7 @@
 
 #include "core/atomic_file.hpp"
 #include "core/detail/held_directory.hpp"
+#include "core/detail/process_umask.hpp"
 #include "core/detail/sticky_owner.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
@@ -15,7 +16,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -195,15 +195,6 @@ void remove_tree_at(int parent, const std::string& name) {
     ::unlinkat(parent, name.c_str(), 0);
 }
 
-/// The process's umask, read without changing it (umask(2) would, for every thread): Linux
-/// reports it in /proc/self/status; 022, the usual one, where it does not.
-mode_t current_umask() {
-    std::ifstream status("/proc/self/status");
-    for (std::string line; std::getline(status, line);)
-        if (line.starts_with("Umask:")) return static_cast<mode_t>(std::stoul(line.substr(6), nullptr, 8));
-    return 022;
-}
-
 bool plain_name(const std::string& name) {
     return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
            name.find('\0') == std::string::npos;
@@ -281,7 +272,8 @@ RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
     // between); it takes DIR's bits at the swap, or, for a new DIR, what mkdir gives under the
     // umask (and the set-group-ID bit a parent passes on).
     struct stat st {};
-    new_dir_mode_ = (::stat(staging_.c_str(), &st) == 0 ? st.st_mode & 07000 : 0) | (0777 & ~current_umask());
+    new_dir_mode_ =
+        (::stat(staging_.c_str(), &st) == 0 ? st.st_mode & 07000 : 0) | (0777 & ~detail::process_umask());
     staging_fd_ = ::open(staging_.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     AG_CHECK(staging_fd_ >= 0, IoError, "{}: cannot open the directory {}: {}", shown_path(dir),
              shown_path(staging_), std::strerror(errno));
