@@ -70,6 +70,14 @@ TEST_CASE("eval, inspect and --resume refuse a config.json that the run's other 
     // The report would show this lr as the run's; the optimizer's record says otherwise.
     check([](json& c) { c["train"]["lr"] = 0.01; },
           {"optimizer.safetensors", "'optimizer.initial_lr' is 0.003", "train.lr"});
+    check([](json& c) { c["train"]["weight_decay"] = 0.1; },
+          {"optimizer.safetensors", "'weight_decay' is 0 in the saved state but 0.1"});
+    check(
+        [](json& c) {
+            c["train"]["optim"] = "sgd";
+            c["train"]["momentum"] = 0.9;
+        },
+        {"optimizer.safetensors", "SGD.load_state_dict"});
     // Its held-out sequence accuracy after 2 steps is far below reverse's target.
     check([](json& c) { c["progress"]["reached_target"] = true; },
           {"progress.reached_target is true", "heldout_sequence_accuracy", "below the task's target"});

@@ -16,6 +16,7 @@
 #include "snapshot_probes.hpp"
 #include "train/file_io.hpp"
 #include "train/run_writer.hpp"
+#include "train_setup.hpp"
 #include "uniform_attention.hpp"
 
 #include <fmt/ranges.h>
@@ -498,27 +499,18 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
                      shown_path(weights), name, updates, run.counters.steps_done);
         }
     }
-    // train.lr is shown as the run's (the report's settings): the optimizer's record must agree.
-    check_saved_lr(train::load_checkpoint(dir / "optimizer.safetensors"), dir / "optimizer.safetensors",
-                   run.config.train);
+    // The report shows config.json's train settings as the run's: the optimizer's own record of
+    // them must agree, as a resume (which checks it itself) would require.
+    if (!for_training) {
+        const auto optimizer = make_optimizer(run.config.train, run.model->parameters());
+        const auto schedule = make_schedule(*optimizer, run.config.train);
+        load_optimizer_file(dir, run.config.train, run.counters.steps_done, *optimizer, schedule.get());
+    }
     check_model_outputs_finite(*run.model, run.config, *run.task, weights);
     return run;
 }
 
 }  // namespace
-
-void check_saved_lr(const std::map<std::string, Tensor>& state, const std::filesystem::path& file,
-                    const TrainConfig& t) {
-    // Saved with a schedule, the lr it started from is initial_lr; saved without one, the lr
-    // never changed from train.lr.
-    const auto initial_lr = state.find("optimizer.initial_lr");
-    const char* key = initial_lr != state.end() ? "optimizer.initial_lr" : "optimizer.lr";
-    if (const auto lr = state.find(key); lr != state.end()) {
-        AG_CHECK(lr->second.numel() == 1 && lr->second.item() == t.lr, IoError,
-                 "{}: '{}' is {}, but the run's lr is {} (config.json: train.lr)", shown_path(file), key,
-                 lr->second.numel() == 1 ? lr->second.item() : -1.0, t.lr);
-    }
-}
 
 LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {
     LoadedRun loaded = read_consistently(dir, [&](std::shared_ptr<const train::DirectoryPin> pin) {

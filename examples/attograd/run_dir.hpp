@@ -93,12 +93,6 @@ struct LoadedRun {
     std::shared_ptr<const train::DirectoryPin> generation;
 };
 
-/// Refuses (IoError naming `file` and the field) an lr in the optimizer state `state` of
-/// `file` (optimizer.safetensors) other than the run's train.lr: optimizer.initial_lr, set by a
-/// schedule, or optimizer.lr when saved without one.
-void check_saved_lr(const std::map<std::string, Tensor>& state, const std::filesystem::path& file,
-                    const TrainConfig& t);
-
 /// Refuses (IoError naming DIR and `command`) to write what was read from `run` once DIR was saved
 /// again since load_run read it (a train writing it meanwhile): the output would mix two saves,
 /// or put a report of the older one into the newer.

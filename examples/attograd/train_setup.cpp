@@ -205,8 +205,9 @@ void apply_overrides(const TrainArgs& a, RunConfig& c) {
 }
 
 /// Refuses schedule state in optimizer.safetensors that this run cannot have written:
-/// schedule.last_epoch must be the steps done (the schedule steps once per training step), and
-/// the lr as check_saved_lr. Throws IoError naming the field.
+/// schedule.last_epoch must be the steps done (the schedule steps once per training step) and
+/// optimizer.initial_lr (set by a schedule), or optimizer.lr when saved without a schedule, the
+/// configured lr. Throws IoError naming the field.
 void check_schedule_state(const std::map<std::string, Tensor>& state, const fs::path& file,
                           std::int64_t steps_done, const TrainConfig& t) {
     const auto it = state.find("schedule.last_epoch");
@@ -217,7 +218,15 @@ void check_schedule_state(const std::map<std::string, Tensor>& state, const fs::
         IoError,
         "{}: 'schedule.last_epoch' is {}, but the run has done {} steps (config.json: progress.steps_done)",
         shown_path(file), it->second.numel() == 1 ? it->second.item() : -1.0, steps_done);
-    check_saved_lr(state, file, t);
+    // Saved with a schedule, the lr it started from is initial_lr; saved without one, the lr
+    // never changed from train.lr.
+    const auto initial_lr = state.find("optimizer.initial_lr");
+    const char* key = initial_lr != state.end() ? "optimizer.initial_lr" : "optimizer.lr";
+    if (const auto lr = state.find(key); lr != state.end()) {
+        AG_CHECK(lr->second.numel() == 1 && lr->second.item() == t.lr, IoError,
+                 "{}: '{}' is {}, but the run's lr is {} (config.json: train.lr)", shown_path(file), key,
+                 lr->second.numel() == 1 ? lr->second.item() : -1.0, t.lr);
+    }
 }
 
 }  // namespace
@@ -393,24 +402,30 @@ std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, c
                                                  std::vector<std::int64_t>{warmup});
 }
 
+void load_optimizer_file(const fs::path& dir, const TrainConfig& t, std::int64_t steps_done,
+                         optim::Optimizer& optimizer, optim::LRScheduler* schedule) {
+    const fs::path file = dir / "optimizer.safetensors";
+    const auto state = train::load_checkpoint(file);
+    check_schedule_state(state, file, steps_done, t);
+    train::load_optimizer_state(optimizer, schedule, state, file);
+    // A parameter's update count cannot exceed the run's steps (config.json's progress).
+    for (const auto& [name, tensor] : state) {
+        if (!name.starts_with("optimizer.state.") || !name.ends_with(".step") || tensor.numel() != 1)
+            continue;
+        AG_CHECK(tensor.item() <= static_cast<double>(steps_done), IoError,
+                 "{}: '{}' counts {} updates, but the run has done {} steps (config.json: "
+                 "progress.steps_done)",
+                 shown_path(file), name, tensor.item(), steps_done);
+    }
+}
+
 void check_resume_state(const TrainSetup& s, optim::Optimizer& optimizer, optim::LRScheduler* schedule) {
     const TrainConfig& t = s.config.train;
     const fs::path& out = s.out;
     const RunProgress& counters = s.counters;
     const std::int64_t step = counters.steps_done;
     if (!s.resuming) return;
-    const auto state = train::load_checkpoint(out / "optimizer.safetensors");
-    check_schedule_state(state, out / "optimizer.safetensors", step, t);
-    train::load_optimizer_state(optimizer, schedule, state, out / "optimizer.safetensors");
-    // A parameter's update count cannot exceed the run's steps (config.json's progress).
-    for (const auto& [name, tensor] : state) {
-        if (!name.starts_with("optimizer.state.") || !name.ends_with(".step") || tensor.numel() != 1)
-            continue;
-        AG_CHECK(tensor.item() <= static_cast<double>(step), IoError,
-                 "{}: '{}' counts {} updates, but the run has done {} steps (config.json: "
-                 "progress.steps_done)",
-                 shown_path(out / "optimizer.safetensors"), name, tensor.item(), step);
-    }
+    load_optimizer_file(out, t, step, optimizer, schedule);
     // A pending held-out evaluation (interrupted at step `step`) still runs at --steps `step`.
     if (step > t.steps || (step == t.steps && !counters.evaluation_pending)) {
         throw UsageError(fmt::format("the run in {} has done {} steps already; pass --steps N with N {} {}",

@@ -45,10 +45,16 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const TrainConfig& t, std::vect
 /// constant. Null when the lr never changes.
 std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, const TrainConfig& t);
 
-/// Refuses (IoError naming the file and field) a resumed run's optimizer.safetensors that this
-/// run cannot have written (NaN or Inf, a schedule position or lr or an update count that does not
-/// fit config.json), and (UsageError) a run that has nothing left to do: all its steps done, or
-/// its target reached with early stopping on.
+/// Loads `dir`/optimizer.safetensors into `optimizer` and `schedule` (made from config.json's
+/// train settings `t`), refusing (IoError naming the file and field) one this run cannot have
+/// written: NaN or Inf, state of another optimizer or other settings (train.optim,
+/// train.weight_decay, ...), a schedule position, lr or update count that does not fit `t` and
+/// `steps_done`.
+void load_optimizer_file(const std::filesystem::path& dir, const TrainConfig& t, std::int64_t steps_done,
+                         optim::Optimizer& optimizer, optim::LRScheduler* schedule);
+
+/// Refuses a resumed run's optimizer.safetensors as load_optimizer_file, and (UsageError) a run
+/// that has nothing left to do: all its steps done, or its target reached with early stopping on.
 /// The optimizer and schedule are loaded from the file here, so that a bad one is reported
 /// before training starts.
 void check_resume_state(const TrainSetup& setup, optim::Optimizer& optimizer, optim::LRScheduler* schedule);
