@@ -70,6 +70,12 @@ TEST_CASE("eval, inspect and --resume refuse a config.json that the run's other 
     // The report would show this lr as the run's; the optimizer's record says otherwise.
     check([](json& c) { c["train"]["lr"] = 0.01; },
           {"optimizer.safetensors", "'optimizer.initial_lr' is 0.003", "train.lr"});
+    check(
+        [](json& c) {
+            c["train"]["schedule"] = "constant";
+            c["train"]["warmup"] = 0;
+        },
+        {"optimizer.safetensors", "holds 'optimizer.initial_lr', which only a schedule sets"});
     check([](json& c) { c["train"]["weight_decay"] = 0.1; },
           {"optimizer.safetensors", "'weight_decay' is 0 in the saved state but 0.1"});
     check(

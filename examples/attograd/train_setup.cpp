@@ -207,9 +207,11 @@ void apply_overrides(const TrainArgs& a, RunConfig& c) {
 /// Refuses schedule state in optimizer.safetensors that this run cannot have written:
 /// schedule.last_epoch must be the steps done (the schedule steps once per training step) and
 /// optimizer.initial_lr (set by a schedule), or optimizer.lr when saved without a schedule, the
-/// configured lr. Throws IoError naming the field.
+/// configured lr; optimizer.initial_lr present exactly when the run has a schedule (`scheduled`),
+/// or absent before the first step.
+/// Throws IoError naming the field.
 void check_schedule_state(const std::map<std::string, Tensor>& state, const fs::path& file,
-                          std::int64_t steps_done, const TrainConfig& t) {
+                          std::int64_t steps_done, const TrainConfig& t, bool scheduled) {
     const auto it = state.find("schedule.last_epoch");
     AG_CHECK(it != state.end(), IoError, "{}: 'schedule.last_epoch' is missing", shown_path(file));
     AG_CHECK(
@@ -221,6 +223,13 @@ void check_schedule_state(const std::map<std::string, Tensor>& state, const fs::
     // Saved with a schedule, the lr it started from is initial_lr; saved without one, the lr
     // never changed from train.lr.
     const auto initial_lr = state.find("optimizer.initial_lr");
+    // (A run saved before its first step, as a --steps 0 run is, had nothing to schedule yet.)
+    AG_CHECK(
+        (initial_lr != state.end()) == scheduled || (initial_lr == state.end() && steps_done == 0), IoError,
+        "{}: {} 'optimizer.initial_lr', which only a schedule sets, but config.json's train.schedule '{}' "
+        "with train.warmup {} {}",
+        shown_path(file), scheduled ? "has no" : "holds", t.schedule, t.warmup,
+        scheduled ? "changes the lr" : "never changes it");
     const char* key = initial_lr != state.end() ? "optimizer.initial_lr" : "optimizer.lr";
     if (const auto lr = state.find(key); lr != state.end()) {
         AG_CHECK(lr->second.numel() == 1 && lr->second.item() == t.lr, IoError,
@@ -406,7 +415,7 @@ void load_optimizer_file(const fs::path& dir, const TrainConfig& t, std::int64_t
                          optim::Optimizer& optimizer, optim::LRScheduler* schedule) {
     const fs::path file = dir / "optimizer.safetensors";
     const auto state = train::load_checkpoint(file);
-    check_schedule_state(state, file, steps_done, t);
+    check_schedule_state(state, file, steps_done, t, schedule != nullptr);
     train::load_optimizer_state(optimizer, schedule, state, file);
     // A parameter's update count cannot exceed the run's steps (config.json's progress).
     for (const auto& [name, tensor] : state) {
