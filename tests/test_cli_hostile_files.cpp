@@ -672,6 +672,27 @@ TEST_CASE("metrics.csv rows the run cannot have written are refused by --resume 
         const std::string html = read_text(tmp / "report.html");
         CHECK(html.find("the training curves could not be drawn: metrics.csv line") != std::string::npos);
     }
+    // Whole-file edits: columns renamed (one accuracy drawn as the other), and \r\n line ends.
+    std::string swapped = good;
+    const std::string token = "heldout_token_accuracy", sequence = "heldout_sequence_accuracy";
+    REQUIRE(header.find(token + "," + sequence) != std::string::npos);
+    swapped.replace(header.find(token + "," + sequence), token.size() + 1 + sequence.size(),
+                    sequence + "," + token);
+    std::string crlf;
+    for (const char c : good) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
+    for (const auto& [text, problem] : std::vector<std::pair<std::string, std::string>>{
+             {swapped, "does not start with the header step,loss,train_token_accuracy"},
+             {crlf, "line 1: holds a carriage return"}}) {
+        INFO(problem);
+        write_text(file, text);
+        record_checksum(file);
+        check_refused(run({"train", "--resume", dir, "--steps", "6", "--quiet"}), {"metrics.csv", problem});
+        const Outcome report =
+            run({"inspect", "--run", dir, "--format", "html", "--to", tmp / "report.html"});
+        CHECK(report.code == 0);
+        CHECK(read_text(tmp / "report.html").find("the training curves could not be drawn: metrics.csv") !=
+              std::string::npos);
+    }
     planted(first_row);  // as written: drawn, and resumable
     require_ok(run({"inspect", "--run", dir, "--format", "html", "--to", tmp / "report.html"}));
     CHECK(read_text(tmp / "report.html").find("id=\"charts-error\"") == std::string::npos);

@@ -115,10 +115,7 @@ int cmd_train(const TrainArgs& args) {
         }
     }
     if (!snapshots) trainer.add_callback(std::make_shared<KeptSnapshots>());
-    trainer.add_callback(std::make_shared<train::CSVLogger>(train::CSVLoggerOptions{
-        .train_columns = {{"loss", "loss"}, {"accuracy", "train_token_accuracy"}},
-        .val_columns = {{"heldout_token_accuracy", "heldout_token_accuracy"},
-                        {"heldout_sequence_accuracy", "heldout_sequence_accuracy"}}}));
+    trainer.add_callback(std::make_shared<train::CSVLogger>(metrics_csv_options()));
     trainer.add_callback(std::make_shared<HeldoutFile>(config, *run.task));
     trainer.add_callback(std::make_shared<train::ModelCheckpoint>(
         train::ModelCheckpointOptions{.every_n_train_steps = t.checkpoint_every}));

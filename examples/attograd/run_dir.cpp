@@ -512,6 +512,12 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
 
 }  // namespace
 
+train::CSVLoggerOptions metrics_csv_options() {
+    return {.train_columns = {{"loss", "loss"}, {"accuracy", "train_token_accuracy"}},
+            .val_columns = {{"heldout_token_accuracy", "heldout_token_accuracy"},
+                            {"heldout_sequence_accuracy", "heldout_sequence_accuracy"}}};
+}
+
 LoadedRun load_run(const std::filesystem::path& dir, bool for_training) {
     LoadedRun loaded = read_consistently(dir, [&](std::shared_ptr<const train::DirectoryPin> pin) {
         LoadedRun run = load_run_once(dir, for_training);

@@ -18,6 +18,7 @@
 #include "data/translate_task.hpp"
 #include "data/tsv.hpp"
 #include "models.hpp"
+#include "train/callbacks.hpp"
 #include "train/run_dir.hpp"
 
 #include <nlohmann/json.hpp>
@@ -120,6 +121,10 @@ std::vector<data::Example> read_saved_heldout(const RunConfig& config, const std
 /// The files attograd writes in a run directory besides config.json (heldout.tsv for a
 /// --data run only).
 std::vector<std::string> run_file_names(bool data_run);
+
+/// The columns of a run's metrics.csv (train::CSVLogger): loss and training token accuracy of
+/// each logged step, then the held-out token and sequence accuracies of an evaluated one.
+train::CSVLoggerOptions metrics_csv_options();
 
 /// Refuses (IoError naming DIR/config.json and the name) a "files" entry of config.json `json`
 /// that is not one of run_file_names(data_run): each save replaces the files listed and drops
