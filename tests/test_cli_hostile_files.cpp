@@ -84,6 +84,8 @@ TEST_CASE("eval, inspect and --resume refuse a config.json that the run's other 
             c["train"]["momentum"] = 0.9;
         },
         {"optimizer.safetensors", "SGD.load_state_dict"});
+    check([](json& c) { c["train"]["snapshot_every"] = 7; },
+          {"progress.snapshot_period", "is not train.snapshot_every 7 doubled"});
     // Its held-out sequence accuracy after 2 steps is far below reverse's target.
     check([](json& c) { c["progress"]["reached_target"] = true; },
           {"progress.reached_target is true", "heldout_sequence_accuracy", "below the task's target"});

@@ -373,6 +373,18 @@ void read_run_settings(const nlohmann::json& json, const std::filesystem::path& 
     }
     check_run_file_names(json, run.config.task.name == "data", dir);  // before anything a save would replace
     check_progress(run.counters, run.config);
+    // The snapshot period starts at train.snapshot_every and doubles each time the snapshots are
+    // thinned (a resume given --snapshot-every starts it again), so the two agree in every save.
+    if (const std::int64_t every = run.config.train.snapshot_every, period = run.counters.snapshot_period;
+        every > 0 && period > 0) {
+        std::int64_t doubled = every;
+        while (doubled < period && doubled <= std::numeric_limits<std::int64_t>::max() / 2) doubled *= 2;
+        AG_CHECK(
+            doubled == period, ValueError,
+            "config.json: progress.snapshot_period {} is not train.snapshot_every {} doubled zero or more "
+            "times (the period doubles only when the snapshots are thinned)",
+            period, every);
+    }
     run.task = task_for_run(run.config, dir, for_training);
     check_task_fits(run.config, *run.task);
     check_heldout_checksum(run.config, *run.task, dir);
