@@ -84,6 +84,11 @@ TEST_CASE("eval, inspect and --resume refuse a config.json that the run's other 
             c["train"]["momentum"] = 0.9;
         },
         {"optimizer.safetensors", "SGD.load_state_dict"});
+    // Model settings that keep every weight's shape: the snapshot of the saved model disagrees.
+    check([](json& c) { c["model"]["uniform_attention"] = 0; },
+          {"attention_snapshots.safetensors", "not from one save"});
+    check([](json& c) { c["model"]["window"] = 1; },
+          {"attention_snapshots.safetensors", "not from one save"});
     check([](json& c) { c["train"]["snapshot_every"] = 7; },
           {"progress.snapshot_period", "is not train.snapshot_every 7 doubled"});
     // Its held-out sequence accuracy after 2 steps is far below reverse's target.
@@ -597,13 +602,20 @@ TEST_CASE("edited attention snapshots are refused by --resume and left out of in
     planted([](json&) {}, saved.tensors.at("weights").data<float>()[offset] + 0.5f);  // the row sums to 1.5
     refused("more than 1");
     // The last snapshot (step 25, the run's last step) was taken of the saved model: a prediction
-    // other than the model's is refused (the unchanged file above passed with the model's own).
+    // other than the model's says the model or the file is not the run's (the unchanged file
+    // above passed with the model's own), so every command refuses the run.
     planted([](json& j) {
         auto& prediction = j[3]["probes"][0]["prediction"];
         REQUIRE(!prediction.empty());
         prediction[0] = prediction[0] == "a" ? "b" : "a";
     });
-    refused("taken at the run's last step: its prediction");
+    for (const auto& command : std::vector<std::vector<std::string>>{
+             {"eval", "--run", dir},
+             {"inspect", "--run", dir, "--format", "html", "--to", tmp / "refused.html"},
+             {"train", "--resume", dir, "--steps", "30", "--quiet"}})
+        check_refused(run(command),
+                      {"attention_snapshots.safetensors", "taken at the run's last step: its prediction"});
+    CHECK_FALSE(fs::exists(tmp / "refused.html"));
     // An earlier step's prediction is not checked against the model (it was another model).
     planted([](json& j) {
         auto& prediction = j[2]["probes"][0]["prediction"];
@@ -684,7 +696,8 @@ TEST_CASE("metrics.csv rows the run cannot have written are refused by --resume 
     for (const char c : good) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
     for (const auto& [text, problem] : std::vector<std::pair<std::string, std::string>>{
              {swapped, "does not start with the header step,loss,train_token_accuracy"},
-             {crlf, "line 1: holds a carriage return"}}) {
+             {crlf, "line 1: holds a carriage return"},
+             {good.substr(0, good.size() - 1), "its last line does not end with a newline"}}) {
         INFO(problem);
         write_text(file, text);
         record_checksum(file);
@@ -746,9 +759,10 @@ TEST_CASE("a model edited to finite weights that overflow is refused naming mode
     CHECK_FALSE(fs::exists(tmp / "x.json"));
     // Large but finite outputs are a model, and the last snapshot is named as not from its save.
     plant(1e5f);
-    require_ok(run({"eval", "--run", dir}));
-    check_refused(run({"train", "--resume", dir, "--steps", "4", "--quiet"}),
-                  {"attention_snapshots.safetensors", "model.safetensors are not from one save"});
+    for (const auto& command : std::vector<std::vector<std::string>>{
+             {"eval", "--run", dir}, {"train", "--resume", dir, "--steps", "4", "--quiet"}})
+        check_refused(run(command),
+                      {"attention_snapshots.safetensors", "model.safetensors are not from one save"});
     attograd::save_safetensors(path, good);
     record_checksum(path);
     require_ok(run({"train", "--resume", dir, "--steps", "4", "--quiet"}));

@@ -2,6 +2,7 @@
 #include "train/metrics_csv.hpp"
 
 #include "core/error.hpp"
+#include "data/text.hpp"
 
 #include <fmt/format.h>
 
@@ -24,6 +25,9 @@ std::vector<std::string> split_csv_line(const std::string& line) {
     }
     return fields;
 }
+
+/// A field or name of the file as a message shows it: at most 40 bytes, control bytes escaped.
+std::string shown(const std::string& text) { return data::escape_control(text.substr(0, 40)); }
 
 bool ends_with(const std::string& text, const std::string& end) {
     return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
@@ -54,18 +58,21 @@ MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, 
             fmt::format("{} line {}: holds a carriage return (\\r\\n line ends?); the file is "
                         "written with \\n line ends",
                         where, 1 + std::count(text.begin(), text.begin() + cr, '\n')));
+    // Every line whole: a resume appends rows, so a cut last line would join the next row.
+    AG_CHECK(text.empty() || text.back() == '\n', IoError,
+             "{}: its last line does not end with a newline (the file was cut or edited)", where);
     std::istringstream lines(text);
     std::string line;
     AG_CHECK(std::getline(lines, line), IoError, "{}: is empty", where);
     MetricsTable table;
     table.header = split_csv_line(line);
     AG_CHECK(table.header.front() == "step", IoError, "{}: the header's first column is '{}', not 'step'",
-             where, table.header.front().substr(0, 40));
+             where, shown(table.header.front()));
     table.columns.resize(table.header.size());
     std::int64_t number = 1, last_step = 0;
     while (std::getline(lines, line)) {
         ++number;
-        if (line.empty()) continue;
+        AG_CHECK(!line.empty(), IoError, "{} line {}: is empty (each row is one logged step)", where, number);
         const auto fields = split_csv_line(line);
         AG_CHECK(fields.size() == table.header.size(), IoError, "{} line {}: {} fields, the header has {}",
                  where, number, fields.size(), table.header.size());
@@ -82,22 +89,23 @@ MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, 
                 }
                 AG_CHECK(decimal && used == fields[i].size() && std::isfinite(value), IoError,
                          "{} line {}: field '{}' is not a decimal number: '{}'", where, number,
-                         table.header[i], fields[i].substr(0, 40));
+                         shown(table.header[i]), shown(fields[i]));
                 const auto [low, high] = column_range(table.header[i]);
                 AG_CHECK(value >= low && value <= high, IoError,
-                         "{} line {}: field '{}' is {}, outside [{}, {}]", where, number, table.header[i],
-                         value, low, high);
+                         "{} line {}: field '{}' is {}, outside [{}, {}]", where, number,
+                         shown(table.header[i]), value, low, high);
             }
             table.columns[i].push_back(value);
         }
         const double step = table.columns[0].back();
         AG_CHECK(
-            std::isfinite(step) && step == std::floor(step) && step >= 1.0 &&
-                step <= static_cast<double>(steps_done) && step > static_cast<double>(last_step),
+            fields[0].find_first_not_of("0123456789") == std::string::npos && std::isfinite(step) &&
+                step == std::floor(step) && step >= 1.0 && step <= static_cast<double>(steps_done) &&
+                step > static_cast<double>(last_step),
             IoError,
-            "{} line {}: step '{}' is not a step of this run (whole, after the previous row's {}, at most "
-            "the {} steps done)",
-            where, number, fields[0].substr(0, 40), last_step, steps_done);
+            "{} line {}: step '{}' is not a step of this run (whole, in digits, after the previous row's {}, "
+            "at most the {} steps done)",
+            where, number, shown(fields[0]), last_step, steps_done);
         last_step = static_cast<std::int64_t>(step);
         // The run's clock: each row's seconds at least the previous row's, and none past the run's
         // (rows round to 1 ms).

@@ -12,6 +12,7 @@
 #include "core/serialization.hpp"
 #include "data/text.hpp"
 #include "data/tsv.hpp"
+#include "inspect/snapshot.hpp"
 #include "memory_check.hpp"
 #include "snapshot_probes.hpp"
 #include "train/file_io.hpp"
@@ -468,6 +469,29 @@ void check_model_outputs_finite(const Model& model, const RunConfig& config, con
              shown_path(weights));
 }
 
+/// Refuses (IoError naming the file) a run whose model, as loaded, is not the one its last
+/// snapshot was taken of (check_last_snapshot_is_model): a model setting edited since (uniform
+/// attention, window, score, the vocabulary's order) gives other predictions or weights, which
+/// eval and a report would state as the run's. An unreadable or otherwise edited snapshot file is
+/// left to the report, which then shows no training replay, saying why.
+void check_saved_snapshots(LoadedRun& run, const std::filesystem::path& dir) {
+    const auto file = dir / snapshot_file;
+    if (!std::filesystem::exists(file)) return;
+    std::vector<inspect::AttentionSnapshot> snapshots;
+    try {
+        snapshots = inspect::load_snapshots(file);
+    } catch (const Error&) {
+        return;
+    }
+    const Vocabularies vocab = vocabularies(run.config);
+    try {
+        check_last_snapshot_is_model(snapshots, run.counters.steps_done,
+                                     snapshot_layout(*run.model, run.config.model, *run.task, vocab));
+    } catch (const ValueError& e) {
+        throw IoError(fmt::format("{}: {}", shown_path(file), e.what()));
+    }
+}
+
 LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     const nlohmann::json json = train::open_run(dir);
     const auto config_path = dir / "config.json";
@@ -511,14 +535,16 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
                      shown_path(weights), name, updates, run.counters.steps_done);
         }
     }
-    // The report shows config.json's train settings as the run's: the optimizer's own record of
-    // them must agree, as a resume (which checks it itself) would require.
+    check_model_outputs_finite(*run.model, run.config, *run.task, weights);
+    // The report shows config.json's settings as the run's: the optimizer's own record of them,
+    // and the snapshot of the saved model, must agree, as a resume (which checks them itself)
+    // requires.
+    check_saved_snapshots(run, dir);  // before a resume says anything
     if (!for_training) {
         const auto optimizer = make_optimizer(run.config.train, run.model->parameters());
         const auto schedule = make_schedule(*optimizer, run.config.train);
         load_optimizer_file(dir, run.config.train, run.counters.steps_done, *optimizer, schedule.get());
     }
-    check_model_outputs_finite(*run.model, run.config, *run.task, weights);
     return run;
 }
 

@@ -162,4 +162,21 @@ void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshot
     }
 }
 
+void check_last_snapshot_is_model(const std::vector<inspect::AttentionSnapshot>& snapshots,
+                                  std::int64_t steps_done, const inspect::AttentionSnapshot& layout) {
+    for (std::size_t i = 0; i < snapshots.size(); ++i) {
+        const inspect::AttentionSnapshot& snapshot = snapshots[i];
+        if (snapshot.step != steps_done || snapshot.probes.size() != layout.probes.size()) continue;
+        for (std::size_t p = 0; p < snapshot.probes.size(); ++p) {
+            const inspect::InspectedExample &got = snapshot.probes[p], &want = layout.probes[p];
+            const bool same = got.source == want.source && got.target == want.target &&
+                              got.maps.size() == want.maps.size() &&
+                              std::equal(got.maps.begin(), got.maps.end(), want.maps.begin(), same_layout);
+            if (same)
+                check_against_model(got, want,
+                                    fmt::format("snapshot {} (step {}), probe {}", i, snapshot.step, p));
+        }
+    }
+}
+
 }  // namespace attograd::cli

@@ -47,4 +47,12 @@ inspect::AttentionSnapshot snapshot_layout(Model& model, const ModelConfig& conf
 void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshots, const Vocabulary& vocab,
                          std::int64_t steps_done, const inspect::AttentionSnapshot& layout);
 
+/// Throws ValueError when the snapshot of the run's last step (`steps_done`) in `snapshots`,
+/// where it has `layout`'s layout, holds predictions other than `layout`'s or weights more than
+/// 1e-3 from them: it was taken of the model the run saved, so the model as loaded now (its
+/// settings read from config.json) is not that model. The rest of check_run_snapshots is left
+/// to the reader of the snapshots.
+void check_last_snapshot_is_model(const std::vector<inspect::AttentionSnapshot>& snapshots,
+                                  std::int64_t steps_done, const inspect::AttentionSnapshot& layout);
+
 }  // namespace attograd::cli
