@@ -248,6 +248,12 @@ bool rows_independent(std::int64_t n, std::int64_t k, bool trans_a) {
 TEST_CASE(
     "a row of C has the same bits however many rows share the product (incremental decoding's one-row "
     "steps)") {
+    // LIBXSMM's promise (core/detail/gemm.cpp: xsmm_block); Eigen's GEMM, in a build without
+    // LIBXSMM or a process that found it unusable, makes none.
+    if (std::string(attograd::detail::gemm_backend()) != "libxsmm") {
+        MESSAGE("skipped: products run on Eigen");
+        return;
+    }
     // column counts below, at and above one and four vectors (of 32 or 64 bytes), and one with
     // a remainder of a few columns after four-vector blocks
     for (const std::int64_t n : {1, 2, 5, 8, 9, 16, 17, 24, 33, 40, 65, 138, 200})
@@ -257,4 +263,81 @@ TEST_CASE(
                 CHECK(rows_independent<float>(n, k, trans_a));
                 CHECK(rows_independent<double>(n, k, trans_a));
             }
+}
+
+namespace {
+
+// Runs its scope as a process where LIBXSMM is unusable (detail::force_eigen_gemm), restoring
+// the real choice on the way out, a failed REQUIRE included.
+struct EigenForced {
+    EigenForced() { attograd::detail::force_eigen_gemm(true); }
+    ~EigenForced() { attograd::detail::force_eigen_gemm(false); }
+    EigenForced(const EigenForced&) = delete;
+    EigenForced& operator=(const EigenForced&) = delete;
+};
+
+// The largest difference between two results of one shape.
+template <class T>
+double largest_difference(const std::vector<T>& x, const std::vector<T>& y) {
+    double worst = 0;
+    for (std::size_t i = 0; i < x.size(); ++i)
+        worst = std::max(worst, std::abs(static_cast<double>(x[i]) - static_cast<double>(y[i])));
+    return worst;
+}
+
+// gemm(), GemmKernel and gemm_b_panels() (on the panels a LIBXSMM build packs) of one shape.
+template <class T>
+std::vector<std::vector<T>> products(std::int64_t m, std::int64_t n, std::int64_t k, bool ta, bool tb,
+                                     bool acc) {
+    const std::int64_t lda = (ta ? m : k) + 1, ldb = (tb ? k : n) + 2, ldc = n + 3;
+    const auto a = random_values<T>(static_cast<std::size_t>((ta ? k : m) * lda), 12);
+    const auto b = random_values<T>(static_cast<std::size_t>((tb ? n : k) * ldb), 13);
+    const auto before = random_values<T>(static_cast<std::size_t>(m * ldc), 14);
+    std::vector<std::vector<T>> out(3, before);
+    gemm<T>(m, n, k, a.data(), lda, ta, b.data(), ldb, tb, out[0].data(), ldc, acc);
+    const attograd::detail::GemmKernel<T> kernel(m, n, k, lda, ta, ldb, tb, ldc, acc);
+    kernel(a.data(), b.data(), out[1].data());
+    std::vector<T> panels(static_cast<std::size_t>(k * n));
+    for (std::int64_t i = 0; i < attograd::detail::b_panel_count(k, n); ++i)
+        attograd::detail::pack_b_panel(k, n, b.data(), ldb, tb, panels.data(), i);
+    attograd::detail::gemm_b_panels(m, n, k, a.data(), lda, ta, panels.data(), out[2].data(), ldc, acc);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("with LIBXSMM unusable, products and transposes run on Eigen with the same results") {
+    // {32, 32, 16}: GemmKernel's direct LIBXSMM kernel; {300, 270, 600}: several blocks and panels
+    const std::int64_t shapes[][3] = {{32, 32, 16}, {3, 5, 7}, {300, 270, 600}, {64, 513, 33}};
+    for (const auto& s : shapes)
+        for (int flags = 0; flags < 8; ++flags) {
+            const std::int64_t m = s[0], n = s[1], k = s[2];
+            const bool ta = flags & 1, tb = flags & 2, acc = flags & 4;
+            const auto check = [&]<class T>(T, double tol) {
+                const auto usual = products<T>(m, n, k, ta, tb, acc);
+                std::vector<std::vector<T>> on_eigen;
+                {
+                    const EigenForced forced;
+                    CHECK(std::string(attograd::detail::gemm_backend()) == "eigen");
+                    on_eigen = products<T>(m, n, k, ta, tb, acc);
+                }
+                INFO("m ", m, " n ", n, " k ", k, " trans_a ", ta, " trans_b ", tb, " accumulate ", acc);
+                for (std::size_t i = 0; i < usual.size(); ++i) {
+                    INFO("product ", i, " (gemm, GemmKernel, gemm_b_panels)");
+                    CHECK(largest_difference(usual[i], on_eigen[i]) < tol * static_cast<double>(k));
+                }
+            };
+            check(float{}, 1e-6);
+            check(double{}, 1e-15);
+        }
+    // a transpose is a copy: the same bits either way
+    const std::int64_t rows = 70, cols = 300, ld = cols + 3;
+    const auto src = random_values<float>(static_cast<std::size_t>(rows * ld), 15);
+    std::vector<float> usual(static_cast<std::size_t>(rows * cols)), on_eigen(usual.size());
+    attograd::detail::transpose<float>(rows, cols, src.data(), ld, usual.data());
+    {
+        const EigenForced forced;
+        attograd::detail::transpose<float>(rows, cols, src.data(), ld, on_eigen.data());
+    }
+    CHECK(on_eigen == usual);
 }

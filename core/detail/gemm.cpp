@@ -1,12 +1,14 @@
 // The GEMM layer: LIBXSMM's JIT kernels in cache-sized blocks, Eigen's GEMM as the fallback.
 #include "core/detail/gemm.hpp"
 
+#include "core/detail/libxsmm_singleton.hpp"
 #include "core/detail/scratch.hpp"
 #include "core/error.hpp"
 
 #include <Eigen/Core>
 
 #include <algorithm>
+#include <atomic>
 #include <type_traits>
 #include <vector>
 
@@ -49,6 +51,9 @@ T* transpose_buffer(std::size_t n) {
     thread_local Scratch<T> buffer;
     return buffer.at_least(n);
 }
+
+// Set by force_eigen_gemm() (tests only).
+std::atomic<bool> eigen_forced{false};
 
 #ifdef ATTOGRAD_LIBXSMM
 
@@ -102,12 +107,18 @@ auto xsmm_kernel(std::int64_t mc, std::int64_t nc, std::int64_t k, std::int64_t 
     return kernel;
 }
 
-void initialise_libxsmm() {
-    static const bool initialised = [] {
+// Whether this process may run LIBXSMM, decided once, before any libxsmm_* call: every one of
+// them may initialise LIBXSMM, whose libxsmm_init() opens /tmp/.libxsmm.<uid> following a link
+// another user may have planted there (core/detail/libxsmm_singleton.hpp). The file is made our
+// own first; when that fails (a link, another user's file, a directory), LIBXSMM is never
+// touched and every product runs on Eigen: the same results up to rounding, only slower.
+bool libxsmm_usable() {
+    static const bool usable = [] {
+        if (!singleton_file_is_safe(libxsmm_singleton_path())) return false;
         libxsmm_init();
         return true;
     }();
-    (void)initialised;
+    return !eigen_forced.load(std::memory_order_relaxed) && usable;
 }
 
 // Row-independent products. LIBXSMM 1.17's kernels (as measured with its AVX-512 code, vectors of
@@ -173,7 +184,7 @@ bool xsmm_block(std::int64_t rows, std::int64_t cols, std::int64_t depth, const 
 template <class T>
 bool xsmm_gemm(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, std::int64_t lda, bool trans_a,
                const T* b, std::int64_t ldb, bool trans_b, T* c, std::int64_t ldc, bool accumulate) {
-    initialise_libxsmm();
+    if (!libxsmm_usable()) return false;
     if (trans_b) {
         // op(B) = B^T [k, n] into a contiguous buffer: LIBXSMM 1.17 has no such kernel.
         T* bt = transpose_buffer<T>(static_cast<std::size_t>(k * n));
@@ -255,7 +266,7 @@ void gemm_b_panels(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, s
                    const T* panels, T* c, std::int64_t ldc, bool accumulate) {
     AG_ASSERT(m >= 0 && n > 0 && k > 0, "gemm_b_panels: empty op(B)");
 #ifdef ATTOGRAD_LIBXSMM
-    initialise_libxsmm();
+    const bool xsmm = libxsmm_usable();
 #endif
     // Depth blocks outermost within a row block, so that a transposed A's [rows, depth] strip is
     // copied once for every panel of columns; each element of C still adds its depth blocks in
@@ -278,7 +289,8 @@ void gemm_b_panels(std::int64_t m, std::int64_t n, std::int64_t k, const T* a, s
                 const T* panel = panels + j * k + l * cols;
                 T* cb = c + i * ldc + j;
 #ifdef ATTOGRAD_LIBXSMM
-                if (xsmm_block(rows, cols, depth, ab, ld_ab, false, panel, cols, cb, ldc, add)) continue;
+                if (xsmm && xsmm_block(rows, cols, depth, ab, ld_ab, false, panel, cols, cb, ldc, add))
+                    continue;
 #endif
                 eigen_gemm(rows, cols, depth, ab, ld_ab, false, panel, cols, false, cb, ldc, add);
             }
@@ -323,33 +335,27 @@ GemmKernel<T>::GemmKernel(std::int64_t m, std::int64_t n, std::int64_t k, std::i
       trans_b_(trans_b),
       accumulate_(accumulate) {
 #ifdef ATTOGRAD_LIBXSMM
-    // exactly the one call xsmm_gemm would make: a single block, B used in place
-    if (!trans_b && m > 0 && n > 0 && k > 0 && m <= kXsmmBlockRows && n <= kXsmmBlockCols &&
-        k <= kXsmmBlockDepth && n <= chunk_cols<T>() && !splits_dot_products<T>(m, n)) {
-        initialise_libxsmm();
+    // exactly the one call xsmm_gemm would make: a single block, B used in place. libxsmm_usable()
+    // first: chunk_cols() asks LIBXSMM for the CPU, which would initialise it.
+    if (libxsmm_usable() && !trans_b && m > 0 && n > 0 && k > 0 && m <= kXsmmBlockRows &&
+        n <= kXsmmBlockCols && k <= kXsmmBlockDepth && n <= chunk_cols<T>() && !splits_dot_products<T>(m, n))
         direct_ = xsmm_kernel<T>(n, m, k, ldb, lda, ldc, trans_a, accumulate);
-    }
 #endif
 }
 
-template <class T>
-void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst,
-               std::int64_t ld_dst) {
-    if (rows == 0 || cols == 0) return;
-    if (rows == 1) {  // one column of dst; ld_src may then be below cols, which LIBXSMM would refuse
-        for (std::int64_t c = 0; c < cols; ++c) dst[c * ld_dst] = src[c];
-        return;
-    }
-    AG_ASSERT(ld_src >= cols && ld_dst >= rows, "transpose: rows {} / {} elements apart hold {} / {} columns",
-              ld_src, ld_dst, cols, rows);
+namespace {
+
 #ifdef ATTOGRAD_LIBXSMM
+// transpose() on LIBXSMM (libxsmm_usable() returned true).
+template <class T>
+void xsmm_transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst,
+                    std::int64_t ld_dst) {
     // In 32 x 32 tiles: whole, LIBXSMM's transpose of a [768, 256] weight took 105 us, in tiles
     // 26 us (64 x 64: 68 us); a [256, 2048] one 298 against 95 us. Each tile: column-major
     // [tile cols, tile rows] with ld ld_src in, [tile rows, tile cols] with ld ld_dst out.
     // The tile kernels are looked up once per call (at most four shapes: whole tiles and the
     // edges), not per tile as libxsmm_otrans does (~35 ns a 32 x 32 tile, a fifth of its time).
     constexpr std::int64_t kTile = 32;
-    initialise_libxsmm();
     const auto ld_in = static_cast<unsigned>(ld_src), ld_out = static_cast<unsigned>(ld_dst);
     const auto tile_kernel = [&](std::int64_t tile_cols, std::int64_t tile_rows) {
         libxsmm_descriptor_blob blob;
@@ -373,10 +379,32 @@ void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t 
                 libxsmm_otrans(dst + c * ld_dst + r, src + r * ld_src + c, sizeof(T), tile_cols, tile_rows,
                                ld_src, ld_dst);
         }
-#else
+}
+#endif
+
+template <class T>
+void eigen_transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst,
+                     std::int64_t ld_dst) {
     StridedMap<T>(dst, cols, rows, Eigen::OuterStride<>(ld_dst)).noalias() =
         ConstStridedMap<T>(src, rows, cols, Eigen::OuterStride<>(ld_src)).transpose();
+}
+
+}  // namespace
+
+template <class T>
+void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst,
+               std::int64_t ld_dst) {
+    if (rows == 0 || cols == 0) return;
+    if (rows == 1) {  // one column of dst; ld_src may then be below cols, which LIBXSMM would refuse
+        for (std::int64_t c = 0; c < cols; ++c) dst[c * ld_dst] = src[c];
+        return;
+    }
+    AG_ASSERT(ld_src >= cols && ld_dst >= rows, "transpose: rows {} / {} elements apart hold {} / {} columns",
+              ld_src, ld_dst, cols, rows);
+#ifdef ATTOGRAD_LIBXSMM
+    if (libxsmm_usable()) return xsmm_transpose(rows, cols, src, ld_src, dst, ld_dst);
 #endif
+    eigen_transpose(rows, cols, src, ld_src, dst, ld_dst);
 }
 
 bool gemm_copies_transposed_b() {
@@ -397,11 +425,12 @@ bool gemm_packs_operands() {
 
 const char* gemm_backend() {
 #ifdef ATTOGRAD_LIBXSMM
-    return "libxsmm";
-#else
-    return "eigen";
+    if (libxsmm_usable()) return "libxsmm";
 #endif
+    return "eigen";
 }
+
+void force_eigen_gemm(bool on) { eigen_forced.store(on, std::memory_order_relaxed); }
 
 template void gemm<float>(std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t, bool,
                           const float*, std::int64_t, bool, float*, std::int64_t, bool);

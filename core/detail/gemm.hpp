@@ -23,7 +23,9 @@ namespace attograd::detail {
 /// (beta = 1 after the first), so that the order of each dot product depends on k alone and a
 /// block's panels of A and B stay in L2. LIBXSMM 1.17 has no kernel for a transposed B
 /// (row-major), so op(B) is first copied into a per-thread [k, n] buffer (k * n moves against
-/// m * n * k multiply-adds). Without LIBXSMM, or when it returns no kernel, Eigen's GEMM runs.
+/// m * n * k multiply-adds). Without LIBXSMM, or when it returns no kernel, Eigen's GEMM runs;
+/// so does every product of a process where LIBXSMM's singleton file in /tmp could not be made
+/// our own (a planted link there: core/detail/libxsmm_singleton.hpp), LIBXSMM then never called.
 /// On an AMD EPYC Zen 3 (AVX2, 512 KB L2) the large products read in place ran at only 41-63 %
 /// of the peak, so products cut into row blocks (matmul, linear) pack op(B) once into panels and
 /// run gemm_b_panels() instead (98-100 % on the large projections).
@@ -93,7 +95,7 @@ bool gemm_reads_b_panels();
 
 /// dst [cols, rows] = src^T, for a row-major src [rows, cols] with its rows `ld_src` elements
 /// apart; dst's rows are `ld_dst` (>= rows) elements apart, so that row bands of src can be
-/// transposed side by side into one dst. LIBXSMM's transpose when present, else Eigen's.
+/// transposed side by side into one dst. LIBXSMM's transpose when present and usable, else Eigen's.
 template <class T>
 void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t ld_src, T* dst,
                std::int64_t ld_dst);
@@ -104,8 +106,15 @@ void transpose(std::int64_t rows, std::int64_t cols, const T* src, std::int64_t 
     transpose(rows, cols, src, ld_src, dst, rows);
 }
 
-/// The kernel library gemm() runs on: "libxsmm" or "eigen" (for benchmarks' headers).
+/// The kernel library gemm() runs on: "libxsmm" or "eigen" (for benchmarks' headers); "eigen"
+/// also in a LIBXSMM build where this process found LIBXSMM unsafe to run (see gemm()).
 const char* gemm_backend();
+
+/// Tests only: with `on`, every later product and transpose runs as where LIBXSMM is unusable
+/// (Eigen, on the data layouts the gemm_*() queries above chose), so that both paths can be
+/// compared in one process; GemmKernels built before keep their kernel. Not thread-safe
+/// against products running meanwhile.
+void force_eigen_gemm(bool on);
 
 extern template void gemm<float>(std::int64_t, std::int64_t, std::int64_t, const float*, std::int64_t, bool,
                                  const float*, std::int64_t, bool, float*, std::int64_t, bool);
