@@ -25,8 +25,8 @@ namespace fs = std::filesystem;
 std::string errno_text() { return std::strerror(errno); }
 
 /// Removes the temporary files `.NAME.tmp.PID.N` in `dir` that a process no longer running
-/// left (killed between creating and renaming one): regular files only, never a link, and never
-/// a temporary of a live process (which may be writing it).
+/// left (killed between creating and renaming one): regular files of the caller's only, never a
+/// link, and never a temporary of a live process (which may be writing it).
 void remove_stale_temporaries(const fs::path& dir, const std::string& name) {
     const std::string prefix = "." + name + ".tmp.";
     std::error_code ec;
@@ -42,7 +42,11 @@ void remove_stale_temporaries(const fs::path& dir, const std::string& name) {
         if (dot == std::string::npos || !digits(rest.substr(0, dot)) || !digits(rest.substr(dot + 1)))
             continue;
         const long pid = std::stol(rest.substr(0, dot));
-        if (pid <= 0 || pid == ::getpid() || entry.symlink_status(ec).type() != fs::file_type::regular)
+        // Only a file of ours: in a shared directory another user's file of that name is theirs,
+        // whatever its name says (and its PID may be of another PID namespace).
+        struct stat st {};
+        if (pid <= 0 || pid == ::getpid() || ::lstat(entry.path().c_str(), &st) != 0 ||
+            !S_ISREG(st.st_mode) || st.st_uid != ::geteuid())
             continue;
         if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) fs::remove(entry.path(), ec);
     }

@@ -123,8 +123,14 @@ TEST_CASE("a temporary a killed writer left is removed by the next write of that
     for (const auto& path : {stale, live, other}) std::ofstream(path) << "part";
     const fs::path linked = dir / (".out.json.tmp." + std::to_string(dead) + ".1");
     fs::create_symlink(other, linked);  // a link of that name is not a temporary of ours
+    // Another user's file of that name (in a shared directory) is theirs, whatever it is called.
+    const fs::path theirs = dir / (".out.json.tmp." + std::to_string(dead) + ".2");
+    std::ofstream(theirs) << "theirs";
+    const bool root = ::geteuid() == 0;
+    if (root) REQUIRE(::chown(theirs.c_str(), 54321, static_cast<gid_t>(-1)) == 0);
     attograd::write_file_atomic(dir / "out.json", "{}");
     CHECK(!fs::exists(stale));
+    CHECK(fs::exists(theirs) == root);  // without root it was ours, and stale
     CHECK(fs::exists(live));
     CHECK(fs::exists(other));
     CHECK(fs::is_symlink(linked));

@@ -98,6 +98,19 @@ TEST_CASE("eval, inspect and --resume refuse a config.json that the run's other 
     require_ok(run({"eval", "--run", tmp / "run"}));
 }
 
+TEST_CASE("a config.json with a key twice in one object is refused, its checksum unchanged or not") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    const fs::path config = fs::path(tmp / "run") / "config.json";
+    std::string text = read_text(config);
+    const auto at = text.find("\"lr\": ");
+    REQUIRE(at != std::string::npos);
+    text.insert(at, "\"lr\": 0.5, ");  // the parser would keep the second, the run's own
+    write_text(config, text);
+    check_refused(run({"eval", "--run", tmp / "run"}), {"config.json", "the key 'lr' appears twice"});
+    check_refused(run({"train", "--resume", tmp / "run", "--steps", "4"}), {"the key 'lr' appears twice"});
+}
+
 TEST_CASE("a config.json vocabulary with a duplicate, empty or NUL token is a config.json error") {
     TempDir tmp;
     small_run(tmp / "run");

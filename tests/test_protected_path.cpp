@@ -369,6 +369,27 @@ TEST_CASE("refuse_run_file knows the lock file and staging names however --to sp
     CHECK_THROWS_WITH_AS(train::run_directory_path(".notes.lock/mine"), doctest::Contains("is inside"),
                          IoError);
     CHECK_NOTHROW(train::run_directory_path("runs.lock/mine"));
+    // A run a train is writing before its first save (only its lock file exists), and another
+    // saved run: neither its place nor its own files take a --to, nor does a run go inside them.
+    write_file_atomic(".fresh.lock", "12345\n");
+    {
+        train::RunWriter other("other");
+        other.write_file("model.txt", "1");
+        other.commit(nlohmann::json::object());
+    }
+    for (const char* taken : {"fresh", "fresh/x.json", "fresh/notes/x.json"})
+        CHECK_THROWS_WITH_AS(train::refuse_run_file("run", taken, "eval"),
+                             doctest::Contains("which a train is writing"), IoError);
+    CHECK_THROWS_WITH_AS(train::refuse_run_file("run", ".fresh.staging-7-0", "eval"),
+                         doctest::Contains("is the lock file or a staging directory"), IoError);
+    for (const char* listed : {"other/model.txt", "other/config.json", "other/notes.txt"})
+        CHECK_THROWS_WITH_AS(train::refuse_run_file("run", listed, "eval"),
+                             doctest::Contains("is in the run directory"), IoError);
+    CHECK_NOTHROW(train::refuse_run_file("run", "other/notes/x.txt", "eval"));
+    for (const char* nested : {"fresh/mine", "other/mine", "other/deeper/mine"})
+        CHECK_THROWS_WITH_AS(train::run_directory_path(nested), doctest::Contains("a run directory"),
+                             IoError);
+    CHECK_FALSE(fs::exists("fresh"));
     fs::current_path(saved);
 }
 

@@ -6,11 +6,16 @@
 #include "core/ops_reduce.hpp"
 #include "core/protected_path.hpp"
 #include "core/serialization.hpp"
+#include "data/text.hpp"
 #include "train/file_io.hpp"
 #include "train/run_writer.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
+
+#include <set>
+#include <string>
+#include <vector>
 
 namespace attograd::train {
 
@@ -23,11 +28,28 @@ void check_all_finite(const std::map<std::string, Tensor>& state, const std::fil
 nlohmann::json read_run_json(const std::filesystem::path& path) {
     const std::string text = read_file(path, std::size_t{64} << 20);
     check_json_depth(text, 64, shown_path(path));  // deeper JSON would overflow the stack when copied
+    // A key twice in one object: the parser keeps the last, so the file would say one thing and
+    // be read as another, under a checksum of what was read.
+    std::vector<std::set<std::string>> keys;
+    std::string duplicate;
+    const auto note_keys = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        using Event = nlohmann::json::parse_event_t;
+        if (event == Event::object_start) keys.emplace_back();
+        if (event == Event::object_end && !keys.empty()) keys.pop_back();
+        if (event == Event::key && !keys.empty() && !keys.back().insert(parsed.get<std::string>()).second &&
+            duplicate.empty())
+            duplicate = parsed.get<std::string>();
+        return true;
+    };
+    nlohmann::json json;
     try {
-        return nlohmann::json::parse(text);
+        json = nlohmann::json::parse(text, note_keys);
     } catch (const nlohmann::json::exception& e) {
         throw IoError(fmt::format("{}: not valid JSON: {}", shown_path(path), excerpt(e.what(), 200)));
     }
+    AG_CHECK(duplicate.empty(), IoError, "{}: the key '{}' appears twice in one object", shown_path(path),
+             data::escape_control(excerpt(duplicate, 80)));
+    return json;
 }
 
 DirectoryPin::DirectoryPin(const std::filesystem::path& dir)

@@ -1,6 +1,8 @@
 // The lock that lets one `train` at a time write a run directory: flock on `.NAME.lock`.
 #include "train/run_lock.hpp"
 #include "train/file_io.hpp"
+#include "train/run_dir.hpp"
+#include "train/run_writer.hpp"
 
 #include "core/detail/held_directory.hpp"
 #include "core/detail/sticky_owner.hpp"
@@ -68,17 +70,52 @@ std::string writer_entry_owner(const std::string& entry) {
     return "";
 }
 
-/// The first component of the resolved `path` (itself included) that is a writer's entry: a
-/// `.NAME.lock` or `.NAME.staging-*` beside an entry NAME (a run, or one that may be training),
-/// or such an entry that exists (a run before its first save); empty when there is none.
+/// Whether `up` names a writer's entry: a `.NAME.lock` or `.NAME.staging-*` beside an entry NAME
+/// or beside NAME's lock file (a run, or one training before its first save), or such an entry
+/// that exists.
+bool is_writer_entry(const fs::path& up) {
+    const std::string owner = writer_entry_owner(up.filename().string());
+    std::error_code ec;
+    const auto there = [&](const fs::path& p) { return fs::exists(fs::symlink_status(p, ec)); };
+    return !owner.empty() && (there(up.parent_path() / owner) || there(up) ||
+                              there(up.parent_path() / fmt::format(".{}.lock", owner)));
+}
+
+/// The first component of the resolved `path` (itself included) that is a writer's entry
+/// (is_writer_entry); empty when there is none.
 fs::path writer_entry_on(const fs::path& path) {
-    for (fs::path up = path; !up.empty() && up != up.parent_path(); up = up.parent_path()) {
-        const std::string owner = writer_entry_owner(up.filename().string());
-        std::error_code ec;
-        if (!owner.empty() && (fs::exists(fs::symlink_status(up.parent_path() / owner, ec)) ||
-                               fs::exists(fs::symlink_status(up, ec))))
-            return up;
+    for (fs::path up = path; !up.empty() && up != up.parent_path(); up = up.parent_path())
+        if (is_writer_entry(up)) return up;
+    return {};
+}
+
+/// Whether `dir` holds a run a RunWriter saved: a config.json with its "files" and its own
+/// checksum (a config.json of anything else is not taken for one).
+bool holds_saved_run(const fs::path& dir) {
+    std::error_code ec;
+    const fs::path config = dir / "config.json";
+    if (!fs::is_regular_file(fs::symlink_status(config, ec))) return false;
+    try {
+        const nlohmann::json json = read_run_json(config);
+        return json.is_object() && json.contains("files") && json.contains(config_checksum_field);
+    } catch (const Error&) {
+        return false;
     }
+}
+
+/// Whether a train is writing a run at `dir` (or left its lock there): `.NAME.lock` beside it,
+/// also before the run's first save, when `dir` does not exist yet.
+bool has_lock_file(const fs::path& dir) {
+    std::error_code ec;
+    return fs::exists(
+        fs::symlink_status(dir.parent_path() / fmt::format(".{}.lock", dir.filename().string()), ec));
+}
+
+/// The first component of the resolved `path` (itself included) that is a run directory or is
+/// being written as one (holds_saved_run, has_lock_file); empty when there is none.
+fs::path run_directory_on(const fs::path& path) {
+    for (fs::path up = path; !up.empty() && up != up.parent_path(); up = up.parent_path())
+        if (has_lock_file(up) || holds_saved_run(up)) return up;
     return {};
 }
 
@@ -123,6 +160,11 @@ fs::path run_directory_path(const fs::path& dir) {
                  "{}: is a symbolic link to {}, which is not a directory; a run directory must be one",
                  shown_path(dir), shown_path(fs::read_symlink(entry, ec)));
     }
+    const fs::path host = run_directory_on(resolved.parent_path());
+    AG_CHECK(host.empty(), IoError,
+             "{}: is inside {}, a run directory (or one a train is writing), whose saves replace it whole: "
+             "choose a directory outside it",
+             shown_path(dir), shown_path(host));
     const fs::path inside = writer_entry_on(resolved.parent_path());
     AG_CHECK(inside.empty(), IoError,
              "{}: is inside {}, the lock file or a staging directory of the run {}, which only the run's "
@@ -281,6 +323,18 @@ void refuse_run_file(const fs::path& run_dir, const fs::path& destination, const
              "{}: --to {} is the lock file or a staging directory of the run {}, which only the run's "
              "writer uses: write it elsewhere",
              command, shown_path(destination), shown_path(entry_owner_run(entry)));
+    // Another run: one a train is writing (before its first save too) finds nothing of ours in
+    // its place or inside it, and a saved one holds only its own files, which a save checks.
+    for (fs::path up = to; !up.empty() && up != up.parent_path() && up != run; up = up.parent_path())
+        AG_CHECK(
+            !has_lock_file(up), IoError,
+            "{}: --to {} is in the place of the run {}, which a train is writing (its lock file is beside "
+            "it; remove that if no train runs): write it elsewhere",
+            command, shown_path(destination), shown_path(up));
+    AG_CHECK(to.parent_path() == run || !holds_saved_run(to.parent_path()), IoError,
+             "{}: --to {} is in the run directory {}, which holds only the run's own files (a save checks "
+             "every one): write it outside that run or into a folder of it",
+             command, shown_path(destination), shown_path(to.parent_path()));
     AG_CHECK(to != run && to.parent_path() != run, IoError,
              "{}: --to {} is in the run directory {} itself, which holds only the run's own files (a save "
              "replaces them and checks every one): write it outside the run or into a folder of it",
