@@ -5,6 +5,7 @@
 #include "core/autograd.hpp"
 #include "core/error.hpp"
 #include "core/format.hpp"
+#include "core/gemm_backend.hpp"
 #include "core/gradcheck.hpp"
 #include "core/input_file.hpp"
 #include "core/ops.hpp"

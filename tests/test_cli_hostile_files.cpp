@@ -89,11 +89,26 @@ TEST_CASE("eval, inspect and --resume refuse a config.json that the run's other 
           {"attention_snapshots.safetensors", "not from one save"});
     check([](json& c) { c["model"]["window"] = 1; },
           {"attention_snapshots.safetensors", "not from one save"});
+    // Counters its metrics.csv holds too: the steps since the last row, the last evaluation.
+    check([](json& c) { c["progress"]["window_steps"] = 1; },
+          {"progress.window_steps is 1", "the last row of metrics.csv is step 2"});
+    check([](json& c) { c["progress"]["heldout_token_accuracy"] = 0.5; },
+          {"progress.heldout_token_accuracy is 0.5", "the last evaluation in metrics.csv"});
     check([](json& c) { c["train"]["snapshot_every"] = 7; },
           {"progress.snapshot_period", "is not train.snapshot_every 7 doubled"});
     // Its held-out sequence accuracy after 2 steps is far below reverse's target.
     check([](json& c) { c["progress"]["reached_target"] = true; },
           {"progress.reached_target is true", "heldout_sequence_accuracy", "below the task's target"});
+    // metrics.csv cut to its header, its checksum recorded again: no row for the steps done.
+    write_text(fs::path(tmp / "run") / "config.json", saved);
+    const fs::path metrics = fs::path(tmp / "run") / "metrics.csv";
+    const std::string rows = read_text(metrics);
+    write_text(metrics, rows.substr(0, rows.find('\n') + 1));
+    record_checksum(metrics);
+    for (const auto& command : std::vector<std::vector<std::string>>{
+             {"eval", "--run", tmp / "run"}, {"train", "--resume", tmp / "run", "--steps", "4"}})
+        check_refused(run(command), {"the last row of metrics.csv is step 0"});
+    write_text(metrics, rows);
     write_text(fs::path(tmp / "run") / "config.json", saved);
     require_ok(run({"eval", "--run", tmp / "run"}));
 }

@@ -1,5 +1,6 @@
 // The GEMM layer: LIBXSMM's JIT kernels in cache-sized blocks, Eigen's GEMM as the fallback.
 #include "core/detail/gemm.hpp"
+#include "core/gemm_backend.hpp"
 
 #include "core/detail/libxsmm_singleton.hpp"
 #include "core/detail/scratch.hpp"
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -451,3 +453,11 @@ template void gemm<double>(std::int64_t, std::int64_t, std::int64_t, const doubl
                            const double*, std::int64_t, bool, double*, std::int64_t, bool);
 
 }  // namespace attograd::detail
+
+namespace attograd {
+
+const char* gemm_library() {
+    return std::string_view(detail::gemm_backend()) == "libxsmm" ? "LIBXSMM" : "Eigen";
+}
+
+}  // namespace attograd

@@ -11,6 +11,7 @@
 #include "settings.hpp"
 
 #include "core/error.hpp"
+#include "core/gemm_backend.hpp"
 #include "optim/distributed.hpp"
 
 #include <fmt/format.h>
@@ -119,10 +120,10 @@ std::string task_default_text(const Setting& setting) {
     return others.empty() ? text : text + "; " + others;
 }
 
-/// "attograd 0.1.0 (GEMMs on LIBXSMM)": the CMake project's version and the build's GEMM backend.
+/// "attograd 0.1.0 (GEMMs on LIBXSMM)": the CMake project's version and the library this
+/// process's products run on.
 std::string version_text() {
-    return fmt::format("attograd {} (GEMMs on {})", ATTOGRAD_VERSION,
-                       ATTOGRAD_CLI_LIBXSMM ? "LIBXSMM" : "Eigen");
+    return fmt::format("attograd {} (GEMMs on {})", ATTOGRAD_VERSION, gemm_library());
 }
 
 /// Adds `setting`'s flag, writing into `flags`, with its defaults by task in --help.

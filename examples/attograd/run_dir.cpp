@@ -16,6 +16,7 @@
 #include "memory_check.hpp"
 #include "snapshot_probes.hpp"
 #include "train/file_io.hpp"
+#include "train/metrics_csv.hpp"
 #include "train/run_writer.hpp"
 #include "train_setup.hpp"
 #include "uniform_attention.hpp"
@@ -469,6 +470,45 @@ void check_model_outputs_finite(const Model& model, const RunConfig& config, con
              shown_path(weights));
 }
 
+/// Refuses (IoError naming the field) progress counters that the run's metrics.csv contradicts:
+/// a row is logged every few steps and at the last, and the steps since the last row are
+/// progress.window_steps; the held-out accuracies are those of the last evaluation, whose row
+/// holds them to 6 decimals. A metrics.csv that cannot be read, or has another header, is left to
+/// its readers (--resume refuses it; the report draws no curves, saying why).
+void check_progress_against_metrics(const LoadedRun& run, const std::filesystem::path& dir) {
+    const auto file = dir / "metrics.csv";
+    if (!std::filesystem::exists(file)) return;
+    train::MetricsTable table;
+    try {
+        const std::string text = train::read_file(file);
+        if (!text.starts_with(train::CSVLogger(metrics_csv_options()).header())) return;
+        table = train::read_metrics_csv(text, run.counters.steps_done, "metrics.csv", run.counters.seconds);
+    } catch (const Error&) {
+        return;
+    }
+    const std::vector<double>& steps = table.columns[0];
+    const auto last = static_cast<std::int64_t>(steps.empty() ? 0.0 : steps.back());
+    // (An evaluation left pending by an interrupt keeps its step in the window as well.)
+    AG_CHECK(run.counters.evaluation_pending || last + run.counters.window_steps == run.counters.steps_done,
+             IoError,
+             "{}: progress.window_steps is {} and progress.steps_done {}, but the last row of metrics.csv is "
+             "step {} (the steps since it are the window): one of the two files was edited",
+             shown_path(dir / "config.json"), run.counters.window_steps, run.counters.steps_done, last);
+    for (const auto& [name, saved] :
+         {std::pair{"heldout_token_accuracy", run.counters.heldout_token_accuracy},
+          std::pair{"heldout_sequence_accuracy", run.counters.heldout_sequence_accuracy}}) {
+        const std::vector<double>* column = table.column(name);
+        if (column == nullptr) continue;
+        const auto evaluated =
+            std::find_if(column->rbegin(), column->rend(), [](double v) { return !std::isnan(v); });
+        if (evaluated == column->rend()) continue;
+        AG_CHECK(std::abs(*evaluated - saved) <= 5.01e-7, IoError,
+                 "{}: progress.{} is {}, but the last evaluation in metrics.csv gives {:.6f}: one of the two "
+                 "files was edited",
+                 shown_path(dir / "config.json"), name, saved, *evaluated);
+    }
+}
+
 /// Refuses (IoError naming the file) a run whose model, as loaded, is not the one its last
 /// snapshot was taken of (check_last_snapshot_is_model): a model setting edited since (uniform
 /// attention, window, score, the vocabulary's order) gives other predictions or weights, which
@@ -535,6 +575,7 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
                      shown_path(weights), name, updates, run.counters.steps_done);
         }
     }
+    check_progress_against_metrics(run, dir);
     check_model_outputs_finite(*run.model, run.config, *run.task, weights);
     // The report shows config.json's settings as the run's: the optimizer's own record of them,
     // and the snapshot of the saved model, must agree, as a resume (which checks them itself)
