@@ -94,6 +94,10 @@ TEST_CASE("eval, inspect and --resume refuse a config.json that the run's other 
           {"progress.window_steps is 1", "the last row of metrics.csv is step 2"});
     check([](json& c) { c["progress"]["heldout_token_accuracy"] = 0.5; },
           {"progress.heldout_token_accuracy is 0.5", "the last evaluation in metrics.csv"});
+    // What the saved model predicts for the probes, recorded at each save (snapshots or not).
+    check(
+        [](json& c) { c["progress"]["probe_predictions"][0] = json::array({"zz"}); },
+        {"config.json: the model as config.json describes it predicts", "saved a model that predicts 'zz'"});
     check([](json& c) { c["train"]["snapshot_every"] = 7; },
           {"progress.snapshot_period", "is not train.snapshot_every 7 doubled"});
     // Its held-out sequence accuracy after 2 steps is far below reverse's target.

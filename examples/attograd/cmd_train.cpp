@@ -117,6 +117,7 @@ int cmd_train(const TrainArgs& args) {
     if (!snapshots) trainer.add_callback(std::make_shared<KeptSnapshots>());
     trainer.add_callback(std::make_shared<train::CSVLogger>(metrics_csv_options()));
     trainer.add_callback(std::make_shared<HeldoutFile>(config, *run.task));
+    trainer.add_callback(std::make_shared<ProbePredictions>(model, config, *run.task));
     trainer.add_callback(std::make_shared<train::ModelCheckpoint>(
         train::ModelCheckpointOptions{.every_n_train_steps = t.checkpoint_every}));
 

@@ -257,6 +257,18 @@ RunProgress read_progress(const nlohmann::json& json) {
     };
     flag("reached_target", p.reached_target);
     flag("evaluation_pending", p.evaluation_pending);
+    if (j.contains("probe_predictions") && !j["probe_predictions"].is_null()) {
+        const auto& predictions = j["probe_predictions"];
+        bool valid = predictions.is_array() && predictions.size() <= 64;
+        for (const auto& tokens : predictions) {
+            valid = valid && tokens.is_array() && tokens.size() <= 4096;
+            for (const auto& token : tokens) valid = valid && token.is_string();
+        }
+        AG_CHECK(valid, ValueError,
+                 "config.json: field 'progress.probe_predictions' must be a list of token lists, got {}",
+                 excerpt(predictions.dump(), 80));
+        p.probe_predictions = predictions.get<std::vector<std::vector<std::string>>>();
+    }
     return p;
 }
 
@@ -338,7 +350,9 @@ nlohmann::json to_json(const RunProgress& p) {
             {"high_loss_steps", p.high_loss_steps},
             {"snapshot_period", p.snapshot_period},
             {"evaluation_pending", p.evaluation_pending},
-            {"pending_lr", p.pending_lr}};
+            {"pending_lr", p.pending_lr},
+            {"probe_predictions",
+             p.probe_predictions ? nlohmann::json(*p.probe_predictions) : nlohmann::json(nullptr)}};
 }
 
 namespace {
@@ -509,6 +523,31 @@ void check_progress_against_metrics(const LoadedRun& run, const std::filesystem:
     }
 }
 
+/// Refuses (IoError naming config.json) a run whose model, as config.json describes it, predicts
+/// for the run's probes other than the model the run saved (progress.probe_predictions): a model
+/// setting edited since that keeps every weight's shape (uniform attention, window, score, hard
+/// attention, the vocabulary's order), which eval and a report would state as the run's.
+void check_probe_predictions(LoadedRun& run) {
+    if (!run.counters.probe_predictions) return;
+    const inspect::AttentionSnapshot layout =
+        snapshot_layout(*run.model, run.config.model, *run.task, vocabularies(run.config));
+    const auto& saved = *run.counters.probe_predictions;
+    const std::string config = shown_path(run.dir / "config.json");
+    AG_CHECK(saved.size() == layout.probes.size(), IoError,
+             "{}: progress.probe_predictions holds {} probes, but the run's held-out set gives {}", config,
+             saved.size(), layout.probes.size());
+    for (std::size_t i = 0; i < saved.size(); ++i) {
+        const auto& now = layout.probes[i].prediction;
+        AG_CHECK(
+            saved[i] == now, IoError,
+            "{}: the model as config.json describes it predicts '{}' for probe {}, but the run saved a "
+            "model that predicts '{}' (progress.probe_predictions): a model setting was edited since, or "
+            "model.safetensors is from another run",
+            config, data::escape_control(excerpt(data::join(now, " "), 80)), i,
+            data::escape_control(excerpt(data::join(saved[i], " "), 80)));
+    }
+}
+
 /// Refuses (IoError naming the file) a run whose model, as loaded, is not the one its last
 /// snapshot was taken of (check_last_snapshot_is_model): a model setting edited since (uniform
 /// attention, window, score, the vocabulary's order) gives other predictions or weights, which
@@ -581,6 +620,7 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     // and the snapshot of the saved model, must agree, as a resume (which checks them itself)
     // requires.
     check_saved_snapshots(run, dir);  // before a resume says anything
+    check_probe_predictions(run);     // also for a run without snapshots
     if (!for_training) {
         const auto optimizer = make_optimizer(run.config.train, run.model->parameters());
         const auto schedule = make_schedule(*optimizer, run.config.train);

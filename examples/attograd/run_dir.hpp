@@ -28,6 +28,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace attograd::cli {
 
@@ -58,6 +59,10 @@ struct RunProgress {
     /// them first (with pending_lr, the step's learning rate), as the uninterrupted one did.
     bool evaluation_pending = false;
     double pending_lr = 0.0;
+    /// What the saved model predicts for each of the run's probes (snapshot_layout's predictions),
+    /// recorded at each save, so that a model setting edited since, which keeps every weight's
+    /// shape, is refused on load even without snapshots; none in older runs.
+    std::optional<std::vector<std::vector<std::string>>> probe_predictions;
 };
 
 /// The most seconds of training progress.seconds may record (63 years: an edit, never a run), and

@@ -99,6 +99,14 @@ void KeptSnapshots::load_files(train::Trainer&, const std::filesystem::path& dir
     if (std::filesystem::exists(dir / snapshot_file)) bytes_ = train::read_file(dir / snapshot_file);
 }
 
+nlohmann::json ProbePredictions::state_dict() const {
+    const inspect::AttentionSnapshot layout =
+        snapshot_layout(*model_, config_->model, *task_, vocabularies(*config_));
+    std::vector<std::vector<std::string>> predictions;
+    for (const auto& probe : layout.probes) predictions.push_back(probe.prediction);
+    return {{"probe_predictions", predictions}};
+}
+
 void HeldoutFile::save_files(train::Trainer&, train::RunWriter& writer) {
     if (config_->task.name == "data")
         writer.write_file("heldout.tsv", data::to_tsv(task_->held_out(), config_->task.chars));

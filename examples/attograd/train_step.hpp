@@ -59,6 +59,21 @@ private:
     std::string bytes_;
 };
 
+/// Records at each save what the model predicts for the run's probes (snapshot_layout), as
+/// config.json's progress.probe_predictions, which eval, inspect and --resume check the model
+/// they load against.
+class ProbePredictions : public train::Callback {
+public:
+    ProbePredictions(Model& model, const RunConfig& config, const Task& task)
+        : model_(&model), config_(&config), task_(&task) {}
+    nlohmann::json state_dict() const override;
+
+private:
+    Model* model_;
+    const RunConfig* config_;
+    const Task* task_;
+};
+
 /// heldout.tsv of a --data run: the held-out examples that eval and inspect read.
 class HeldoutFile : public train::Callback {
 public:
