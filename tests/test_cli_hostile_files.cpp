@@ -98,6 +98,7 @@ TEST_CASE("eval, inspect and --resume refuse a config.json that the run's other 
     check(
         [](json& c) { c["progress"]["probe_predictions"][0] = json::array({"zz"}); },
         {"config.json: the model as config.json describes it predicts", "saved a model that predicts 'zz'"});
+    check([](json& c) { c["model"]["min_source_len"] = 6; }, {"model.min_source_len is 6", "task 'reverse'"});
     check([](json& c) { c["train"]["snapshot_every"] = 7; },
           {"progress.snapshot_period", "is not train.snapshot_every 7 doubled"});
     // Its held-out sequence accuracy after 2 steps is far below reverse's target.

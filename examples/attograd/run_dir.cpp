@@ -427,6 +427,13 @@ void read_run_settings(const nlohmann::json& json, const std::filesystem::path& 
         shown_path(config_path), run.config.train.snapshot_every, snapshot_file);
     if (!json["model"].contains("min_source_len"))
         run.config.model.min_source_len = run.task->info().min_source_len;
+    // A bundled task is built again as it was: its shortest source is the one train recorded
+    // (a --data run's comes from its training file, which eval does not read).
+    AG_CHECK(
+        run.config.task.name == "data" || run.config.model.min_source_len == run.task->info().min_source_len,
+        ValueError, "config.json: model.min_source_len is {}, but task '{}' has sources of {} or more tokens",
+        run.config.model.min_source_len, data::escape_control(run.config.task.name),
+        run.task->info().min_source_len);
     validate(run.config, run.task->info(), SettingNames::config_file());
     // Before the model is built: a hand-edited size (or a smaller machine) is refused, not OOM-killed.
     check_memory(run.config, SettingNames::config_file(), available_bytes(), for_training);
