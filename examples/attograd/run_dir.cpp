@@ -628,11 +628,11 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     // requires.
     check_saved_snapshots(run, dir);  // before a resume says anything
     check_probe_predictions(run);     // also for a run without snapshots
-    if (!for_training) {
-        const auto optimizer = make_optimizer(run.config.train, run.model->parameters());
-        const auto schedule = make_schedule(*optimizer, run.config.train);
-        load_optimizer_file(dir, run.config.train, run.counters.steps_done, *optimizer, schedule.get());
-    }
+    // With the settings the run was saved with (a resume's flags are applied later).
+    const auto optimizer = make_optimizer(run.config.train, run.model->parameters());
+    const auto schedule = make_schedule(*optimizer, run.config.train);
+    load_optimizer_file(dir, run.config.train, run.counters.steps_done, *optimizer, schedule.get());
+    if (schedule) check_scheduled_lr(dir, *schedule);
     return run;
 }
 

@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <optional>
 #include <tuple>
@@ -426,6 +427,19 @@ void load_optimizer_file(const fs::path& dir, const TrainConfig& t, std::int64_t
                  "progress.steps_done)",
                  shown_path(file), name, tensor.item(), steps_done);
     }
+}
+
+void check_scheduled_lr(const fs::path& dir, const optim::LRScheduler& schedule) {
+    const fs::path file = dir / "optimizer.safetensors";
+    const auto state = train::load_checkpoint(file);
+    const auto lr = state.find("optimizer.lr");
+    if (lr == state.end() || lr->second.numel() != 1) return;  // load_optimizer_file names it
+    const double saved = lr->second.item(), expected = schedule.lr_at(schedule.last_epoch());
+    AG_CHECK(
+        std::abs(saved - expected) <= 1e-9 * std::max(std::abs(expected), 1e-30), IoError,
+        "{}: 'optimizer.lr' is {}, but config.json's train settings (lr, schedule, warmup, steps) give {} "
+        "after {} steps: one of the two files was edited",
+        shown_path(file), saved, expected, schedule.last_epoch());
 }
 
 void check_resume_state(const TrainSetup& s, optim::Optimizer& optimizer, optim::LRScheduler* schedule) {

@@ -53,6 +53,11 @@ std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, c
 void load_optimizer_file(const std::filesystem::path& dir, const TrainConfig& t, std::int64_t steps_done,
                          optim::Optimizer& optimizer, optim::LRScheduler* schedule);
 
+/// Refuses (IoError naming the file) a `dir`/optimizer.safetensors whose saved lr is not what
+/// `schedule` (made from the train settings the run was saved with, its state loaded by
+/// load_optimizer_file) gives at its step: a train.schedule, warmup, steps or lr edited since.
+void check_scheduled_lr(const std::filesystem::path& dir, const optim::LRScheduler& schedule);
+
 /// Refuses a resumed run's optimizer.safetensors as load_optimizer_file, and (UsageError) a run
 /// that has nothing left to do: all its steps done, or its target reached with early stopping on.
 /// The optimizer and schedule are loaded from the file here, so that a bad one is reported
