@@ -76,8 +76,9 @@ TEST_CASE("eval, inspect and --resume refuse a config.json that the run's other 
             c["train"]["warmup"] = 0;
         },
         {"optimizer.safetensors", "holds 'optimizer.initial_lr', which only a schedule sets"});
-    // The warm-up gives the lr at step 2 (the closed-form schedule, from the saved settings).
-    check([](json& c) { c["train"]["warmup"] = 10; },
+    // The schedule gives the lr at step 2 (in closed form, from the saved settings): over 1000
+    // steps it is still warming up, over the run's 2 it was annealing.
+    check([](json& c) { c["train"]["steps"] = 1000; },
           {"optimizer.safetensors", "'optimizer.lr' is", "config.json's train settings"});
     check([](json& c) { c["train"]["weight_decay"] = 0.1; },
           {"optimizer.safetensors", "'weight_decay' is 0 in the saved state but 0.1"});
