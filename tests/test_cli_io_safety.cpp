@@ -487,6 +487,8 @@ TEST_CASE(
     const json progress = read_config(tmp / "run")["progress"];
     CHECK(progress["steps_done"] == 1);
     CHECK(progress["evaluation_pending"] == true);
+    // Such a save is a run as any other: inspect reads it (its records agree with each other).
+    require_ok(run({"inspect", "--run", tmp / "run", "--format", "json", "--to", tmp / "pending.json"}));
     // The resumed run does the evaluation it owed, and is the uninterrupted run.
     require_ok(run({"train", "--resume", tmp / "run", "--quiet"}));
     CHECK(read_config(tmp / "run")["progress"]["evaluation_pending"] == false);
