@@ -41,6 +41,13 @@ void make_link(const fs::path& to, const fs::path& link, uid_t owner) {
     REQUIRE(::lchown(link.c_str(), owner, static_cast<gid_t>(-1)) == 0);
 }
 
+/// The permission bits of `p` (links followed).
+mode_t mode(const fs::path& p) {
+    struct stat st {};
+    REQUIRE(::stat(p.c_str(), &st) == 0);
+    return st.st_mode & 07777;
+}
+
 bool root_user() {
     if (::geteuid() == 0) return true;
     MESSAGE("skipped: giving a link to another owner (lchown) needs root");
@@ -188,11 +195,6 @@ TEST_CASE("a save keeps the permission bits of the run directory and of each fil
         writer.write_file("metrics.txt", text);
         writer.commit(nlohmann::json::object());
     };
-    const auto mode = [](const fs::path& p) {
-        struct stat st {};
-        REQUIRE(::stat(p.c_str(), &st) == 0);
-        return st.st_mode & 07777;
-    };
     save("1");
     REQUIRE(::chmod(run.c_str(), 0700) == 0);
     REQUIRE(::chmod((run / "model.txt").c_str(), 0600) == 0);
@@ -229,11 +231,6 @@ TEST_CASE(
 TEST_CASE("a save's staging directory is private until the swap, which gives it the run's bits") {
     TempDir root;
     const fs::path run = root.path() / "run";
-    const auto mode = [](const fs::path& p) {
-        struct stat st {};
-        REQUIRE(::stat(p.c_str(), &st) == 0);
-        return st.st_mode & 07777;
-    };
     const mode_t umask_bits = ::umask(022);
     ::umask(umask_bits);
     const auto staging = [&] {
@@ -275,11 +272,6 @@ TEST_CASE("a save's staging directory is private until the swap, which gives it 
 
 TEST_CASE("an atomic write's temporary file is private while written, then takes the file's bits") {
     TempDir root;
-    const auto mode = [](const fs::path& p) {
-        struct stat st {};
-        REQUIRE(::stat(p.c_str(), &st) == 0);
-        return st.st_mode & 07777;
-    };
     const auto temporary = [&] {
         for (const auto& entry : fs::directory_iterator(root.path()))
             if (entry.path().filename().string().find(".tmp.") != std::string::npos) return entry.path();

@@ -631,8 +631,9 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     // With the settings the run was saved with (a resume's flags are applied later).
     const auto optimizer = make_optimizer(run.config.train, run.model->parameters());
     const auto schedule = make_schedule(*optimizer, run.config.train);
-    load_optimizer_file(dir, run.config.train, run.counters.steps_done, *optimizer, schedule.get());
-    if (schedule) check_scheduled_lr(dir, *schedule);
+    const auto optimizer_state =
+        load_optimizer_file(dir, run.config.train, run.counters.steps_done, *optimizer, schedule.get());
+    if (schedule) check_scheduled_lr(optimizer_state, dir / "optimizer.safetensors", *schedule);
     return run;
 }
 

@@ -23,8 +23,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <array>
+#include <cmath>
 #include <optional>
 #include <tuple>
 
@@ -412,8 +412,9 @@ std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, c
                                                  std::vector<std::int64_t>{warmup});
 }
 
-void load_optimizer_file(const fs::path& dir, const TrainConfig& t, std::int64_t steps_done,
-                         optim::Optimizer& optimizer, optim::LRScheduler* schedule) {
+std::map<std::string, Tensor> load_optimizer_file(const fs::path& dir, const TrainConfig& t,
+                                                  std::int64_t steps_done, optim::Optimizer& optimizer,
+                                                  optim::LRScheduler* schedule) {
     const fs::path file = dir / "optimizer.safetensors";
     const auto state = train::load_checkpoint(file);
     check_schedule_state(state, file, steps_done, t, schedule != nullptr);
@@ -427,11 +428,11 @@ void load_optimizer_file(const fs::path& dir, const TrainConfig& t, std::int64_t
                  "progress.steps_done)",
                  shown_path(file), name, tensor.item(), steps_done);
     }
+    return state;
 }
 
-void check_scheduled_lr(const fs::path& dir, const optim::LRScheduler& schedule) {
-    const fs::path file = dir / "optimizer.safetensors";
-    const auto state = train::load_checkpoint(file);
+void check_scheduled_lr(const std::map<std::string, Tensor>& state, const fs::path& file,
+                        const optim::LRScheduler& schedule) {
     const auto lr = state.find("optimizer.lr");
     if (lr == state.end() || lr->second.numel() != 1) return;  // load_optimizer_file names it
     const double saved = lr->second.item(), expected = schedule.lr_at(schedule.last_epoch());

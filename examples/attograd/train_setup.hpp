@@ -13,6 +13,7 @@
 #include "train/run_lock.hpp"
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -49,14 +50,16 @@ std::unique_ptr<optim::LRScheduler> make_schedule(optim::Optimizer& optimizer, c
 /// train settings `t`), refusing (IoError naming the file and field) one this run cannot have
 /// written: NaN or Inf, state of another optimizer or other settings (train.optim,
 /// train.weight_decay, ...), a schedule position, lr or update count that does not fit `t` and
-/// `steps_done`.
-void load_optimizer_file(const std::filesystem::path& dir, const TrainConfig& t, std::int64_t steps_done,
-                         optim::Optimizer& optimizer, optim::LRScheduler* schedule);
+/// `steps_done`. Returns the state as read.
+std::map<std::string, Tensor> load_optimizer_file(const std::filesystem::path& dir, const TrainConfig& t,
+                                                  std::int64_t steps_done, optim::Optimizer& optimizer,
+                                                  optim::LRScheduler* schedule);
 
-/// Refuses (IoError naming the file) a `dir`/optimizer.safetensors whose saved lr is not what
-/// `schedule` (made from the train settings the run was saved with, its state loaded by
-/// load_optimizer_file) gives at its step: a train.schedule, warmup, steps or lr edited since.
-void check_scheduled_lr(const std::filesystem::path& dir, const optim::LRScheduler& schedule);
+/// Refuses (IoError naming `file`) optimizer state `state` (as load_optimizer_file returns it)
+/// whose saved lr is not what `schedule` (made from the train settings the run was saved with,
+/// its state loaded) gives at its step: a train.schedule, warmup, steps or lr edited since.
+void check_scheduled_lr(const std::map<std::string, Tensor>& state, const std::filesystem::path& file,
+                        const optim::LRScheduler& schedule);
 
 /// Refuses a resumed run's optimizer.safetensors as load_optimizer_file, and (UsageError) a run
 /// that has nothing left to do: all its steps done, or its target reached with early stopping on.
