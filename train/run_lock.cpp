@@ -162,8 +162,8 @@ fs::path run_directory_path(const fs::path& dir) {
     }
     const fs::path host = run_directory_on(resolved.parent_path());
     AG_CHECK(host.empty(), IoError,
-             "{}: is inside {}, a run directory (or one a train is writing), whose saves replace it whole: "
-             "choose a directory outside it",
+             "{}: is inside {}, a run directory (or one a train is writing or was killed writing: its lock "
+             "file is beside it), whose saves replace it whole: choose a directory outside it",
              shown_path(dir), shown_path(host));
     const fs::path inside = writer_entry_on(resolved.parent_path());
     AG_CHECK(inside.empty(), IoError,
@@ -328,8 +328,8 @@ void refuse_run_file(const fs::path& run_dir, const fs::path& destination, const
     for (fs::path up = to; !up.empty() && up != up.parent_path() && up != run; up = up.parent_path())
         AG_CHECK(
             !has_lock_file(up), IoError,
-            "{}: --to {} is in the place of the run {}, which a train is writing (its lock file is beside "
-            "it; remove that if no train runs): write it elsewhere",
+            "{}: --to {} is in the place of the run {}, which a train is writing or was killed writing (its "
+            "lock file is beside it; remove that if no train runs): write it elsewhere",
             command, shown_path(destination), shown_path(up));
     AG_CHECK(to.parent_path() == run || !holds_saved_run(to.parent_path()), IoError,
              "{}: --to {} is in the run directory {}, which holds only the run's own files (a save checks "
