@@ -533,11 +533,10 @@ void check_progress_against_metrics(const LoadedRun& run, const std::filesystem:
 /// Refuses (IoError naming config.json) a run whose model, as config.json describes it, predicts
 /// for the run's probes other than the model the run saved (progress.probe_predictions): a model
 /// setting edited since that keeps every weight's shape (uniform attention, window, score, hard
-/// attention, the vocabulary's order), which eval and a report would state as the run's.
-void check_probe_predictions(LoadedRun& run) {
+/// attention, the vocabulary's order), which eval and a report would state as the run's. `layout`
+/// is snapshot_layout of the loaded model.
+void check_probe_predictions(const LoadedRun& run, const inspect::AttentionSnapshot& layout) {
     if (!run.counters.probe_predictions) return;
-    const inspect::AttentionSnapshot layout =
-        snapshot_layout(*run.model, run.config.model, *run.task, vocabularies(run.config));
     const auto& saved = *run.counters.probe_predictions;
     const std::string config = shown_path(run.dir / "config.json");
     AG_CHECK(saved.size() == layout.probes.size(), IoError,
@@ -559,8 +558,10 @@ void check_probe_predictions(LoadedRun& run) {
 /// snapshot was taken of (check_last_snapshot_is_model): a model setting edited since (uniform
 /// attention, window, score, the vocabulary's order) gives other predictions or weights, which
 /// eval and a report would state as the run's. An unreadable or otherwise edited snapshot file is
-/// left to the report, which then shows no training replay, saying why.
-void check_saved_snapshots(LoadedRun& run, const std::filesystem::path& dir) {
+/// left to the report, which then shows no training replay, saying why. `layout` is
+/// snapshot_layout of the loaded model.
+void check_saved_snapshots(const LoadedRun& run, const std::filesystem::path& dir,
+                           const inspect::AttentionSnapshot& layout) {
     const auto file = dir / snapshot_file;
     if (!std::filesystem::exists(file)) return;
     std::vector<inspect::AttentionSnapshot> snapshots;
@@ -569,10 +570,8 @@ void check_saved_snapshots(LoadedRun& run, const std::filesystem::path& dir) {
     } catch (const Error&) {
         return;
     }
-    const Vocabularies vocab = vocabularies(run.config);
     try {
-        check_last_snapshot_is_model(snapshots, run.counters.steps_done,
-                                     snapshot_layout(*run.model, run.config.model, *run.task, vocab));
+        check_last_snapshot_is_model(snapshots, run.counters.steps_done, layout);
     } catch (const ValueError& e) {
         throw IoError(fmt::format("{}: {}", shown_path(file), e.what()));
     }
@@ -626,8 +625,11 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     // The report shows config.json's settings as the run's: the optimizer's own record of them,
     // and the snapshot of the saved model, must agree, as a resume (which checks them itself)
     // requires.
-    check_saved_snapshots(run, dir);  // before a resume says anything
-    check_probe_predictions(run);     // also for a run without snapshots
+    // The probes' forwards, once, for both checks (before a resume says anything).
+    const inspect::AttentionSnapshot layout =
+        snapshot_layout(*run.model, run.config.model, *run.task, vocabularies(run.config));
+    check_saved_snapshots(run, dir, layout);
+    check_probe_predictions(run, layout);  // also for a run without snapshots
     // With the settings the run was saved with (a resume's flags are applied later).
     const auto optimizer = make_optimizer(run.config.train, run.model->parameters());
     const auto schedule = make_schedule(*optimizer, run.config.train);
