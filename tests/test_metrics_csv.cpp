@@ -43,6 +43,7 @@ TEST_CASE("read_metrics_csv refuses rows the run cannot have written, naming the
     refused("\n10,1,0.5,,0.1,1\n", "line 2: is empty");
     refused("1e1,1,0.5,,0.1,1\n", "step '1e1'");
     refused("10.0,1,0.5,,0.1,1\n", "step '10.0'");
+    refused("010,1,0.5,,0.1,1\n", "step '010'");
     refused(std::string("10,3\0003.5,0.5,,0.1,1\n", 20), "field 'loss' is not a decimal number: '3\\x003.5'");
     CHECK_THROWS_WITH_AS(train::read_metrics_csv("step,loss\r\n10,1\r\n", 20, "m.csv"),
                          doctest::Contains("m.csv line 1: holds a carriage return"), IoError);
