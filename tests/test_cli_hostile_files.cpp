@@ -25,6 +25,23 @@ void small_run(const std::string& dir) {
     train(dir, {"--task", "reverse", "--steps", "2", "--eval-every", "1"});
 }
 
+/// Writes `saved` back as tmp/run's config.json, applies `edit` (its checksum recorded again),
+/// and checks that eval, inspect and --resume refuse the run naming `names`, inspect writing
+/// nothing.
+void every_reader_refuses(const TempDir& tmp, const std::string& saved,
+                          const std::function<void(json&)>& edit, const std::vector<std::string>& names) {
+    write_text(fs::path(tmp / "run") / "config.json", saved);
+    edit_config(tmp / "run", edit);
+    for (const auto& command : std::vector<std::vector<std::string>>{
+             {"eval", "--run", tmp / "run"},
+             {"inspect", "--run", tmp / "run", "--format", "json", "--to", tmp / "out.json"},
+             {"train", "--resume", tmp / "run", "--steps", "4"}}) {
+        INFO(command[0]);
+        check_refused(run(command), names);
+    }
+    CHECK_FALSE(fs::exists(tmp / "out.json"));
+}
+
 }  // namespace
 
 TEST_CASE("config.json fields of the wrong type are refused naming the field") {
@@ -56,16 +73,7 @@ TEST_CASE("eval, inspect and --resume refuse a config.json that the run's other 
     small_run(tmp / "run");
     const std::string saved = read_text(fs::path(tmp / "run") / "config.json");
     const auto check = [&](const std::function<void(json&)>& edit, const std::vector<std::string>& names) {
-        write_text(fs::path(tmp / "run") / "config.json", saved);
-        edit_config(tmp / "run", edit);
-        for (const auto& command : std::vector<std::vector<std::string>>{
-                 {"eval", "--run", tmp / "run"},
-                 {"inspect", "--run", tmp / "run", "--format", "json", "--to", tmp / "out.json"},
-                 {"train", "--resume", tmp / "run", "--steps", "4"}}) {
-            INFO(command[0]);
-            check_refused(run(command), names);
-        }
-        CHECK_FALSE(fs::exists(tmp / "out.json"));
+        every_reader_refuses(tmp, saved, edit, names);
     };
     // The report would show this lr as the run's; the optimizer's record says otherwise.
     check([](json& c) { c["train"]["lr"] = 0.01; },
@@ -840,4 +848,109 @@ TEST_CASE("a bundled task's run holding the fields of a --data or translate run 
     }
     write_text(dir / "config.json", saved);
     require_ok(run({"eval", "--run", dir}));
+}
+
+TEST_CASE("the records a check rests on cannot be left out: progress, its seed and its probes' records") {
+    TempDir tmp;
+    small_run(tmp / "run");
+    const std::string saved = read_text(fs::path(tmp / "run") / "config.json");
+    const auto check = [&](const std::function<void(json&)>& edit, const std::vector<std::string>& names) {
+        every_reader_refuses(tmp, saved, edit, names);
+    };
+    // Each with a model setting edited that the record would have caught.
+    for (const char* field : {"probe_predictions", "probe_losses", "seed"}) {
+        INFO(field);
+        check(
+            [&](json& c) {
+                c["progress"].erase(field);
+                c["model"]["uniform_attention"] = 0;
+                c["train"]["seed"] = 12345;
+            },
+            {"config.json: missing field 'progress." + std::string(field) + "'"});
+        check([&](json& c) { c["progress"][field] = nullptr; },
+              {"config.json: missing field 'progress." + std::string(field) + "'"});
+    }
+    check([](json& c) { c.erase("progress"); }, {"config.json: missing field 'progress'"});
+    check([](json& c) { c["progress"]["probe_losses"][0] = -1.0; },
+          {"'progress.probe_losses' must be a list of finite numbers >= 0"});
+    // The loss the saved model has on the probes, recorded at each save.
+    check(
+        [](json& c) {
+            c["progress"]["probe_losses"][1] = c["progress"]["probe_losses"][1].get<double>() + 0.01;
+        },
+        {"config.json: the model as config.json describes it has loss", "on probe 1",
+         "(progress.probe_losses)"});
+    // Counters a resume carries on from: nothing in the window means no sums; steps mean a first loss.
+    check([](json& c) { c["progress"]["window_loss_sum"] = 5.0; }, {"progress.window_loss_sum must be 0"});
+    check([](json& c) { c["progress"]["initial_loss"] = 0.0; },
+          {"progress.initial_loss must be > 0 (the first step's loss) after progress.steps_done = 2 steps"});
+    check([](json& c) { c["progress"].erase("snapshot_period"); },
+          {"config.json: missing field 'progress.snapshot_period'"});
+}
+
+TEST_CASE("model settings edited to ones that keep every weight's shape are refused without snapshots") {
+    // With no snapshot of the saved model to compare, the probes' recorded predictions and losses
+    // tell: hard attention and another score predict alike here but not with the same loss.
+    TempDir tmp;
+    const fs::path dir = tmp / "run";
+    train(dir, {"--task", "reverse", "--steps", "30", "--snapshot-every", "0"});
+    const std::string saved = read_text(dir / "config.json");
+    const auto check = [&](const std::function<void(json&)>& edit) {
+        write_text(dir / "config.json", saved);
+        edit_config(dir, edit);
+        for (const auto& command : std::vector<std::vector<std::string>>{
+                 {"eval", "--run", dir},
+                 {"inspect", "--run", dir, "--format", "html", "--to", tmp / "report.html"},
+                 {"train", "--resume", dir, "--steps", "40", "--quiet"}}) {
+            INFO(command[0]);
+            check_refused(run(command), {"config.json: the model as config.json describes it"});
+        }
+        CHECK_FALSE(fs::exists(tmp / "report.html"));
+    };
+    check([](json& c) { c["model"]["attention"] = "hard"; });
+    check([](json& c) { c["model"]["score"] = "dot"; });
+    check([](json& c) { c["model"]["uniform_attention"] = 0; });
+    write_text(dir / "config.json", saved);
+    require_ok(run({"eval", "--run", dir}));
+}
+
+TEST_CASE("a --data run's heldout.tsv removed with its files entry is refused by --resume as by eval") {
+    TempDir tmp;
+    const fs::path data = tmp / "pairs.tsv", dir = tmp / "run";
+    std::string pairs;
+    for (const char* row : {"a b c\tc b a", "d e f\tf e d", "a b d\td b a", "b c d\td c b", "e f a\ta f e",
+                            "c a b\tb a c", "f f a\ta f f", "d d e\te d d", "a e c\tc e a", "b f e\te f b"})
+        pairs += std::string(row) + "\n";
+    write_text(data, pairs);
+    train(dir, {"--data", data, "--steps", "4"});
+    fs::remove(dir / "heldout.tsv");
+    edit_config(dir, [](json& c) { c["files"].erase("heldout.tsv"); });
+    check_refused(run({"eval", "--run", dir}), {"heldout.tsv: cannot open"});
+    check_refused(run({"train", "--resume", dir, "--steps", "6", "--quiet"}), {"heldout.tsv: cannot open"});
+    CHECK_FALSE(fs::exists(dir / "heldout.tsv"));
+}
+
+TEST_CASE("a run file larger than config.json records is refused by its size, before it is read") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run";
+    small_run(dir);
+    // 8 GiB, sparse: reading it would be refused past 4 GiB, with another message.
+    fs::resize_file(dir / "metrics.csv", std::uint64_t{8} << 30);
+    check_refused(run({"eval", "--run", dir}),
+                  {"metrics.csv: holds 8589934592 bytes but config.json records"});
+}
+
+TEST_CASE("a model tensor in another dtype than train writes is refused, not converted") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run", path = dir / "model.safetensors";
+    small_run(dir);
+    auto state = attograd::load_safetensors(path);
+    const std::string name = state.begin()->first;
+    state[name] = attograd::to_dtype(state[name], attograd::DType::Float64);
+    attograd::save_safetensors(path, state);
+    record_checksum(path);
+    for (const auto& command : std::vector<std::vector<std::string>>{
+             {"eval", "--run", dir}, {"train", "--resume", dir, "--steps", "4", "--quiet"}})
+        check_refused(run(command), {"model.safetensors: tensor '" + name +
+                                     "' is float64, but train writes it as float32"});
 }

@@ -2,6 +2,7 @@
 #include "train/metrics_csv.hpp"
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "data/text.hpp"
 
 #include <fmt/format.h>
@@ -26,8 +27,9 @@ std::vector<std::string> split_csv_line(const std::string& line) {
     return fields;
 }
 
-/// A field or name of the file as a message shows it: at most 40 bytes, control bytes escaped.
-std::string shown(const std::string& text) { return data::escape_control(text.substr(0, 40)); }
+/// A field or name of the file as a message shows it: its first 40 bytes (then "... (N bytes)"),
+/// control bytes escaped.
+std::string shown(const std::string& text) { return data::escape_control(excerpt(text, 40)); }
 
 bool ends_with(const std::string& text, const std::string& end) {
     return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
@@ -88,8 +90,10 @@ MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, 
                     used = 0;
                 }
                 AG_CHECK(decimal && used == fields[i].size() && std::isfinite(value), IoError,
-                         "{} line {}: field '{}' is not a decimal number: '{}'", where, number,
-                         shown(table.header[i]), shown(fields[i]));
+                         "{} line {}: field '{}' is not a decimal number: '{}' (train writes each in "
+                         "decimal, within a "
+                         "double's range)",
+                         where, number, shown(table.header[i]), shown(fields[i]));
                 const auto [low, high] = column_range(table.header[i]);
                 AG_CHECK(value >= low && value <= high, IoError,
                          "{} line {}: field '{}' is {}, outside [{}, {}]", where, number,

@@ -405,11 +405,15 @@ void verify_run_files(const nlohmann::json& config, const fs::path& dir) {
             where, excerpt(name), data::escape_control(excerpt(recorded, 40)));
         const fs::path path = dir / name;
         const InputFile file(path, shown_path(path));
-        const std::string bytes = file.read_all(static_cast<std::size_t>(1) << 32);
         const auto expected = info["bytes"].get<std::uint64_t>();
-        AG_CHECK(bytes.size() == expected, IoError,
-                 "{}: holds {} bytes but config.json records {} (truncated or replaced after it was written)",
-                 shown_path(path), bytes.size(), expected);
+        const auto wrong_size = [&](std::uint64_t size) {
+            return IoError(fmt::format(
+                "{}: holds {} bytes but config.json records {} (truncated or replaced after it was written)",
+                shown_path(path), size, expected));
+        };
+        if (file.size() != expected) throw wrong_size(file.size());  // before reading a byte of it
+        const std::string bytes = file.read_all(static_cast<std::size_t>(1) << 32);
+        if (bytes.size() != expected) throw wrong_size(bytes.size());  // changed while read
         const std::string sum = fmt::format("{:016x}", fnv1a64(bytes));
         AG_CHECK(sum == recorded, IoError,
                  "{}: checksum {} differs from the {} config.json records: the file was corrupted or changed "

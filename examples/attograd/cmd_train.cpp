@@ -109,7 +109,8 @@ int cmd_train(const TrainArgs& args) {
                                         std::int64_t steps_done) {
                         check_run_snapshots(
                             loaded, vocabularies(config).target, steps_done,
-                            snapshot_layout(model, config.model, *run.task, vocabularies(config)));
+                            snapshot_layout(model, config.model, *run.task, vocabularies(config)),
+                            probe_outputs(model, config.model, *run.task, vocabularies(config)));
                     }});
             trainer.add_callback(snapshots);
         }

@@ -26,9 +26,10 @@ std::vector<RenderedFile> render_report(const Inspection& in) {
         try {
             auto loaded = inspect::load_snapshots(snapshots);
             try {
-                check_run_snapshots(loaded, vocabularies(in.run.config).target, in.run.counters.steps_done,
-                                    snapshot_layout(*in.run.model, in.run.config.model, *in.run.task,
-                                                    vocabularies(in.run.config)));
+                const Vocabularies vocab = vocabularies(in.run.config);
+                check_run_snapshots(loaded, vocab.target, in.run.counters.steps_done,
+                                    snapshot_layout(*in.run.model, in.run.config.model, *in.run.task, vocab),
+                                    probe_outputs(*in.run.model, in.run.config.model, *in.run.task, vocab));
             } catch (const ValueError& e) {
                 throw IoError(fmt::format("load_snapshots: '{}': {}", snapshots.string(), e.what()));
             }

@@ -163,17 +163,15 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
             "checksum {}): restore that file to resume, or train a new run on this one with --data",
             shown_path(config.task.data), data.bytes, data.fnv1a64, config.task.data_bytes,
             data::escape_control(config.task.data_fnv1a64));
-        // The saved held-out examples are rewritten by the next save: checked as eval checks them,
-        // so that a broken file is refused here too rather than silently replaced.
+        // The saved held-out examples (written at every save) are rewritten by the next: checked
+        // as eval checks them, so that a broken or missing file is refused here too rather than
+        // silently replaced.
         auto task = data::make_data_task(std::move(data.dataset));
-        if (std::filesystem::exists(dir / "heldout.tsv")) {
-            const auto saved = read_saved_heldout(config, dir);
-            AG_CHECK(
-                saved == task->held_out(), IoError,
-                "{}: is not the held-out split of {}, the training data this run started on (same size and "
-                "checksum): train saved that split there",
-                shown_path(dir / "heldout.tsv"), shown_path(config.task.data));
-        }
+        const auto saved = read_saved_heldout(config, dir);
+        AG_CHECK(saved == task->held_out(), IoError,
+                 "{}: is not the held-out split of {}, the training data this run started on (same size and "
+                 "checksum): train saved that split there",
+                 shown_path(dir / "heldout.tsv"), shown_path(config.task.data));
         return task;
     }
     auto held_out = read_saved_heldout(config, dir);
@@ -202,13 +200,20 @@ TrainingData read_training_data(const std::filesystem::path& path, bool chars) {
 
 RunProgress read_progress(const nlohmann::json& json) {
     RunProgress p;
-    if (!json.contains("progress")) return p;
+    AG_CHECK(json.contains("progress"), ValueError,
+             "config.json: missing field 'progress' (train writes it at every save)");
     const auto& j = json["progress"];
     AG_CHECK(j.is_object(), ValueError, "config.json: field 'progress' must be an object, got {}",
              j.type_name());
     const nlohmann::json written = to_json(RunProgress{});
     std::vector<std::string> known;
     for (const auto& [key, unused] : written.items()) known.push_back(key);
+    // What train records at every save, and that a check rests on (a field left out would turn
+    // the check off).
+    for (const char* key :
+         {"steps_done", "seed", "seconds", "window_steps", "probe_predictions", "probe_losses"})
+        AG_CHECK(j.contains(key) && !j[key].is_null(), ValueError,
+                 "config.json: missing field 'progress.{}' (train writes it at every save)", key);
     for (const auto& [key, unused] : j.items()) {
         AG_CHECK(std::find(known.begin(), known.end(), key) != known.end(), ValueError,
                  "config.json: unknown field 'progress.{}' (train writes {}); remove it",
@@ -234,7 +239,7 @@ RunProgress read_progress(const nlohmann::json& json) {
         }
     };
     number("steps_done", p.steps_done);
-    if (j.contains("seed")) {
+    {
         p.seed = detail::json_integer<std::uint64_t>(j["seed"]);
         AG_CHECK(p.seed, ValueError, "config.json: field 'progress.seed' must be an integer in {}, got {}",
                  detail::json_integer_range<std::uint64_t>(), j["seed"].dump());
@@ -257,7 +262,7 @@ RunProgress read_progress(const nlohmann::json& json) {
     };
     flag("reached_target", p.reached_target);
     flag("evaluation_pending", p.evaluation_pending);
-    if (j.contains("probe_predictions") && !j["probe_predictions"].is_null()) {
+    {
         const auto& predictions = j["probe_predictions"];
         bool valid = predictions.is_array() && predictions.size() <= 64;
         for (const auto& tokens : predictions) {
@@ -268,6 +273,17 @@ RunProgress read_progress(const nlohmann::json& json) {
                  "config.json: field 'progress.probe_predictions' must be a list of token lists, got {}",
                  excerpt(predictions.dump(), 80));
         p.probe_predictions = predictions.get<std::vector<std::vector<std::string>>>();
+    }
+    {
+        const auto& losses = j["probe_losses"];
+        bool valid = losses.is_array() && losses.size() <= 64;
+        for (const auto& loss : losses)
+            valid =
+                valid && loss.is_number() && std::isfinite(loss.get<double>()) && loss.get<double>() >= 0.0;
+        AG_CHECK(valid, ValueError,
+                 "config.json: field 'progress.probe_losses' must be a list of finite numbers >= 0, got {}",
+                 excerpt(losses.dump(), 80));
+        p.probe_losses = losses.get<std::vector<double>>();
     }
     return p;
 }
@@ -300,9 +316,14 @@ void check_progress(const RunProgress& p, const RunConfig& config) {
     check(p.window_accuracy_sum >= 0.0 && p.window_accuracy_sum <= count(p.window_steps) * (1.0 + 1e-9),
           "window_accuracy_sum", fmt::format("in [0, progress.window_steps = {}]", p.window_steps),
           p.window_accuracy_sum);
+    check(p.window_steps > 0 || (p.window_loss_sum == 0.0 && p.window_accuracy_sum == 0.0), "window_loss_sum",
+          "0, and so must window_accuracy_sum, while progress.window_steps is 0", p.window_loss_sum);
     // The first step's loss, divergence's yardstick; 0 means "no step yet" (set at the next).
     check(std::isfinite(p.initial_loss) && p.initial_loss >= 0.0, "initial_loss",
           "finite and >= 0 (0: not measured yet)", p.initial_loss);
+    check(p.steps_done == 0 || p.initial_loss > 0.0, "initial_loss",
+          fmt::format("> 0 (the first step's loss) after progress.steps_done = {} steps", p.steps_done),
+          p.initial_loss);
     check(p.high_loss_steps >= 0 && p.high_loss_steps <= p.steps_done, "high_loss_steps",
           fmt::format("in [0, progress.steps_done = {}]", p.steps_done), p.high_loss_steps);
     // The library bounds it so (train/callbacks.cpp); whether it fits the saved snapshots is the
@@ -352,7 +373,8 @@ nlohmann::json to_json(const RunProgress& p) {
             {"evaluation_pending", p.evaluation_pending},
             {"pending_lr", p.pending_lr},
             {"probe_predictions",
-             p.probe_predictions ? nlohmann::json(*p.probe_predictions) : nlohmann::json(nullptr)}};
+             p.probe_predictions ? nlohmann::json(*p.probe_predictions) : nlohmann::json(nullptr)},
+            {"probe_losses", p.probe_losses ? nlohmann::json(*p.probe_losses) : nlohmann::json(nullptr)}};
 }
 
 namespace {
@@ -391,8 +413,13 @@ void read_run_settings(const nlohmann::json& json, const std::filesystem::path& 
     check_progress(run.counters, run.config);
     // The snapshot period starts at train.snapshot_every and doubles each time the snapshots are
     // thinned (a resume given --snapshot-every starts it again), so the two agree in every save.
+    // (The period is not used, nor always written, while train.snapshot_every is 0.)
+    AG_CHECK(
+        run.config.train.snapshot_every == 0 || run.progress.contains("snapshot_period"), ValueError,
+        "config.json: missing field 'progress.snapshot_period' (train writes it while train.snapshot_every "
+        "is not 0)");
     if (const std::int64_t every = run.config.train.snapshot_every, period = run.counters.snapshot_period;
-        every > 0 && period > 0) {
+        every > 0) {
         std::int64_t doubled = every;
         while (doubled < period && doubled <= std::numeric_limits<std::int64_t>::max() / 2) doubled *= 2;
         AG_CHECK(
@@ -531,26 +558,34 @@ void check_progress_against_metrics(const LoadedRun& run, const std::filesystem:
 }
 
 /// Refuses (IoError naming config.json) a run whose model, as config.json describes it, predicts
-/// for the run's probes other than the model the run saved (progress.probe_predictions): a model
-/// setting edited since that keeps every weight's shape (uniform attention, window, score, hard
-/// attention, the vocabulary's order), which eval and a report would state as the run's. `layout`
-/// is snapshot_layout of the loaded model.
-void check_probe_predictions(const LoadedRun& run, const inspect::AttentionSnapshot& layout) {
-    if (!run.counters.probe_predictions) return;
-    const auto& saved = *run.counters.probe_predictions;
+/// for the run's probes other than the model the run saved (progress.probe_predictions, up to
+/// ties), or has another loss on them (progress.probe_losses): a model setting edited since that
+/// keeps every weight's shape (uniform attention, window, score, hard attention, the vocabulary's
+/// order), which eval and a report would state as the run's. `outputs` are probe_outputs of the
+/// loaded model.
+void check_probe_records(const LoadedRun& run, const std::vector<ProbeOutput>& outputs) {
+    const auto& predictions = *run.counters.probe_predictions;
+    const auto& losses = *run.counters.probe_losses;
     const std::string config = shown_path(run.dir / "config.json");
-    AG_CHECK(saved.size() == layout.probes.size(), IoError,
-             "{}: progress.probe_predictions holds {} probes, but the run's held-out set gives {}", config,
-             saved.size(), layout.probes.size());
-    for (std::size_t i = 0; i < saved.size(); ++i) {
-        const auto& now = layout.probes[i].prediction;
-        AG_CHECK(
-            saved[i] == now, IoError,
-            "{}: the model as config.json describes it predicts '{}' for probe {}, but the run saved a "
-            "model that predicts '{}' (progress.probe_predictions): a model setting was edited since, or "
-            "model.safetensors is from another run",
-            config, data::escape_control(excerpt(data::join(now, " "), 80)), i,
-            data::escape_control(excerpt(data::join(saved[i], " "), 80)));
+    AG_CHECK(predictions.size() == outputs.size() && losses.size() == outputs.size(), IoError,
+             "{}: progress.probe_predictions and progress.probe_losses hold {} and {} probes, but the run's "
+             "held-out set gives {}",
+             config, predictions.size(), losses.size(), outputs.size());
+    const Vocabulary& target = vocabularies(run.config).target;
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        AG_CHECK(predictions[i] == outputs[i].prediction ||
+                     predicts_up_to_ties(outputs[i], predictions[i], target),
+                 IoError,
+                 "{}: the model as config.json describes it predicts '{}' for probe {}, but the run saved a "
+                 "model that predicts '{}' (progress.probe_predictions): a model setting was edited since, "
+                 "or model.safetensors is from another run",
+                 config, data::escape_control(excerpt(data::join(outputs[i].prediction, " "), 80)), i,
+                 data::escape_control(excerpt(data::join(predictions[i], " "), 80)));
+        AG_CHECK(same_probe_loss(losses[i], outputs[i].loss), IoError,
+                 "{}: the model as config.json describes it has loss {:.6g} on probe {}, but the run saved a "
+                 "model with loss {:.6g} (progress.probe_losses): a model setting was edited since, or "
+                 "model.safetensors is from another run",
+                 config, outputs[i].loss, i, losses[i]);
     }
 }
 
@@ -561,7 +596,8 @@ void check_probe_predictions(const LoadedRun& run, const inspect::AttentionSnaps
 /// left to the report, which then shows no training replay, saying why. `layout` is
 /// snapshot_layout of the loaded model.
 void check_saved_snapshots(const LoadedRun& run, const std::filesystem::path& dir,
-                           const inspect::AttentionSnapshot& layout) {
+                           const inspect::AttentionSnapshot& layout,
+                           const std::vector<ProbeOutput>& outputs) {
     const auto file = dir / snapshot_file;
     if (!std::filesystem::exists(file)) return;
     std::vector<inspect::AttentionSnapshot> snapshots;
@@ -571,7 +607,8 @@ void check_saved_snapshots(const LoadedRun& run, const std::filesystem::path& di
         return;
     }
     try {
-        check_last_snapshot_is_model(snapshots, run.counters.steps_done, layout);
+        check_last_snapshot_is_model(snapshots, run.counters.steps_done, layout, outputs,
+                                     vocabularies(run.config).target);
     } catch (const ValueError& e) {
         throw IoError(fmt::format("{}: {}", shown_path(file), e.what()));
     }
@@ -592,6 +629,14 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     });
     const auto weights = dir / "model.safetensors";
     const auto state = train::load_checkpoint(weights);
+    // Train writes each tensor in its parameter's dtype; load_state_dict would convert another
+    // (as PyTorch's does), which a run's own file never needs.
+    for (const auto& [name, saved] : run.model->state_dict()) {
+        const auto it = state.find(name);
+        AG_CHECK(it == state.end() || it->second.dtype() == saved.dtype(), IoError,
+                 "{}: tensor '{}' is {}, but train writes it as {} (the model's dtype)", shown_path(weights),
+                 data::escape_control(excerpt(name, 80)), it->second.dtype(), saved.dtype());
+    }
     try {
         run.model->load_state_dict(state);
     } catch (const Error& e) {
@@ -626,10 +671,10 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     // and the snapshot of the saved model, must agree, as a resume (which checks them itself)
     // requires.
     // The probes' forwards, once, for both checks (before a resume says anything).
-    const inspect::AttentionSnapshot layout =
-        snapshot_layout(*run.model, run.config.model, *run.task, vocabularies(run.config));
-    check_saved_snapshots(run, dir, layout);
-    check_probe_predictions(run, layout);  // also for a run without snapshots
+    const Vocabularies vocab = vocabularies(run.config);
+    const std::vector<ProbeOutput> outputs = probe_outputs(*run.model, run.config.model, *run.task, vocab);
+    check_saved_snapshots(run, dir, snapshot_layout(*run.model, run.config.model, *run.task, vocab), outputs);
+    check_probe_records(run, outputs);  // also for a run without snapshots, or with their file edited
     // With the settings the run was saved with (a resume's flags are applied later).
     const auto optimizer = make_optimizer(run.config.train, run.model->parameters());
     const auto schedule = make_schedule(*optimizer, run.config.train);

@@ -40,7 +40,7 @@ using train::read_run_json;
 /// exactly as the uninterrupted one would have.
 struct RunProgress {
     std::int64_t steps_done = 0;
-    /// The Trainer's seed (train.seed, which it checks on resume); none in older runs.
+    /// The Trainer's seed (train.seed, which it checks on resume).
     std::optional<std::uint64_t> seed;
     double seconds = 0.0;  ///< training time so far (wall clock)
     double heldout_token_accuracy = 0.0;
@@ -59,10 +59,11 @@ struct RunProgress {
     /// them first (with pending_lr, the step's learning rate), as the uninterrupted one did.
     bool evaluation_pending = false;
     double pending_lr = 0.0;
-    /// What the saved model predicts for each of the run's probes (snapshot_layout's predictions),
-    /// recorded at each save, so that a model setting edited since, which keeps every weight's
-    /// shape, is refused on load even without snapshots; none in older runs.
+    /// What the saved model predicts for each of the run's probes, and its mean cross-entropy on
+    /// them (probe_outputs), recorded at each save, so that a model setting edited since, which
+    /// keeps every weight's shape, is refused on load even without snapshots.
     std::optional<std::vector<std::vector<std::string>>> probe_predictions;
+    std::optional<std::vector<double>> probe_losses;
 };
 
 /// The most seconds of training progress.seconds may record (63 years: an edit, never a run), and
@@ -70,8 +71,11 @@ struct RunProgress {
 /// the difference, so train never saves seconds it would refuse to read.
 inline constexpr double kRecordedSeconds = 2e9, kResumableSeconds = 1e9;
 
-/// Reads config.json's "progress" (all fields optional). Throws ValueError naming the field
-/// ("progress.steps_done") when one has the wrong type or an impossible value.
+/// Reads config.json's "progress". Throws ValueError naming the field ("progress.steps_done")
+/// when one has the wrong type or an impossible value, or when "progress", its seed or its
+/// probes' records are missing (train writes them at every save: without them a setting edited
+/// since could not be told). Fields train writes only with some settings (snapshot_period, the
+/// window's sums, the held-out accuracies) are checked by check_progress.
 RunProgress read_progress(const nlohmann::json& json);
 /// Refuses (ValueError, "config.json: progress.FIELD must be ..., got X") a field outside the
 /// range train writes: counts in [0, steps done] (steps done in [0, train.steps]), accuracies

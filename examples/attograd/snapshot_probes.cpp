@@ -4,6 +4,7 @@
 
 #include "evaluation.hpp"
 
+#include "core/autograd.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/ops.hpp"
@@ -19,6 +20,35 @@
 
 namespace attograd::cli {
 
+namespace {
+
+// The probe's model input: the example alone, teacher-forced on its target.
+Batch probe_batch(const Model& model, const Vocabularies& vocab, const Example& example) {
+    const std::vector<std::vector<std::int64_t>> sources{vocab.source.encode(example.source)},
+        targets{vocab.target.encode(example.target)};
+    return model.make_batch(sources, &targets);
+}
+
+// The probe's output rows: the target (+ <eos>, which the seq2seq decoder also writes).
+std::vector<std::string> probe_rows(const ModelConfig& config, const Example& example) {
+    std::vector<std::string> rows = example.target;
+    if (!writes_per_input(config)) rows.emplace_back(Vocabulary::eos);
+    return rows;
+}
+
+// The argmax id of each of the first `rows` rows of logits [1, T, V].
+std::vector<std::int64_t> argmax_rows(const Tensor& logits, std::int64_t rows) {
+    const Tensor l = to_dtype(logits, DType::Float32);
+    const std::int64_t v = l.size(-1);
+    const float* data = l.data<float>();
+    std::vector<std::int64_t> ids;
+    for (std::int64_t t = 0; t < std::min(rows, l.size(1)); ++t)
+        ids.push_back(std::max_element(data + t * v, data + (t + 1) * v) - (data + t * v));
+    return ids;
+}
+
+}  // namespace
+
 std::vector<inspect::SnapshotProbe> snapshot_probes(const Model& model, const ModelConfig& config,
                                                     const Task& task, const Vocabularies& vocab,
                                                     std::int64_t count) {
@@ -27,13 +57,8 @@ std::vector<inspect::SnapshotProbe> snapshot_probes(const Model& model, const Mo
     std::vector<inspect::SnapshotProbe> probes;
     for (std::size_t i = 0; i < held_out.size() && std::ssize(probes) < count; ++i) {
         const Example& example = held_out[i];
-        const std::vector<std::vector<std::int64_t>> sources{vocab.source.encode(example.source)},
-            targets{vocab.target.encode(example.target)};
-        const Batch batch = model.make_batch(sources, &targets);
-
-        // Rows of output-row layers: the target (+ <eos>, which the seq2seq decoder also writes).
-        auto output_rows = std::make_shared<std::vector<std::string>>(example.target);
-        if (!writes_per_input(config)) output_rows->emplace_back(Vocabulary::eos);
+        const Batch batch = probe_batch(model, vocab, example);
+        auto output_rows = std::make_shared<std::vector<std::string>>(probe_rows(config, example));
         const auto columns = model.model_source(example.source);
         std::map<std::string, bool> output_layers;
         auto labels = std::make_shared<std::map<std::string, inspect::TokenLabels>>();
@@ -52,14 +77,7 @@ std::vector<inspect::SnapshotProbe> snapshot_probes(const Model& model, const Mo
         };
         const auto rows = static_cast<std::int64_t>(output_rows->size());
         probe.forward = [&model, &target_vocab = vocab.target, batch, rows] {
-            const Tensor logits = to_dtype(model.forward(batch).logits, DType::Float32);  // [1, T, V]
-            const std::int64_t v = logits.size(-1);
-            const float* data = logits.data<float>();
-            std::vector<std::int64_t> ids;
-            for (std::int64_t t = 0; t < std::min(rows, logits.size(1)); ++t) {
-                ids.push_back(std::max_element(data + t * v, data + (t + 1) * v) - (data + t * v));
-            }
-            return target_vocab.decode(ids);
+            return target_vocab.decode(argmax_rows(model.forward(batch).logits, rows));
         };
         if (const auto align = task.alignment(example)) {
             std::vector<std::int64_t> right;
@@ -81,6 +99,66 @@ inspect::AttentionSnapshot snapshot_layout(Model& model, const ModelConfig& conf
     return snapshotter.snapshot(0);
 }
 
+std::vector<ProbeOutput> probe_outputs(Model& model, const ModelConfig& config, const Task& task,
+                                       const Vocabularies& vocab) {
+    NoGradGuard no_grad;
+    // In eval mode (no dropout, hard attention's argmax), as the snapshots; the program's models
+    // take one mode throughout, which is put back.
+    struct EvalMode {
+        Model& model;
+        const bool was_training = model.is_training();
+        explicit EvalMode(Model& m) : model(m) { model.eval(); }
+        ~EvalMode() { model.train(was_training); }
+        EvalMode(const EvalMode&) = delete;
+        EvalMode& operator=(const EvalMode&) = delete;
+    } eval_mode(model);
+    const auto& held_out = task.held_out();
+    std::vector<ProbeOutput> outputs;
+    for (std::size_t i = 0; i < held_out.size() && std::ssize(outputs) < snapshot_probe_count; ++i) {
+        const Batch batch = probe_batch(model, vocab, held_out[i]);
+        const auto rows = static_cast<std::int64_t>(probe_rows(config, held_out[i]).size());
+        const Tensor logits = to_dtype(model.forward(batch).logits, DType::Float32);  // [1, T, V]
+        ProbeOutput out;
+        out.prediction = vocab.target.decode(argmax_rows(logits, rows));
+        const std::int64_t v = logits.size(-1);
+        const float* data = logits.data<float>();
+        for (std::int64_t t = 0; t < std::min(rows, logits.size(1)); ++t)
+            out.logits.emplace_back(data + t * v, data + (t + 1) * v);
+        out.loss = cross_entropy(reshape(to_dtype(logits, DType::Float64), {-1, v}),
+                                 reshape(batch.target, {-1}), {.ignore_index = Vocabulary::pad_id})
+                       .item();
+        outputs.push_back(std::move(out));
+    }
+    return outputs;
+}
+
+bool predicts_up_to_ties(const ProbeOutput& output, const std::vector<std::string>& prediction,
+                         const Vocabulary& target) {
+    // decode's walk over the rows' tokens (skip <pad> and <bos>, stop at <eos>), where a row may
+    // give any token whose logit ties its largest within the tolerance.
+    std::size_t next = 0;  // the first token of `prediction` not yet matched
+    for (const std::vector<float>& row : output.logits) {
+        const float top = *std::max_element(row.begin(), row.end());
+        const float floor = top - kProbeTieTolerance * std::max(1.0f, std::abs(top));
+        const auto ties = [&](std::int64_t id) {
+            return id >= 0 && id < std::ssize(row) && row[static_cast<std::size_t>(id)] >= floor;
+        };
+        if (next < prediction.size() && target.contains(prediction[next]) &&
+            ties(target.id(prediction[next])))
+            ++next;
+        else if (next == prediction.size() && ties(Vocabulary::eos_id))
+            return true;
+        else if (!ties(Vocabulary::pad_id) && !ties(Vocabulary::bos_id))
+            return false;
+    }
+    return next == prediction.size();
+}
+
+bool same_probe_loss(double recorded, double now) {
+    return std::abs(recorded - now) <=
+           kProbeLossTolerance * (1.0 + std::max(std::abs(recorded), std::abs(now)));
+}
+
 namespace {
 
 // Whether `got` has the layout of `want`: everything but the weights and the shares.
@@ -95,9 +173,9 @@ bool same_layout(const inspect::AttentionMap& got, const inspect::AttentionMap& 
 constexpr double kSnapshotWeightTolerance = 1e-3;
 
 void check_against_model(const inspect::InspectedExample& got, const inspect::InspectedExample& want,
-                         const std::string& where) {
+                         const ProbeOutput& output, const Vocabulary& target, const std::string& where) {
     AG_CHECK(
-        got.prediction == want.prediction, ValueError,
+        got.prediction == want.prediction || predicts_up_to_ties(output, got.prediction, target), ValueError,
         "{}, taken at the run's last step: its prediction '{}' is not the saved model's '{}' (this file and "
         "model.safetensors are not from one save)",
         where, data::escape_control(excerpt(data::join(got.prediction, " "), 80)),
@@ -119,13 +197,15 @@ void check_against_model(const inspect::InspectedExample& got, const inspect::In
 }  // namespace
 
 void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshots, const Vocabulary& vocab,
-                         std::int64_t steps_done, const inspect::AttentionSnapshot& layout) {
+                         std::int64_t steps_done, const inspect::AttentionSnapshot& layout,
+                         const std::vector<ProbeOutput>& outputs) {
     // The steps are not checked against train.snapshot_every: --resume may change the period.
     for (std::size_t i = 0; i < snapshots.size(); ++i) {
         const inspect::AttentionSnapshot& snapshot = snapshots[i];
         AG_CHECK(snapshot.step <= steps_done, ValueError,
-                 "snapshot {} has step {}, after the {} steps the run has trained", i, snapshot.step,
-                 steps_done);
+                 "snapshot {} has step {}, after the {} steps the run has trained (config.json's "
+                 "progress.steps_done, or this file, was edited)",
+                 i, snapshot.step, steps_done);
         AG_CHECK(snapshot.probes.size() == layout.probes.size(), ValueError,
                  "snapshot {} (step {}) has {} probes, where the run's held-out set gives {}", i,
                  snapshot.step, snapshot.probes.size(), layout.probes.size());
@@ -157,13 +237,14 @@ void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshot
                          "{}: prediction token '{}' is not in the run's vocabulary", where,
                          data::escape_control(token));
             }
-            if (snapshot.step == steps_done) check_against_model(got, want, where);
+            if (snapshot.step == steps_done) check_against_model(got, want, outputs.at(p), vocab, where);
         }
     }
 }
 
 void check_last_snapshot_is_model(const std::vector<inspect::AttentionSnapshot>& snapshots,
-                                  std::int64_t steps_done, const inspect::AttentionSnapshot& layout) {
+                                  std::int64_t steps_done, const inspect::AttentionSnapshot& layout,
+                                  const std::vector<ProbeOutput>& outputs, const Vocabulary& vocab) {
     for (std::size_t i = 0; i < snapshots.size(); ++i) {
         const inspect::AttentionSnapshot& snapshot = snapshots[i];
         if (snapshot.step != steps_done || snapshot.probes.size() != layout.probes.size()) continue;
@@ -173,7 +254,7 @@ void check_last_snapshot_is_model(const std::vector<inspect::AttentionSnapshot>&
                               got.maps.size() == want.maps.size() &&
                               std::equal(got.maps.begin(), got.maps.end(), want.maps.begin(), same_layout);
             if (same)
-                check_against_model(got, want,
+                check_against_model(got, want, outputs.at(p), vocab,
                                     fmt::format("snapshot {} (step {}), probe {}", i, snapshot.step, p));
         }
     }

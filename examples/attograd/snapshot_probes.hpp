@@ -8,6 +8,7 @@
 #include "inspect/snapshot.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace attograd::cli {
@@ -36,23 +37,55 @@ inline constexpr std::int64_t snapshot_probe_count = 3;
 inspect::AttentionSnapshot snapshot_layout(Model& model, const ModelConfig& config, const Task& task,
                                            const Vocabularies& vocab);
 
+/// What the model outputs for one of the run's probes, run as snapshot_probes runs it
+/// (teacher-forced on the example's target).
+struct ProbeOutput {
+    std::vector<std::string> prediction;     ///< the argmax tokens, decoded (Vocabulary::decode)
+    std::vector<std::vector<float>> logits;  ///< each output row's logits [V]
+    double loss = 0.0;  ///< mean cross-entropy of the right output, nats per target token
+};
+
+/// The outputs of `model` for the run's probes (the first snapshot_probe_count held-out examples
+/// of `task`), in eval mode (the model's mode is put back). Runs each probe's forward once;
+/// draws no random numbers.
+std::vector<ProbeOutput> probe_outputs(Model& model, const ModelConfig& config, const Task& task,
+                                       const Vocabularies& vocab);
+
+/// Rounding another CPU's kernels (or Eigen for LIBXSMM) may bring to a probe's logits and loss:
+/// two logits this close tie (relative to the row's largest, at least 1), and two losses this close
+/// (relative to 1 + the larger) are the same model's.
+inline constexpr float kProbeTieTolerance = 1e-4f;
+inline constexpr double kProbeLossTolerance = 1e-4;
+
+/// Whether `prediction` (tokens of the `target` vocabulary) is what `output` predicts, a row's
+/// token being free to be any whose logit ties the row's largest within kProbeTieTolerance.
+bool predicts_up_to_ties(const ProbeOutput& output, const std::vector<std::string>& prediction,
+                         const Vocabulary& target);
+
+/// Whether a probe loss recorded by one process and one computed now are the same model's
+/// (within kProbeLossTolerance).
+bool same_probe_loss(double recorded, double now);
+
 /// Throws ValueError when `snapshots` (read from a run's snapshot file) cannot be what `train`
 /// wrote for the run: a layout other than `layout`'s (snapshot_layout: another probe input or
 /// target, a map of another module, layer or head, other labels or right alignment, a
 /// prediction longer than the probe's output rows), a prediction token outside `vocab` (the
 /// run's target vocabulary: the argmax tokens are its), a step after the `steps_done` the
 /// run has trained, or, for a snapshot at `steps_done` itself (taken of the model the run
-/// saved, which `layout` was taken of), predictions other than `layout`'s or weights more than
-/// 1e-3 from them. The message names the snapshot, its step and what differs.
+/// saved, which `layout` and `outputs` (probe_outputs) were taken of), predictions other than
+/// `layout`'s (up to ties: predicts_up_to_ties) or weights more than 1e-3 from them. The message
+/// names the snapshot, its step and what differs.
 void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshots, const Vocabulary& vocab,
-                         std::int64_t steps_done, const inspect::AttentionSnapshot& layout);
+                         std::int64_t steps_done, const inspect::AttentionSnapshot& layout,
+                         const std::vector<ProbeOutput>& outputs);
 
 /// Throws ValueError when the snapshot of the run's last step (`steps_done`) in `snapshots`,
-/// where it has `layout`'s layout, holds predictions other than `layout`'s or weights more than
-/// 1e-3 from them: it was taken of the model the run saved, so the model as loaded now (its
-/// settings read from config.json) is not that model. The rest of check_run_snapshots is left
-/// to the reader of the snapshots.
+/// where it has `layout`'s layout, holds predictions other than `layout`'s (up to ties, with
+/// `outputs` and the target vocabulary `vocab`) or weights more than 1e-3 from them: it was taken
+/// of the model the run saved, so the model as loaded now (its settings read from config.json) is
+/// not that model. The rest of check_run_snapshots is left to the reader of the snapshots.
 void check_last_snapshot_is_model(const std::vector<inspect::AttentionSnapshot>& snapshots,
-                                  std::int64_t steps_done, const inspect::AttentionSnapshot& layout);
+                                  std::int64_t steps_done, const inspect::AttentionSnapshot& layout,
+                                  const std::vector<ProbeOutput>& outputs, const Vocabulary& vocab);
 
 }  // namespace attograd::cli

@@ -100,11 +100,13 @@ void KeptSnapshots::load_files(train::Trainer&, const std::filesystem::path& dir
 }
 
 nlohmann::json ProbePredictions::state_dict() const {
-    const inspect::AttentionSnapshot layout =
-        snapshot_layout(*model_, config_->model, *task_, vocabularies(*config_));
     std::vector<std::vector<std::string>> predictions;
-    for (const auto& probe : layout.probes) predictions.push_back(probe.prediction);
-    return {{"probe_predictions", predictions}};
+    std::vector<double> losses;
+    for (ProbeOutput& probe : probe_outputs(*model_, config_->model, *task_, vocabularies(*config_))) {
+        predictions.push_back(std::move(probe.prediction));
+        losses.push_back(probe.loss);
+    }
+    return {{"probe_predictions", predictions}, {"probe_losses", losses}};
 }
 
 void HeldoutFile::save_files(train::Trainer&, train::RunWriter& writer) {

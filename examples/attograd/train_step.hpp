@@ -59,9 +59,9 @@ private:
     std::string bytes_;
 };
 
-/// Records at each save what the model predicts for the run's probes (snapshot_layout), as
-/// config.json's progress.probe_predictions, which eval, inspect and --resume check the model
-/// they load against.
+/// Records at each save what the model predicts for the run's probes and its loss on them
+/// (probe_outputs, in eval mode), as config.json's progress.probe_predictions and probe_losses,
+/// which eval, inspect and --resume check the model they load against.
 class ProbePredictions : public train::Callback {
 public:
     ProbePredictions(Model& model, const RunConfig& config, const Task& task)
