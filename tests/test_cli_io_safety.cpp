@@ -496,3 +496,37 @@ TEST_CASE(
     CHECK(read_text(tmp / "run/optimizer.safetensors") == read_text(tmp / "whole/optimizer.safetensors"));
     CHECK(metrics_without_seconds(tmp / "run") == metrics_without_seconds(tmp / "whole"));
 }
+
+TEST_CASE(
+    "a signal while eval or inspect holds the run's lock waits for it: no lock, temporary or file left") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run";
+    require_ok(run(train_args(dir.string(), "2")));
+    require_ok(run({"inspect", "--run", dir.string(), "--format", "html"}));  // kept as it is
+    const std::string report = read_text(dir / "inspect" / "report.html");
+    const auto entries_beside = [&] { return entries(tmp.path()); };
+    const auto before = entries_beside();
+    const auto interrupted = [&](const std::vector<std::string>& args, int signal, const char* name) {
+        INFO(args[0], " ", args.back(), " ", name);
+        const ChildEnd end = run_child(args, {std::string("ATTOGRAD_TEST_SIGNAL_AT_STEP=-1") + name});
+        CHECK(end.signal == signal);        // ends as the signal would have, once the lock is given up
+        CHECK(entries_beside() == before);  // no lock file beside the run
+        CHECK(leftovers(dir).empty());
+        CHECK(leftovers(dir / "inspect").empty());
+        CHECK(read_text(dir / "inspect" / "report.html") == report);
+    };
+    for (const auto& [signal, name] :
+         std::vector<std::pair<int, const char*>>{{SIGINT, ""}, {SIGTERM, ":TERM"}}) {
+        interrupted({"inspect", "--run", dir.string(), "--format", "html"}, signal, name);
+        interrupted({"inspect", "--run", dir.string(), "--format", "json"}, signal, name);
+        interrupted({"inspect", "--run", dir.string(), "--format", "svg"}, signal, name);
+        interrupted({"eval", "--run", dir.string(), "--to", (dir / "inspect" / "e" / "eval.json").string()},
+                    signal, name);
+        interrupted({"inspect", "--run", dir.string(), "--format", "json", "--to", (tmp / "r.json")}, signal,
+                    name);
+    }
+    CHECK_FALSE(fs::exists(dir / "inspect" / "e"));  // the folder made for it went with it
+    CHECK_FALSE(fs::exists(dir / "inspect" / "report.json"));
+    CHECK(entries(dir / "inspect") == std::set<std::string>{"report.html"});
+    require_ok(run({"eval", "--run", dir.string()}));
+}

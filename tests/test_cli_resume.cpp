@@ -215,3 +215,25 @@ TEST_CASE("a signal ignored when train starts (nohup) stays ignored: training go
     require_ok(o);
     CHECK(read_config(tmp / "run")["progress"]["steps_done"] == 4);
 }
+
+TEST_CASE("a resume on other kernels than the run's last save says its steps may differ in their last bits") {
+    TempDir tmp;
+    const std::string dir = tmp / "run";
+    require_ok(run(train_args(dir, "2")));
+    const json progress = read_config(dir)["progress"];
+    CHECK_FALSE(progress["gemm_library"].get<std::string>().empty());
+    CHECK_FALSE(progress["cpu"].get<std::string>().empty());
+    const Outcome same = run({"train", "--resume", dir, "--steps", "3", "--quiet"});
+    require_ok(same);
+    CHECK(same.err.find("warning") == std::string::npos);
+    edit_config(dir, [](json& c) { c["progress"]["cpu"] = "Another CPU\x1b[31m"; });
+    const Outcome other = run({"train", "--resume", dir, "--steps", "4", "--quiet"});
+    require_ok(other);
+    CHECK(other.err.find("attograd: warning: the run trained on " +
+                         progress["gemm_library"].get<std::string>() +
+                         " on 'Another CPU\\x1b[31m', and this resume runs on") != std::string::npos);
+    CHECK(other.err.find("may differ in their last bits") != std::string::npos);
+    CHECK(read_config(dir)["progress"]["cpu"] == progress["cpu"]);  // the save records this process's
+    edit_config(dir, [](json& c) { c["progress"].erase("cpu"); });
+    check_refused(run({"eval", "--run", dir}), {"missing field 'progress.cpu'"});
+}

@@ -135,11 +135,19 @@ int cmd_eval(const EvalArgs& args) {
         const std::string text = dumped(false);
         const fs::path path(args.to);
         train::refuse_run_file(run.dir, path, "eval");
-        const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "eval");
-        check_still_read(run, "eval");
-        MadeDirectories made = make_output_directory(path.parent_path());
-        write_file_atomic(path, text);
-        made.keep();
+        // A signal while the run's lock is held (and the file written) waits for the lock to be
+        // given up, the file written whole or not at all, then ends the program as it would have.
+        int held = 0;
+        {
+            const train::InterruptGuard guard;
+            const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "eval");
+            guard.test_hook(-1);  // as a signal while the lock is held would
+            check_still_read(run, "eval");
+            MadeDirectories made = make_output_directory(path.parent_path());
+            held = write_unless_interrupted(path, text, guard);
+            if (held == 0) made.keep();
+        }
+        if (held != 0) return end_as_signal(held);
         if (args.json) {  // --json --to FILE: the JSON goes to FILE only
             output(stdout, "wrote {}\n", shown_path(path));
             return code;

@@ -276,26 +276,26 @@ int cmd_inspect(const InspectArgs& args) {
     const auto make_dir = [&](const fs::path& dir) {
         return by_default ? make_default_dir(dir) : make_output_directory(dir);
     };
-    const auto write_named = [&](const fs::path& path, std::string_view contents) {
-        refuse_link(path);
-        write_file_atomic(path, contents, AtomicFile::Symlinks::refuse);
-    };
     if (renderer->target == Target::Directory) {
         const fs::path dir = by_default ? default_dir : fs::path(args.to);
         if (!by_default && !rendered.empty())
             train::refuse_run_file(run.dir, dir / rendered.front().name, "inspect");
-        const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, dir, "inspect");
-        check_still_read(run, "inspect");  // under the lock: no save lands before the files do
-        MadeDirectories made = make_dir(dir);
-        // Every name checked and every file written whole before the first replaces its old one:
-        // a refusal or a failed write (disk full, `ulimit -f`) leaves the old generation entire,
-        // and the renames are not cut short by Ctrl-C.
-        for (const auto& file : rendered) refuse_link(dir / file.name);
-        // A signal while the files are written stops the writing and removes them (the old ones
-        // stay); one while they are renamed waits until every file is in place.
+        // A signal from here on (the run's lock taken, files written) waits: one while the files
+        // are written stops the writing and removes them (the old ones stay), one while they are
+        // renamed waits until every file is in place; then the lock and any folder made for them
+        // are given up, and the program ends as the signal would have ended it.
         int held = 0;
+        std::optional<MadeDirectories> made;
         {
             const train::InterruptGuard guard;
+            const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, dir, "inspect");
+            guard.test_hook(-1);  // as a signal while the lock is held would
+            check_still_read(run, "inspect");  // under the lock: no save lands before the files do
+            made.emplace(make_dir(dir));
+            // Every name checked and every file written whole before the first replaces its old
+            // one: a refusal or a failed write (disk full, `ulimit -f`) leaves the old generation
+            // entire.
+            for (const auto& file : rendered) refuse_link(dir / file.name);
             std::vector<std::unique_ptr<AtomicFile>> files;
             for (const auto& file : rendered) {
                 if (guard.signal() != 0) break;
@@ -308,11 +308,10 @@ int cmd_inspect(const InspectArgs& args) {
             held = guard.signal();
         }
         if (held != 0) {
-            made.remove();
-            ::raise(held);  // ends the program as the signal would have
-            return 128 + held;
+            made.reset();  // its folders, now that the unfinished files are gone
+            return end_as_signal(held);
         }
-        made.keep();
+        made->keep();
         print_summary();
         output(stdout, "wrote {} {} file(s) to {}/\n", rendered.size(), renderer->kind, shown_path(dir));
         return code;
@@ -329,14 +328,21 @@ int cmd_inspect(const InspectArgs& args) {
     }
     fs::path path = by_default ? default_dir / renderer->writes : fs::path(args.to);
     if (!by_default) train::refuse_run_file(run.dir, path, "inspect");
-    const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "inspect");
-    check_still_read(run, "inspect");
-    MadeDirectories made = path.parent_path().empty() ? MadeDirectories() : make_dir(path.parent_path());
-    if (by_default)
-        write_named(path, contents);
-    else
-        write_file_atomic(path, contents);
-    made.keep();
+    // A signal while the run's lock is held (and the file written) waits for the lock to be
+    // given up, the file written whole or not at all, then ends the program as it would have.
+    int held = 0;
+    {
+        const train::InterruptGuard guard;
+        const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, path, "inspect");
+        guard.test_hook(-1);  // as a signal while the lock is held would
+        check_still_read(run, "inspect");
+        MadeDirectories made = path.parent_path().empty() ? MadeDirectories() : make_dir(path.parent_path());
+        if (by_default) refuse_link(path);
+        held = write_unless_interrupted(
+            path, contents, guard, by_default ? AtomicFile::Symlinks::refuse : AtomicFile::Symlinks::follow);
+        if (held == 0) made.keep();
+    }
+    if (held != 0) return end_as_signal(held);
     print_summary();
     output(stdout, "wrote {}\n", shown_path(path));
     return code;

@@ -9,6 +9,8 @@
 #include "train_step.hpp"
 
 #include "core/error.hpp"
+#include "core/gemm_backend.hpp"
+#include "data/text.hpp"
 #include "train/callbacks.hpp"
 #include "train/run_lock.hpp"
 #include "train/trainer.hpp"
@@ -119,6 +121,7 @@ int cmd_train(const TrainArgs& args) {
     trainer.add_callback(std::make_shared<train::CSVLogger>(metrics_csv_options()));
     trainer.add_callback(std::make_shared<HeldoutFile>(config, *run.task));
     trainer.add_callback(std::make_shared<ProbePredictions>(model, config, *run.task));
+    trainer.add_callback(std::make_shared<KernelRecord>());
     trainer.add_callback(std::make_shared<train::ModelCheckpoint>(
         train::ModelCheckpointOptions{.every_n_train_steps = t.checkpoint_every}));
 
@@ -135,6 +138,14 @@ int cmd_train(const TrainArgs& args) {
         t.optim, t.lr, t.batch, t.steps, run.counters.steps_done, 100 * target_accuracy(info.name),
         info.metric == Metric::Sequence ? "sequence" : "token", run.task->held_out().size()));
 
+    if (const std::string cpu = machine_cpu();
+        run.resuming && ranks.is_main() &&
+        (run.counters.gemm_library != gemm_library() || run.counters.cpu != cpu))
+        output(stderr,
+               "attograd: warning: the run trained on {} on '{}', and this resume runs on {} on '{}': its "
+               "steps may differ in their last bits from those of the run never interrupted\n",
+               data::escape_control(run.counters.gemm_library), data::escape_control(run.counters.cpu),
+               gemm_library(), data::escape_control(cpu));
     const train::ValidationFunction validate = heldout_validation(model, config, *run.task, trainer);
     if (const int signal = signals->signal(); signal != 0) {
         output(stderr, "attograd: {} before training started: nothing was written\n",

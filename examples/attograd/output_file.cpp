@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
 #include <iterator>
 
 namespace attograd::cli {
@@ -103,6 +104,21 @@ MadeDirectories make_output_directory(const fs::path& dir) {
     fs::create_directories(dir, ec);
     AG_CHECK(!ec, IoError, "{}: cannot create the directory: {}", shown_path(dir), ec.message());
     return result;
+}
+
+int write_unless_interrupted(const fs::path& path, std::string_view contents,
+                             const train::InterruptGuard& guard, AtomicFile::Symlinks symlinks) {
+    if (guard.signal() != 0) return guard.signal();
+    AtomicFile file(path, shown_path(path), symlinks);
+    file.write(contents.data(), contents.size());
+    if (guard.signal() != 0) return guard.signal();  // the temporary goes with `file`
+    file.commit();
+    return 0;
+}
+
+int end_as_signal(int signal) {
+    ::raise(signal);
+    return 128 + signal;
 }
 
 }  // namespace attograd::cli

@@ -1,8 +1,12 @@
 // Where the program writes a file: a --to path the user names, or a file it names itself.
 #pragma once
 
+#include "core/atomic_file.hpp"
+#include "train/interrupt.hpp"
+
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -47,5 +51,17 @@ private:
 /// IoError naming `dir` and the component in the way (a link to nothing, a file) or the system's
 /// reason.
 MadeDirectories make_output_directory(const std::filesystem::path& dir);
+
+/// Writes `contents` to `path` atomically (AtomicFile, links as `symlinks` says), unless a
+/// SIGINT, SIGTERM or SIGHUP that `guard` holds off arrives first: then nothing replaces the old
+/// file and no temporary is left. Returns the signal (0 when the file was written). Throws
+/// IoError as AtomicFile does.
+int write_unless_interrupted(const std::filesystem::path& path, std::string_view contents,
+                             const train::InterruptGuard& guard,
+                             AtomicFile::Symlinks symlinks = AtomicFile::Symlinks::follow);
+
+/// Ends the program as `signal` (held off while a file was written, the run's lock and the
+/// directories made for it given up since) would have; returns 128 + signal should it not.
+int end_as_signal(int signal);
 
 }  // namespace attograd::cli

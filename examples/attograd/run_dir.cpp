@@ -210,8 +210,8 @@ RunProgress read_progress(const nlohmann::json& json) {
     for (const auto& [key, unused] : written.items()) known.push_back(key);
     // What train records at every save, and that a check rests on (a field left out would turn
     // the check off).
-    for (const char* key :
-         {"steps_done", "seed", "seconds", "window_steps", "probe_predictions", "probe_losses"})
+    for (const char* key : {"steps_done", "seed", "seconds", "window_steps", "probe_predictions",
+                            "probe_losses", "gemm_library", "cpu"})
         AG_CHECK(j.contains(key) && !j[key].is_null(), ValueError,
                  "config.json: missing field 'progress.{}' (train writes it at every save)", key);
     for (const auto& [key, unused] : j.items()) {
@@ -273,6 +273,12 @@ RunProgress read_progress(const nlohmann::json& json) {
                  "config.json: field 'progress.probe_predictions' must be a list of token lists, got {}",
                  excerpt(predictions.dump(), 80));
         p.probe_predictions = predictions.get<std::vector<std::vector<std::string>>>();
+    }
+    for (auto [key, value] : {std::pair{"gemm_library", &p.gemm_library}, std::pair{"cpu", &p.cpu}}) {
+        AG_CHECK(j[key].is_string() && j[key].get<std::string>().size() <= 256, ValueError,
+                 "config.json: field 'progress.{}' must be a string of at most 256 bytes, got {}", key,
+                 excerpt(j[key].dump(), 80));
+        *value = j[key].get<std::string>();
     }
     {
         const auto& losses = j["probe_losses"];
@@ -374,7 +380,9 @@ nlohmann::json to_json(const RunProgress& p) {
             {"pending_lr", p.pending_lr},
             {"probe_predictions",
              p.probe_predictions ? nlohmann::json(*p.probe_predictions) : nlohmann::json(nullptr)},
-            {"probe_losses", p.probe_losses ? nlohmann::json(*p.probe_losses) : nlohmann::json(nullptr)}};
+            {"probe_losses", p.probe_losses ? nlohmann::json(*p.probe_losses) : nlohmann::json(nullptr)},
+            {"gemm_library", p.gemm_library},
+            {"cpu", p.cpu}};
 }
 
 namespace {

@@ -64,6 +64,8 @@ struct RunProgress {
     /// keeps every weight's shape, is refused on load even without snapshots.
     std::optional<std::vector<std::vector<std::string>>> probe_predictions;
     std::optional<std::vector<double>> probe_losses;
+    /// The kernels of the last save's process (KernelRecord): a resume on others warns.
+    std::string gemm_library, cpu;
 };
 
 /// The most seconds of training progress.seconds may record (63 years: an edit, never a run), and
@@ -72,8 +74,8 @@ struct RunProgress {
 inline constexpr double kRecordedSeconds = 2e9, kResumableSeconds = 1e9;
 
 /// Reads config.json's "progress". Throws ValueError naming the field ("progress.steps_done")
-/// when one has the wrong type or an impossible value, or when "progress", its seed or its
-/// probes' records are missing (train writes them at every save: without them a setting edited
+/// when one has the wrong type or an impossible value, or when "progress", its seed, its
+/// probes' records or its kernels are missing (train writes them at every save: without them a setting edited
 /// since could not be told). Fields train writes only with some settings (snapshot_period, the
 /// window's sums, the held-out accuracies) are checked by check_progress.
 RunProgress read_progress(const nlohmann::json& json);

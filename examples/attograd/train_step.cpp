@@ -5,6 +5,7 @@
 #include "snapshot_probes.hpp"
 
 #include "core/autograd.hpp"
+#include "core/gemm_backend.hpp"
 #include "core/ops.hpp"
 #include "data/tsv.hpp"
 #include "train/file_io.hpp"
@@ -12,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <fstream>
 
 namespace attograd::cli {
 
@@ -107,6 +109,21 @@ nlohmann::json ProbePredictions::state_dict() const {
         losses.push_back(probe.loss);
     }
     return {{"probe_predictions", predictions}, {"probe_losses", losses}};
+}
+
+nlohmann::json KernelRecord::state_dict() const {
+    return {{"gemm_library", gemm_library()}, {"cpu", machine_cpu()}};
+}
+
+std::string machine_cpu() {
+    std::ifstream cpuinfo("/proc/cpuinfo");
+    for (std::string line; std::getline(cpuinfo, line);) {
+        if (line.rfind("model name", 0) != 0 || line.find(':') == std::string::npos) continue;
+        std::string name = line.substr(line.find(':') + 1);
+        name.erase(0, name.find_first_not_of(' '));
+        if (!name.empty()) return name;
+    }
+    return "unknown";
 }
 
 void HeldoutFile::save_files(train::Trainer&, train::RunWriter& writer) {

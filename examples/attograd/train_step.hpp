@@ -74,6 +74,17 @@ private:
     const Task* task_;
 };
 
+/// Records at each save the kernels the run trained on: the GEMM library (gemm_library()) and the
+/// CPU (machine_cpu()), as config.json's progress.gemm_library and progress.cpu; a resume on other
+/// kernels is bit for bit the uninterrupted run only up to their rounding, and says so.
+class KernelRecord : public train::Callback {
+public:
+    nlohmann::json state_dict() const override;
+};
+
+/// The CPU's model name, as /proc/cpuinfo gives it ("unknown" when it gives none).
+std::string machine_cpu();
+
 /// heldout.tsv of a --data run: the held-out examples that eval and inspect read.
 class HeldoutFile : public train::Callback {
 public:
