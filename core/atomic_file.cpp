@@ -2,6 +2,7 @@
 #include "core/atomic_file.hpp"
 
 #include "core/detail/process_umask.hpp"
+#include "core/detail/unique_suffix.hpp"
 #include "core/error.hpp"
 #include "core/protected_path.hpp"
 
@@ -35,11 +36,12 @@ void remove_stale_temporaries(const fs::path& dir, const std::string& name) {
         if (file.rfind(prefix, 0) != 0) continue;
         const std::string rest = file.substr(prefix.size());
         const std::size_t dot = rest.find('.');
-        const auto digits = [](std::string_view t) {
-            return !t.empty() && t.size() <= 10 &&
+        const auto digits = [](std::string_view t, std::size_t most) {
+            return !t.empty() && t.size() <= most &&
                    std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
         };
-        if (dot == std::string::npos || !digits(rest.substr(0, dot)) || !digits(rest.substr(dot + 1)))
+        // A PID, then a counter or a 63-bit random number (detail::unique_suffix).
+        if (dot == std::string::npos || !digits(rest.substr(0, dot), 10) || !digits(rest.substr(dot + 1), 19))
             continue;
         const long pid = std::stol(rest.substr(0, dot));
         // Only a file of ours: in a shared directory another user's file of that name is theirs,
@@ -98,7 +100,8 @@ AtomicFile::AtomicFile(const fs::path& path, std::string where, Symlinks symlink
     remove_stale_temporaries(target.parent_path(), name);
     static std::atomic<unsigned> counter{0};
     for (int attempt = 0;; ++attempt) {
-        temp_ = target.parent_path() / fmt::format(".{}.tmp.{}.{}", name, ::getpid(), counter.fetch_add(1));
+        temp_ = target.parent_path() /
+                fmt::format(".{}.tmp.{}.{}", name, ::getpid(), detail::unique_suffix(counter, attempt));
         // Private until commit: one who opened it while it was readable could read it later.
         fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
         if (fd_ >= 0) break;

@@ -8,6 +8,7 @@
 #include "temp_dir.hpp"
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -135,4 +136,19 @@ TEST_CASE("a temporary a killed writer left is removed by the next write of that
     CHECK(fs::exists(other));
     CHECK(fs::is_symlink(linked));
     CHECK(fs::file_size(dir / "out.json") == 2);
+}
+
+TEST_CASE("temporary names planted ahead, by counter and PID, do not stop a write") {
+    // In a shared directory anyone can create `.NAME.tmp.PID.N` for the writer's PID and the next
+    // counters; the writer passes over them to a name no one can predict.
+    TempDir tmp;
+    const fs::path shared = make_dir(tmp, "shared", 01777, ::geteuid());
+    for (int n = 0; n < 2000; ++n) {
+        const fs::path planted = shared / fmt::format(".out.txt.tmp.{}.{}", ::getpid(), n);
+        std::ofstream(planted) << "planted";
+        REQUIRE(::chown(planted.c_str(), other_uid, static_cast<gid_t>(-1)) == 0);
+    }
+    write_file_atomic(shared / "out.txt", "mine");
+    CHECK(read_bytes(shared / "out.txt") == "mine");
+    CHECK(read_bytes(shared / fmt::format(".out.txt.tmp.{}.0", ::getpid())) == "planted");  // left as it was
 }

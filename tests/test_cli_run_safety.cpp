@@ -418,3 +418,18 @@ TEST_CASE("a save over a directory that holds no run keeps every entry of it") {
     CHECK(read_text(dir / "notes.txt") == "mine");
     CHECK(read_text(dir / "a.txt") == "B");
 }
+
+TEST_CASE("staging names planted ahead, by counter and PID, do not stop a save") {
+    TempDir tmp;
+    const fs::path dir = fs::path(tmp / "run");
+    for (int n = 0; n < 2000; ++n)
+        fs::create_directory(fs::path(tmp / fmt::format(".run.staging-{}-{}", ::getpid(), n)));
+    {
+        attograd::train::RunWriter writer(dir);
+        writer.write_file("a.txt", "A");
+        writer.commit(json::object());
+    }
+    CHECK(read_text(dir / "a.txt") == "A");
+    CHECK(fs::is_directory(
+        fs::path(tmp / fmt::format(".run.staging-{}-0", ::getpid()))));  // not ours to remove
+}

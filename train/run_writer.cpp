@@ -7,6 +7,7 @@
 #include "core/detail/held_directory.hpp"
 #include "core/detail/process_umask.hpp"
 #include "core/detail/sticky_owner.hpp"
+#include "core/detail/unique_suffix.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
 #include "core/protected_path.hpp"
@@ -259,10 +260,11 @@ RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
     }
     // Made here and now (never an existing one, nor one a link points to): every file of the
     // generation is new in a directory only this writer writes. A name taken (left by an
-    // earlier process of this PID) is passed over.
+    // earlier process of this PID, or planted) is passed over.
     static std::atomic<unsigned> counter{0};
     for (int attempt = 0;; ++attempt) {
-        staging_ = parent / fmt::format("{}{}-{}", prefix, ::getpid(), counter.fetch_add(1));
+        staging_ =
+            parent / fmt::format("{}{}-{}", prefix, ::getpid(), detail::unique_suffix(counter, attempt));
         if (::mkdir(staging_.c_str(), 0700) == 0) break;
         AG_CHECK(errno == EEXIST && attempt < 100, IoError, "{}: cannot create the directory {}: {}",
                  shown_path(dir), shown_path(staging_), std::strerror(errno));
