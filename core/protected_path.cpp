@@ -4,11 +4,13 @@
 #include "core/detail/sticky_owner.hpp"
 #include "core/error.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <iterator>
 #include <vector>
 
 namespace attograd {
@@ -69,6 +71,61 @@ fs::path followed_path(const fs::path& path, const std::string& where) {
 
 void check_protected_path(const fs::path& path, const std::string& where) {
     (void)followed_path(path, where);
+}
+
+std::vector<fs::path> make_directories_protected(const fs::path& dir, const std::string& where) {
+    std::vector<fs::path> made;
+    // Each round makes what is missing of the path as checked; a name that appears meanwhile
+    // (planted, or made by another process) sends the walk back to the check.
+    for (int round = 0; round < 10; ++round) {
+        const fs::path full = followed_path(dir, where);
+        fs::path existing = full.root_path();
+        std::vector<fs::path> missing;
+        bool link_appeared = false;
+        for (auto it = std::next(full.begin()); it != full.end() && !link_appeared; ++it) {
+            struct stat st {};
+            if (missing.empty() && ::lstat((existing / *it).c_str(), &st) == 0) {
+                link_appeared = S_ISLNK(st.st_mode);  // since the check: check it
+                AG_CHECK(link_appeared || S_ISDIR(st.st_mode), IoError,
+                         "{}: cannot create the directory: '{}' is not a directory", where,
+                         (existing / *it).string());
+                existing /= *it;
+            } else {
+                missing.push_back(*it);
+            }
+        }
+        if (link_appeared) continue;
+        if (missing.empty()) return made;
+        int fd = ::open(existing.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        AG_CHECK(fd >= 0, IoError, "{}: cannot open the directory '{}': {}", where, existing.string(),
+                 std::strerror(errno));
+        bool raced = false;
+        for (const fs::path& name : missing) {
+            if (::mkdirat(fd, name.c_str(), 0777) != 0) {
+                const int error = errno;
+                ::close(fd);
+                AG_CHECK(error == EEXIST, IoError, "{}: cannot create the directory '{}': {}", where,
+                         (existing / name).string(), std::strerror(error));
+                raced = true;
+                break;
+            }
+            existing /= name;
+            made.push_back(existing);
+            // Ours now: in a sticky directory no one else may rename or remove it.
+            const int next = ::openat(fd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            const int error = errno;
+            ::close(fd);
+            AG_CHECK(next >= 0, IoError, "{}: cannot open the directory '{}' just made: {}", where,
+                     existing.string(), std::strerror(error));
+            fd = next;
+        }
+        if (!raced) {
+            ::close(fd);
+            return made;
+        }
+    }
+    throw IoError(fmt::format(
+        "{}: its directories kept being made by another process while this one made them", where));
 }
 
 }  // namespace attograd

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace attograd {
 
@@ -23,5 +24,15 @@ std::filesystem::path followed_path(const std::filesystem::path& path, const std
 
 /// followed_path for its checks alone: refuses a planted link in any component of `path`.
 void check_protected_path(const std::filesystem::path& path, const std::string& where);
+
+/// Makes the directory `dir` and those above it that are missing (as `mkdir -p`), race-free
+/// against another user: after followed_path, each missing directory is made in its parent's
+/// open descriptor and opened without following a link, so nothing planted in a missing one's
+/// place between the check and the making is ever followed (something that appears there is
+/// checked again from the start). Returns the directories it made (as followed_path gives
+/// them), outermost first. Throws IoError starting with `where` for a refused link, a component
+/// that is no directory, or the system's reason.
+std::vector<std::filesystem::path> make_directories_protected(const std::filesystem::path& dir,
+                                                              const std::string& where);
 
 }  // namespace attograd

@@ -433,3 +433,40 @@ TEST_CASE("staging names planted ahead, by counter and PID, do not stop a save")
     CHECK(fs::is_directory(
         fs::path(tmp / fmt::format(".run.staging-{}-0", ::getpid()))));  // not ours to remove
 }
+
+TEST_CASE("a user's entries a save killed at any instant left behind come back, never over a newer one") {
+    // Killed between the swap and moving the user's entries into the new generation, a save leaves
+    // them in its staging directory; the user then makes an inspect/ of the same name before the
+    // next save: both are kept.
+    TempDir tmp;
+    require_ok(run(train_args(tmp / "base", "2")));
+    fs::create_directory(fs::path(tmp / "base") / "inspect");
+    write_text(fs::path(tmp / "base") / "inspect" / "mine.txt", "precious");
+    write_text(fs::path(tmp / "base") / "notes.txt", "notes");
+    const auto holds = [](const fs::path& dir, const std::string& text) {
+        for (const auto& entry : fs::recursive_directory_iterator(dir))
+            if (entry.is_regular_file() && read_text(entry.path()) == text) return true;
+        return false;
+    };
+    int killed = 0;
+    for (int k = 1; k < 100; ++k) {
+        const fs::path dir = tmp / fmt::format("run{}", k);
+        fs::copy(tmp / "base", dir, fs::copy_options::recursive);
+        const ChildEnd end = run_child({"train", "--resume", dir.string(), "--steps", "3", "--quiet"},
+                                       {fmt::format("ATTOGRAD_TEST_KILL_AT={}", k)});
+        INFO("killed at point ", k);
+        if (end.code == 0) break;
+        REQUIRE(end.signal == SIGKILL);
+        ++killed;
+        if (!fs::exists(dir / "inspect")) {
+            fs::create_directory(dir / "inspect");
+            write_text(dir / "inspect" / "new.txt", "newer");
+        }
+        require_ok(run({"train", "--resume", dir.string(), "--steps", "4", "--quiet"}));
+        CHECK(holds(dir, "precious"));
+        CHECK(holds(dir, "notes"));
+        if (fs::exists(dir / "inspect" / "new.txt")) CHECK(read_text(dir / "inspect" / "new.txt") == "newer");
+        check_no_staging(tmp.path());
+    }
+    CHECK(killed >= 6);
+}

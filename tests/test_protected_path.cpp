@@ -14,10 +14,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 
 using namespace attograd;
 namespace fs = std::filesystem;
@@ -463,4 +465,50 @@ TEST_CASE("RunWriter::identity names the directory it swapped in, not what is at
     fs::rename(run, root.path() / "aside");
     fs::create_directory(run);
     CHECK(second.identity() != identity(run));
+}
+
+TEST_CASE("make_directories_protected never makes a directory through a link planted meanwhile") {
+    // Another user creates and removes a link in the place of the missing folder while it is
+    // made, many times: the folder is made here, or the link is refused, never followed.
+    TempDir tmp;
+    const fs::path shared = make_shared(tmp), victim = tmp.path() / "victim";
+    fs::create_directory(victim);
+    std::atomic<bool> stop{false};
+    std::thread planter([&] {
+        // Made another user's before it takes the name (as that user's own would be).
+        const fs::path link = shared / "new", made = shared / "planted";
+        while (!stop) {
+            ::unlink(made.c_str());
+            if (::symlink(victim.c_str(), made.c_str()) != 0 ||
+                ::lchown(made.c_str(), other_uid, static_cast<gid_t>(-1)) != 0)
+                continue;
+            if (::rename(made.c_str(), link.c_str()) == 0) ::unlink(link.c_str());
+        }
+    });
+    int made = 0, refused = 0;
+    for (int i = 0; i < 300; ++i) {
+        const fs::path dir = shared / "new" / fmt::format("d{}", i);
+        try {
+            const auto created = make_directories_protected(dir, "dir");
+            CHECK(fs::is_directory(dir));
+            ++made;
+        } catch (const IoError&) {  // the link refused, or seen changing while it was examined
+            ++refused;
+        }
+        std::error_code ec;
+        fs::remove_all(shared / "new", ec);  // our folder, when it was made
+    }
+    stop = true;
+    planter.join();
+    CHECK(made + refused == 300);
+    CHECK(fs::is_empty(victim));  // nothing was made where the link pointed
+    // Without a race: every missing folder, outermost first, as followed_path gives them.
+    const auto created = make_directories_protected(tmp.path() / "a" / "b" / "c", "dir");
+    REQUIRE(created.size() == 3);
+    CHECK(created[0] == tmp.path() / "a");
+    CHECK(created[2] == tmp.path() / "a" / "b" / "c");
+    CHECK(make_directories_protected(tmp.path() / "a" / "b" / "c", "dir").empty());
+    write_file_atomic(tmp.path() / "a" / "file", "x");
+    CHECK_THROWS_WITH_AS(make_directories_protected(tmp.path() / "a" / "file" / "d", "dir"),
+                         doctest::Contains("is not a directory"), IoError);
 }

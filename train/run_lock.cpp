@@ -183,12 +183,8 @@ fs::path RunLock::lock_path(const fs::path& dir) {
 }
 
 RunLock::RunLock(const fs::path& dir) : dir_(dir), path_(lock_path(dir)) {
-    std::error_code ec;
-    for (fs::path up = path_.parent_path(); !up.empty() && !fs::exists(fs::symlink_status(up, ec));
-         up = up.parent_path())
-        made_.insert(made_.begin(), up);
-    fs::create_directories(path_.parent_path(), ec);
-    AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", shown_path(dir), ec.message());
+    // Made race-free: a link planted in a missing folder's place meanwhile is never followed.
+    made_ = make_directories_protected(path_.parent_path(), shown_path(dir));
     parent_fd_ = ::open(path_.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     AG_CHECK(parent_fd_ >= 0, IoError, "{}: cannot open the directory it goes in: {}", shown_path(dir),
              std::strerror(errno));

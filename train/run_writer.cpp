@@ -20,6 +20,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -94,23 +95,29 @@ void retire(const fs::path& old, const fs::path& dir, bool replaced, int dir_fd 
     }
     if (!owned_here(old)) return;
     const auto run_files = listed_files(old);
+    bool kept_back = false;  // a user's entry that could not be moved: `old` stays, with it
     if ((replaced || !run_files.empty()) && fs::is_directory(dir, ec)) {
+        // Into the directory swapped in, wherever it is now (dir_fd), or into `dir`.
+        const int into = dir_fd >= 0 ? dir_fd : ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         for (const auto& entry : fs::directory_iterator(old, ec)) {
             const std::string name = entry.path().filename().string();
-            if (dir_fd >= 0) {  // into the directory swapped in, wherever it is now
-                struct stat st {};
-                if (run_files.contains(name) ||
-                    ::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
-                    continue;
-                ::renameat(AT_FDCWD, entry.path().c_str(), dir_fd, name.c_str());
-                fault_point();
-                continue;
-            }
-            if (run_files.contains(name) || fs::exists(fs::symlink_status(dir / name, ec))) continue;
-            fs::rename(entry.path(), dir / name, ec);
+            if (run_files.contains(name)) continue;
+            // A name DIR has already (say an inspect/ made since a killed save left this one
+            // here) is the user's too: this one comes back beside it, as NAME.kept[-N].
+            std::string free = name;
+            struct stat st {};
+            for (int n = 1;
+                 into >= 0 && ::fstatat(into, free.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && n < 1000; ++n)
+                free = n == 1 ? name + ".kept" : fmt::format("{}.kept-{}", name, n);
+            // Never over a name that appeared meanwhile.
+            if (into < 0 ||
+                ::renameat2(AT_FDCWD, entry.path().c_str(), into, free.c_str(), RENAME_NOREPLACE) != 0)
+                kept_back = true;
             fault_point();
         }
+        if (into >= 0 && into != dir_fd) ::close(into);
     }
+    if (kept_back) return;
     fs::remove_all(old, ec);
     fault_point();
 }
@@ -244,8 +251,7 @@ RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
     check_owned(dir_, shown_path(dir));
     dir_identity_ = detail::entry_identity(dir_);
     const fs::path parent = dir_.parent_path();
-    fs::create_directories(parent, ec);  // a bad --out
-    AG_CHECK(!ec, IoError, "{}: cannot create the directory it goes in: {}", shown_path(dir), ec.message());
+    make_directories_protected(parent, shown_path(dir));  // race-free against planted links
     parent_fd_ = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     AG_CHECK(parent_fd_ >= 0, IoError, "{}: cannot open the directory it goes in: {}", shown_path(dir),
              std::strerror(errno));

@@ -85,25 +85,19 @@ MadeDirectories make_output_directory(const fs::path& dir) {
     check_protected_path(dir, shown_path(dir));
     std::error_code ec;
     if (fs::is_directory(fs::status(dir, ec))) return {};
-    std::vector<fs::path> made;
     // The component in the way, for the message: the first that exists and is no directory.
     fs::path prefix;
     for (const auto& part : dir) {
         prefix /= part;
         const fs::file_status named = fs::symlink_status(prefix, ec);
-        if (!fs::exists(named)) {
-            if (part != "." && part != "..") made.push_back(prefix);
-            continue;
-        }
+        if (!fs::exists(named)) continue;
         if (fs::is_directory(fs::status(prefix, ec))) continue;
         throw IoError(fmt::format(
             "{}: cannot create the directory: {} is {}", shown_path(dir), shown_path(prefix),
             fs::is_symlink(named) ? "a symbolic link to nothing or to a file" : "not a directory"));
     }
-    MadeDirectories result(made);
-    fs::create_directories(dir, ec);
-    AG_CHECK(!ec, IoError, "{}: cannot create the directory: {}", shown_path(dir), ec.message());
-    return result;
+    // Made race-free: a link planted in a missing folder's place meanwhile is never followed.
+    return MadeDirectories(make_directories_protected(dir, shown_path(dir)));
 }
 
 int write_unless_interrupted(const fs::path& path, std::string_view contents,
