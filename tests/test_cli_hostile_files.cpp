@@ -871,14 +871,20 @@ TEST_CASE("the records a check rests on cannot be left out: progress, its seed a
               {"config.json: missing field 'progress." + std::string(field) + "'"});
     }
     check([](json& c) { c.erase("progress"); }, {"config.json: missing field 'progress'"});
+    // Decoded predictions hold no special token.
+    check([](json& c) { c["progress"]["probe_predictions"][0].push_back("<eos>"); },
+          {"'progress.probe_predictions' must be a list of token lists (decoded"});
+    // A bundled task's vocabulary is its symbols in their order: another order keeps every shape.
+    check([](json& c) { std::swap(c["vocab"][4], c["vocab"][5]); },
+          {"config.json: vocab is not what train builds for task.name 'reverse'"});
     check([](json& c) { c["progress"]["probe_losses"][0] = -1.0; },
           {"'progress.probe_losses' must be a list of finite numbers >= 0"});
-    // The loss the saved model has on the probes, recorded at each save.
+    // The loss the saved model has on the first held-out examples, recorded at each save.
     check(
         [](json& c) {
             c["progress"]["probe_losses"][1] = c["progress"]["probe_losses"][1].get<double>() + 0.01;
         },
-        {"config.json: the model as config.json describes it has loss", "on probe 1",
+        {"config.json: the model as config.json describes it has loss", "on held-out example 1",
          "(progress.probe_losses)"});
     // Counters a resume carries on from: nothing in the window means no sums; steps mean a first loss.
     check([](json& c) { c["progress"]["window_loss_sum"] = 5.0; }, {"progress.window_loss_sum must be 0"});
@@ -953,4 +959,49 @@ TEST_CASE("a model tensor in another dtype than train writes is refused, not con
              {"eval", "--run", dir}, {"train", "--resume", dir, "--steps", "4", "--quiet"}})
         check_refused(run(command), {"model.safetensors: tensor '" + name +
                                      "' is float64, but train writes it as float32"});
+}
+
+TEST_CASE("a target reached needs the evaluation that reached it in metrics.csv") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run";
+    {
+        ScopedEnv hook("ATTOGRAD_TEST_SIGNAL_AT_STEP", "11");  // before any held-out evaluation
+        CHECK(run({"train", "--task", "reverse", "--steps", "40", "--eval-every", "100", "--out",
+                   dir.string(), "--quiet"})
+                  .code == 130);
+    }
+    edit_config(dir, [](json& c) {
+        c["progress"]["reached_target"] = true;
+        c["progress"]["heldout_sequence_accuracy"] = 0.995;
+        c["progress"]["heldout_token_accuracy"] = 0.999;
+    });
+    for (const auto& command :
+         std::vector<std::vector<std::string>>{{"eval", "--run", dir}, {"train", "--resume", dir, "--quiet"}})
+        check_refused(run(command),
+                      {"progress.reached_target is true, but metrics.csv holds no held-out evaluation"});
+}
+
+TEST_CASE(
+    "optimizer.safetensors holds only the optimizer's and the schedule's state, for every updated "
+    "parameter") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run", path = dir / "optimizer.safetensors";
+    small_run(dir);
+    const auto good = attograd::load_safetensors(path);
+    const auto refused = [&](const std::map<std::string, attograd::Tensor>& state,
+                             const std::string& message) {
+        attograd::save_safetensors(path, state);
+        record_checksum(path);
+        for (const auto& command : std::vector<std::vector<std::string>>{
+                 {"eval", "--run", dir}, {"train", "--resume", dir, "--steps", "4", "--quiet"}})
+            check_refused(run(command), {"optimizer.safetensors", message});
+    };
+    auto extra = good;
+    extra.emplace("extra.weight", attograd::tensor({1.0f}, {1}));
+    refused(extra, "holds 'extra.weight', which train does not write");
+    // Adam keeps moments for every parameter it updated: one's removed would start again.
+    auto removed = good;
+    std::erase_if(removed, [](const auto& entry) { return entry.first.starts_with("optimizer.state.3."); });
+    REQUIRE(removed.size() + 3 == good.size());
+    refused(removed, "has no state for parameter 3, which the run has changed since it was made");
 }

@@ -138,9 +138,17 @@ TEST_CASE("a run saved with its held-out evaluation pending resumes at its own -
     TempDir tmp;
     const fs::path dir = tmp / "run";
     train(dir, {"--task", "reverse", "--steps", "4", "--eval-every", "100"});
-    edit_config(dir, [](json& c) {  // as after a signal during the evaluation at step 4
+    // As after a signal during the evaluation at step 4: its metrics row (the file's only one)
+    // is still to come, and the 4 steps are the window.
+    const std::string metrics = read_text(dir / "metrics.csv");
+    REQUIRE(std::count(metrics.begin(), metrics.end(), '\n') == 2);
+    write_text(dir / "metrics.csv", metrics.substr(0, metrics.find('\n') + 1));
+    record_checksum(dir / "metrics.csv");
+    edit_config(dir, [](json& c) {
         c["progress"]["evaluation_pending"] = true;
-        c["progress"]["window_steps"] = 1;
+        c["progress"]["window_steps"] = 4;
+        c["progress"]["window_loss_sum"] = 12.0;
+        c["progress"]["window_accuracy_sum"] = 0.5;
     });
     check_refused(run({"train", "--resume", dir, "--steps", "3", "--quiet"}),
                   {"has done 4 steps already", "--steps N with N >= 4"});

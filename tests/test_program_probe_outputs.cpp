@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-using attograd::data::Vocabulary;
 using attograd::cli::predicts_up_to_ties;
 using attograd::cli::ProbeOutput;
 using attograd::cli::same_probe_loss;
+using attograd::data::Vocabulary;
 
 namespace {
 
@@ -65,8 +65,12 @@ TEST_CASE("a tie with <eos> may end a prediction early or let it run on") {
 TEST_CASE("probe losses agree within the rounding of another CPU, and only so") {
     CHECK(same_probe_loss(0.25, 0.25));
     CHECK(same_probe_loss(0.25, 0.25 + 1e-5));
-    CHECK(same_probe_loss(3.2, 3.2 + 3e-4));  // 1e-4 x (1 + 3.2)
-    CHECK_FALSE(same_probe_loss(3.2, 3.2 + 5e-4));
+    CHECK(same_probe_loss(3.2, 3.2 + 3e-4));  // 1e-4 x 3.2
+    CHECK_FALSE(same_probe_loss(3.2, 3.2 + 4e-4));
+    // Relative to the loss: a well-trained model's small loss is rounded relative to itself.
+    CHECK(same_probe_loss(1e-3, 1e-3 + 5e-8));
+    CHECK_FALSE(same_probe_loss(1e-3, 1e-3 + 2e-7));
     CHECK_FALSE(same_probe_loss(0.0289512, 0.0379691));  // hard attention edited into a soft run
     CHECK_FALSE(same_probe_loss(0.0, 1e-3));
+    CHECK(same_probe_loss(0.0, 0.0));
 }

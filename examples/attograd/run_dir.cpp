@@ -10,7 +10,9 @@
 #include "core/ops_elementwise.hpp"
 #include "core/ops_reduce.hpp"
 #include "core/serialization.hpp"
+#include "data/example_vocabulary.hpp"
 #include "data/text.hpp"
+#include "data/translate_task.hpp"
 #include "data/tsv.hpp"
 #include "inspect/snapshot.hpp"
 #include "memory_check.hpp"
@@ -267,10 +269,15 @@ RunProgress read_progress(const nlohmann::json& json) {
         bool valid = predictions.is_array() && predictions.size() <= 64;
         for (const auto& tokens : predictions) {
             valid = valid && tokens.is_array() && tokens.size() <= 4096;
-            for (const auto& token : tokens) valid = valid && token.is_string();
+            // Decoded predictions: never <pad> or <bos> (skipped), nor <eos> (where they stop).
+            for (const auto& token : tokens)
+                valid = valid && token.is_string() && token != Vocabulary::pad && token != Vocabulary::bos &&
+                        token != Vocabulary::eos;
         }
         AG_CHECK(valid, ValueError,
-                 "config.json: field 'progress.probe_predictions' must be a list of token lists, got {}",
+                 "config.json: field 'progress.probe_predictions' must be a list of token lists (decoded: no "
+                 "<pad>, "
+                 "<bos> or <eos>), got {}",
                  excerpt(predictions.dump(), 80));
         p.probe_predictions = predictions.get<std::vector<std::vector<std::string>>>();
     }
@@ -342,6 +349,37 @@ void check_progress(const RunProgress& p, const RunConfig& config) {
           ">= 1 while progress.evaluation_pending is true", p.window_steps);
 }
 
+namespace {
+
+/// Refuses (ValueError naming config.json's vocab) vocabularies other than those train builds
+/// for the run's task, where they can be built again: a bundled task's (its symbols, in order)
+/// and translate's (from its training pairs, with task.min_freq and task.max_vocab). Another
+/// order keeps every weight's shape but reads each embedding and output row as another token.
+void check_vocabulary_is_tasks(const RunConfig& config, const Task& task) {
+    if (config.task.name == "data") return;  // built from a file eval and inspect need not have
+    Vocabulary source, target;
+    bool separate = false;
+    if (config.task.name == "translate") {
+        data::VocabularyOptions options{.min_freq = config.task.min_freq};
+        if (config.task.max_vocab != 0) options.max_tokens = config.task.max_vocab;
+        const auto& pairs = dynamic_cast<const data::TranslateTask&>(task).train_set();
+        separate = config.target_vocab.has_value();
+        source = data::build_vocabulary(pairs, separate ? data::ExampleSide::Source : data::ExampleSide::Both,
+                                        options);
+        if (separate) target = data::build_vocabulary(pairs, data::ExampleSide::Target, options);
+    } else {
+        source = Vocabulary(task.symbols());
+    }
+    AG_CHECK(config.vocab.tokens() == source.tokens() &&
+                 (!config.target_vocab || (separate && config.target_vocab->tokens() == target.tokens())),
+             ValueError,
+             "config.json: vocab{} is not what train builds for task.name '{}' (its tokens, in their order): "
+             "the model's embeddings and outputs would be read as other tokens",
+             config.target_vocab ? " or target_vocab" : "", data::escape_control(config.task.name));
+}
+
+}  // namespace
+
 void check_task_fits(const RunConfig& config, const Task& task) {
     const TaskInfo& info = task.info();
     const ModelConfig& m = config.model;
@@ -361,6 +399,7 @@ void check_task_fits(const RunConfig& config, const Task& task) {
         "config.json: task.name '{}' does not fit this run: its sources and targets take up to {} and {} "
         "tokens, but model.max_source_len and model.max_target_len are {} and {}",
         name, info.max_source_len, info.max_target_len, m.max_source_len, m.max_target_len);
+    check_vocabulary_is_tasks(config, task);
 }
 
 nlohmann::json to_json(const RunProgress& p) {
@@ -544,9 +583,9 @@ void check_progress_against_metrics(const LoadedRun& run, const std::filesystem:
     }
     const std::vector<double>& steps = table.columns[0];
     const auto last = static_cast<std::int64_t>(steps.empty() ? 0.0 : steps.back());
-    // (An evaluation left pending by an interrupt keeps its step in the window as well.)
-    AG_CHECK(run.counters.evaluation_pending || last + run.counters.window_steps == run.counters.steps_done,
-             IoError,
+    // (An evaluation left pending by an interrupt keeps its step in the window: its row, written
+    // with the evaluation, is still to come.)
+    AG_CHECK(last + run.counters.window_steps == run.counters.steps_done, IoError,
              "{}: progress.window_steps is {} and progress.steps_done {}, but the last row of metrics.csv is "
              "step {} (the steps since it are the window): one of the two files was edited",
              shown_path(dir / "config.json"), run.counters.window_steps, run.counters.steps_done, last);
@@ -557,6 +596,11 @@ void check_progress_against_metrics(const LoadedRun& run, const std::filesystem:
         if (column == nullptr) continue;
         const auto evaluated =
             std::find_if(column->rbegin(), column->rend(), [](double v) { return !std::isnan(v); });
+        // A target reached is an evaluation's: train writes its row before it stops.
+        AG_CHECK(evaluated != column->rend() || !run.counters.reached_target || steps.empty(), IoError,
+                 "{}: progress.reached_target is true, but metrics.csv holds no held-out evaluation: one of "
+                 "the two files was edited",
+                 shown_path(dir / "config.json"));
         if (evaluated == column->rend()) continue;
         AG_CHECK(std::abs(*evaluated - saved) <= 5.01e-7, IoError,
                  "{}: progress.{} is {}, but the last evaluation in metrics.csv gives {:.6f}: one of the two "
@@ -575,12 +619,21 @@ void check_probe_records(const LoadedRun& run, const std::vector<ProbeOutput>& o
     const auto& predictions = *run.counters.probe_predictions;
     const auto& losses = *run.counters.probe_losses;
     const std::string config = shown_path(run.dir / "config.json");
-    AG_CHECK(predictions.size() == outputs.size() && losses.size() == outputs.size(), IoError,
-             "{}: progress.probe_predictions and progress.probe_losses hold {} and {} probes, but the run's "
-             "held-out set gives {}",
-             config, predictions.size(), losses.size(), outputs.size());
+    const auto probes = std::min<std::size_t>(outputs.size(), snapshot_probe_count);
+    AG_CHECK(
+        predictions.size() == probes && losses.size() == outputs.size(), IoError,
+        "{}: progress.probe_predictions and progress.probe_losses hold {} and {} examples, but the run's "
+        "held-out set gives {} and {}",
+        config, predictions.size(), losses.size(), probes, outputs.size());
     const Vocabulary& target = vocabularies(run.config).target;
     for (std::size_t i = 0; i < outputs.size(); ++i) {
+        AG_CHECK(
+            same_probe_loss(losses[i], outputs[i].loss), IoError,
+            "{}: the model as config.json describes it has loss {:.9g} on held-out example {}, but the run "
+            "saved a model with loss {:.9g} (progress.probe_losses): a model setting was edited since, or "
+            "model.safetensors is from another run",
+            config, outputs[i].loss, i, losses[i]);
+        if (i >= probes) continue;
         AG_CHECK(predictions[i] == outputs[i].prediction ||
                      predicts_up_to_ties(outputs[i], predictions[i], target),
                  IoError,
@@ -589,11 +642,6 @@ void check_probe_records(const LoadedRun& run, const std::vector<ProbeOutput>& o
                  "or model.safetensors is from another run",
                  config, data::escape_control(excerpt(data::join(outputs[i].prediction, " "), 80)), i,
                  data::escape_control(excerpt(data::join(predictions[i], " "), 80)));
-        AG_CHECK(same_probe_loss(losses[i], outputs[i].loss), IoError,
-                 "{}: the model as config.json describes it has loss {:.6g} on probe {}, but the run saved a "
-                 "model with loss {:.6g} (progress.probe_losses): a model setting was edited since, or "
-                 "model.safetensors is from another run",
-                 config, outputs[i].loss, i, losses[i]);
     }
 }
 
@@ -622,6 +670,32 @@ void check_saved_snapshots(const LoadedRun& run, const std::filesystem::path& di
     }
 }
 
+/// Refuses (IoError naming optimizer.safetensors) an optimizer with per-parameter state (Adam's
+/// moments, SGD's momentum) that has none for a parameter the run has changed since the seed made
+/// it: the optimizer keeps state for every parameter it updated, and a resume would start that
+/// one's moments again. `initial` are the parameters as made, `params` as loaded.
+void check_never_updated(const std::map<std::string, Tensor>& optimizer_state,
+                         const std::vector<Tensor>& initial, const std::vector<Tensor>& params,
+                         const std::filesystem::path& file) {
+    const auto has_state = [&](std::size_t i) {
+        const std::string prefix = fmt::format("optimizer.state.{}.", i);
+        const auto it = optimizer_state.lower_bound(prefix);
+        return it != optimizer_state.end() && it->first.starts_with(prefix);
+    };
+    bool any = false;
+    for (std::size_t i = 0; i < params.size() && !any; ++i) any = has_state(i);
+    if (!any) return;  // an optimizer without state (plain SGD), or a run before its first step
+    for (std::size_t i = 0; i < params.size(); ++i) {
+        if (has_state(i)) continue;
+        const Tensor a = to_dtype(params[i], DType::Float64), b = to_dtype(initial[i], DType::Float64);
+        AG_CHECK(
+            a.to_vector<double>() == b.to_vector<double>(), IoError,
+            "{}: has no state for parameter {}, which the run has changed since it was made: the optimizer "
+            "keeps state for every parameter it updates (its state was removed)",
+            shown_path(file), i);
+    }
+}
+
 LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     const nlohmann::json json = train::open_run(dir);
     const auto config_path = dir / "config.json";
@@ -635,6 +709,9 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
             run.model = with_uniform_attention(run.model, run.config.model.uniform_attention,
                                                "config.json: model.uniform_attention");
     });
+    // The parameters as the seed makes them: one the optimizer has no state for was never updated.
+    std::vector<Tensor> initial;
+    for (const Tensor& p : run.model->parameters()) initial.push_back(clone(p));
     const auto weights = dir / "model.safetensors";
     const auto state = train::load_checkpoint(weights);
     // Train writes each tensor in its parameter's dtype; load_state_dict would convert another
@@ -680,7 +757,8 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     // requires.
     // The probes' forwards, once, for both checks (before a resume says anything).
     const Vocabularies vocab = vocabularies(run.config);
-    const std::vector<ProbeOutput> outputs = probe_outputs(*run.model, run.config.model, *run.task, vocab);
+    const std::vector<ProbeOutput> outputs =
+        probe_outputs(*run.model, run.config.model, *run.task, vocab, probe_loss_count);
     check_saved_snapshots(run, dir, snapshot_layout(*run.model, run.config.model, *run.task, vocab), outputs);
     check_probe_records(run, outputs);  // also for a run without snapshots, or with their file edited
     // With the settings the run was saved with (a resume's flags are applied later).
@@ -689,6 +767,7 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     const auto optimizer_state =
         load_optimizer_file(dir, run.config.train, run.counters.steps_done, *optimizer, schedule.get());
     if (schedule) check_scheduled_lr(optimizer_state, dir / "optimizer.safetensors", *schedule);
+    check_never_updated(optimizer_state, initial, run.model->parameters(), dir / "optimizer.safetensors");
     return run;
 }
 

@@ -100,7 +100,7 @@ inspect::AttentionSnapshot snapshot_layout(Model& model, const ModelConfig& conf
 }
 
 std::vector<ProbeOutput> probe_outputs(Model& model, const ModelConfig& config, const Task& task,
-                                       const Vocabularies& vocab) {
+                                       const Vocabularies& vocab, std::int64_t count) {
     NoGradGuard no_grad;
     // In eval mode (no dropout, hard attention's argmax), as the snapshots; the program's models
     // take one mode throughout, which is put back.
@@ -114,7 +114,7 @@ std::vector<ProbeOutput> probe_outputs(Model& model, const ModelConfig& config, 
     } eval_mode(model);
     const auto& held_out = task.held_out();
     std::vector<ProbeOutput> outputs;
-    for (std::size_t i = 0; i < held_out.size() && std::ssize(outputs) < snapshot_probe_count; ++i) {
+    for (std::size_t i = 0; i < held_out.size() && std::ssize(outputs) < count; ++i) {
         const Batch batch = probe_batch(model, vocab, held_out[i]);
         const auto rows = static_cast<std::int64_t>(probe_rows(config, held_out[i]).size());
         const Tensor logits = to_dtype(model.forward(batch).logits, DType::Float32);  // [1, T, V]
@@ -156,7 +156,7 @@ bool predicts_up_to_ties(const ProbeOutput& output, const std::vector<std::strin
 
 bool same_probe_loss(double recorded, double now) {
     return std::abs(recorded - now) <=
-           kProbeLossTolerance * (1.0 + std::max(std::abs(recorded), std::abs(now)));
+           kProbeLossTolerance * std::max(std::abs(recorded), std::abs(now)) + 1e-12;
 }
 
 namespace {

@@ -45,15 +45,20 @@ struct ProbeOutput {
     double loss = 0.0;  ///< mean cross-entropy of the right output, nats per target token
 };
 
-/// The outputs of `model` for the run's probes (the first snapshot_probe_count held-out examples
-/// of `task`), in eval mode (the model's mode is put back). Runs each probe's forward once;
-/// draws no random numbers.
+/// The outputs of `model` for the first `count` held-out examples of `task` (the run's probes
+/// first), each run as snapshot_probes runs a probe, in eval mode (the model's mode is put back).
+/// Runs each one's forward once; draws no random numbers.
 std::vector<ProbeOutput> probe_outputs(Model& model, const ModelConfig& config, const Task& task,
-                                       const Vocabularies& vocab);
+                                       const Vocabularies& vocab, std::int64_t count = snapshot_probe_count);
+
+/// The held-out examples whose loss a run records at each save (progress.probe_losses): more than
+/// the probes, so that an edit that changes the model's outputs elsewhere shows.
+inline constexpr std::int64_t probe_loss_count = 32;
 
 /// Rounding another CPU's kernels (or Eigen for LIBXSMM) may bring to a probe's logits and loss:
 /// two logits this close tie (relative to the row's largest, at least 1), and two losses this close
-/// (relative to 1 + the larger) are the same model's.
+/// (relative to the larger: a loss is a sum of terms each rounded relative to itself) are the same
+/// model's.
 inline constexpr float kProbeTieTolerance = 1e-4f;
 inline constexpr double kProbeLossTolerance = 1e-4;
 
@@ -63,7 +68,7 @@ bool predicts_up_to_ties(const ProbeOutput& output, const std::vector<std::strin
                          const Vocabulary& target);
 
 /// Whether a probe loss recorded by one process and one computed now are the same model's
-/// (within kProbeLossTolerance).
+/// (within kProbeLossTolerance of the larger).
 bool same_probe_loss(double recorded, double now);
 
 /// Throws ValueError when `snapshots` (read from a run's snapshot file) cannot be what `train`

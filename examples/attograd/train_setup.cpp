@@ -417,6 +417,11 @@ std::map<std::string, Tensor> load_optimizer_file(const fs::path& dir, const Tra
                                                   optim::LRScheduler* schedule) {
     const fs::path file = dir / "optimizer.safetensors";
     const auto state = train::load_checkpoint(file);
+    for (const auto& [name, tensor] : state)
+        AG_CHECK(name.starts_with("optimizer.") || name.starts_with("schedule."), IoError,
+                 "{}: holds '{}', which train does not write (its tensors are the optimizer's and the "
+                 "schedule's)",
+                 shown_path(file), data::escape_control(excerpt(name, 80)));
     check_schedule_state(state, file, steps_done, t, schedule != nullptr);
     train::load_optimizer_state(optimizer, schedule, state, file);
     // A parameter's update count cannot exceed the run's steps (config.json's progress).

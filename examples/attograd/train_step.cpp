@@ -104,9 +104,12 @@ void KeptSnapshots::load_files(train::Trainer&, const std::filesystem::path& dir
 nlohmann::json ProbePredictions::state_dict() const {
     std::vector<std::vector<std::string>> predictions;
     std::vector<double> losses;
-    for (ProbeOutput& probe : probe_outputs(*model_, config_->model, *task_, vocabularies(*config_))) {
-        predictions.push_back(std::move(probe.prediction));
-        losses.push_back(probe.loss);
+    std::vector<ProbeOutput> outputs =
+        probe_outputs(*model_, config_->model, *task_, vocabularies(*config_), probe_loss_count);
+    for (std::size_t i = 0; i < outputs.size(); ++i) {
+        if (std::ssize(predictions) < snapshot_probe_count)
+            predictions.push_back(std::move(outputs[i].prediction));
+        losses.push_back(outputs[i].loss);
     }
     return {{"probe_predictions", predictions}, {"probe_losses", losses}};
 }
