@@ -871,6 +871,9 @@ TEST_CASE("the records a check rests on cannot be left out: progress, its seed a
               {"config.json: missing field 'progress." + std::string(field) + "'"});
     }
     check([](json& c) { c.erase("progress"); }, {"config.json: missing field 'progress'"});
+    check([](json& c) { c["progress"]["gemm_library"] = "MKL"; },
+          {"field 'progress.gemm_library' must be \"LIBXSMM\" or \"Eigen\", got \"MKL\""});
+    check([](json& c) { c["progress"]["cpu"] = ""; }, {"field 'progress.cpu' must be a CPU's name"});
     // Decoded predictions hold no special token.
     check([](json& c) { c["progress"]["probe_predictions"][0].push_back("<eos>"); },
           {"'progress.probe_predictions' must be a list of token lists (decoded"});

@@ -530,3 +530,13 @@ TEST_CASE(
     CHECK(entries(dir / "inspect") == std::set<std::string>{"report.html"});
     require_ok(run({"eval", "--run", dir.string()}));
 }
+
+TEST_CASE("RUN/inspect that is a file is refused as not a directory, and left as it was") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run";
+    require_ok(run(train_args(dir.string(), "2")));
+    write_text(dir / "inspect", "mine");
+    const Outcome o = run({"inspect", "--run", dir.string(), "--format", "html"});
+    check_refused(o, {"inspect: exists and is not a directory"});
+    CHECK(read_text(dir / "inspect") == "mine");
+}

@@ -42,7 +42,10 @@ namespace fs = std::filesystem;
 MadeDirectories make_default_dir(const fs::path& dir) {
     refuse_link(dir);
     std::error_code ec;
-    if (fs::is_directory(fs::symlink_status(dir, ec))) return {};
+    const auto status = fs::symlink_status(dir, ec);
+    if (fs::is_directory(status)) return {};
+    AG_CHECK(!fs::exists(status), IoError,
+             "{}: exists and is not a directory (inspect writes its files in it)", shown_path(dir));
     AG_CHECK(::mkdir(dir.c_str(), 0777) == 0, IoError, "{}: cannot create the directory: {}", shown_path(dir),
              std::strerror(errno));
     return MadeDirectories({dir});
@@ -289,7 +292,7 @@ int cmd_inspect(const InspectArgs& args) {
         {
             const train::InterruptGuard guard;
             const std::optional<train::RunLock> lock = train::lock_if_inside(run.dir, dir, "inspect");
-            guard.test_hook(-1);  // as a signal while the lock is held would
+            guard.test_hook(-1);               // as a signal while the lock is held would
             check_still_read(run, "inspect");  // under the lock: no save lands before the files do
             made.emplace(make_dir(dir));
             // Every name checked and every file written whole before the first replaces its old

@@ -282,8 +282,13 @@ RunProgress read_progress(const nlohmann::json& json) {
         p.probe_predictions = predictions.get<std::vector<std::vector<std::string>>>();
     }
     for (auto [key, value] : {std::pair{"gemm_library", &p.gemm_library}, std::pair{"cpu", &p.cpu}}) {
-        AG_CHECK(j[key].is_string() && j[key].get<std::string>().size() <= 256, ValueError,
-                 "config.json: field 'progress.{}' must be a string of at most 256 bytes, got {}", key,
+        // What KernelRecord writes: gemm_library()'s name, a CPU's (or "unknown").
+        const bool gemm = std::string_view(key) == "gemm_library";
+        AG_CHECK(j[key].is_string() && !j[key].get<std::string>().empty() &&
+                     j[key].get<std::string>().size() <= 256 &&
+                     (!gemm || j[key] == "LIBXSMM" || j[key] == "Eigen"),
+                 ValueError, "config.json: field 'progress.{}' must be {}, got {}", key,
+                 gemm ? "\"LIBXSMM\" or \"Eigen\"" : "a CPU's name (1 to 256 bytes)",
                  excerpt(j[key].dump(), 80));
         *value = j[key].get<std::string>();
     }
