@@ -982,6 +982,17 @@ TEST_CASE("a target reached needs the evaluation that reached it in metrics.csv"
          std::vector<std::vector<std::string>>{{"eval", "--run", dir}, {"train", "--resume", dir, "--quiet"}})
         check_refused(run(command),
                       {"progress.reached_target is true, but metrics.csv holds no held-out evaluation"});
+    // Cut to its header (the window then all the steps), or gone with its files entry.
+    const std::string metrics = read_text(dir / "metrics.csv");
+    write_text(dir / "metrics.csv", metrics.substr(0, metrics.find('\n') + 1));
+    record_checksum(dir / "metrics.csv");
+    edit_config(dir, [](json& c) { c["progress"]["window_steps"] = c["progress"]["steps_done"]; });
+    check_refused(run({"eval", "--run", dir}),
+                  {"progress.reached_target is true, but metrics.csv holds no held-out evaluation"});
+    fs::remove(dir / "metrics.csv");
+    edit_config(dir, [](json& c) { c["files"].erase("metrics.csv"); });
+    check_refused(run({"inspect", "--run", dir, "--format", "json", "--to", tmp / "r.json"}),
+                  {"progress.reached_target is true, but metrics.csv", "is missing or cannot be read"});
 }
 
 TEST_CASE(
@@ -1007,4 +1018,7 @@ TEST_CASE(
     std::erase_if(removed, [](const auto& entry) { return entry.first.starts_with("optimizer.state.3."); });
     REQUIRE(removed.size() + 3 == good.size());
     refused(removed, "has no state for parameter 3, which the run has changed since it was made");
+    auto none = good;
+    std::erase_if(none, [](const auto& entry) { return entry.first.starts_with("optimizer.state."); });
+    refused(none, "has no state for parameter 0, which the run has changed since it was made");
 }

@@ -10,6 +10,9 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -469,4 +472,48 @@ TEST_CASE("a user's entries a save killed at any instant left behind come back, 
         check_no_staging(tmp.path());
     }
     CHECK(killed >= 6);
+}
+
+TEST_CASE(
+    "the user's entries a killed last save left behind are back after any train of the run, even one "
+    "that refuses") {
+    TempDir tmp;
+    require_ok(run(train_args(tmp / "base", "2")));
+    write_text(fs::path(tmp / "base") / "notes.txt", "notes");
+    int stranded = 0;
+    for (int k = 1; k < 100; ++k) {
+        const fs::path dir = tmp / fmt::format("run{}", k);
+        fs::copy(tmp / "base", dir, fs::copy_options::recursive);
+        const ChildEnd end = run_child({"train", "--resume", dir.string(), "--steps", "3", "--quiet"},
+                                       {fmt::format("ATTOGRAD_TEST_KILL_AT={}", k)});
+        INFO("killed at point ", k);
+        if (end.code == 0) break;
+        REQUIRE(end.signal == SIGKILL);
+        stranded += !fs::exists(dir / "notes.txt");
+        // A resume to the steps the run has: nothing to train, refused or not, but the run's lock
+        // was taken, and with it what the killed save left.
+        const std::string done =
+            std::to_string(read_config(dir.string())["progress"]["steps_done"].get<int>());
+        (void)run({"train", "--resume", dir.string(), "--steps", done, "--quiet"});
+        CHECK(read_text(dir / "notes.txt") == "notes");
+        check_no_staging(tmp.path());
+    }
+    CHECK(stranded >= 1);  // some kill point fell between the swap and the move
+}
+
+TEST_CASE("another user's entry named as a lock file in a sticky directory is not a run being written") {
+    TempDir tmp;
+    const fs::path shared = tmp / "shared";
+    fs::create_directory(shared);
+    REQUIRE(::chmod(shared.c_str(), 01777) == 0);
+    fs::create_symlink("/nonexistent", shared / ".a.lock");
+    REQUIRE(::lchown((shared / ".a.lock").c_str(), 54321, static_cast<gid_t>(-1)) == 0);
+    require_ok(run(train_args((shared / "a" / "b" / "run").string(), "1")));
+    require_ok(run({"eval", "--run", (shared / "a" / "b" / "run").string(), "--to",
+                    (shared / "a" / "e.json").string()}));
+    CHECK(fs::is_symlink(fs::symlink_status(shared / ".a.lock")));  // theirs, left as it was
+    // One of this user's own is a train's lock: the place is refused.
+    write_text(shared / ".c.lock", "12345\n");
+    check_refused(run(train_args((shared / "c" / "run").string(), "1")),
+                  {"is inside", "its lock file is beside it"});
 }

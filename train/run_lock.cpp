@@ -106,9 +106,14 @@ bool holds_saved_run(const fs::path& dir) {
 /// Whether a train is writing a run at `dir` (or left its lock there): `.NAME.lock` beside it,
 /// also before the run's first save, when `dir` does not exist yet.
 bool has_lock_file(const fs::path& dir) {
-    std::error_code ec;
-    return fs::exists(
-        fs::symlink_status(dir.parent_path() / fmt::format(".{}.lock", dir.filename().string()), ec));
+    // What a train leaves: one regular file (no link, no second name), its own or, in a sticky
+    // world-writable directory, not another user's entry (which is theirs, not a run's lock).
+    const fs::path lock = dir.parent_path() / fmt::format(".{}.lock", dir.filename().string());
+    const fs::path parent = lock.parent_path().empty() ? fs::path(".") : lock.parent_path();
+    struct stat st {};
+    struct stat parent_st {};
+    return ::lstat(lock.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_nlink == 1 &&
+           ::stat(parent.c_str(), &parent_st) == 0 && detail::trusted_owner(st.st_uid, parent_st);
 }
 
 /// The first component of the resolved `path` (itself included) that is a run directory or is
@@ -195,6 +200,9 @@ RunLock::RunLock(const fs::path& dir) : dir_(dir), path_(lock_path(dir)) {
         parent_fd_ = -1;
         throw;
     }
+    // The one writer now: what a killed one left (the user's entries among it) is taken up
+    // before anything reads or refuses the run.
+    recover_killed_writers(dir_);
 }
 
 void RunLock::check_parent() const {

@@ -20,8 +20,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -240,6 +240,20 @@ void check_not_current_directory(const fs::path& dir) {
              shown_path(dir));
 }
 
+void recover_killed_writers(const fs::path& dir) {
+    const fs::path run = run_directory_path(dir);
+    const std::string prefix = staging_prefix(run);
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(run.parent_path(), ec)) {
+        // Only a directory a writer made: anything else of that name (a symbolic link to
+        // another run, say) is not followed, moved from or removed.
+        const pid_t pid = staging_pid(entry.path().filename().string(), prefix);
+        if (pid != 0 && pid != ::getpid() && entry.symlink_status(ec).type() == fs::file_type::directory &&
+            owned_here(entry.path()) && ::kill(pid, 0) != 0 && errno == ESRCH)
+            retire(entry.path(), run, false);
+    }
+}
+
 RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
     check_not_current_directory(dir);
     AG_CHECK(!dir_.filename().empty() && dir_.has_parent_path() && dir_ != dir_.root_path(), IoError,
@@ -255,15 +269,8 @@ RunWriter::RunWriter(fs::path dir) : dir_(run_directory_path(dir)) {
     parent_fd_ = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     AG_CHECK(parent_fd_ >= 0, IoError, "{}: cannot open the directory it goes in: {}", shown_path(dir),
              std::strerror(errno));
+    recover_killed_writers(dir_);
     const std::string prefix = staging_prefix(dir_);
-    for (const auto& entry : fs::directory_iterator(parent)) {
-        // Only a directory a writer made: anything else of that name (a symbolic link to
-        // another run, say) is not followed, moved from or removed.
-        const pid_t pid = staging_pid(entry.path().filename().string(), prefix);
-        if (pid != 0 && pid != ::getpid() && entry.symlink_status(ec).type() == fs::file_type::directory &&
-            owned_here(entry.path()) && ::kill(pid, 0) != 0 && errno == ESRCH)
-            retire(entry.path(), dir_, false);
-    }
     // Made here and now (never an existing one, nor one a link points to): every file of the
     // generation is new in a directory only this writer writes. A name taken (left by an
     // earlier process of this PID, or planted) is passed over.

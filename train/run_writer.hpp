@@ -17,6 +17,14 @@
 
 namespace attograd::train {
 
+/// Takes up what writers of the run `dir` that were killed left beside it: each dead writer's
+/// staging directory `.NAME.staging-PID-N` (the caller's or, in a sticky world-writable
+/// directory, not another user's), whose user entries (an `inspect/` report, notes) a save killed
+/// after its swap had not yet moved into DIR: they move in now (as NAME.kept, NAME.kept-2 ...
+/// beside an entry of their name made since), and the directory is removed. Call it holding the
+/// run's lock (RunLock does, and so does RunWriter); nothing is thrown.
+void recover_killed_writers(const std::filesystem::path& dir);
+
 /// One generation of a run directory DIR (see run_dir.hpp). Files go into `.NAME.staging-PID-N`
 /// next to DIR; commit() writes config.json last, recording every file's size and checksum in
 /// its "files" field, then swaps the staging directory in place of DIR with one atomic rename

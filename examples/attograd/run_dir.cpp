@@ -577,14 +577,23 @@ void check_model_outputs_finite(const Model& model, const RunConfig& config, con
 /// its readers (--resume refuses it; the report draws no curves, saying why).
 void check_progress_against_metrics(const LoadedRun& run, const std::filesystem::path& dir) {
     const auto file = dir / "metrics.csv";
-    if (!std::filesystem::exists(file)) return;
+    // A target reached is an evaluation's: train writes its row before it stops. (A metrics.csv
+    // that cannot be read is otherwise left to the report, which draws no curves, saying why.)
+    const auto unread = [&] {
+        AG_CHECK(
+            !run.counters.reached_target, IoError,
+            "{}: progress.reached_target is true, but metrics.csv, which holds the evaluation that reached "
+            "it, is missing or cannot be read",
+            shown_path(dir / "config.json"));
+    };
+    if (!std::filesystem::exists(file)) return unread();
     train::MetricsTable table;
     try {
         const std::string text = train::read_file(file);
-        if (!text.starts_with(train::CSVLogger(metrics_csv_options()).header())) return;
+        if (!text.starts_with(train::CSVLogger(metrics_csv_options()).header())) return unread();
         table = train::read_metrics_csv(text, run.counters.steps_done, "metrics.csv", run.counters.seconds);
     } catch (const Error&) {
-        return;
+        return unread();
     }
     const std::vector<double>& steps = table.columns[0];
     const auto last = static_cast<std::int64_t>(steps.empty() ? 0.0 : steps.back());
@@ -601,8 +610,7 @@ void check_progress_against_metrics(const LoadedRun& run, const std::filesystem:
         if (column == nullptr) continue;
         const auto evaluated =
             std::find_if(column->rbegin(), column->rend(), [](double v) { return !std::isnan(v); });
-        // A target reached is an evaluation's: train writes its row before it stops.
-        AG_CHECK(evaluated != column->rend() || !run.counters.reached_target || steps.empty(), IoError,
+        AG_CHECK(evaluated != column->rend() || !run.counters.reached_target, IoError,
                  "{}: progress.reached_target is true, but metrics.csv holds no held-out evaluation: one of "
                  "the two files was edited",
                  shown_path(dir / "config.json"));
@@ -678,18 +686,17 @@ void check_saved_snapshots(const LoadedRun& run, const std::filesystem::path& di
 /// Refuses (IoError naming optimizer.safetensors) an optimizer with per-parameter state (Adam's
 /// moments, SGD's momentum) that has none for a parameter the run has changed since the seed made
 /// it: the optimizer keeps state for every parameter it updated, and a resume would start that
-/// one's moments again. `initial` are the parameters as made, `params` as loaded.
+/// one's moments again. `initial` are the parameters as made, `params` as loaded; `keeps_state`:
+/// the optimizer keeps per-parameter state (all but plain SGD).
 void check_never_updated(const std::map<std::string, Tensor>& optimizer_state,
                          const std::vector<Tensor>& initial, const std::vector<Tensor>& params,
-                         const std::filesystem::path& file) {
+                         bool keeps_state, const std::filesystem::path& file) {
     const auto has_state = [&](std::size_t i) {
         const std::string prefix = fmt::format("optimizer.state.{}.", i);
         const auto it = optimizer_state.lower_bound(prefix);
         return it != optimizer_state.end() && it->first.starts_with(prefix);
     };
-    bool any = false;
-    for (std::size_t i = 0; i < params.size() && !any; ++i) any = has_state(i);
-    if (!any) return;  // an optimizer without state (plain SGD), or a run before its first step
+    if (!keeps_state) return;  // plain SGD
     for (std::size_t i = 0; i < params.size(); ++i) {
         if (has_state(i)) continue;
         const Tensor a = to_dtype(params[i], DType::Float64), b = to_dtype(initial[i], DType::Float64);
@@ -772,7 +779,9 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     const auto optimizer_state =
         load_optimizer_file(dir, run.config.train, run.counters.steps_done, *optimizer, schedule.get());
     if (schedule) check_scheduled_lr(optimizer_state, dir / "optimizer.safetensors", *schedule);
-    check_never_updated(optimizer_state, initial, run.model->parameters(), dir / "optimizer.safetensors");
+    const TrainConfig& t = run.config.train;
+    check_never_updated(optimizer_state, initial, run.model->parameters(),
+                        t.optim != "sgd" || t.momentum != 0.0, dir / "optimizer.safetensors");
     return run;
 }
 
