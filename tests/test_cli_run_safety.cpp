@@ -60,6 +60,17 @@ void check_complete(const std::string& dir) {
     CHECK(opened.code == 0);
 }
 
+/// Copies the run `base` to `dir` and resumes it to 3 steps, killed at write point `k`: whether
+/// it was (false: `k` is past the last point, and the resume finished).
+bool resume_killed_at(const fs::path& base, const fs::path& dir, int k) {
+    fs::copy(base, dir, fs::copy_options::recursive);
+    const ChildEnd end = run_child({"train", "--resume", dir.string(), "--steps", "3", "--quiet"},
+                                   {fmt::format("ATTOGRAD_TEST_KILL_AT={}", k)});
+    if (end.code == 0) return false;
+    REQUIRE(end.signal == SIGKILL);
+    return true;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -454,12 +465,8 @@ TEST_CASE("a user's entries a save killed at any instant left behind come back, 
     int killed = 0;
     for (int k = 1; k < 100; ++k) {
         const fs::path dir = tmp / fmt::format("run{}", k);
-        fs::copy(tmp / "base", dir, fs::copy_options::recursive);
-        const ChildEnd end = run_child({"train", "--resume", dir.string(), "--steps", "3", "--quiet"},
-                                       {fmt::format("ATTOGRAD_TEST_KILL_AT={}", k)});
         INFO("killed at point ", k);
-        if (end.code == 0) break;
-        REQUIRE(end.signal == SIGKILL);
+        if (!resume_killed_at(tmp / "base", dir, k)) break;
         ++killed;
         if (!fs::exists(dir / "inspect")) {
             fs::create_directory(dir / "inspect");
@@ -483,12 +490,8 @@ TEST_CASE(
     int stranded = 0;
     for (int k = 1; k < 100; ++k) {
         const fs::path dir = tmp / fmt::format("run{}", k);
-        fs::copy(tmp / "base", dir, fs::copy_options::recursive);
-        const ChildEnd end = run_child({"train", "--resume", dir.string(), "--steps", "3", "--quiet"},
-                                       {fmt::format("ATTOGRAD_TEST_KILL_AT={}", k)});
         INFO("killed at point ", k);
-        if (end.code == 0) break;
-        REQUIRE(end.signal == SIGKILL);
+        if (!resume_killed_at(tmp / "base", dir, k)) break;
         stranded += !fs::exists(dir / "notes.txt");
         // A resume to the steps the run has: nothing to train, refused or not, but the run's lock
         // was taken, and with it what the killed save left.
