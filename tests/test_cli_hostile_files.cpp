@@ -982,6 +982,13 @@ TEST_CASE("a target reached needs the evaluation that reached it in metrics.csv"
          std::vector<std::vector<std::string>>{{"eval", "--run", dir}, {"train", "--resume", dir, "--quiet"}})
         check_refused(run(command),
                       {"progress.reached_target is true, but metrics.csv holds no held-out evaluation"});
+    // Unreadable for another reason: that reason is given.
+    const json saved = read_config(dir);
+    edit_config(dir, [](json& c) { c["progress"]["seconds"] = 0.0; });
+    check_refused(run({"eval", "--run", dir}),
+                  {"metrics.csv, which holds the evaluation that reached it, cannot "
+                   "be read: metrics.csv line 2: seconds"});
+    edit_config(dir, [&](json& c) { c["progress"]["seconds"] = saved["progress"]["seconds"]; });
     // Cut to its header (the window then all the steps), or gone with its files entry.
     const std::string metrics = read_text(dir / "metrics.csv");
     write_text(dir / "metrics.csv", metrics.substr(0, metrics.find('\n') + 1));
@@ -992,7 +999,7 @@ TEST_CASE("a target reached needs the evaluation that reached it in metrics.csv"
     fs::remove(dir / "metrics.csv");
     edit_config(dir, [](json& c) { c["files"].erase("metrics.csv"); });
     check_refused(run({"inspect", "--run", dir, "--format", "json", "--to", tmp / "r.json"}),
-                  {"progress.reached_target is true, but metrics.csv", "is missing or cannot be read"});
+                  {"progress.reached_target is true, but metrics.csv", "is missing"});
 }
 
 TEST_CASE(

@@ -579,21 +579,22 @@ void check_progress_against_metrics(const LoadedRun& run, const std::filesystem:
     const auto file = dir / "metrics.csv";
     // A target reached is an evaluation's: train writes its row before it stops. (A metrics.csv
     // that cannot be read is otherwise left to the report, which draws no curves, saying why.)
-    const auto unread = [&] {
+    const auto unread = [&](const std::string& why) {
         AG_CHECK(
             !run.counters.reached_target, IoError,
             "{}: progress.reached_target is true, but metrics.csv, which holds the evaluation that reached "
-            "it, is missing or cannot be read",
-            shown_path(dir / "config.json"));
+            "it, {}",
+            shown_path(dir / "config.json"), why);
     };
-    if (!std::filesystem::exists(file)) return unread();
+    if (!std::filesystem::exists(file)) return unread("is missing");
     train::MetricsTable table;
     try {
         const std::string text = train::read_file(file);
-        if (!text.starts_with(train::CSVLogger(metrics_csv_options()).header())) return unread();
+        if (!text.starts_with(train::CSVLogger(metrics_csv_options()).header()))
+            return unread("does not start with the header train writes");
         table = train::read_metrics_csv(text, run.counters.steps_done, "metrics.csv", run.counters.seconds);
-    } catch (const Error&) {
-        return unread();
+    } catch (const Error& e) {
+        return unread(fmt::format("cannot be read: {}", excerpt(e.what(), 200)));
     }
     const std::vector<double>& steps = table.columns[0];
     const auto last = static_cast<std::int64_t>(steps.empty() ? 0.0 : steps.back());
