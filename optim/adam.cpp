@@ -89,7 +89,8 @@ std::vector<std::pair<std::string, double>> Adam::option_values() const {
             {"betas.1", options_.betas[1]},
             {"eps", options_.eps},
             {"weight_decay", options_.weight_decay},
-            {"amsgrad", options_.amsgrad ? 1.0 : 0.0}};
+            {"amsgrad", options_.amsgrad ? 1.0 : 0.0},
+            {"decoupled_weight_decay", decoupled_ ? 1.0 : 0.0}};
 }
 
 void Adam::check_loaded_state(const std::string& key_prefix,

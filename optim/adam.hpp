@@ -34,7 +34,9 @@ struct AdamWOptions {
 ///     theta = theta - gamma / (1 - beta1^t) * m / (sqrt(v) / sqrt(1 - beta2^t) + eps)
 ///
 /// State per parameter: `step` (0-d int64), `exp_avg`, `exp_avg_sq`, and `max_exp_avg_sq` with
-/// amsgrad. Throws ValueError naming the option: lr, eps or weight_decay negative (or not
+/// amsgrad. state_dict() records the options beside it, `decoupled_weight_decay` among them (0;
+/// 1 for AdamW, as PyTorch's Adam records it), so that one's state does not load into the
+/// other. Throws ValueError naming the option: lr, eps or weight_decay negative (or not
 /// finite), a beta outside [0, 1); plus the Optimizer constructor's checks.
 ///
 /// load_state_dict() also refuses state that no run of Adam could have written: a `step` below

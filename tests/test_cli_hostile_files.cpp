@@ -1029,3 +1029,80 @@ TEST_CASE(
     std::erase_if(none, [](const auto& entry) { return entry.first.starts_with("optimizer.state."); });
     refused(none, "has no state for parameter 0, which the run has changed since it was made");
 }
+
+TEST_CASE("a --data run's vocabulary must be the one train builds: from the data file, or in byte order") {
+    TempDir tmp;
+    const fs::path data = tmp / "pairs.tsv", moved = tmp / "moved.tsv";
+    std::string pairs;
+    for (const char* row : {"a b c\tc b a", "d e f\tf e d", "a b d\td b a", "b c d\td c b", "e f a\ta f e",
+                            "c a b\tb a c", "f f a\ta f f", "d d e\te d d", "a e c\tc e a", "b f e\te f b"})
+        pairs += std::string(row) + "\n";
+    write_text(data, pairs);
+    for (const char* vocab : {"shared", "separate"}) {
+        INFO(vocab);
+        const fs::path dir = tmp / vocab;
+        train(dir, {"--data", data, "--vocab", vocab, "--steps", "4"});
+        const std::string field = std::string(vocab) == "shared" ? "vocab" : "target_vocab";
+        const std::string saved = read_text(dir / "config.json");
+        const auto tokens = read_config(dir)[field].get<std::vector<std::string>>();
+        CHECK(std::is_sorted(tokens.begin() + 4, tokens.end()));  // after <pad> <bos> <eos> <unk>
+        // Two tokens swapped keep every weight's shape but read their rows as each other.
+        const auto swap = [&](json& c) { std::swap(c[field][4], c[field][5]); };
+        edit_config(dir, swap);
+        for (const auto& command : std::vector<std::vector<std::string>>{
+                 {"eval", "--run", dir}, {"train", "--resume", dir, "--steps", "6", "--quiet"}})
+            check_refused(run(command), {"config.json: " +
+                                         std::string(field == "vocab" ? "vocab" : "vocab or target_vocab") +
+                                         " is not what train builds from"});
+        fs::rename(data, moved);  // without the data file: the order still tells
+        check_refused(run({"eval", "--run", dir}),
+                      {"config.json: " + field +
+                       " has 'b' before 'a', but train builds a --data run's vocabulary "
+                       "in byte order"});
+        check_refused(run({"inspect", "--run", dir, "--format", "json", "--to", tmp / "r.json"}),
+                      {"has 'b' before 'a'"});
+        CHECK_FALSE(fs::exists(tmp / "r.json"));
+        fs::rename(moved, data);
+        write_text(dir / "config.json", saved);
+        require_ok(run({"eval", "--run", dir}));
+        require_ok(run({"train", "--resume", dir, "--steps", "6", "--quiet"}));
+    }
+}
+
+TEST_CASE("train.optim adam and adamw are told apart by their saved state") {
+    TempDir tmp;
+    for (const auto& [trained, relabelled] : {std::pair{"adam", "adamw"}, std::pair{"adamw", "adam"}}) {
+        const fs::path dir = tmp / trained;
+        train(dir, {"--task", "reverse", "--steps", "2", "--optim", trained, "--weight-decay", "0.01"});
+        edit_config(dir, [&](json& c) { c["train"]["optim"] = relabelled; });
+        for (const auto& command : std::vector<std::vector<std::string>>{
+                 {"eval", "--run", dir}, {"train", "--resume", dir, "--steps", "4", "--quiet"}})
+            check_refused(run(command), {"optimizer.safetensors", "decoupled_weight_decay"});
+    }
+}
+
+TEST_CASE("progress.reached_target and high_loss_steps must be what training's rules leave") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run";
+    small_run(dir);
+    const std::string saved = read_text(dir / "config.json");
+    // An evaluation at the target sets the flag; a false one would let a resume train on.
+    edit_config(dir, [](json& c) {
+        c["progress"]["heldout_sequence_accuracy"] = 1.0;
+        c["progress"]["reached_target"] = false;
+    });
+    check_refused(
+        run({"eval", "--run", dir}),
+        {"config.json: progress.reached_target is false, but progress.heldout_sequence_accuracy is 1, "
+         "at or above the task's target 0.99"});
+    // Training stops as diverged once 20 steps in a row had a high loss: no save holds 20.
+    write_text(dir / "config.json", saved);
+    edit_config(dir, [](json& c) {
+        c["train"]["steps"] = 40;
+        c["progress"]["steps_done"] = 30;
+        c["progress"]["high_loss_steps"] = 20;
+    });
+    check_refused(run({"eval", "--run", dir}),
+                  {"progress.high_loss_steps must be in [0, progress.steps_done = 30] "
+                   "and below 20"});
+}

@@ -255,15 +255,16 @@ TEST_CASE("Adam's state_dict holds the options, the lr and each updated paramete
     Tensor w = testing::rand64({2, 3}, 1), b = testing::rand64({3}, 2);
     Adam opt({w, b}, {.lr = 0.01, .amsgrad = true});
     StateDict before = opt.state_dict();
-    CHECK(before.size() == 6);  // lr, betas.0, betas.1, eps, weight_decay, amsgrad
+    CHECK(before.size() == 7);  // lr, betas.0, betas.1, eps, weight_decay, amsgrad, decoupled_weight_decay
     CHECK(before.at("lr").item() == 0.01);
     CHECK(before.at("amsgrad").item() == 1.0);
+    CHECK(before.at("decoupled_weight_decay").item() == 0.0);
     CHECK(before.at("betas.1").dtype() == DType::Float64);
 
     sum(w * w).backward();  // b gets no gradient
     opt.step();
     const StateDict after = opt.state_dict();
-    CHECK(after.size() == 10);
+    CHECK(after.size() == 11);
     const Tensor step = after.at("state.0.step");
     CHECK(step.dtype() == DType::Int64);
     CHECK(step.shape().empty());
@@ -543,6 +544,20 @@ TEST_CASE("SGD gives every element of a parameter the same update for the same g
             const auto v = p.to_vector<double>();
             for (const double x : v) CHECK(x == v[0]);
         }
+}
+
+TEST_CASE("Adam's and AdamW's states tell their weight decay apart, as PyTorch's decoupled_weight_decay") {
+    // The same moments either way: only the recorded option tells L2 from decoupled decay.
+    Tensor w = testing::rand64({3}, 5);
+    AdamW adamw({w}, {.lr = 0.01, .weight_decay = 0.1});
+    Adam adam({w}, {.lr = 0.01, .weight_decay = 0.1});
+    sum(w * w).backward();
+    adamw.step();
+    CHECK(adamw.state_dict().at("decoupled_weight_decay").item() == 1.0);
+    CHECK_THROWS_WITH_AS(adam.load_state_dict(adamw.state_dict()),
+                         doctest::Contains("decoupled_weight_decay"), ValueError);
+    CHECK_THROWS_WITH_AS(adamw.load_state_dict(adam.state_dict()),
+                         doctest::Contains("decoupled_weight_decay"), ValueError);
 }
 
 TEST_CASE("Adam and AdamW give every element of a parameter the same update for the same gradient") {

@@ -290,6 +290,16 @@ TEST_CASE("Trainer: the divergence rule stops a loss that is not finite or stays
         trainer.add_callback(std::make_shared<train::DivergenceMonitor>());
         CHECK(trainer.fit(scaled_step([](std::int64_t) { return 1.0; })).global_step == 30);
     }
+    {  // a saved count the rule stops at is no run's
+        train::DivergenceMonitor monitor({.patience = 5});
+        monitor.load_state_dict({{"initial_loss", 1.0}, {"high_loss_steps", 4}});
+        CHECK(monitor.state_dict()["high_loss_steps"] == 4);
+        CHECK_THROWS_WITH_AS(
+            monitor.load_state_dict({{"initial_loss", 1.0}, {"high_loss_steps", 5}}),
+            doctest::Contains("progress.high_loss_steps is 5, but training stops as diverged "
+                              "when it reaches 5"),
+            ValueError);
+    }
 }
 
 TEST_CASE("Trainer: bad run directories and options give a clear attograd::Error") {

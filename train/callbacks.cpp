@@ -132,6 +132,10 @@ void DivergenceMonitor::load_state_dict(const nlohmann::json& progress) {
     AG_CHECK(std::isfinite(initial_loss_) && initial_loss_ >= 0.0, ValueError,
              "config.json: progress.initial_loss must be finite and >= 0, got {}", initial_loss_);
     high_loss_steps_ = progress_count(progress, "high_loss_steps");
+    AG_CHECK(high_loss_steps_ < options_.patience, ValueError,
+             "config.json: progress.high_loss_steps is {}, but training stops as diverged when it reaches {} "
+             "(the patience), so no run saved it",
+             high_loss_steps_, options_.patience);
 }
 
 CSVLogger::CSVLogger(CSVLoggerOptions options) : options_(std::move(options)) {

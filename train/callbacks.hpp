@@ -80,7 +80,8 @@ struct DivergenceMonitorOptions {
 /// when an optimizer step made a parameter NaN or infinite. Throws Diverged ("training diverged
 /// at step N: ...; HINT"), so that a run does not go on to save garbage as a result. Its state
 /// (initial_loss, high_loss_steps) is saved and resumed. Throws ValueError when factor <= 1 or
-/// patience < 1.
+/// patience < 1, and from load_state_dict when high_loss_steps is not below the patience (the
+/// run would have stopped).
 class DivergenceMonitor : public Callback {
 public:
     /// Watches the loss with the rule `options` set (throws train::Diverged when it fires).

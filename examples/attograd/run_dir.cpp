@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <set>
 #include <tuple>
 
 namespace attograd::cli {
@@ -62,25 +63,62 @@ std::string heldout_checksum(const std::vector<data::Example>& held_out, bool ch
 
 namespace {
 
-// A data run's heldout.tsv is the split make_data_task takes of the training file: when that
-// file is still there as the run started on it, the saved examples must be that split.
-void check_heldout_split(const RunConfig& config, const std::filesystem::path& dir,
-                         const std::vector<data::Example>& held_out) {
+// The --data file a run started on, when it is still there with the size and checksum the run
+// recorded (eval and inspect need only heldout.tsv; nothing when the file is gone or changed).
+std::optional<data::TsvDataset> unchanged_training_data(const RunConfig& config) {
     std::error_code error;
     if (config.task.data_fnv1a64.empty() || !std::filesystem::is_regular_file(config.task.data, error) ||
         std::filesystem::file_size(config.task.data, error) != config.task.data_bytes || error)
-        return;
+        return std::nullopt;
     std::optional<TrainingData> data;
     try {
         data = read_training_data(config.task.data, config.task.chars);
-    } catch (const Error&) {  // unreadable now: eval needs only heldout.tsv
-        return;
+    } catch (const Error&) {  // unreadable now
+        return std::nullopt;
     }
-    if (data->fnv1a64 != config.task.data_fnv1a64) return;  // changed since: heldout.tsv is what is left
-    AG_CHECK(data::make_data_task(data->dataset)->held_out() == held_out, IoError,
+    if (data->fnv1a64 != config.task.data_fnv1a64) return std::nullopt;
+    return std::move(data->dataset);
+}
+
+// A data run's heldout.tsv is the split make_data_task takes of the training file.
+void check_heldout_split(const RunConfig& config, const std::filesystem::path& dir,
+                         const std::vector<data::Example>& held_out, const data::TsvDataset& dataset) {
+    AG_CHECK(data::make_data_task(dataset)->held_out() == held_out, IoError,
              "{}: is not the held-out split of {}, the training data this run started on (same size and "
              "checksum): train saved that split there",
              shown_path(dir / "heldout.tsv"), shown_path(config.task.data));
+}
+
+// Refuses (ValueError naming config.json's vocab) a --data run's vocabularies other than those
+// train builds (data_vocabularies): of `dataset` where the data file is at hand, otherwise
+// checked for their canonical order. Another order keeps every weight's shape but reads each
+// embedding and output row as another token.
+void check_data_vocabularies(const RunConfig& config, const data::TsvDataset* dataset) {
+    const bool separate = config.target_vocab.has_value();
+    if (dataset != nullptr) {
+        const auto [source, target] = data_vocabularies(*dataset, separate);
+        AG_CHECK(
+            config.vocab.tokens() == source.tokens() &&
+                (!separate || config.target_vocab->tokens() == target->tokens()),
+            ValueError,
+            "config.json: vocab{} is not what train builds from {}, the training data this run started on "
+            "(same size and checksum; its tokens in byte order): the model's embeddings and outputs would "
+            "be read as other tokens",
+            separate ? " or target_vocab" : "", shown_path(config.task.data));
+        return;
+    }
+    for (const auto& [vocab, field] :
+         {std::pair{&config.vocab, "vocab"}, {separate ? &*config.target_vocab : nullptr, "target_vocab"}}) {
+        if (vocab == nullptr) continue;
+        const auto& tokens = vocab->tokens();
+        const auto unsorted = std::adjacent_find(tokens.begin() + Vocabulary::reserved_count, tokens.end(),
+                                                 std::greater_equal<>());
+        AG_CHECK(unsorted == tokens.end(), ValueError,
+                 "config.json: {} has '{}' before '{}', but train builds a --data run's vocabulary in byte "
+                 "order: the model's embeddings and outputs would be read as other tokens",
+                 field, data::escape_control(excerpt(*unsorted, 40)),
+                 data::escape_control(excerpt(*(unsorted + 1), 40)));
+    }
 }
 
 }  // namespace
@@ -168,7 +206,8 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
         // The saved held-out examples (written at every save) are rewritten by the next: checked
         // as eval checks them, so that a broken or missing file is refused here too rather than
         // silently replaced.
-        auto task = data::make_data_task(std::move(data.dataset));
+        check_data_vocabularies(config, &data.dataset);
+        auto task = data::make_data_task(data.dataset);
         const auto saved = read_saved_heldout(config, dir);
         AG_CHECK(saved == task->held_out(), IoError,
                  "{}: is not the held-out split of {}, the training data this run started on (same size and "
@@ -177,7 +216,9 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
         return task;
     }
     auto held_out = read_saved_heldout(config, dir);
-    check_heldout_split(config, dir, held_out);
+    const std::optional<data::TsvDataset> dataset = unchanged_training_data(config);
+    if (dataset) check_heldout_split(config, dir, held_out, *dataset);
+    check_data_vocabularies(config, dataset ? &*dataset : nullptr);
     std::vector<std::string> symbols(config.vocab.tokens().begin() + Vocabulary::reserved_count,
                                      config.vocab.tokens().end());
     if (config.target_vocab) {  // both sides' tokens, each once
@@ -186,6 +227,17 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
             if (!config.vocab.contains(*it)) symbols.push_back(*it);
     }
     return data::make_saved_data_task(std::move(held_out), config.task.chars, std::move(symbols));
+}
+
+std::pair<Vocabulary, std::optional<Vocabulary>> data_vocabularies(const data::TsvDataset& dataset,
+                                                                   bool separate) {
+    if (!separate) return {Vocabulary(dataset.symbols()), std::nullopt};
+    std::set<std::string> sources, targets;
+    for (const data::Example& example : dataset.examples()) {
+        sources.insert(example.source.begin(), example.source.end());
+        targets.insert(example.target.begin(), example.target.end());
+    }
+    return {Vocabulary({sources.begin(), sources.end()}), Vocabulary({targets.begin(), targets.end()})};
 }
 
 data::TranslateTaskOptions translate_options(const std::string& lang) {
@@ -342,8 +394,13 @@ void check_progress(const RunProgress& p, const RunConfig& config) {
     check(p.steps_done == 0 || p.initial_loss > 0.0, "initial_loss",
           fmt::format("> 0 (the first step's loss) after progress.steps_done = {} steps", p.steps_done),
           p.initial_loss);
-    check(p.high_loss_steps >= 0 && p.high_loss_steps <= p.steps_done, "high_loss_steps",
-          fmt::format("in [0, progress.steps_done = {}]", p.steps_done), p.high_loss_steps);
+    // Training stops as diverged once the count reaches the patience, so no save holds it.
+    const std::int64_t patience = train::DivergenceMonitorOptions{}.patience;
+    check(p.high_loss_steps >= 0 && p.high_loss_steps <= p.steps_done && p.high_loss_steps < patience,
+          "high_loss_steps",
+          fmt::format("in [0, progress.steps_done = {}] and below {} (training stops as diverged there)",
+                      p.steps_done, patience),
+          p.high_loss_steps);
     // The library bounds it so (train/callbacks.cpp); whether it fits the saved snapshots is the
     // snapshotter's check on --resume.
     check(p.snapshot_period >= 0 && p.snapshot_period < 9'000'000'000'000'000, "snapshot_period",
@@ -483,17 +540,19 @@ void read_run_settings(const nlohmann::json& json, const std::filesystem::path& 
     run.task = task_for_run(run.config, dir, for_training);
     check_task_fits(run.config, *run.task);
     check_heldout_checksum(run.config, *run.task, dir);
-    // Early stopping's rule (train's EarlyStopping): the target is reached when the monitored
-    // held-out accuracy is at least the task's target; the flag stops a resume, so it must be true.
+    // Early stopping's rule (train's EarlyStopping), applied at every evaluation: the target is
+    // reached when the monitored held-out accuracy (0 before the first; every target is above 0)
+    // is at least the task's target. The flag stops a resume, so it must say what the rule says.
     const TaskInfo& info = run.task->info();
     const bool sequence = info.metric == Metric::Sequence;
     const double monitored =
         sequence ? run.counters.heldout_sequence_accuracy : run.counters.heldout_token_accuracy;
-    AG_CHECK(!run.counters.reached_target || monitored >= target_accuracy(info.name), ValueError,
-             "config.json: progress.reached_target is true, but progress.{} is {}, below the task's target "
-             "{}",
-             sequence ? "heldout_sequence_accuracy" : "heldout_token_accuracy", monitored,
-             target_accuracy(info.name));
+    const bool reached = monitored >= target_accuracy(info.name);
+    AG_CHECK(run.counters.reached_target == reached, ValueError,
+             "config.json: progress.reached_target is {}, but progress.{} is {}, {} the task's target {} "
+             "(train sets the flag at every evaluation)",
+             run.counters.reached_target, sequence ? "heldout_sequence_accuracy" : "heldout_token_accuracy",
+             monitored, reached ? "at or above" : "below", target_accuracy(info.name));
     // Every save of a run with snapshots on writes the file (from step 0): one missing with its
     // entry was deleted, and a resume would start a new one without the earlier steps.
     AG_CHECK(

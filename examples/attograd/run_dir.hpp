@@ -118,11 +118,18 @@ struct TrainingData {
     std::string fnv1a64;
 };
 
-/// Reads and parses the TSV file `path` (at most 256 MiB). Throws as data::TsvDataset::read.
 /// The translate task's options for language `lang` (the library's defaults otherwise).
 data::TranslateTaskOptions translate_options(const std::string& lang);
 
+/// Reads and parses the TSV file `path` (at most 256 MiB). Throws as data::TsvDataset::read.
 TrainingData read_training_data(const std::filesystem::path& path, bool chars);
+
+/// The vocabularies train builds for a --data run on `dataset`: its tokens in byte order, each
+/// once (data::TsvDataset::symbols), for both sides (`separate` false: no target vocabulary), or
+/// one of the sources' tokens (config.vocab) and one of the targets' (config.target_vocab). A
+/// canonical order lets eval and inspect tell a reordered vocabulary without the data file.
+std::pair<Vocabulary, std::optional<Vocabulary>> data_vocabularies(const data::TsvDataset& dataset,
+                                                                   bool separate);
 
 /// The held-out examples saved in `dir`/heldout.tsv of a --data run. Throws as
 /// data::TsvDataset::read (a malformed file, `<unk>`, a control character, an empty target), and

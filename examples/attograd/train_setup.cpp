@@ -310,10 +310,10 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
         config = default_config(*task);
 
         if (config.task.name == "translate") set_translate_vocabulary(args, *task, config);
-        // --data, separate: every token of each side of the file, the held-out examples' too (as
-        // default_config's shared one)
-        if (!args.data.empty() && separate_vocabularies(args, config.task.name))
-            set_vocabularies(args, training_data->dataset.examples(), {}, config);
+        // --data: every token of the file, the held-out examples' too, one vocabulary or one per side
+        if (!args.data.empty())
+            std::tie(config.vocab, config.target_vocab) =
+                data_vocabularies(training_data->dataset, separate_vocabularies(args, config.task.name));
         if (args.was_given("vocab")) (void)separate_vocabularies(args, config.task.name);
         for (const char* flag : {"lang", "min-freq", "max-vocab"})
             if (args.was_given(flag) && config.task.name != "translate")
