@@ -25,6 +25,15 @@ void small_run(const std::string& dir) {
     train(dir, {"--task", "reverse", "--steps", "2", "--eval-every", "1"});
 }
 
+/// Ten reversal pairs over six letters as a --data file at `path` (one held out).
+void write_small_pairs(const fs::path& path) {
+    std::string pairs;
+    for (const char* row : {"a b c\tc b a", "d e f\tf e d", "a b d\td b a", "b c d\td c b", "e f a\ta f e",
+                            "c a b\tb a c", "f f a\ta f f", "d d e\te d d", "a e c\tc e a", "b f e\te f b"})
+        pairs += std::string(row) + "\n";
+    write_text(path, pairs);
+}
+
 /// Writes `saved` back as tmp/run's config.json, applies `edit` (its checksum recorded again),
 /// and checks that eval, inspect and --resume refuse the run naming `names`, inspect writing
 /// nothing.
@@ -926,11 +935,7 @@ TEST_CASE("model settings edited to ones that keep every weight's shape are refu
 TEST_CASE("a --data run's heldout.tsv removed with its files entry is refused by --resume as by eval") {
     TempDir tmp;
     const fs::path data = tmp / "pairs.tsv", dir = tmp / "run";
-    std::string pairs;
-    for (const char* row : {"a b c\tc b a", "d e f\tf e d", "a b d\td b a", "b c d\td c b", "e f a\ta f e",
-                            "c a b\tb a c", "f f a\ta f f", "d d e\te d d", "a e c\tc e a", "b f e\te f b"})
-        pairs += std::string(row) + "\n";
-    write_text(data, pairs);
+    write_small_pairs(data);
     train(dir, {"--data", data, "--steps", "4"});
     fs::remove(dir / "heldout.tsv");
     edit_config(dir, [](json& c) { c["files"].erase("heldout.tsv"); });
@@ -1033,11 +1038,7 @@ TEST_CASE(
 TEST_CASE("a --data run's vocabulary must be the one train builds: from the data file, or in byte order") {
     TempDir tmp;
     const fs::path data = tmp / "pairs.tsv", moved = tmp / "moved.tsv";
-    std::string pairs;
-    for (const char* row : {"a b c\tc b a", "d e f\tf e d", "a b d\td b a", "b c d\td c b", "e f a\ta f e",
-                            "c a b\tb a c", "f f a\ta f f", "d d e\te d d", "a e c\tc e a", "b f e\te f b"})
-        pairs += std::string(row) + "\n";
-    write_text(data, pairs);
+    write_small_pairs(data);
     for (const char* vocab : {"shared", "separate"}) {
         INFO(vocab);
         const fs::path dir = tmp / vocab;
