@@ -21,8 +21,6 @@ namespace attograd::cli {
 
 namespace {
 
-constexpr std::size_t eval_batch = 250;
-
 /// Ids of rows the program made: held-out examples (checked when read), predictions (which may
 /// hold <unk>) and labels padded with <pad>.
 std::vector<std::vector<std::int64_t>> encode_all(const Vocabulary& vocab,
@@ -169,13 +167,23 @@ std::string example_maps_description(const ModelConfig& config) {
                                     : "the model fed its own prediction (free-running, as it wrote it)";
 }
 
+std::size_t eval_batch_size(const Model& model, const std::vector<Example>& examples) {
+    double parameters = 0.0;
+    for (const Tensor& p : model.parameters()) parameters += static_cast<double>(p.numel());
+    std::size_t longest = 1;  // source and target tokens with <eos>
+    for (const Example& e : examples) longest = std::max(longest, e.source.size() + e.target.size() + 1);
+    const double fits = std::ldexp(1.0, 32) / std::max(1.0, parameters * static_cast<double>(longest));
+    return static_cast<std::size_t>(std::clamp(fits, 1.0, 250.0));
+}
+
 Evaluation evaluate(const Model& model, const Vocabularies& vocab, const std::vector<Example>& examples,
                     const DecodeSettings& decoding, const std::function<void()>& between_batches) {
     Evaluation result;
     std::int64_t tokens = 0, right_tokens = 0, right_sequences = 0;
-    for (std::size_t start = 0; start < examples.size(); start += eval_batch) {
+    const std::size_t batch = eval_batch_size(model, examples);
+    for (std::size_t start = 0; start < examples.size(); start += batch) {
         if (between_batches) between_batches();
-        const std::size_t end = std::min(examples.size(), start + eval_batch);
+        const std::size_t end = std::min(examples.size(), start + batch);
         std::vector<std::vector<std::int64_t>> sources;
         for (std::size_t i = start; i < end; ++i) sources.push_back(vocab.source.encode(examples[i].source));
         const auto predicted = model.predict(sources, decoding);
@@ -228,8 +236,9 @@ std::vector<HeadAlignment> alignment_by_head(const Model& model, const ModelConf
     for (std::size_t l = 0; l < layers.size(); ++l)
         mass[l].assign(static_cast<std::size_t>(layers[l].heads), 0.0);
     std::int64_t rows = 0;
-    for (std::size_t start = 0; start < examples.size(); start += eval_batch) {
-        const std::size_t end = std::min(examples.size(), start + eval_batch);
+    const std::size_t batch = eval_batch_size(model, examples);
+    for (std::size_t start = 0; start < examples.size(); start += batch) {
+        const std::size_t end = std::min(examples.size(), start + batch);
         std::vector<std::vector<std::string>> sources, outputs;
         std::vector<std::vector<std::int64_t>> right;
         for (std::size_t i = start; i < end; ++i) {

@@ -54,6 +54,12 @@ std::string prediction_line(const Task& task, const std::vector<std::string>& so
                             const std::vector<std::string>& prediction,
                             const std::vector<std::string>& target);
 
+/// Examples per batch of evaluate() (and of the alignment shares) for `model` on `examples`:
+/// 250, fewer for a large model on long examples, so that a batch takes at most about 2^32
+/// parameter-token products (about a second) and a Ctrl-C, checked between batches, is
+/// answered within it. At least 1.
+std::size_t eval_batch_size(const Model& model, const std::vector<Example>& examples);
+
 /// Predictions of `model` for `examples` (sources encoded with vocab.source, outputs decoded with
 /// vocab.target; in batches; greedy, or beam search per `decoding`) and their accuracies (an
 /// inspect::HeadKnockout alive around the call silences its heads). `between_batches`, when given, is called
