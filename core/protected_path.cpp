@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <iterator>
 #include <vector>
@@ -79,6 +80,10 @@ std::vector<fs::path> make_directories_protected(const fs::path& dir, const std:
     // (planted, or made by another process) sends the walk back to the check.
     for (int round = 0; round < 10; ++round) {
         const fs::path full = followed_path(dir, where);
+        // Nothing in a longer one could be opened by its path, nor the folders made removed again.
+        AG_CHECK(full.native().size() < PATH_MAX, IoError,
+                 "{}: cannot create the directory: its path is {} bytes, more than the system takes ({}): {}",
+                 where, full.native().size(), PATH_MAX - 1, std::strerror(ENAMETOOLONG));
         fs::path existing = full.root_path();
         std::vector<fs::path> missing;
         bool link_appeared = false;

@@ -31,7 +31,8 @@ void check_protected_path(const std::filesystem::path& path, const std::string& 
 /// place between the check and the making is ever followed (something that appears there is
 /// checked again from the start). Returns the directories it made (as followed_path gives
 /// them), outermost first. Throws IoError starting with `where` for a refused link, a component
-/// that is no directory, or the system's reason.
+/// that is no directory, a path of PATH_MAX bytes or more (before making anything), or the
+/// system's reason.
 std::vector<std::filesystem::path> make_directories_protected(const std::filesystem::path& dir,
                                                               const std::string& where);
 

@@ -68,6 +68,11 @@ TsvDataset TsvDataset::parse(std::string_view text, bool chars, const std::strin
         if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
         if (trim(line).empty()) continue;
         AG_CHECK(is_valid_utf8(line), ValueError, "{}:{}: not valid UTF-8", name, number);
+        AG_CHECK(
+            line.find('\r') == std::string_view::npos, ValueError,
+            "{}:{}: holds a carriage return inside the line (lines end in \\n or \\r\\n; a file whose lines "
+            "end in \\r alone reads as one line)",
+            name, number);
         const auto tab = line.find('\t');
         AG_CHECK(tab != std::string_view::npos, ValueError,
                  "{}:{}: expected 'source<TAB>target', found no tab", name, number);

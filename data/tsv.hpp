@@ -27,7 +27,8 @@ namespace attograd::data {
 class TsvDataset {
 public:
     /// Parses TSV `text`; `name` (usually the path) starts every message. Throws ValueError
-    /// `NAME:LINE: ...` for a line that is not valid UTF-8, has no tab or more than one, has an
+    /// `NAME:LINE: ...` for a line that is not valid UTF-8, holds a `\r` before its end (a file
+    /// whose lines end in `\r` alone), has no tab or more than one, has an
     /// empty side, holds a reserved token (word level) or a token that breaks Vocabulary's token
     /// rule (a control character such as NUL), and `NAME: no examples` when no line is left.
     static TsvDataset parse(std::string_view text, bool chars, const std::string& name);

@@ -132,6 +132,21 @@ TEST_CASE("mpirun train refuses a batch smaller than the number of ranks") {
     CHECK(count(o.out, "--batch 2 is smaller than the number of ranks (3)") == 1);
 }
 
+TEST_CASE("a run trained with dropout on 3 ranks loads in one process: its first loss is the 3 ranks'") {
+    // Each rank's dropout drew its own masks at the first step: the loss recorded is theirs.
+    TempDir tmp;
+    const std::string dir = (tmp.path() / "run").string();
+    const Outcome trained = mpirun(3, "train --task reverse --dropout 0.3 --steps 3 --quiet --out " + dir);
+    INFO(trained.command, "\n", trained.out);
+    REQUIRE(trained.code == 0);
+    require_ok(run({"eval", "--run", dir}));
+    require_ok(run({"train", "--resume", dir, "--steps", "5", "--quiet"}));
+    edit_config(dir, [](json& c) {
+        c["progress"]["initial_loss"] = c["progress"]["initial_loss"].get<double>() * 1.001;
+    });
+    check_refused(run({"eval", "--run", dir}), {"progress.initial_loss is", "nor any of 2 to 16 ranks'"});
+}
+
 TEST_CASE("mpirun: tasks, eval and inspect run on rank 0 alone, the other ranks exit 0 silently") {
     TempDir tmp;
     const std::string dir = (tmp.path() / "rev").string();

@@ -402,13 +402,17 @@ TEST_CASE("config.json values outside the range train writes are refused naming 
             CHECK(o.err.find("config.json: config.json") == std::string::npos);
         }
     }
-    // The largest seed --seed takes is kept, not refused.
+    // The largest seed --seed takes is kept, not refused (nor another run's seed: the first
+    // step's loss is computed again from it).
+    train(tmp / "largest", {"--task", "reverse", "--steps", "2", "--seed",
+                            std::to_string(std::numeric_limits<std::uint64_t>::max())});
+    require_ok(run({"eval", "--run", tmp / "largest"}));
     json config = json::parse(saved);
     config["train"]["seed"] = std::numeric_limits<std::uint64_t>::max();
     config["progress"]["seed"] = std::numeric_limits<std::uint64_t>::max();  // recorded twice
     config["config_fnv1a64"] = "unchecked";
     write_text(fs::path(tmp / "run") / "config.json", config.dump());
-    require_ok(run({"eval", "--run", tmp / "run"}));
+    check_refused(run({"eval", "--run", tmp / "run"}), {"progress.initial_loss is"});
 }
 
 TEST_CASE("config.json naming another task than the model's is refused naming task.name") {
@@ -679,12 +683,16 @@ TEST_CASE("edited attention snapshots are refused by --resume and left out of in
     CHECK(
         run({"inspect", "--run", dir, "--format", "html", "--to", tmp / "report.html"}).err.find("warning") ==
         std::string::npos);
-    // A snapshot after the steps trained: inspect leaves the replay out; --resume drops the
-    // snapshots past its step, as after a save that was interrupted.
+    // A snapshot after the steps trained (the file is saved with the run's other files, as one
+    // generation): inspect leaves the replay out; --resume refuses it rather than drop it.
     planted([](json& j) { j.back()["step"] = 26; });
     const Outcome late = run({"inspect", "--run", dir, "--format", "html", "--to", tmp / "report.html"});
     CHECK(late.code == 0);
     CHECK(late.err.find("has step 26, after the 25 steps the run has trained") != std::string::npos);
+    check_refused(run({"train", "--resume", dir, "--steps", "30", "--quiet"}),
+                  {"attention_snapshots.safetensors': a snapshot has step 26, after the 25 steps the run has "
+                   "trained"});
+    CHECK(read_config(dir)["progress"]["steps_done"] == 25);
     // A resume may change the period: the snapshots of both periods are the run's.
     planted([](json&) {});
     require_ok(run({"train", "--resume", dir, "--steps", "30", "--snapshot-every", "7", "--quiet"}));
@@ -881,7 +889,7 @@ TEST_CASE("the records a check rests on cannot be left out: progress, its seed a
     }
     check([](json& c) { c.erase("progress"); }, {"config.json: missing field 'progress'"});
     check([](json& c) { c["progress"]["gemm_library"] = "MKL"; },
-          {"field 'progress.gemm_library' must be \"LIBXSMM\" or \"Eigen\", got \"MKL\""});
+          {"field 'progress.gemm_library' must be \"LIBXSMM\" or \"Eigen\", got 'MKL'"});
     check([](json& c) { c["progress"]["cpu"] = ""; }, {"field 'progress.cpu' must be a CPU's name"});
     // Decoded predictions hold no special token.
     check([](json& c) { c["progress"]["probe_predictions"][0].push_back("<eos>"); },
@@ -1106,4 +1114,50 @@ TEST_CASE("progress.reached_target and high_loss_steps must be what training's r
     check_refused(run({"eval", "--run", dir}),
                   {"progress.high_loss_steps must be in [0, progress.steps_done = 30] "
                    "and below 20"});
+    // The first step's loss, divergence's yardstick, is computed again from the seed.
+    for (const double forged : {1e-30, 1e300, 3.0}) {
+        INFO(forged);
+        write_text(dir / "config.json", saved);
+        edit_config(dir, [&](json& c) { c["progress"]["initial_loss"] = forged; });
+        for (const auto& command : std::vector<std::vector<std::string>>{
+                 {"eval", "--run", dir}, {"train", "--resume", dir, "--steps", "4", "--quiet"}})
+            check_refused(run(command),
+                          {"config.json: progress.initial_loss is", "but the run's first step"});
+    }
+    write_text(dir / "config.json", saved);
+    require_ok(run({"train", "--resume", dir, "--steps", "4", "--quiet"}));
+}
+
+TEST_CASE(
+    "a --data or translate run's recorded data checksum cannot be blanked, nor a bundled task given one") {
+    TempDir tmp;
+    const fs::path data = tmp / "pairs.tsv", dir = tmp / "run", bundled = tmp / "bundled";
+    write_small_pairs(data);
+    train(dir, {"--data", data, "--steps", "4"});
+    edit_config(dir, [](json& c) { c["task"]["data_fnv1a64"] = ""; });
+    for (const auto& command : std::vector<std::vector<std::string>>{
+             {"eval", "--run", dir}, {"train", "--resume", dir, "--steps", "6", "--quiet"}})
+        check_refused(run(command),
+                      {"config.json: task.data_bytes", "are not what train writes for task.name 'data'"});
+    small_run(bundled);
+    edit_config(bundled, [](json& c) {
+        c["task"]["data_fnv1a64"] = "0123456789abcdef";
+        c["task"]["data_bytes"] = 10;
+    });
+    check_refused(run({"eval", "--run", bundled}), {"are not what train writes for task.name 'reverse'"});
+}
+
+TEST_CASE("a metrics.csv with another first line is refused once, showing that line") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run";
+    small_run(dir);
+    edit_config(dir, [](json& c) {
+        c["progress"]["reached_target"] = true;
+        c["progress"]["heldout_sequence_accuracy"] = 1.0;
+    });
+    write_text(dir / "metrics.csv", "\xEF\xBB\xBF" + read_text(dir / "metrics.csv"));  // a BOM
+    record_checksum(dir / "metrics.csv");
+    const Outcome outcome = run({"eval", "--run", dir});
+    check_refused(outcome, {"does not start with the header train writes ('step,", "its first line is"});
+    CHECK(outcome.err.find("progress.reached_target") == outcome.err.rfind("progress.reached_target"));
 }

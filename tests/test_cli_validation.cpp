@@ -324,3 +324,23 @@ TEST_CASE(
                   {"is the lock file or a staging directory of the run"});
     CHECK(read_text(fs::path(tmp / ".fresh.lock")).find('{') == std::string::npos);
 }
+
+TEST_CASE("what the program says of a flag given twice, a run of no steps and a diverged loss is plain") {
+    TempDir tmp;
+    const std::string out = tmp / "run";
+    check_refused(run({"train", "--task", "reverse", "--steps", "5", "--steps", "6", "--out", out}),
+                  {"--steps: given 2 times; give it once"});
+    // No step ran: the evaluation's line shows no training loss or accuracy.
+    const Outcome none = run({"train", "--task", "reverse", "--steps", "0", "--out", out});
+    REQUIRE(none.code == 0);
+    const std::string shown = none.out + none.err;
+    CHECK(shown.find("step     0  held-out token") != std::string::npos);
+    CHECK(shown.find("loss 0.0000") == std::string::npos);
+    // A NaN loss is "nan", whatever its sign bit; the hint names the flags that move it.
+    const Outcome diverged =
+        run({"train", "--task", "reverse", "--lr", "1e30", "--clip", "0", "--out", tmp / "diverged"});
+    CHECK(diverged.code == 2);
+    CHECK(diverged.err.find("(loss nan); try a lower --lr or --weight-decay, or --clip") !=
+          std::string::npos);
+    CHECK(diverged.err.find("-nan") == std::string::npos);
+}

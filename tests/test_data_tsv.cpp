@@ -26,6 +26,9 @@ using Tokens = std::vector<std::string>;
 }  // namespace
 
 TEST_CASE("tsv: pairs, whitespace or character tokens, blank lines and CRLF") {
+    // Lines that end in \r alone are one line to the parser: said so, not "more than one tab".
+    CHECK_THROWS_WITH_AS(TsvDataset::parse("a\tb\rc\td\r", false, "f.tsv"),
+                         doctest::Contains("f.tsv:1: holds a carriage return inside the line"), ValueError);
     const auto words = TsvDataset::parse("the cat\tle chat\r\n\nhi\tsalut\n", false, "f.tsv");
     REQUIRE(words.size() == 2);
     CHECK_FALSE(words.chars());

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <climits>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -511,4 +512,17 @@ TEST_CASE("make_directories_protected never makes a directory through a link pla
     write_file_atomic(tmp.path() / "a" / "file", "x");
     CHECK_THROWS_WITH_AS(make_directories_protected(tmp.path() / "a" / "file" / "d", "dir"),
                          doctest::Contains("is not a directory"), IoError);
+}
+
+TEST_CASE("make_directories_protected refuses a path too long to use before it makes any folder") {
+    TempDir tmp;
+    fs::path deep = tmp.path();
+    for (int i = 0; i < 25; ++i) deep /= std::string(200, 'd');  // 5000 bytes, past PATH_MAX
+    CHECK_THROWS_WITH_AS(make_directories_protected(deep, "--to"),
+                         doctest::Contains("cannot create the directory: its path is"), IoError);
+    CHECK(fs::is_empty(tmp.path()));
+    // Just short enough: made, every folder of it listed.
+    fs::path fits = tmp.path();
+    while (fits.native().size() + 201 < PATH_MAX) fits /= std::string(200, 'e');
+    CHECK(make_directories_protected(fits, "--to").back() == fits);
 }

@@ -261,6 +261,38 @@ TEST_CASE("Trainer: EarlyStopping stops at the first validation that reaches the
         doctest::Contains("monitor 'acc' is not among the validation metrics (loss)"), ValueError);
 }
 
+TEST_CASE("Trainer: a resume takes a callback's keys from state_keys(), without its costly state_dict()") {
+    // state_dict() counts the calls made between loading the run and the fit's start.
+    struct Costly : train::Callback {
+        bool loading = false;
+        mutable int calls_while_loading = 0;
+        nlohmann::json state_dict() const override {
+            calls_while_loading += loading;
+            return {{"probe", 2.5}};
+        }
+        std::vector<std::string> state_keys() const override { return {"probe"}; }
+        void load_state_dict(const nlohmann::json& progress) override {
+            loading = true;
+            CHECK(progress.at("probe") == 2.5);
+        }
+        void on_fit_start(train::Trainer&) override { loading = false; }
+    };
+    testing::TempDir tmp;
+    {
+        Program first(tmp.path() / "run", 10);
+        first.trainer.add_callback(std::make_shared<Costly>());
+        first.fit();
+    }
+    Program resumed(tmp.path() / "run", 20);
+    const auto costly = std::make_shared<Costly>();
+    resumed.trainer.add_callback(costly);
+    resumed.fit(tmp.path() / "run");
+    CHECK(costly->calls_while_loading == 0);
+    // Its key is its own, not a validation metric.
+    CHECK_FALSE(resumed.trainer.callback_metrics().contains("probe"));
+    CHECK(resumed.trainer.callback_metrics().contains("val_loss"));
+}
+
 TEST_CASE("Trainer: the divergence rule stops a loss that is not finite or stays far above its first value") {
     Generator init(1);
     TinyRegressor model(init);

@@ -100,7 +100,9 @@ void DivergenceMonitor::on_before_backward(Trainer& trainer, const StepOutput& o
     const double loss = output.logs.at("loss");
     const std::int64_t step = trainer.global_step() + 1;
     if (!std::isfinite(loss))
-        throw Diverged(fmt::format("training diverged at step {} (loss {}); {}", step, loss, options_.hint));
+        throw Diverged(fmt::format("training diverged at step {} (loss {}); {}", step,
+                                   std::isnan(loss) ? std::string("nan") : fmt::format("{}", loss),
+                                   options_.hint));
     if (initial_loss_ == 0.0) initial_loss_ = loss;
     high_loss_steps_ = loss > options_.factor * initial_loss_ ? high_loss_steps_ + 1 : 0;
     if (high_loss_steps_ >= options_.patience) {
@@ -248,8 +250,13 @@ void AttentionSnapshots::save_files(Trainer&, RunWriter& writer) {
 void AttentionSnapshots::load_files(Trainer& trainer, const fs::path& dir) {
     if (!fs::exists(dir / options_.filename)) return;
     auto earlier = inspect::load_snapshots(dir / options_.filename);
-    std::erase_if(earlier,
-                  [&](const inspect::AttentionSnapshot& s) { return s.step > trainer.global_step(); });
+    // The file is saved with the run's other files, as one generation: no snapshot is later.
+    for (const inspect::AttentionSnapshot& snapshot : earlier)
+        AG_CHECK(
+            snapshot.step <= trainer.global_step(), IoError,
+            "load_snapshots: '{}': a snapshot has step {}, after the {} steps the run has trained (the file "
+            "or config.json's progress.steps_done was edited)",
+            (dir / options_.filename).string(), snapshot.step, trainer.global_step());
     if (options_.check_loaded) {
         try {
             options_.check_loaded(earlier, trainer.global_step());

@@ -162,9 +162,10 @@ struct AttentionSnapshotsOptions {
     /// On resume, continue with the period the earlier run had reached (it doubles as the
     /// snapshots are thinned); false when the period was changed for the resumed run.
     bool resume_period = true;
-    /// On resume, called with the saved snapshots up to the resumed step and that step before
-    /// they are used (e.g. to check their tokens and steps against the run); a ValueError it
-    /// throws becomes an IoError naming the file. Empty: no check beyond load_snapshots'.
+    /// On resume, called with the saved snapshots (none after the resumed step: load_files
+    /// refuses a later one with an IoError naming the file) and that step before they are used (e.g. to check
+    /// their tokens and steps against the run); a ValueError it throws becomes an IoError naming the file.
+    /// Empty: no check beyond load_snapshots'.
     std::function<void(const std::vector<inspect::AttentionSnapshot>&, std::int64_t)> check_loaded{};
 };
 

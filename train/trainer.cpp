@@ -166,8 +166,7 @@ void Trainer::load_state_dict(const nlohmann::json& progress) {
                                  "evaluation_pending", "pending_lr"};
     for (const auto& callback : callbacks_) {
         callback->load_state_dict(progress);
-        const nlohmann::json state = callback->state_dict();
-        for (const auto& [key, value] : state.items()) own.insert(key);
+        for (std::string& key : callback->state_keys()) own.insert(std::move(key));
     }
     const auto count = [&](const char* key) {
         const double value = progress.contains(key) ? progress_number(progress, key) : 0.0;

@@ -147,6 +147,14 @@ public:
     /// Restores state_dict() from a resumed run's "progress" (keys may be missing in runs
     /// saved without this callback). Throws ValueError naming a key of the wrong type.
     virtual void load_state_dict(const nlohmann::json& /*progress*/) {}
+    /// The keys state_dict() writes (Trainer::load_state_dict leaves them to this callback).
+    /// Default: those of a state_dict() call; override where that call is costly.
+    virtual std::vector<std::string> state_keys() const {
+        std::vector<std::string> keys;
+        const nlohmann::json state = state_dict();  // alive while its items are walked
+        for (const auto& [key, value] : state.items()) keys.push_back(key);
+        return keys;
+    }
     /// Adds this callback's files to a generation of the run directory.
     virtual void save_files(Trainer&, RunWriter&) {}
     /// Reads this callback's files from a resumed run's directory `dir`.

@@ -34,8 +34,8 @@ constexpr std::int64_t max_snapshots = 32;
 /// outputs can still overflow (a huge --lr), which is the run diverging, not a bad input. A plain
 /// ValueError, as only the ranks that compute it meet it (snapshots are rank 0's).
 ValueError diverged_outputs(std::int64_t step, const ValueError& e) {
-    return ValueError(
-        fmt::format("training diverged at step {}: {}; try a lower --lr or --clip", step, e.what()));
+    return ValueError(fmt::format(
+        "training diverged at step {}: {}; try a lower --lr or --weight-decay, or --clip", step, e.what()));
 }
 
 }  // namespace
@@ -77,7 +77,7 @@ int cmd_train(const TrainArgs& args) {
     auto early_stopping = std::make_shared<train::EarlyStopping>(train::EarlyStoppingOptions{
         .monitor = metric, .stopping_threshold = target_accuracy(info.name), .stop = t.early_stop});
     trainer.add_callback(std::make_shared<train::DivergenceMonitor>(
-        train::DivergenceMonitorOptions{.hint = "try a lower --lr or --clip"}));
+        train::DivergenceMonitorOptions{.hint = "try a lower --lr or --weight-decay, or --clip"}));
     trainer.add_callback(std::make_shared<AverageGradients>(model, step));  // rank 0's parameters everywhere
     trainer.add_callback(bar)
         .add_callback(std::make_shared<ValidationLine>(bar))

@@ -236,8 +236,14 @@ int run_cli(int argc, char** argv) {
                          "print the version and the build's GEMM backend, and exit");
     app.get_formatter()->column_width(32);
     app.failure_message([](const CLI::App*, const CLI::Error& e) {
-        // CLI11 quotes the values it refuses: escaped, as every message is.
-        return fmt::format("attograd: {} (see --help)\n", data::escape_control(e.what()));
+        // CLI11 quotes the values it refuses: escaped, as every message is. Its words for an
+        // option given twice ("--steps: At Most 1 required but received 2") are said plainly.
+        std::string what = e.what();
+        if (const auto at = what.find(": At Most 1 required but received "); at != std::string::npos)
+            what =
+                fmt::format("{}: given {} times; give it once", what.substr(0, at),
+                            what.substr(at + std::string_view(": At Most 1 required but received ").size()));
+        return fmt::format("attograd: {} (see --help)\n", data::escape_control(what));
     });
 
     app.add_subcommand("tasks",

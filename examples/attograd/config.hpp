@@ -27,8 +27,10 @@ using data::Vocabulary;
 /// marks the models rebuilt from the library's Transformer layers (new state_dict names); version
 /// 4 adds the REINFORCE baseline buffers to model.safetensors, schedule.last_epoch to every
 /// optimizer.safetensors and train.checkpoint_every to config.json; version 5 adds
-/// task.heldout_fnv1a64 and refuses fields it does not know.
-inline constexpr int run_format_version = 5;
+/// task.heldout_fnv1a64 and refuses fields it does not know; version 6 requires the progress
+/// records of the probes, kernels and first loss, orders a --data run's vocabularies by byte and
+/// records Adam's decoupled_weight_decay in optimizer.safetensors.
+inline constexpr int run_format_version = 6;
 
 /// Everything needed to rebuild the model (with the vocabulary of RunConfig).
 struct ModelConfig {

@@ -21,6 +21,7 @@
 #include "train/metrics_csv.hpp"
 #include "train/run_writer.hpp"
 #include "train_setup.hpp"
+#include "train_step.hpp"
 #include "uniform_attention.hpp"
 
 #include <fmt/ranges.h>
@@ -165,6 +166,16 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
              "and false for task.name '{}'",
              data::escape_control(excerpt(config.task.data, 80)), config.task.chars,
              data::escape_control(config.task.name));
+    // What train records of a --data file or translate's pairs, which every check of them rests on.
+    const bool has_data = config.task.name == "data" || config.task.name == "translate";
+    AG_CHECK(
+        has_data != config.task.data_fnv1a64.empty() && has_data == (config.task.data_bytes > 0), ValueError,
+        "config.json: task.data_bytes {} and task.data_fnv1a64 '{}' are not what train writes for task.name "
+        "'{}' ({})",
+        config.task.data_bytes, data::escape_control(config.task.data_fnv1a64),
+        data::escape_control(config.task.name),
+        has_data ? "the size and checksum of the data, which eval, inspect and --resume check it against"
+                 : "0 and \"\": the task has no data file");
     AG_CHECK(
         config.task.name == "translate" || config.task.lang.empty(), ValueError,
         "config.json: task.lang '{}' belongs to a translate run; train writes it empty for task.name '{}'",
@@ -341,7 +352,9 @@ RunProgress read_progress(const nlohmann::json& json) {
                      (!gemm || j[key] == "LIBXSMM" || j[key] == "Eigen"),
                  ValueError, "config.json: field 'progress.{}' must be {}, got {}", key,
                  gemm ? "\"LIBXSMM\" or \"Eigen\"" : "a CPU's name (1 to 256 bytes)",
-                 excerpt(j[key].dump(), 80));
+                 j[key].is_string()
+                     ? fmt::format("'{}'", data::escape_control(excerpt(j[key].get<std::string>(), 80)))
+                     : excerpt(j[key].dump(), 80));
         *value = j[key].get<std::string>();
     }
     {
@@ -646,11 +659,21 @@ void check_progress_against_metrics(const LoadedRun& run, const std::filesystem:
             shown_path(dir / "config.json"), why);
     };
     if (!std::filesystem::exists(file)) return unread("is missing");
+    std::string text;
     train::MetricsTable table;
     try {
-        const std::string text = train::read_file(file);
-        if (!text.starts_with(train::CSVLogger(metrics_csv_options()).header()))
-            return unread("does not start with the header train writes");
+        text = train::read_file(file);
+    } catch (const Error& e) {
+        return unread(fmt::format("cannot be read: {}", excerpt(e.what(), 200)));
+    }
+    const std::string header = train::CSVLogger(metrics_csv_options()).header();
+    if (!text.starts_with(header)) {
+        return unread(
+            fmt::format("does not start with the header train writes ('{}'): its first line is '{}'",
+                        header.substr(0, header.size() - 1),
+                        data::escape_control(excerpt(text.substr(0, text.find('\n')), 120))));
+    }
+    try {
         table = train::read_metrics_csv(text, run.counters.steps_done, "metrics.csv", run.counters.seconds);
     } catch (const Error& e) {
         return unread(fmt::format("cannot be read: {}", excerpt(e.what(), 200)));
@@ -768,6 +791,33 @@ void check_never_updated(const std::map<std::string, Tensor>& optimizer_state,
     }
 }
 
+/// Refuses (IoError naming config.json) a progress.initial_loss other than the loss of the run's
+/// first step, which divergence is measured against: `run`'s model as its seed made it (not yet
+/// loaded), on the seed's first batch (first_step_loss), within the rounding of another CPU.
+/// Where the model samples in training (dropout, hard attention) each rank of an mpirun drew its
+/// own, so the loss depends on how many there were, which the run does not record: 1 to 16 are
+/// tried. Only where the task can draw training batches: every task but a --data run's when not
+/// `for_training` (then only its held-out examples are at hand).
+void check_initial_loss(const LoadedRun& run, bool for_training) {
+    if (run.counters.steps_done == 0 || (run.config.task.name == "data" && !for_training)) return;
+    const ModelConfig& m = run.config.model;
+    const bool samples = m.dropout > 0.0 || m.attention == "hard";
+    const int most_ranks = samples ? static_cast<int>(std::min<std::int64_t>(run.config.train.batch, 16)) : 1;
+    double one_process = 0.0;  // the loss the message names
+    for (int ranks = 1; ranks <= most_ranks; ++ranks) {
+        // The model samples from the generator it was made with.
+        const double first = first_step_loss(*run.model, *run.generator, run.config, *run.task, ranks);
+        if (same_probe_loss(run.counters.initial_loss, first)) return;
+        if (ranks == 1) one_process = first;
+    }
+    throw IoError(
+        fmt::format("{}: progress.initial_loss is {}, but the run's first step (the model its seed made, on "
+                    "the seed's first batch) has loss {:.9g}{}: divergence is measured against it",
+                    shown_path(run.dir / "config.json"), run.counters.initial_loss, one_process,
+                    most_ranks > 1 ? fmt::format(" in one process (nor any of 2 to {} ranks')", most_ranks)
+                                   : std::string()));
+}
+
 LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     const nlohmann::json json = train::open_run(dir);
     const auto config_path = dir / "config.json";
@@ -784,6 +834,13 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     // The parameters as the seed makes them: one the optimizer has no state for was never updated.
     std::vector<Tensor> initial;
     for (const Tensor& p : run.model->parameters()) initial.push_back(clone(p));
+    // Before the weights are loaded: the first step's loss is the initial model's.
+    std::optional<IoError> first_loss_error;
+    try {
+        check_initial_loss(run, for_training);
+    } catch (const IoError& e) {
+        first_loss_error = e;
+    }
     const auto weights = dir / "model.safetensors";
     const auto state = train::load_checkpoint(weights);
     // Train writes each tensor in its parameter's dtype; load_state_dict would convert another
@@ -842,6 +899,7 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     const TrainConfig& t = run.config.train;
     check_never_updated(optimizer_state, initial, run.model->parameters(),
                         t.optim != "sgd" || t.momentum != 0.0, dir / "optimizer.safetensors");
+    if (first_loss_error) throw *first_loss_error;  // after the model's checks, which name what was edited
     return run;
 }
 

@@ -48,24 +48,59 @@ TrainStep::TrainStep(Model& model, Generator& model_generator, const RunConfig& 
                      const optim::ProcessGroup& ranks)
     : model_(&model), model_generator_(&model_generator), config_(&config), task_(&task), ranks_(&ranks) {}
 
-train::StepOutput TrainStep::operator()(std::int64_t step, Generator& batch_generator) {
-    const TrainConfig& t = config_->train;
-    // The model's own samples (hard attention, dropout) are seeded per step too.
-    model_generator_->manual_seed(
-        train::step_seed(~t.seed + static_cast<std::uint64_t>(ranks_->rank()), step));
+namespace {
+
+/// The teacher-forced forward of step `step`'s batch, this rank's `share` of it: the batch drawn
+/// from `batch_generator` (seeded by the Trainer), the model's own samples (hard attention,
+/// dropout) seeded per step and rank.
+struct StepForward {
+    Batch batch;
+    ForwardResult result;
+    Tensor flat_logits, flat_target, loss;
+};
+
+StepForward forward_step(Model& model, Generator& model_generator, const RunConfig& config, const Task& task,
+                         int rank, const Share& share, std::int64_t step, Generator& batch_generator) {
+    const TrainConfig& t = config.train;
+    model_generator.manual_seed(train::step_seed(~t.seed + static_cast<std::uint64_t>(rank), step));
     std::vector<std::vector<std::int64_t>> sources, targets;
-    const Share share = share_of(t.batch, ranks_->rank(), ranks_->size());  // all of it in one process
     for (std::int64_t i = 0; i < t.batch; ++i) {
-        const Example example = task_->train_example(batch_generator);
+        const Example example = task.train_example(batch_generator);
         if (i < share.start || i >= share.start + share.length) continue;
-        sources.push_back(config_->vocab.encode(example.source));
-        targets.push_back(vocabularies(*config_).target.encode(example.target));
+        sources.push_back(config.vocab.encode(example.source));
+        targets.push_back(vocabularies(config).target.encode(example.target));
     }
-    const Batch batch = model_->make_batch(sources, &targets);
-    const ForwardResult result = model_->forward(batch);
-    const Tensor flat_logits = reshape(result.logits, {-1, result.logits.size(-1)});
-    const Tensor flat_target = reshape(batch.target, {-1});
-    Tensor loss = cross_entropy(flat_logits, flat_target, {.ignore_index = Vocabulary::pad_id});
+    StepForward out;
+    out.batch = model.make_batch(sources, &targets);
+    out.result = model.forward(out.batch);
+    out.flat_logits = reshape(out.result.logits, {-1, out.result.logits.size(-1)});
+    out.flat_target = reshape(out.batch.target, {-1});
+    out.loss = cross_entropy(out.flat_logits, out.flat_target, {.ignore_index = Vocabulary::pad_id});
+    return out;
+}
+
+}  // namespace
+
+double first_step_loss(Model& model, Generator& model_generator, const RunConfig& config, const Task& task,
+                       int ranks) {
+    NoGradGuard no_grad;
+    double loss_sum = 0.0, tokens = 0.0;  // as whole_batch adds the ranks' shares
+    for (int rank = 0; rank < ranks; ++rank) {
+        Generator batch_generator(train::step_seed(config.train.seed, 0));  // every rank draws the batch
+        const StepForward out = forward_step(model, model_generator, config, task, rank,
+                                             share_of(config.train.batch, rank, ranks), 0, batch_generator);
+        const double count = target_tokens(out.batch.target);
+        loss_sum += out.loss.item() * count;
+        tokens += count;
+    }
+    return loss_sum / std::max(tokens, 1.0);
+}
+
+train::StepOutput TrainStep::operator()(std::int64_t step, Generator& batch_generator) {
+    const Share share =
+        share_of(config_->train.batch, ranks_->rank(), ranks_->size());  // all of it in one process
+    auto [batch, result, flat_logits, flat_target, loss] = forward_step(
+        *model_, *model_generator_, *config_, *task_, ranks_->rank(), share, step, batch_generator);
     const StepFigures mine{.loss = loss.item(),
                            .accuracy = batch_accuracy(result.logits, batch.target),
                            .tokens = target_tokens(batch.target)};
@@ -140,10 +175,13 @@ void ValidationLine::on_validation_end(train::Trainer& trainer, const train::Met
         const auto it = figures.find(key);
         return it == figures.end() ? 0.0 : it->second;
     };
-    bar_->line(fmt::format("step {:>5}  loss {:.4f}  train acc {}  held-out token {} sequence {}  ({:.1f} s)",
-                           trainer.global_step(), value(window, "loss"),
-                           fraction_text(value(window, "accuracy"), 3),
-                           fraction_text(value(metrics, "heldout_token_accuracy"), 3),
+    // The window's training figures, where there was a step (not an evaluation at step 0).
+    const std::string training = window.contains("loss")
+                                     ? fmt::format("  loss {:.4f}  train acc {}", value(window, "loss"),
+                                                   fraction_text(value(window, "accuracy"), 3))
+                                     : std::string();
+    bar_->line(fmt::format("step {:>5}{}  held-out token {} sequence {}  ({:.1f} s)", trainer.global_step(),
+                           training, fraction_text(value(metrics, "heldout_token_accuracy"), 3),
                            fraction_text(value(metrics, "heldout_sequence_accuracy"), 3), trainer.seconds()));
 }
 

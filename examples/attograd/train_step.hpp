@@ -37,6 +37,13 @@ private:
     double tokens_ = 0.0;
 };
 
+/// The loss TrainStep logs at a run's first step (progress.initial_loss, divergence's yardstick):
+/// `model` as the run's seed made it, in training mode, on the seed's first batch of `task`, as
+/// `ranks` processes (mpirun -np N; 1: one process) take it: each rank's share with its own samples
+/// (dropout, hard attention), the shares' losses weighted by their target tokens. Records no graph.
+double first_step_loss(Model& model, Generator& model_generator, const RunConfig& config, const Task& task,
+                       int ranks = 1);
+
 /// Averages the ranks' gradients after backward, weighted by their target tokens
 /// (optim::DistributedDataParallel; rank 0's parameters everywhere from construction).
 class AverageGradients : public train::Callback {
@@ -67,6 +74,8 @@ public:
     ProbePredictions(Model& model, const RunConfig& config, const Task& task)
         : model_(&model), config_(&config), task_(&task) {}
     nlohmann::json state_dict() const override;
+    /// probe_predictions and probe_losses, without the forwards state_dict() runs.
+    std::vector<std::string> state_keys() const override { return {"probe_predictions", "probe_losses"}; }
 
 private:
     Model* model_;
