@@ -82,8 +82,8 @@ std::vector<fs::path> make_directories_protected(const fs::path& dir, const std:
         const fs::path full = followed_path(dir, where);
         // Nothing in a longer one could be opened by its path, nor the folders made removed again.
         AG_CHECK(full.native().size() < PATH_MAX, IoError,
-                 "{}: cannot create the directory: its path is {} bytes, more than the system takes ({}): {}",
-                 where, full.native().size(), PATH_MAX - 1, std::strerror(ENAMETOOLONG));
+                 "{}: its path is {} bytes, more than the {} the system takes", where, full.native().size(),
+                 PATH_MAX - 1);
         fs::path existing = full.root_path();
         std::vector<fs::path> missing;
         bool link_appeared = false;

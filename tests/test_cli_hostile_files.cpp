@@ -757,8 +757,8 @@ TEST_CASE("metrics.csv rows the run cannot have written are refused by --resume 
     std::string crlf;
     for (const char c : good) crlf += c == '\n' ? std::string("\r\n") : std::string(1, c);
     for (const auto& [text, problem] : std::vector<std::pair<std::string, std::string>>{
-             {swapped, "does not start with the header step,loss,train_token_accuracy"},
-             {crlf, "line 1: holds a carriage return"},
+             {swapped, "does not start with the header train writes ('step,loss,train_token_accuracy"},
+             {crlf, "seconds\\r'"},  // the first line shown, its \r escaped
              {good.substr(0, good.size() - 1), "its last line does not end with a newline"}}) {
         INFO(problem);
         write_text(file, text);
@@ -1160,4 +1160,38 @@ TEST_CASE("a metrics.csv with another first line is refused once, showing that l
     const Outcome outcome = run({"eval", "--run", dir});
     check_refused(outcome, {"does not start with the header train writes ('step,", "its first line is"});
     CHECK(outcome.err.find("progress.reached_target") == outcome.err.rfind("progress.reached_target"));
+}
+
+TEST_CASE("a setting the run's model has no use for must hold what train writes for it") {
+    TempDir tmp;
+    const fs::path lm = tmp / "lm", seq = tmp / "seq";
+    train(lm, {"--task", "induction", "--steps", "2"});
+    train(seq, {"--task", "reverse", "--steps", "2"});
+    const auto refused = [&](const fs::path& dir, const std::function<void(json&)>& edit,
+                             const std::string& message) {
+        const std::string saved = read_text(dir / "config.json");
+        edit_config(dir, edit);
+        for (const auto& command : std::vector<std::vector<std::string>>{
+                 {"eval", "--run", dir},
+                 {"inspect", "--run", dir, "--format", "html", "--to", tmp / "r.html"},
+                 {"train", "--resume", dir, "--steps", "4", "--quiet"}})
+            check_refused(run(command), {message});
+        CHECK_FALSE(fs::exists(tmp / "r.html"));
+        write_text(dir / "config.json", saved);
+    };
+    // The language model's attention is causal scaled dot-product: no window, score or cell.
+    refused(
+        lm, [](json& c) { c["model"]["window"] = 4096; },
+        "config.json: model.window is 4096, but this run's model has no use for it (--model lm): train "
+        "writes -1");
+    refused(
+        lm, [](json& c) { c["model"]["score"] = "additive"; }, "model.score is \"additive\"");
+    refused(
+        lm, [](json& c) { c["model"]["cell"] = "lstm"; }, "model.cell is \"lstm\"");
+    refused(
+        seq, [](json& c) { c["model"]["estimator"] = "reinforce"; }, "(--model seq2seq, soft attention)");
+    refused(
+        seq, [](json& c) { c["model"]["local"] = "p"; }, "(--model seq2seq, global attention)");
+    require_ok(run({"eval", "--run", lm}));
+    require_ok(run({"eval", "--run", seq}));
 }

@@ -343,4 +343,8 @@ TEST_CASE("what the program says of a flag given twice, a run of no steps and a 
     CHECK(diverged.err.find("(loss nan); try a lower --lr or --weight-decay, or --clip") !=
           std::string::npos);
     CHECK(diverged.err.find("-nan") == std::string::npos);
+    // A head knocked out twice is named by the flag, not by the library's class.
+    train(tmp / "small", {"--task", "reverse", "--steps", "1"});
+    check_refused(run({"inspect", "--run", tmp / "small", "--knockout", "0.0", "--knockout", "0.0"}),
+                  {"--knockout 0.0: given twice; give each head once"});
 }

@@ -518,11 +518,22 @@ TEST_CASE("make_directories_protected refuses a path too long to use before it m
     TempDir tmp;
     fs::path deep = tmp.path();
     for (int i = 0; i < 25; ++i) deep /= std::string(200, 'd');  // 5000 bytes, past PATH_MAX
-    CHECK_THROWS_WITH_AS(make_directories_protected(deep, "--to"),
-                         doctest::Contains("cannot create the directory: its path is"), IoError);
+    CHECK_THROWS_WITH_AS(make_directories_protected(deep, "--to"), doctest::Contains("its path is 5"),
+                         IoError);
     CHECK(fs::is_empty(tmp.path()));
     // Just short enough: made, every folder of it listed.
     fs::path fits = tmp.path();
     while (fits.native().size() + 201 < PATH_MAX) fits /= std::string(200, 'e');
     CHECK(make_directories_protected(fits, "--to").back() == fits);
+}
+
+TEST_CASE("a run directory whose path leaves no room for a save's names is refused before training") {
+    TempDir tmp;
+    fs::path dir = tmp.path();
+    while (dir.native().size() + train::save_name_room + 201 < PATH_MAX) dir /= std::string(200, 'r');
+    CHECK_NOTHROW(train::check_room_for_saves(dir / "run"));
+    dir /= std::string(PATH_MAX - train::save_name_room - dir.native().size(),
+                       'x');  // a save's names pass PATH_MAX
+    CHECK_THROWS_WITH_AS(train::check_room_for_saves(dir), doctest::Contains("choose a shorter path"),
+                         IoError);
 }

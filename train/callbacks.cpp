@@ -182,10 +182,9 @@ void CSVLogger::load_files(Trainer& trainer, const fs::path& dir) {
     const fs::path path = dir / options_.filename;
     AG_CHECK(fs::exists(path), IoError, "{}: missing; this run cannot be resumed", shown_path(path));
     text_ = read_file(path, std::size_t{1} << 30);
+    check_metrics_header(text_, header(), shown_path(path));
     // Rows the run cannot have written (a step past it, an accuracy of 5) would be carried on.
     read_metrics_csv(text_, trainer.global_step(), shown_path(path));
-    AG_CHECK(text_.starts_with(header()), IoError, "{}: does not start with the header {}", shown_path(path),
-             header().substr(0, header().size() - 1));
 }
 
 ProgressBar::ProgressBar(std::string metric, bool quiet) : metric_(std::move(metric)), quiet_(quiet) {}

@@ -128,4 +128,11 @@ MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, 
     return table;
 }
 
+void check_metrics_header(const std::string& text, const std::string& header, const std::string& where) {
+    AG_CHECK(text.starts_with(header), IoError,
+             "{}: does not start with the header train writes ('{}'): its first line is '{}'", where,
+             header.substr(0, header.size() - 1),
+             data::escape_control(excerpt(std::string_view(text).substr(0, text.find('\n')), 120)));
+}
+
 }  // namespace attograd::train

@@ -11,7 +11,9 @@
 #include "train/run_writer.hpp"
 
 #include <fcntl.h>
+
 #include <unistd.h>
+#include <climits>
 
 #include <set>
 #include <string>
@@ -65,6 +67,9 @@ nlohmann::json open_run(const std::filesystem::path& dir) {
     check_protected_path(dir / "config.json", shown_path(dir));
     std::error_code ec;
     const auto status = std::filesystem::status(dir, ec);
+    AG_CHECK(ec != std::errc::filename_too_long, IoError,
+             "{}: its path is {} bytes, more than the {} the system takes", shown_path(dir),
+             std::filesystem::absolute(dir).native().size(), PATH_MAX - 1);
     AG_CHECK(std::filesystem::exists(status), IoError, "{}: no such run directory", shown_path(dir));
     AG_CHECK(std::filesystem::is_directory(status), IoError, "{}: is {}, not a run directory",
              shown_path(dir),

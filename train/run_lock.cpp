@@ -269,7 +269,7 @@ void RunLock::acquire() {
             ::close(fd_);
             fd_ = -1;
             AG_CHECK(
-                error != EWOULDBLOCK, IoError,
+                error != EWOULDBLOCK, RunBusy,
                 "{} is being written by another process (pid {}: a train, or an inspect writing into it)",
                 shown_path(dir), n > 0 ? std::string(text, static_cast<std::size_t>(n)) : "unknown");
             throw IoError(fmt::format("{}: cannot lock {}: {}", shown_path(dir), shown_path(path_),
@@ -310,8 +310,8 @@ std::optional<RunLock> lock_if_inside(const fs::path& run_dir, const fs::path& d
     if (std::mismatch(run.begin(), run.end(), to.begin(), to.end()).first != run.end()) return std::nullopt;
     try {
         return std::optional<RunLock>(std::in_place, run_dir);
-    } catch (const IoError& e) {
-        throw IoError(
+    } catch (const RunBusy& e) {
+        throw RunBusy(
             fmt::format("{}; {} writes into a run only while no train writes it: pass --to a path "
                         "outside {}",
                         e.what(), command, shown_path(run_dir)));

@@ -15,6 +15,12 @@ namespace attograd::train {
 /// (`.NAME.lock`, `.NAME.staging-*`).
 std::filesystem::path run_directory_path(const std::filesystem::path& dir);
 
+/// What RunLock throws when another process holds the run's lock (the run is being written).
+class RunBusy : public IoError {
+public:
+    using IoError::IoError;
+};
+
 /// An exclusive flock(2) on `.NAME.lock` beside the run directory DIR (in its parent, created
 /// if missing; DIR as run_directory_path resolves it, so every path to one run takes one lock),
 /// held for the life of the object, so that two training processes (two Trainers, two
@@ -22,8 +28,8 @@ std::filesystem::path run_directory_path(const std::filesystem::path& dir);
 /// holder's PID; it is removed on release. Readers take no lock: read_consistently reads one generation
 /// whatever a writer does. The lock file is never written through a symbolic link, and an
 /// existing one is rewritten only when it is what a holder leaves (a regular file with one link,
-/// holding at most a PID). Throws IoError "DIR is being written by another process (pid N: ...)"
-/// when another process holds it, or naming the lock file when it cannot be created (a
+/// holding at most a PID). Throws RunBusy "DIR is being written by another process (pid N: ...)"
+/// when another process holds it, IoError or naming the lock file when it cannot be created (a
 /// read-only or missing parent: found before any training), is a symbolic link or is not a lock
 /// file.
 class RunLock {
@@ -64,8 +70,8 @@ private:
 /// The run's lock, held while `command` (e.g. a program's eval or inspect) writes `destination` inside the
 /// run directory `run_dir`; nullopt when `destination` is outside it. A train saving the run swaps the
 /// directory whole, so a file written into it meanwhile could land in the generation being replaced and be
-/// lost (exit 0, no file): the lock refuses that while a train holds it (IoError saying to write outside the
-/// run), and keeps a train from starting until the file is written.
+/// lost (exit 0, no file): the lock refuses that while a train holds it (RunBusy saying to write outside the
+/// run; RunLock's other errors as they are), and keeps a train from starting until the file is written.
 std::optional<RunLock> lock_if_inside(const std::filesystem::path& run_dir,
                                       const std::filesystem::path& destination, const char* command);
 

@@ -28,6 +28,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <set>
@@ -238,6 +239,15 @@ void check_not_current_directory(const fs::path& dir) {
              "one, which would leave this process (and the shell that started it) in a deleted "
              "directory: choose a directory below it",
              shown_path(dir));
+}
+
+void check_room_for_saves(const fs::path& dir) {
+    const fs::path full = followed_path(dir, shown_path(dir));
+    AG_CHECK(full.native().size() + save_name_room < PATH_MAX, IoError,
+             "{}: its path is {} bytes, and the names a save writes beside and inside it (a staging "
+             "directory, temporary files) add up to {} more, past the {} the system takes: choose a shorter "
+             "path",
+             shown_path(dir), full.native().size(), save_name_room, PATH_MAX - 1);
 }
 
 void recover_killed_writers(const fs::path& dir) {

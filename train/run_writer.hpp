@@ -25,6 +25,15 @@ namespace attograd::train {
 /// run's lock (RunLock does, and so does RunWriter); nothing is thrown.
 void recover_killed_writers(const std::filesystem::path& dir);
 
+/// Bytes a save's names may add to the run directory's path: its staging directory beside it
+/// (`.NAME.staging-PID-N`) and a temporary file inside that (`.FILE.tmp.PID.N`).
+inline constexpr std::size_t save_name_room = 128;
+
+/// Throws IoError naming `dir` when its path, links resolved, leaves less than save_name_room
+/// bytes below the system's PATH_MAX: a save would fail for a name too long after the steps before
+/// it were spent. Trainer::fit calls it before the first step.
+void check_room_for_saves(const std::filesystem::path& dir);
+
 /// One generation of a run directory DIR (see run_dir.hpp). Files go into `.NAME.staging-PID-N`
 /// next to DIR; commit() writes config.json last, recording every file's size and checksum in
 /// its "files" field, then swaps the staging directory in place of DIR with one atomic rename

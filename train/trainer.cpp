@@ -9,6 +9,7 @@
 #include "train/file_io.hpp"
 #include "train/run_dir.hpp"
 #include "train/run_lock.hpp"
+#include "train/run_writer.hpp"
 
 #include <fmt/format.h>
 
@@ -335,7 +336,10 @@ FitResult Trainer::fit(const StepFunction& step, const ValidationFunction& valid
     } release{this};
     const fs::path& dir = options_.default_root_dir;
     const bool last = ckpt_path == ckpt_last;
-    if (!dir.empty()) check_not_current_directory(dir);  // before any step is spent
+    if (!dir.empty()) {  // before any step is spent (on every rank: they stop alike)
+        check_not_current_directory(dir);
+        check_room_for_saves(dir);
+    }
     AG_CHECK(!last || !dir.empty(), ValueError,
              "Trainer::fit: ckpt_path \"last\" resumes the run in default_root_dir, which is not set");
     if (!dir.empty() && options_.is_global_zero) {

@@ -80,7 +80,11 @@ std::map<std::string, std::vector<std::int64_t>> parse_knockout(const std::vecto
             throw UsageError(fmt::format("--knockout {}: no such head; this model's attention layers: {}",
                                          text, listing.empty() ? "none" : listing));
         }
-        heads[layers[static_cast<std::size_t>(layer)].name].push_back(head);
+        auto& chosen = heads[layers[static_cast<std::size_t>(layer)].name];
+        if (std::find(chosen.begin(), chosen.end(), head) != chosen.end())
+            throw UsageError(
+                fmt::format("--knockout {}: given twice; give each head once", shown_text(text)));
+        chosen.push_back(head);
     }
     return heads;
 }

@@ -122,6 +122,7 @@ int cmd_train(const TrainArgs& args) {
     trainer.add_callback(std::make_shared<HeldoutFile>(config, *run.task));
     trainer.add_callback(std::make_shared<ProbePredictions>(model, config, *run.task));
     trainer.add_callback(std::make_shared<KernelRecord>());
+    trainer.add_callback(std::make_shared<FirstStepRanks>(ranks.size()));
     trainer.add_callback(std::make_shared<train::ModelCheckpoint>(
         train::ModelCheckpointOptions{.every_n_train_steps = t.checkpoint_every}));
 

@@ -81,12 +81,9 @@ std::vector<std::pair<std::string, std::string>> config_rows(const RunConfig& co
 
 std::vector<inspect::Chart> training_charts(const std::string& metrics_csv, std::int64_t steps_done,
                                             double seconds_done) {
+    train::check_metrics_header(metrics_csv, train::CSVLogger(metrics_csv_options()).header(), "metrics.csv");
     const train::MetricsTable table =
         train::read_metrics_csv(metrics_csv, steps_done, "metrics.csv", seconds_done);
-    // Its columns are read by name: renamed or reordered ones would be drawn as others.
-    const std::string header = train::CSVLogger(metrics_csv_options()).header();
-    AG_CHECK(metrics_csv.starts_with(header), IoError, "metrics.csv: does not start with the header {}",
-             header.substr(0, header.size() - 1));
     const auto column = [&](const std::string& name) { return table.column(name); };
     const auto* steps = column("step");
     AG_CHECK(!steps->empty(), IoError, "metrics.csv has a header but no rows");

@@ -16,6 +16,7 @@
 #include "data/tsv.hpp"
 #include "inspect/snapshot.hpp"
 #include "memory_check.hpp"
+#include "settings.hpp"
 #include "snapshot_probes.hpp"
 #include "train/file_io.hpp"
 #include "train/metrics_csv.hpp"
@@ -304,6 +305,10 @@ RunProgress read_progress(const nlohmann::json& json) {
         }
     };
     number("steps_done", p.steps_done);
+    AG_CHECK(p.steps_done == 0 || j.contains("first_step_ranks"), ValueError,
+             "config.json: missing field 'progress.first_step_ranks' (train writes it at every save after a "
+             "step)");
+    number("first_step_ranks", p.first_step_ranks);
     {
         p.seed = detail::json_integer<std::uint64_t>(j["seed"]);
         AG_CHECK(p.seed, ValueError, "config.json: field 'progress.seed' must be an integer in {}, got {}",
@@ -407,6 +412,10 @@ void check_progress(const RunProgress& p, const RunConfig& config) {
     check(p.steps_done == 0 || p.initial_loss > 0.0, "initial_loss",
           fmt::format("> 0 (the first step's loss) after progress.steps_done = {} steps", p.steps_done),
           p.initial_loss);
+    // An mpirun of N ranks needs a batch of N or more.
+    check(p.first_step_ranks >= 1 && p.first_step_ranks <= config.train.batch, "first_step_ranks",
+          fmt::format("in [1, train.batch = {}] (the processes of the first step)", config.train.batch),
+          p.first_step_ranks);
     // Training stops as diverged once the count reaches the patience, so no save holds it.
     const std::int64_t patience = train::DivergenceMonitorOptions{}.patience;
     check(p.high_loss_steps >= 0 && p.high_loss_steps <= p.steps_done && p.high_loss_steps < patience,
@@ -453,6 +462,30 @@ void check_vocabulary_is_tasks(const RunConfig& config, const Task& task) {
              config.target_vocab ? " or target_vocab" : "", data::escape_control(config.task.name));
 }
 
+/// Refuses (ValueError naming the config.json key) a setting the run's model has no use for (a
+/// flag train refuses with its --model, --estimator without hard attention, --local without a
+/// window) at another value than train writes for it (the task's default): the model ignores it,
+/// and a report would state it as the run's.
+void check_unused_settings(const RunConfig& config, const Task& task) {
+    const RunConfig written = default_config(task);
+    const ModelConfig& m = config.model;
+    for (const Setting& s : settings()) {
+        const bool unused =
+            (m.kind != "rnn" && s.applies_to == ModelKinds::rnn) ||
+            (m.kind != "seq2seq" && s.applies_to == ModelKinds::seq2seq) ||
+            (m.kind == "rnn" && s.applies_to == ModelKinds::transformer) || (m.kind == "lm" && s.not_lm) ||
+            (s.key == "model.estimator" && m.attention != "hard") || (s.key == "model.local" && m.window < 0);
+        if (!unused || s.get(config) == s.get(written)) continue;
+        throw ValueError(fmt::format(
+            "config.json: {} is {}, but this run's model has no use for it (--model {}{}): train writes {}",
+            s.key, data::escape_control(excerpt(s.get(config).dump(), 80)), data::escape_control(m.kind),
+            s.key == "model.estimator" ? ", soft attention"
+            : s.key == "model.local"   ? ", global attention"
+                                       : "",
+            s.get(written).dump()));
+    }
+}
+
 }  // namespace
 
 void check_task_fits(const RunConfig& config, const Task& task) {
@@ -475,6 +508,7 @@ void check_task_fits(const RunConfig& config, const Task& task) {
         "tokens, but model.max_source_len and model.max_target_len are {} and {}",
         name, info.max_source_len, info.max_target_len, m.max_source_len, m.max_target_len);
     check_vocabulary_is_tasks(config, task);
+    check_unused_settings(config, task);
 }
 
 nlohmann::json to_json(const RunProgress& p) {
@@ -496,7 +530,8 @@ nlohmann::json to_json(const RunProgress& p) {
              p.probe_predictions ? nlohmann::json(*p.probe_predictions) : nlohmann::json(nullptr)},
             {"probe_losses", p.probe_losses ? nlohmann::json(*p.probe_losses) : nlohmann::json(nullptr)},
             {"gemm_library", p.gemm_library},
-            {"cpu", p.cpu}};
+            {"cpu", p.cpu},
+            {"first_step_ranks", p.first_step_ranks}};
 }
 
 namespace {
@@ -666,12 +701,10 @@ void check_progress_against_metrics(const LoadedRun& run, const std::filesystem:
     } catch (const Error& e) {
         return unread(fmt::format("cannot be read: {}", excerpt(e.what(), 200)));
     }
-    const std::string header = train::CSVLogger(metrics_csv_options()).header();
-    if (!text.starts_with(header)) {
-        return unread(
-            fmt::format("does not start with the header train writes ('{}'): its first line is '{}'",
-                        header.substr(0, header.size() - 1),
-                        data::escape_control(excerpt(text.substr(0, text.find('\n')), 120))));
+    try {
+        train::check_metrics_header(text, train::CSVLogger(metrics_csv_options()).header(), "metrics.csv");
+    } catch (const IoError& e) {
+        return unread(std::string(e.what()).substr(std::string_view("metrics.csv: ").size()));
     }
     try {
         table = train::read_metrics_csv(text, run.counters.steps_done, "metrics.csv", run.counters.seconds);
@@ -797,29 +830,21 @@ void check_never_updated(const std::map<std::string, Tensor>& optimizer_state,
 
 /// Refuses (IoError naming config.json) a progress.initial_loss other than the loss of the run's
 /// first step, which divergence is measured against: `run`'s model as its seed made it (not yet
-/// loaded), on the seed's first batch (first_step_loss), within the rounding of another CPU.
-/// Where the model samples in training (dropout, hard attention) each rank of an mpirun drew its
-/// own, so the loss depends on how many there were, which the run does not record: 1 to 16 are
-/// tried. Only where the task can draw training batches: every task but a --data run's when not
-/// `for_training` (then only its held-out examples are at hand).
+/// loaded), on the seed's first batch as the progress.first_step_ranks processes took it
+/// (first_step_loss), within the rounding of another CPU. Only where the task can draw training
+/// batches: every task but a --data run's when not `for_training` (then only its held-out
+/// examples are at hand).
 void check_initial_loss(const LoadedRun& run, bool for_training) {
     if (run.counters.steps_done == 0 || (run.config.task.name == "data" && !for_training)) return;
-    const ModelConfig& m = run.config.model;
-    const bool samples = m.dropout > 0.0 || m.attention == "hard";
-    const int most_ranks = samples ? static_cast<int>(std::min<std::int64_t>(run.config.train.batch, 16)) : 1;
-    double one_process = 0.0;  // the loss the message names
-    for (int ranks = 1; ranks <= most_ranks; ++ranks) {
-        // The model samples from the generator it was made with.
-        const double first = first_step_loss(*run.model, *run.generator, run.config, *run.task, ranks);
-        if (same_probe_loss(run.counters.initial_loss, first)) return;
-        if (ranks == 1) one_process = first;
-    }
-    throw IoError(
-        fmt::format("{}: progress.initial_loss is {}, but the run's first step (the model its seed made, on "
-                    "the seed's first batch) has loss {:.9g}{}: divergence is measured against it",
-                    shown_path(run.dir / "config.json"), run.counters.initial_loss, one_process,
-                    most_ranks > 1 ? fmt::format(" in one process (nor any of 2 to {} ranks')", most_ranks)
-                                   : std::string()));
+    // The model samples (dropout, hard attention) from the generator it was made with.
+    const auto ranks = static_cast<int>(run.counters.first_step_ranks);
+    const double first = first_step_loss(*run.model, *run.generator, run.config, *run.task, ranks);
+    AG_CHECK(
+        same_probe_loss(run.counters.initial_loss, first), IoError,
+        "{}: progress.initial_loss is {}, but the run's first step (the model its seed made, on the seed's "
+        "first batch{}) has loss {:.9g}: divergence is measured against it",
+        shown_path(run.dir / "config.json"), run.counters.initial_loss,
+        ranks > 1 ? fmt::format(", as {} ranks took it", ranks) : std::string(), first);
 }
 
 LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {

@@ -66,6 +66,8 @@ struct RunProgress {
     std::optional<std::vector<double>> probe_losses;
     /// The kernels of the last save's process (KernelRecord): a resume on others warns.
     std::string gemm_library, cpu;
+    /// The processes that took the first step (FirstStepRanks): its loss depends on them.
+    std::int64_t first_step_ranks = 1;
 };
 
 /// The most seconds of training progress.seconds may record (63 years: an edit, never a run), and

@@ -276,8 +276,11 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
         }
         // The run's clock goes on from progress.seconds: the rows already logged must not be later,
         // and the seconds this resume adds must stay within what a run may record.
-        train::read_metrics_csv(train::read_file(out / "metrics.csv"), s.counters.steps_done,
-                                shown_path(out / "metrics.csv"), s.counters.seconds);
+        const std::string metrics = train::read_file(out / "metrics.csv");
+        train::check_metrics_header(metrics, train::CSVLogger(metrics_csv_options()).header(),
+                                    shown_path(out / "metrics.csv"));
+        train::read_metrics_csv(metrics, s.counters.steps_done, shown_path(out / "metrics.csv"),
+                                s.counters.seconds);
         AG_CHECK(
             s.counters.seconds <= kResumableSeconds, IoError,
             "{}: progress.seconds {} is past {:g}, the most a run resumes from: its seconds could pass the "

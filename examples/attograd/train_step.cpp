@@ -153,6 +153,12 @@ nlohmann::json KernelRecord::state_dict() const {
     return {{"gemm_library", gemm_library()}, {"cpu", machine_cpu()}};
 }
 
+void FirstStepRanks::load_state_dict(const nlohmann::json& progress) {
+    // (Checked by the program's run reader before.)
+    if (progress.value("steps_done", 0) > 0 && progress.contains("first_step_ranks"))
+        ranks_ = progress["first_step_ranks"].get<std::int64_t>();
+}
+
 std::string machine_cpu() {
     std::ifstream cpuinfo("/proc/cpuinfo");
     for (std::string line; std::getline(cpuinfo, line);) {

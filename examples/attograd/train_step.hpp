@@ -91,6 +91,21 @@ public:
     nlohmann::json state_dict() const override;
 };
 
+/// Records how many processes took the run's first step (progress.first_step_ranks): each rank
+/// samples the dropout and hard attention of its share itself, so the first step's loss, which
+/// eval, inspect and --resume compute again (first_step_loss), depends on them. A run with steps
+/// keeps its record when resumed on another number.
+class FirstStepRanks : public train::Callback {
+public:
+    /// `ranks`: the processes of this training (optim::ProcessGroup::size()).
+    explicit FirstStepRanks(int ranks) : ranks_(ranks) {}
+    nlohmann::json state_dict() const override { return {{"first_step_ranks", ranks_}}; }
+    void load_state_dict(const nlohmann::json& progress) override;
+
+private:
+    std::int64_t ranks_;
+};
+
 /// The CPU's model name, as /proc/cpuinfo gives it ("unknown" when it gives none).
 std::string machine_cpu();
 
