@@ -489,6 +489,12 @@ TEST_CASE(
     CHECK(progress["evaluation_pending"] == true);
     // Such a save is a run as any other: inspect reads it (its records agree with each other).
     require_ok(run({"inspect", "--run", tmp / "run", "--format", "json", "--to", tmp / "pending.json"}));
+    // Its row's lr is the step's, which the schedule gives: another one is refused.
+    const std::string saved = read_text(tmp / "run/config.json");
+    edit_config(tmp / "run", [](json& c) { c["progress"]["pending_lr"] = 7.5; });
+    check_refused(run({"eval", "--run", tmp / "run"}),
+                  {"progress.pending_lr is 7.5, but config.json's train settings"});
+    write_text(tmp / "run/config.json", saved);
     // The resumed run does the evaluation it owed, and is the uninterrupted run.
     require_ok(run({"train", "--resume", tmp / "run", "--quiet"}));
     CHECK(read_config(tmp / "run")["progress"]["evaluation_pending"] == false);

@@ -537,3 +537,10 @@ TEST_CASE("a run directory whose path leaves no room for a save's names is refus
     CHECK_THROWS_WITH_AS(train::check_room_for_saves(dir), doctest::Contains("choose a shorter path"),
                          IoError);
 }
+
+TEST_CASE("a run name that leaves no room for its staging directory's name is refused before training") {
+    TempDir tmp;
+    CHECK_NOTHROW(train::check_room_for_saves(tmp.path() / std::string(217, 'n')));
+    CHECK_THROWS_WITH_AS(train::check_room_for_saves(tmp.path() / std::string(218, 'n')),
+                         doctest::Contains("choose a shorter name"), IoError);
+}

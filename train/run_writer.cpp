@@ -243,6 +243,14 @@ void check_not_current_directory(const fs::path& dir) {
 
 void check_room_for_saves(const fs::path& dir) {
     const fs::path full = followed_path(dir, shown_path(dir));
+    // The staging directory beside it, ".NAME.staging-PID-N": a PID of up to 7 digits (pid_max is
+    // at most 2^22), a counter of up to 20.
+    const std::size_t name = full.filename().native().size(), staging = 1 + name + 9 + 7 + 1 + 20;
+    AG_CHECK(
+        staging <= NAME_MAX, IoError,
+        "{}: its name is {} bytes, and the staging directory a save makes beside it (.NAME.staging-PID-N) "
+        "would take up to {}, past the {} a name may: choose a shorter name",
+        shown_path(dir), name, staging, NAME_MAX);
     AG_CHECK(full.native().size() + save_name_room < PATH_MAX, IoError,
              "{}: its path is {} bytes, and the names a save writes beside and inside it (a staging "
              "directory, temporary files) add up to {} more, past the {} the system takes: choose a shorter "

@@ -30,8 +30,9 @@ void recover_killed_writers(const std::filesystem::path& dir);
 inline constexpr std::size_t save_name_room = 128;
 
 /// Throws IoError naming `dir` when its path, links resolved, leaves less than save_name_room
-/// bytes below the system's PATH_MAX: a save would fail for a name too long after the steps before
-/// it were spent. Trainer::fit calls it before the first step.
+/// bytes below the system's PATH_MAX, or its name leaves no room in NAME_MAX for its staging
+/// directory's (any PID, any counter): a save would fail for a name too long after the steps
+/// before it were spent. Trainer::fit calls it before the first step.
 void check_room_for_saves(const std::filesystem::path& dir);
 
 /// One generation of a run directory DIR (see run_dir.hpp). Files go into `.NAME.staging-PID-N`

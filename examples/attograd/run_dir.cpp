@@ -693,7 +693,12 @@ void check_progress_against_metrics(const LoadedRun& run, const std::filesystem:
             "it, {}",
             shown_path(dir / "config.json"), why);
     };
-    if (!std::filesystem::exists(file)) return unread("is missing");
+    // Train writes it at every save: without it the progress records it holds (the held-out
+    // accuracies, the window) would be read unchecked.
+    AG_CHECK(
+        std::filesystem::exists(file), IoError,
+        "{}: missing (train writes it at every save; the run's held-out accuracies are checked against it)",
+        shown_path(file));
     std::string text;
     train::MetricsTable table;
     try {
@@ -925,6 +930,16 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     const auto optimizer_state =
         load_optimizer_file(dir, run.config.train, run.counters.steps_done, *optimizer, schedule.get());
     if (schedule) check_scheduled_lr(optimizer_state, dir / "optimizer.safetensors", *schedule);
+    // An evaluation left pending logs its row with the lr of the step before it.
+    if (run.counters.evaluation_pending && run.counters.steps_done > 0) {
+        const double expected = schedule ? schedule->lr_at(run.counters.steps_done - 1) : run.config.train.lr;
+        AG_CHECK(
+            std::abs(run.counters.pending_lr - expected) <= 1e-9 * std::max(std::abs(expected), 1e-30),
+            IoError,
+            "{}: progress.pending_lr is {}, but config.json's train settings (lr, schedule, warmup, steps) "
+            "give {} at step {}, whose evaluation is pending",
+            shown_path(dir / "config.json"), run.counters.pending_lr, expected, run.counters.steps_done);
+    }
     const TrainConfig& t = run.config.train;
     check_never_updated(optimizer_state, initial, run.model->parameters(),
                         t.optim != "sgd" || t.momentum != 0.0, dir / "optimizer.safetensors");

@@ -258,9 +258,11 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
             }
         }
         check_not_cwd(args.resume, "--resume");
-        if (ranks.is_main())
+        if (ranks.is_main()) {
+            train::check_room_for_saves(args.resume);  // before any step is spent
             s.lock =
                 std::make_unique<train::RunLock>(args.resume);  // before reading: no save slips in between
+        }
         LoadedRun run = load_run(args.resume, true);
         config = run.config;
         s.run_snapshot_every = config.train.snapshot_every;
@@ -359,6 +361,7 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
         out = args.out.empty() ? fs::path("runs") / config.task.name : fs::path(args.out);
         if (ranks.is_main()) {
             check_not_cwd(out, "--out");
+            train::check_room_for_saves(out);  // before any step is spent
             s.lock =
                 std::make_unique<train::RunLock>(out);  // a second `train --out` of the same DIR exits here
             // Where the run goes: `missing/../run` is `run` for the save, whatever the kernel says of it.
