@@ -403,7 +403,7 @@ TEST_CASE("config.json values outside the range train writes are refused naming 
         }
     }
     // The largest seed --seed takes is kept, not refused (nor another run's seed: the first
-    // step's loss is computed again from it).
+    // step's loss and the step-0 snapshot are built again from it).
     train(tmp / "largest", {"--task", "reverse", "--steps", "2", "--seed",
                             std::to_string(std::numeric_limits<std::uint64_t>::max())});
     require_ok(run({"eval", "--run", tmp / "largest"}));
@@ -412,7 +412,8 @@ TEST_CASE("config.json values outside the range train writes are refused naming 
     config["progress"]["seed"] = std::numeric_limits<std::uint64_t>::max();  // recorded twice
     config["config_fnv1a64"] = "unchecked";
     write_text(fs::path(tmp / "run") / "config.json", config.dump());
-    check_refused(run({"eval", "--run", tmp / "run"}), {"progress.initial_loss is"});
+    check_refused(run({"eval", "--run", tmp / "run"}),
+                  {"not the model the run's seed made"});  // its step-0 snapshot
 }
 
 TEST_CASE("config.json naming another task than the model's is refused naming task.name") {
@@ -674,6 +675,16 @@ TEST_CASE("edited attention snapshots are refused by --resume and left out of in
         check_refused(run(command),
                       {"attention_snapshots.safetensors", "taken at the run's last step: its prediction"});
     CHECK_FALSE(fs::exists(tmp / "refused.html"));
+    // The snapshot of step 0 is the seed's model's, which is built again.
+    planted([](json& j) {
+        auto& prediction = j[0]["probes"][0]["prediction"];
+        REQUIRE(!prediction.empty());
+        prediction[0] = prediction[0] == "a" ? "b" : "a";
+    });
+    for (const auto& command : std::vector<std::vector<std::string>>{
+             {"eval", "--run", dir}, {"train", "--resume", dir, "--steps", "30", "--quiet"}})
+        check_refused(run(command),
+                      {"attention_snapshots.safetensors", "taken before the first step: its prediction"});
     // An earlier step's prediction is not checked against the model (it was another model).
     planted([](json& j) {
         auto& prediction = j[2]["probes"][0]["prediction"];

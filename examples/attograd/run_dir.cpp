@@ -785,9 +785,10 @@ void check_probe_records(const LoadedRun& run, const std::vector<ProbeOutput>& o
 /// eval and a report would state as the run's. An unreadable or otherwise edited snapshot file is
 /// left to the report, which then shows no training replay, saying why. `layout` is
 /// snapshot_layout of the loaded model.
-void check_saved_snapshots(const LoadedRun& run, const std::filesystem::path& dir,
-                           const inspect::AttentionSnapshot& layout,
-                           const std::vector<ProbeOutput>& outputs) {
+void check_saved_snapshots(
+    const LoadedRun& run, const std::filesystem::path& dir, const inspect::AttentionSnapshot& layout,
+    const std::vector<ProbeOutput>& outputs,
+    const std::optional<std::pair<inspect::AttentionSnapshot, std::vector<ProbeOutput>>>& seeds) {
     const auto file = dir / snapshot_file;
     if (!std::filesystem::exists(file)) return;
     std::vector<inspect::AttentionSnapshot> snapshots;
@@ -799,6 +800,9 @@ void check_saved_snapshots(const LoadedRun& run, const std::filesystem::path& di
     try {
         check_last_snapshot_is_model(snapshots, run.counters.steps_done, layout, outputs,
                                      vocabularies(run.config).target);
+        if (seeds)
+            check_first_snapshot_is_seed_model(snapshots, seeds->first, seeds->second,
+                                               vocabularies(run.config).target);
     } catch (const ValueError& e) {
         throw IoError(fmt::format("{}: {}", shown_path(file), e.what()));
     }
@@ -875,6 +879,13 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     } catch (const IoError& e) {
         first_loss_error = e;
     }
+    // And so is the snapshot of step 0, where the run has trained since.
+    std::optional<std::pair<inspect::AttentionSnapshot, std::vector<ProbeOutput>>> seeds;
+    if (run.counters.steps_done > 0 && std::filesystem::exists(dir / snapshot_file)) {
+        const Vocabularies vocab = vocabularies(run.config);
+        seeds.emplace(snapshot_layout(*run.model, run.config.model, *run.task, vocab),
+                      probe_outputs(*run.model, run.config.model, *run.task, vocab));
+    }
     const auto weights = dir / "model.safetensors";
     const auto state = train::load_checkpoint(weights);
     // Train writes each tensor in its parameter's dtype; load_state_dict would convert another
@@ -922,7 +933,8 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     const Vocabularies vocab = vocabularies(run.config);
     const std::vector<ProbeOutput> outputs =
         probe_outputs(*run.model, run.config.model, *run.task, vocab, probe_loss_count);
-    check_saved_snapshots(run, dir, snapshot_layout(*run.model, run.config.model, *run.task, vocab), outputs);
+    check_saved_snapshots(run, dir, snapshot_layout(*run.model, run.config.model, *run.task, vocab), outputs,
+                          seeds);
     check_probe_records(run, outputs);  // also for a run without snapshots, or with their file edited
     // With the settings the run was saved with (a resume's flags are applied later).
     const auto optimizer = make_optimizer(run.config.train, run.model->parameters());

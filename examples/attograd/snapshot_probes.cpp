@@ -172,25 +172,32 @@ bool same_layout(const inspect::AttentionMap& got, const inspect::AttentionMap& 
 // (float32 storage, and another CPU's rounding, stay far inside it).
 constexpr double kSnapshotWeightTolerance = 1e-3;
 
+/// Which model a snapshot was taken of, in check_against_model's messages.
+struct SnapshotModel {
+    const char* taken;  ///< "taken at the run's last step"
+    const char* model;  ///< "the saved model's"
+    const char* why;    ///< "this file and model.safetensors are not from one save"
+};
+constexpr SnapshotModel saved_model{"taken at the run's last step", "the saved model's",
+                                    "this file and model.safetensors are not from one save"};
+constexpr SnapshotModel seed_model{"taken before the first step", "the model the run's seed made",
+                                   "this file was edited, or config.json's seed or model settings"};
+
 void check_against_model(const inspect::InspectedExample& got, const inspect::InspectedExample& want,
-                         const ProbeOutput& output, const Vocabulary& target, const std::string& where) {
-    AG_CHECK(
-        got.prediction == want.prediction || predicts_up_to_ties(output, got.prediction, target), ValueError,
-        "{}, taken at the run's last step: its prediction '{}' is not the saved model's '{}' (this file and "
-        "model.safetensors are not from one save)",
-        where, data::escape_control(excerpt(data::join(got.prediction, " "), 80)),
-        data::escape_control(excerpt(data::join(want.prediction, " "), 80)));
+                         const ProbeOutput& output, const Vocabulary& target, const std::string& where,
+                         const SnapshotModel& of = saved_model) {
+    AG_CHECK(got.prediction == want.prediction || predicts_up_to_ties(output, got.prediction, target),
+             ValueError, "{}, {}: its prediction '{}' is not {} '{}' ({})", where, of.taken,
+             data::escape_control(excerpt(data::join(got.prediction, " "), 80)), of.model,
+             data::escape_control(excerpt(data::join(want.prediction, " "), 80)), of.why);
     for (std::size_t m = 0; m < got.maps.size(); ++m) {
         const auto& a = got.maps[m].weights;
         const auto& b = want.maps[m].weights;
         bool close = a.size() == b.size();
         for (std::size_t k = 0; close && k < a.size(); ++k)
             close = std::abs(a[k] - b[k]) <= kSnapshotWeightTolerance;
-        AG_CHECK(close, ValueError,
-                 "{}, taken at the run's last step: map {} ('{}') holds weights other than the saved model's "
-                 "(this "
-                 "file and model.safetensors are not from one save)",
-                 where, m, data::escape_control(excerpt(got.maps[m].title(), 80)));
+        AG_CHECK(close, ValueError, "{}, {}: map {} ('{}') holds weights other than {} ({})", where, of.taken,
+                 m, data::escape_control(excerpt(got.maps[m].title(), 80)), of.model, of.why);
     }
 }
 
@@ -242,12 +249,15 @@ void check_run_snapshots(const std::vector<inspect::AttentionSnapshot>& snapshot
     }
 }
 
-void check_last_snapshot_is_model(const std::vector<inspect::AttentionSnapshot>& snapshots,
-                                  std::int64_t steps_done, const inspect::AttentionSnapshot& layout,
-                                  const std::vector<ProbeOutput>& outputs, const Vocabulary& vocab) {
+namespace {
+
+void check_snapshot_is_model(const std::vector<inspect::AttentionSnapshot>& snapshots, std::int64_t step,
+                             const inspect::AttentionSnapshot& layout,
+                             const std::vector<ProbeOutput>& outputs, const Vocabulary& vocab,
+                             const SnapshotModel& of) {
     for (std::size_t i = 0; i < snapshots.size(); ++i) {
         const inspect::AttentionSnapshot& snapshot = snapshots[i];
-        if (snapshot.step != steps_done || snapshot.probes.size() != layout.probes.size()) continue;
+        if (snapshot.step != step || snapshot.probes.size() != layout.probes.size()) continue;
         for (std::size_t p = 0; p < snapshot.probes.size(); ++p) {
             const inspect::InspectedExample &got = snapshot.probes[p], &want = layout.probes[p];
             const bool same = got.source == want.source && got.target == want.target &&
@@ -255,9 +265,23 @@ void check_last_snapshot_is_model(const std::vector<inspect::AttentionSnapshot>&
                               std::equal(got.maps.begin(), got.maps.end(), want.maps.begin(), same_layout);
             if (same)
                 check_against_model(got, want, outputs.at(p), vocab,
-                                    fmt::format("snapshot {} (step {}), probe {}", i, snapshot.step, p));
+                                    fmt::format("snapshot {} (step {}), probe {}", i, snapshot.step, p), of);
         }
     }
+}
+
+}  // namespace
+
+void check_last_snapshot_is_model(const std::vector<inspect::AttentionSnapshot>& snapshots,
+                                  std::int64_t steps_done, const inspect::AttentionSnapshot& layout,
+                                  const std::vector<ProbeOutput>& outputs, const Vocabulary& vocab) {
+    check_snapshot_is_model(snapshots, steps_done, layout, outputs, vocab, saved_model);
+}
+
+void check_first_snapshot_is_seed_model(const std::vector<inspect::AttentionSnapshot>& snapshots,
+                                        const inspect::AttentionSnapshot& layout,
+                                        const std::vector<ProbeOutput>& outputs, const Vocabulary& vocab) {
+    check_snapshot_is_model(snapshots, 0, layout, outputs, vocab, seed_model);
 }
 
 }  // namespace attograd::cli

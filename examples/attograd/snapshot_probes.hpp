@@ -93,4 +93,12 @@ void check_last_snapshot_is_model(const std::vector<inspect::AttentionSnapshot>&
                                   std::int64_t steps_done, const inspect::AttentionSnapshot& layout,
                                   const std::vector<ProbeOutput>& outputs, const Vocabulary& vocab);
 
+/// As check_last_snapshot_is_model for the snapshot of step 0, taken before the first step of the
+/// model the run's seed made: `layout` and `outputs` are that model's (before its weights were
+/// loaded). A step-0 snapshot edited to other predictions or weights would show the untrained
+/// model as something it was not.
+void check_first_snapshot_is_seed_model(const std::vector<inspect::AttentionSnapshot>& snapshots,
+                                        const inspect::AttentionSnapshot& layout,
+                                        const std::vector<ProbeOutput>& outputs, const Vocabulary& vocab);
+
 }  // namespace attograd::cli
