@@ -128,11 +128,16 @@ MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, 
     return table;
 }
 
+std::string metrics_header_problem(const std::string& text, const std::string& header) {
+    if (text.starts_with(header)) return {};
+    return fmt::format("does not start with the header train writes ('{}'): its first line is '{}'",
+                       header.substr(0, header.size() - 1),
+                       data::escape_control(excerpt(std::string_view(text).substr(0, text.find('\n')), 120)));
+}
+
 void check_metrics_header(const std::string& text, const std::string& header, const std::string& where) {
-    AG_CHECK(text.starts_with(header), IoError,
-             "{}: does not start with the header train writes ('{}'): its first line is '{}'", where,
-             header.substr(0, header.size() - 1),
-             data::escape_control(excerpt(std::string_view(text).substr(0, text.find('\n')), 120)));
+    const std::string problem = metrics_header_problem(text, header);
+    AG_CHECK(problem.empty(), IoError, "{}: {}", where, problem);
 }
 
 }  // namespace attograd::train

@@ -31,6 +31,10 @@ struct MetricsTable {
 MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, const std::string& where,
                               double seconds_done = std::numeric_limits<double>::infinity());
 
+/// What is wrong with the first line of `text` against `header` (as check_metrics_header says
+/// it, without `where`), or "" when `text` starts with it.
+std::string metrics_header_problem(const std::string& text, const std::string& header);
+
 /// Throws IoError starting with `where` when `text` does not start with `header` (the header line
 /// the CSVLogger writes, with its newline): its columns are read by name, so renamed, added or
 /// reordered ones would be drawn as others. The message shows both first lines (control and

@@ -706,11 +706,9 @@ void check_progress_against_metrics(const LoadedRun& run, const std::filesystem:
     } catch (const Error& e) {
         return unread(fmt::format("cannot be read: {}", excerpt(e.what(), 200)));
     }
-    try {
-        train::check_metrics_header(text, train::CSVLogger(metrics_csv_options()).header(), "metrics.csv");
-    } catch (const IoError& e) {
-        return unread(std::string(e.what()).substr(std::string_view("metrics.csv: ").size()));
-    }
+    const std::string header_problem =
+        train::metrics_header_problem(text, train::CSVLogger(metrics_csv_options()).header());
+    if (!header_problem.empty()) return unread(header_problem);
     try {
         table = train::read_metrics_csv(text, run.counters.steps_done, "metrics.csv", run.counters.seconds);
     } catch (const Error& e) {
