@@ -103,11 +103,10 @@ TEST_CASE("tasks lists induction and charlm with their lm defaults, and lm refus
     CHECK(tasks.out.find("model:     lm (embed 64, 2 causal self-attention layer(s), 4 head(s), feed-forward "
                          "none)") != std::string::npos);
     TempDir tmp;
-    for (const char* flag : {"--score", "--window", "--decoder-layers", "--attention"}) {
-        const std::string value = std::string(flag) == "--score"       ? "dot"
-                                  : std::string(flag) == "--window"    ? "2"
-                                  : std::string(flag) == "--attention" ? "hard"
-                                                                       : "2";
+    for (const char* flag : {"--score", "--window", "--attention"}) {
+        const std::string value = std::string(flag) == "--score"    ? "dot"
+                                  : std::string(flag) == "--window" ? "2"
+                                                                    : "hard";
         check_refused(run({"train", "--task", "induction", flag, value, "--out", tmp / "run"}),
                       {std::string(flag) + " does not apply to --model lm"});
     }

@@ -6,9 +6,12 @@
 
 using namespace cli_test;
 
-TEST_CASE("train refuses a recurrent model's flag with a Transformer model and the other way round") {
+TEST_CASE(
+    "train refuses a recurrent model's flag with a Transformer model, the other way round, and the "
+    "Transformer decoder's without --model seq2seq") {
     const std::vector<std::string> rnn_only = {"cell", "decoder", "bidirectional", "rnn-layers"},
-                                   transformer_only = {"layers", "decoder-layers", "ffn-dim", "next-token"};
+                                   transformer_only = {"layers", "ffn-dim", "next-token"},
+                                   seq2seq_only = {"decoder-layers", "decoder-self-attention"};
     TempDir tmp;
     const std::map<std::string, std::string> values = {{"cell", "gru"},         {"decoder", "luong"},
                                                        {"rnn-layers", "2"},     {"layers", "2"},
@@ -32,6 +35,14 @@ TEST_CASE("train refuses a recurrent model's flag with a Transformer model and t
         check_refused(run(args), {"attograd: --" + flag +
                                   " sets the Transformer models' layers; --model rnn takes --rnn-layers, "
                                   "--cell, --decoder\n"});
+    }
+    for (const auto& flag : seq2seq_only) {
+        for (const char* model : {"encoder", "rnn", "lm"}) {
+            auto args = flag_args(flag);
+            args.insert(args.end(), {"--model", model});
+            check_refused(run(args), {"attograd: --" + flag + " applies to --model seq2seq only (--model " +
+                                      model + " has no Transformer decoder)\n"});
+        }
     }
     CHECK_FALSE(fs::exists(tmp / "run"));
 }

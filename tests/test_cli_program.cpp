@@ -728,8 +728,8 @@ TEST_CASE(
 }
 
 TEST_CASE("inspect refuses a run whose metrics.csv was changed after it was written, naming the file") {
-    // The run's checksums catch it before anything is drawn; training_charts' own errors (a
-    // metrics.csv that is not one) are shown in the report instead of a chart (test_cli_report).
+    // The run's checksums catch it before anything is drawn; a metrics.csv recorded with its
+    // checksum that is not one is refused too (test_cli_report).
     TempDir tmp;
     train(tmp / "run", {"--task", "reverse", "--steps", "5"});
     write_text(fs::path(tmp / "run") / "metrics.csv", "step,loss\n10,abc\n");

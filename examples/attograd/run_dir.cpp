@@ -680,40 +680,19 @@ void check_model_outputs_finite(const Model& model, const RunConfig& config, con
 /// Refuses (IoError naming the field) progress counters that the run's metrics.csv contradicts:
 /// a row is logged every few steps and at the last, and the steps since the last row are
 /// progress.window_steps; the held-out accuracies are those of the last evaluation, whose row
-/// holds them to 6 decimals. A metrics.csv that cannot be read, or has another header, is left to
-/// its readers (--resume refuses it; the report draws no curves, saying why).
+/// holds them to 6 decimals. A metrics.csv that is missing, cannot be read or has another header
+/// is refused (Error naming the file) by every command, as the progress it checks would otherwise
+/// be read unchecked.
 void check_progress_against_metrics(const LoadedRun& run, const std::filesystem::path& dir) {
     const auto file = dir / "metrics.csv";
-    // A target reached is an evaluation's: train writes its row before it stops. (A metrics.csv
-    // that cannot be read is otherwise left to the report, which draws no curves, saying why.)
-    const auto unread = [&](const std::string& why) {
-        AG_CHECK(
-            !run.counters.reached_target, IoError,
-            "{}: progress.reached_target is true, but metrics.csv, which holds the evaluation that reached "
-            "it, {}",
-            shown_path(dir / "config.json"), why);
-    };
-    // Train writes it at every save: without it the progress records it holds (the held-out
-    // accuracies, the window) would be read unchecked.
     AG_CHECK(
         std::filesystem::exists(file), IoError,
         "{}: missing (train writes it at every save; the run's held-out accuracies are checked against it)",
         shown_path(file));
-    std::string text;
-    train::MetricsTable table;
-    try {
-        text = train::read_file(file);
-    } catch (const Error& e) {
-        return unread(fmt::format("cannot be read: {}", excerpt(e.what(), 200)));
-    }
-    const std::string header_problem =
-        train::metrics_header_problem(text, train::CSVLogger(metrics_csv_options()).header());
-    if (!header_problem.empty()) return unread(header_problem);
-    try {
-        table = train::read_metrics_csv(text, run.counters.steps_done, "metrics.csv", run.counters.seconds);
-    } catch (const Error& e) {
-        return unread(fmt::format("cannot be read: {}", excerpt(e.what(), 200)));
-    }
+    const std::string text = train::read_file(file);
+    train::check_metrics_header(text, train::CSVLogger(metrics_csv_options()).header(), shown_path(file));
+    const train::MetricsTable table =
+        train::read_metrics_csv(text, run.counters.steps_done, shown_path(file), run.counters.seconds);
     const std::vector<double>& steps = table.columns[0];
     const auto last = static_cast<std::int64_t>(steps.empty() ? 0.0 : steps.back());
     // (An evaluation left pending by an interrupt keeps its step in the window: its row, written

@@ -61,18 +61,6 @@ bool separate_vocabularies(const TrainArgs& args, const std::string& task) {
     return args.vocab == "separate";
 }
 
-/// The vocabularies of `examples` as separate_vocabularies() asks: one of the sources (config.vocab)
-/// and one of the targets (config.target_vocab), or one of both sides.
-void set_vocabularies(const TrainArgs& args, const std::vector<Example>& examples,
-                      const data::VocabularyOptions& options, RunConfig& config) {
-    if (separate_vocabularies(args, config.task.name)) {
-        config.vocab = data::build_vocabulary(examples, data::ExampleSide::Source, options);
-        config.target_vocab = data::build_vocabulary(examples, data::ExampleSide::Target, options);
-    } else {
-        config.vocab = data::build_vocabulary(examples, data::ExampleSide::Both, options);
-    }
-}
-
 /// translate's vocabularies (separate by default), from the training pairs, without words seen
 /// fewer than --min-freq times (read as <unk>), at most --max-vocab entries each.
 void set_translate_vocabulary(const TrainArgs& args, const Task& task, RunConfig& config) {
@@ -85,7 +73,13 @@ void set_translate_vocabulary(const TrainArgs& args, const Task& task, RunConfig
     config.task.max_vocab = args.max_vocab;
     data::VocabularyOptions options{.min_freq = args.min_freq};
     if (args.max_vocab != 0) options.max_tokens = args.max_vocab;
-    set_vocabularies(args, dynamic_cast<const data::TranslateTask&>(task).train_set(), options, config);
+    const auto& pairs = dynamic_cast<const data::TranslateTask&>(task).train_set();
+    if (separate_vocabularies(args, config.task.name)) {
+        config.vocab = data::build_vocabulary(pairs, data::ExampleSide::Source, options);
+        config.target_vocab = data::build_vocabulary(pairs, data::ExampleSide::Target, options);
+    } else {
+        config.vocab = data::build_vocabulary(pairs, data::ExampleSide::Both, options);
+    }
     // Nothing but <pad>, <bos>, <eos> and <unk> on a side: every word would be <unk>.
     for (const Vocabulary* side : {&config.vocab, config.target_vocab ? &*config.target_vocab : nullptr}) {
         if (side == nullptr || side->size() > Vocabulary::reserved_count) continue;
@@ -272,17 +266,10 @@ TrainSetup setup_training(const TrainArgs& args, const optim::ProcessGroup& rank
         s.counters = run.counters;
         out = run.dir;
         copy_given_settings(args, config);  // the resumable settings only: the others were refused above
-        for (const char* file : {"optimizer.safetensors", "metrics.csv"}) {
-            AG_CHECK(fs::exists(out / file), IoError, "{}: missing; this run cannot be resumed",
-                     shown_path(out / file));
-        }
-        // The run's clock goes on from progress.seconds: the rows already logged must not be later,
-        // and the seconds this resume adds must stay within what a run may record.
-        const std::string metrics = train::read_file(out / "metrics.csv");
-        train::check_metrics_header(metrics, train::CSVLogger(metrics_csv_options()).header(),
-                                    shown_path(out / "metrics.csv"));
-        train::read_metrics_csv(metrics, s.counters.steps_done, shown_path(out / "metrics.csv"),
-                                s.counters.seconds);
+        AG_CHECK(fs::exists(out / "optimizer.safetensors"), IoError,
+                 "{}: missing; this run cannot be resumed", shown_path(out / "optimizer.safetensors"));
+        // The run's clock goes on from progress.seconds (load_run checked the rows already logged
+        // against it): the seconds this resume adds must stay within what a run may record.
         AG_CHECK(
             s.counters.seconds <= kResumableSeconds, IoError,
             "{}: progress.seconds {} is past {:g}, the most a run resumes from: its seconds could pass the "
