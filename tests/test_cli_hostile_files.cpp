@@ -1140,6 +1140,27 @@ TEST_CASE("progress.reached_target and high_loss_steps must be what training's r
 }
 
 TEST_CASE(
+    "a --data run's first-step loss is computed again by eval and inspect while its data file is there") {
+    TempDir tmp;
+    const fs::path data = tmp / "pairs.tsv", dir = tmp / "run";
+    write_small_pairs(data);
+    train(dir, {"--data", data, "--steps", "4", "--batch", "4"});
+    // train.batch acts only in training: a batch of 8 gives the first step another loss.
+    edit_config(dir, [](json& c) { c["train"]["batch"] = 8; });
+    for (const auto& command : std::vector<std::vector<std::string>>{
+             {"eval", "--run", dir},
+             {"inspect", "--run", dir, "--format", "json", "--to", tmp / "out.json"},
+             {"train", "--resume", dir, "--steps", "6", "--quiet"}}) {
+        INFO(command[0]);
+        check_refused(run(command), {"config.json: progress.initial_loss is", "but the run's first step"});
+    }
+    CHECK_FALSE(fs::exists(tmp / "out.json"));
+    // Without its data file only the held-out examples are at hand: eval reads the setting as the run's.
+    fs::rename(data, tmp / "elsewhere.tsv");
+    require_ok(run({"eval", "--run", dir}));
+}
+
+TEST_CASE(
     "a --data or translate run's recorded data checksum cannot be blanked, nor a bundled task given one") {
     TempDir tmp;
     const fs::path data = tmp / "pairs.tsv", dir = tmp / "run", bundled = tmp / "bundled";

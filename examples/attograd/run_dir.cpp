@@ -160,7 +160,8 @@ std::pair<std::uint64_t, std::string> translate_pairs_checksum(const data::Trans
 }
 
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir,
-                                   bool for_training) {
+                                   bool for_training, bool* draws_training_examples) {
+    if (draws_training_examples != nullptr) *draws_training_examples = true;
     // The fields of a --data run, which train leaves empty for every other task.
     AG_CHECK(config.task.name == "data" || (config.task.data.empty() && !config.task.chars), ValueError,
              "config.json: task.data '{}' and task.chars {} belong to a --data run; train writes them empty "
@@ -229,8 +230,12 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
     }
     auto held_out = read_saved_heldout(config, dir);
     const std::optional<data::TsvDataset> dataset = unchanged_training_data(config);
-    if (dataset) check_heldout_split(config, dir, held_out, *dataset);
     check_data_vocabularies(config, dataset ? &*dataset : nullptr);
+    if (dataset) {
+        check_heldout_split(config, dir, held_out, *dataset);
+        return data::make_data_task(*dataset);
+    }
+    if (draws_training_examples != nullptr) *draws_training_examples = false;
     std::vector<std::string> symbols(config.vocab.tokens().begin() + Vocabulary::reserved_count,
                                      config.vocab.tokens().end());
     if (config.target_vocab) {  // both sides' tokens, each once
@@ -585,7 +590,7 @@ void read_run_settings(const nlohmann::json& json, const std::filesystem::path& 
             "times (the period doubles only when the snapshots are thinned)",
             period, every);
     }
-    run.task = task_for_run(run.config, dir, for_training);
+    run.task = task_for_run(run.config, dir, for_training, &run.draws_training_examples);
     check_task_fits(run.config, *run.task);
     check_heldout_checksum(run.config, *run.task, dir);
     // Early stopping's rule (train's EarlyStopping), applied at every evaluation: the target is
@@ -818,10 +823,9 @@ void check_never_updated(const std::map<std::string, Tensor>& optimizer_state,
 /// first step, which divergence is measured against: `run`'s model as its seed made it (not yet
 /// loaded), on the seed's first batch as the progress.first_step_ranks processes took it
 /// (first_step_loss), within the rounding of another CPU. Only where the task can draw training
-/// batches: every task but a --data run's when not `for_training` (then only its held-out
-/// examples are at hand).
-void check_initial_loss(const LoadedRun& run, bool for_training) {
-    if (run.counters.steps_done == 0 || (run.config.task.name == "data" && !for_training)) return;
+/// batches (a --data run's eval and inspect without its TSV file hold only its held-out examples).
+void check_initial_loss(const LoadedRun& run, bool draws_training_examples) {
+    if (run.counters.steps_done == 0 || !draws_training_examples) return;
     // The model samples (dropout, hard attention) from the generator it was made with.
     const auto ranks = static_cast<int>(run.counters.first_step_ranks);
     const double first = first_step_loss(*run.model, *run.generator, run.config, *run.task, ranks);
@@ -852,7 +856,7 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     // Before the weights are loaded: the first step's loss is the initial model's.
     std::optional<IoError> first_loss_error;
     try {
-        check_initial_loss(run, for_training);
+        check_initial_loss(run, run.draws_training_examples);
     } catch (const IoError& e) {
         first_loss_error = e;
     }

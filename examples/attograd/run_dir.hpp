@@ -100,6 +100,8 @@ struct LoadedRun {
     nlohmann::json progress;  ///< config.json's "progress" object as saved (checked by read_progress)
     RunProgress counters;     ///< the same, read
     std::unique_ptr<Task> task;
+    /// Whether `task` draws training examples: not a --data run's read without its TSV file.
+    bool draws_training_examples = true;
     std::unique_ptr<Generator> generator;  ///< the model's generator (hard attention samples from it)
     std::shared_ptr<Model> model;
     /// The generation of `dir` that was read, held open: a file read from `dir` later (the
@@ -162,14 +164,15 @@ std::string heldout_checksum(const std::vector<data::Example>& held_out, bool ch
 /// build differently.
 std::pair<std::uint64_t, std::string> translate_pairs_checksum(const data::TranslateTask& task);
 
-/// The task `config` names: a bundled task, or user data: for training the TSV file named in
-/// the config, otherwise the held-out examples saved in `dir`/heldout.tsv. For training, throws
-/// IoError naming the TSV file when it is not the data the run started on (its size or checksum
-/// differs from config.json's), which a resumed run would silently train and evaluate on.
-/// Otherwise, when the TSV file is still there with the size and checksum the run started on,
-/// throws IoError naming heldout.tsv when it is not that file's held-out split.
+/// The task `config` names: a bundled task, or user data: the TSV file named in the config, or,
+/// not `for_training` and without that file as the run started on it, the held-out examples
+/// saved in `dir`/heldout.tsv (then `*draws_training_examples`, when given, is set false). For
+/// training, throws IoError naming the TSV file when it is not the data the run started on (its
+/// size or checksum differs from config.json's), which a resumed run would silently train and
+/// evaluate on. Otherwise, when the TSV file is still there with the size and checksum the run
+/// started on, throws IoError naming heldout.tsv when it is not that file's held-out split.
 std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesystem::path& dir,
-                                   bool for_training);
+                                   bool for_training, bool* draws_training_examples = nullptr);
 
 /// Opens `dir`: reads config.json (refusing other format versions), checks every file's size
 /// and checksum against it, rebuilds the task and the model and loads model.safetensors.
