@@ -377,7 +377,11 @@ TEST_CASE("two train processes with the same new --out: one trains, the other ex
     args.push_back("--no-early-stop");
     ChildEnd first_end, second_end;
     std::thread first([&] { first_end = run_child(args, {}); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the first holds the lock by now
+    // Started once the first holds the lock (a fixed wait is too short on a loaded machine).
+    const fs::path lock = tmp / ".run.lock";
+    for (int i = 0; i < 60'000 && !fs::exists(lock); ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    REQUIRE(fs::exists(lock));
     second_end = run_child(args, {});
     first.join();
     CHECK(first_end.code == 0);
