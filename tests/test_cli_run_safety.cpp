@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -450,6 +451,33 @@ TEST_CASE("staging names planted ahead, by counter and PID, do not stop a save")
     CHECK(read_text(dir / "a.txt") == "A");
     CHECK(fs::is_directory(
         fs::path(tmp / fmt::format(".run.staging-{}-0", ::getpid()))));  // not ours to remove
+}
+
+TEST_CASE("a user's entry whose NAME.kept would pass 255 bytes comes back under a name cut to fit") {
+    TempDir tmp;
+    const fs::path dir = fs::path(tmp / "run");
+    const auto save = [&](const std::string& contents) {
+        attograd::train::RunWriter writer(dir);
+        writer.write_file("a.txt", contents);
+        writer.commit(json::object());
+    };
+    save("A");
+    // 252 bytes: NAME.kept would be 257. The second's cut would fall inside its two-byte "\xC3\xA9".
+    const std::string ascii(252, 'm'), accented = std::string(249, 'n') + "\xC3\xA9" + "x";
+    for (const auto& name : {ascii, accented}) write_text(dir / name, "old");
+    // A killed save's staging directory (its writer gone) holding the user's entries, which the
+    // user made again since.
+    const pid_t gone = ::fork();
+    if (gone == 0) ::_exit(0);
+    REQUIRE(gone > 0);
+    REQUIRE(::waitpid(gone, nullptr, 0) == gone);
+    fs::copy(dir, tmp / fmt::format(".run.staging-{}-0", gone), fs::copy_options::recursive);
+    for (const auto& name : {ascii, accented}) write_text(dir / name, "new");
+    save("B");
+    for (const auto& name : {ascii, accented}) CHECK(read_text(dir / name) == "new");
+    CHECK(read_text(dir / (std::string(250, 'm') + ".kept")) == "old");
+    CHECK(read_text(dir / (std::string(249, 'n') + ".kept")) == "old");  // not half a character
+    check_no_staging(tmp.path());
 }
 
 TEST_CASE("a user's entries a save killed at any instant left behind come back, never over a newer one") {

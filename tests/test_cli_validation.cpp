@@ -348,3 +348,17 @@ TEST_CASE("what the program says of a flag given twice, a run of no steps and a 
     check_refused(run({"inspect", "--run", tmp / "small", "--knockout", "0.0", "--knockout", "0.0"}),
                   {"--knockout 0.0: given twice; give each head once"});
 }
+
+TEST_CASE("--to with a file or folder name past 255 bytes is refused before any work") {
+    TempDir tmp;
+    train(tmp / "run", {"--task", "reverse", "--steps", "2"});
+    const std::string long_name(256, 'j');
+    check_refused(run({"eval", "--run", tmp / "run", "--to", tmp / (long_name + ".json")}),
+                  {"--to", "is 261 bytes, past the 255 a file or folder name may"});
+    check_refused(
+        run({"inspect", "--run", tmp / "run", "--format", "svg", "--to", fs::path(tmp / long_name) / "svg"}),
+        {"--to", "is 256 bytes, past the 255"});
+    check_refused(run({"inspect", "--run", tmp / "run", "--format", "json", "--to", tmp / long_name}),
+                  {"--to", "is 256 bytes, past the 255"});
+    CHECK(entries(tmp.path()) == std::set<std::string>{"run"});
+}

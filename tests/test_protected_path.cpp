@@ -544,3 +544,26 @@ TEST_CASE("a run name that leaves no room for its staging directory's name is re
     CHECK_THROWS_WITH_AS(train::check_room_for_saves(tmp.path() / std::string(218, 'n')),
                          doctest::Contains("choose a shorter name"), IoError);
 }
+
+TEST_CASE("the name and path checked for a save's room are those the run is saved under and opened by") {
+    TempDir tmp;
+    // A short link to a directory whose name leaves no room: the message names that name.
+    fs::create_directory(tmp.path() / std::string(240, 's'));
+    fs::create_directory_symlink(std::string(240, 's'), tmp.path() / "L1");
+    CHECK_THROWS_WITH_AS(train::check_room_for_saves(tmp.path() / "L1"),
+                         doctest::Contains("L1: the name it leads to ('sss"), IoError);
+    // A path that resolves short but is too long as given, which is how its files are opened.
+    std::string spelled = tmp.path().string() + "/";
+    while (spelled.size() < PATH_MAX) spelled += "./";
+    CHECK_THROWS_WITH_AS(train::check_room_for_saves(spelled + "run"), doctest::Contains("bytes as given"),
+                         IoError);
+}
+
+TEST_CASE("a run whose name is too long for its lock file's name is refused naming the most it may be") {
+    TempDir tmp;
+    const fs::path run = tmp.path() / std::string(NAME_MAX - 3, 'z');
+    fs::create_directory(run);
+    CHECK_THROWS_WITH_AS(train::RunLock{run}, doctest::Contains("rename the run to at most 249 bytes"),
+                         IoError);
+    CHECK_NOTHROW(train::RunLock{tmp.path() / std::string(NAME_MAX - 6, 'z')});
+}

@@ -241,6 +241,13 @@ void RunLock::acquire() {
                             "through it: remove it",
                             shown_path(dir), shown_path(path_)));
         }
+        if (fd_ < 0 && errno == ENAMETOOLONG && path_.filename().native().size() > NAME_MAX) {
+            throw IoError(
+                fmt::format("{}: its name is {} bytes, too long for its lock file's (.NAME.lock), past the "
+                            "{} a name may: "
+                            "rename the run to at most {} bytes",
+                            shown_path(dir), path_.filename().native().size() - 6, NAME_MAX, NAME_MAX - 6));
+        }
         AG_CHECK(fd_ >= 0, IoError, "{}: cannot create the lock file {}: {}", shown_path(dir),
                  shown_path(path_), std::strerror(errno));
         if (!created && !owned_here(fd_, path_.parent_path())) {

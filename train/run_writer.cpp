@@ -80,6 +80,16 @@ bool owned_here(const fs::path& path) {
     return detail::trusted_owner(entry.st_uid, parent);
 }
 
+/// The `n`th name (from 1) under which a user's entry `name` comes back beside one of the same
+/// name: NAME.kept, NAME.kept-2, ...; NAME cut (at a UTF-8 character's start) so that the whole
+/// fits the NAME_MAX bytes a file name may have.
+std::string kept_name(const std::string& name, int n) {
+    const std::string suffix = n == 1 ? ".kept" : fmt::format(".kept-{}", n);
+    std::size_t keep = std::min(name.size(), std::size_t{NAME_MAX} - suffix.size());
+    while (keep > 0 && keep < name.size() && (static_cast<unsigned char>(name[keep]) & 0xC0) == 0x80) --keep;
+    return name.substr(0, keep) + suffix;
+}
+
 /// Moves the entries of `old` that are not its run files into `dir` (unless `dir` has one of
 /// that name), then removes `old`. `old` is the directory a save replaced (`replaced`: every
 /// entry not listed in its config.json is the user's, all of them when it has none, such as a
@@ -109,7 +119,7 @@ void retire(const fs::path& old, const fs::path& dir, bool replaced, int dir_fd 
             struct stat st {};
             for (int n = 1;
                  into >= 0 && ::fstatat(into, free.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && n < 1000; ++n)
-                free = n == 1 ? name + ".kept" : fmt::format("{}.kept-{}", name, n);
+                free = kept_name(name, n);
             // Never over a name that appeared meanwhile.
             if (into < 0 ||
                 ::renameat2(AT_FDCWD, entry.path().c_str(), into, free.c_str(), RENAME_NOREPLACE) != 0)
@@ -243,19 +253,26 @@ void check_not_current_directory(const fs::path& dir) {
 
 void check_room_for_saves(const fs::path& dir) {
     const fs::path full = followed_path(dir, shown_path(dir));
+    // The name checked is the one the run is saved under: a link's target's.
+    const std::string whose = full.filename() == dir.lexically_normal().filename()
+                                  ? "its name"
+                                  : fmt::format("the name it leads to ('{}')",
+                                                data::escape_control(excerpt(full.filename().string(), 40)));
     // The staging directory beside it, ".NAME.staging-PID-N": a PID of up to 7 digits (pid_max is
     // at most 2^22), a counter of up to 20.
     const std::size_t name = full.filename().native().size(), staging = 1 + name + 9 + 7 + 1 + 20;
-    AG_CHECK(
-        staging <= NAME_MAX, IoError,
-        "{}: its name is {} bytes, and the staging directory a save makes beside it (.NAME.staging-PID-N) "
-        "would take up to {}, past the {} a name may: choose a shorter name",
-        shown_path(dir), name, staging, NAME_MAX);
-    AG_CHECK(full.native().size() + save_name_room < PATH_MAX, IoError,
-             "{}: its path is {} bytes, and the names a save writes beside and inside it (a staging "
+    AG_CHECK(staging <= NAME_MAX, IoError,
+             "{}: {} is {} bytes, and the staging directory a save makes beside it (.NAME.staging-PID-N) "
+             "would take up to {}, past the {} a name may: choose a shorter name",
+             shown_path(dir), whose, name, staging, NAME_MAX);
+    // Both as the kernel resolves it and as given, which is how its files are opened.
+    const std::size_t longest = std::max(full.native().size(), dir.native().size());
+    AG_CHECK(longest + save_name_room < PATH_MAX, IoError,
+             "{}: its path is {} bytes{}, and the names a save writes beside and inside it (a staging "
              "directory, temporary files) add up to {} more, past the {} the system takes: choose a shorter "
              "path",
-             shown_path(dir), full.native().size(), save_name_room, PATH_MAX - 1);
+             shown_path(dir), longest, longest == full.native().size() ? "" : " as given", save_name_room,
+             PATH_MAX - 1);
 }
 
 void recover_killed_writers(const fs::path& dir) {

@@ -127,6 +127,7 @@ int cmd_inspect(const InspectArgs& args) {
         std::error_code ec;
         const fs::file_status status = fs::status(args.to, ec);
         if (renderer->target == Target::Directory) {
+            check_name_lengths(args.to);
             if (fs::exists(status) && !fs::is_directory(status))
                 throw UsageError(fmt::format(
                     "--to {}: not a directory (--format {} writes one file per map into a directory)",

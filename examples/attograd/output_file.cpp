@@ -5,10 +5,13 @@
 #include "quoting.hpp"
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/protected_path.hpp"
+#include "data/text.hpp"
 
 #include <fmt/format.h>
 
+#include <climits>
 #include <csignal>
 #include <iterator>
 
@@ -34,7 +37,17 @@ bool names_descriptor(fs::path path) {
 
 }  // namespace
 
+void check_name_lengths(const std::string& to) {
+    for (const fs::path& part : fs::path(to)) {
+        if (part.native().size() > NAME_MAX)
+            throw UsageError(fmt::format("--to {}: '{}' is {} bytes, past the {} a file or folder name may",
+                                         shown_path(to), data::escape_control(excerpt(part.string(), 40)),
+                                         part.native().size(), NAME_MAX));
+    }
+}
+
 void check_to_file(const std::string& to) {
+    check_name_lengths(to);
     std::error_code ec;
     const fs::file_status status = fs::status(to, ec);  // through links, as the write goes
     if (fs::path(to).filename().empty() || fs::is_directory(status))

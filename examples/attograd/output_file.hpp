@@ -12,7 +12,12 @@
 
 namespace attograd::cli {
 
-/// Checks `--to PATH` (not `-`) of a command writing one file, before anything is computed.
+/// Throws UsageError naming `--to PATH` when one of its file or folder names passes the system's
+/// NAME_MAX bytes (the write would fail only after the work).
+void check_name_lengths(const std::string& to);
+
+/// Checks `--to PATH` (not `-`) of a command writing one file, before anything is computed: its
+/// names' lengths (check_name_lengths), then the file.
 /// Throws UsageError naming PATH when it is a directory (or names none), or when it is, or
 /// links to, what is not a regular file (a pipe, device or socket: /dev/stdout on a terminal),
 /// or reaches an open descriptor through /proc (/dev/stdout, /dev/fd/N on a file, which the
