@@ -868,7 +868,9 @@ TEST_CASE("a bundled task's run holding the fields of a --data or translate run 
     for (const auto& [field, value, names] :
          {std::tuple{"data", json("x.tsv"), std::vector<std::string>{"task.data 'x.tsv'", "--data run"}},
           {"chars", json(true), {"task.chars true", "--data run"}},
-          {"lang", json("fr"), {"task.lang 'fr'", "translate run"}}}) {
+          {"lang", json("fr"), {"task.lang 'fr'", "translate run"}},
+          {"min_freq", json(3), {"task.min_freq 3 and task.max_vocab 0", "translate run"}},
+          {"max_vocab", json(100), {"task.min_freq 1 and task.max_vocab 100", "translate run"}}}) {
         json config = json::parse(saved);
         config["task"][field] = value;
         write_config(dir, config);

@@ -182,6 +182,12 @@ std::unique_ptr<Task> task_for_run(const RunConfig& config, const std::filesyste
         config.task.name == "translate" || config.task.lang.empty(), ValueError,
         "config.json: task.lang '{}' belongs to a translate run; train writes it empty for task.name '{}'",
         data::escape_control(excerpt(config.task.lang, 80)), data::escape_control(config.task.name));
+    AG_CHECK(
+        config.task.name == "translate" || (config.task.min_freq == 1 && config.task.max_vocab == 0),
+        ValueError,
+        "config.json: task.min_freq {} and task.max_vocab {} belong to a translate run; train writes 1 and 0 "
+        "for task.name '{}'",
+        config.task.min_freq, config.task.max_vocab, data::escape_control(config.task.name));
     if (config.task.name == "translate") {
         auto task = data::make_translate_task(translate_options(config.task.lang));
         const auto [bytes, sum] = translate_pairs_checksum(*task);
