@@ -988,7 +988,8 @@ TEST_CASE("a model tensor in another dtype than train writes is refused, not con
     for (const auto& command : std::vector<std::vector<std::string>>{
              {"eval", "--run", dir}, {"train", "--resume", dir, "--steps", "4", "--quiet"}})
         check_refused(run(command), {"model.safetensors: tensor '" + name +
-                                     "' is float64, but train writes it as float32"});
+                                     "' is float64, but train writes it as float32 (the dtype of the "
+                                     "model's tensor)"});
 }
 
 TEST_CASE("a target reached needs the evaluation that reached it in metrics.csv") {

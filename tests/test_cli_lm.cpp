@@ -80,6 +80,24 @@ TEST_CASE("an lm run resumes bit for bit, and eval reports its next-token accura
     CHECK(text.out.find("BLEU") == std::string::npos);
 }
 
+TEST_CASE(
+    "--dropout acts in an lm's training: another model, a resume bit for bit, and an edited rate refused") {
+    TempDir tmp;
+    const std::vector<std::string> args = {"--task", "induction", "--batch", "8",      "--eval-every",
+                                           "100",    "--ffn-dim", "16",      "--seed", "1"};
+    auto with_dropout = args;
+    with_dropout.insert(with_dropout.end(), {"--dropout", "0.5"});
+    require_ok(train_run(args, "6", tmp / "plain"));
+    require_ok(train_run(with_dropout, "6", tmp / "whole"));
+    CHECK(file_bytes(tmp / "plain", "model.safetensors") != file_bytes(tmp / "whole", "model.safetensors"));
+    interrupted_run(with_dropout, "6", tmp / "split", "3");
+    CHECK(file_bytes(tmp / "split", "model.safetensors") == file_bytes(tmp / "whole", "model.safetensors"));
+    // The first step's loss, computed again from the seed, is the dropout run's.
+    edit_config(tmp / "whole", [](json& c) { c["model"]["dropout"] = 0.0; });
+    check_refused(run({"eval", "--run", tmp / "whole"}),
+                  {"config.json: progress.initial_loss is", "but the run's first step"});
+}
+
 TEST_CASE("inspect --format html of an lm run has the loss curve and the head-score curves") {
     TempDir tmp;
     train(tmp / "run", {"--task", "induction", "--steps", "20", "--batch", "8", "--snapshot-every", "5"});

@@ -34,7 +34,8 @@ TEST_CASE("read_metrics_csv refuses rows the run cannot have written, naming the
                              doctest::Contains(message.c_str()), IoError);
     };
     refused("30,1,0.5,,0.1,1\n", "run/metrics.csv line 2: step '30' is not a step of this run");
-    refused("0,1,0.5,,0.1,1\n", "step '0'");
+    refused("0,1,0.5,,0.1,1\n",
+            "step '0' is not a step of this run (whole, in digits without a leading 0, from 1,");
     refused("10,1,0.5,,0.1,1\n10,1,0.5,,0.1,1\n", "line 3: step '10'");
     refused("20,1,0.5,,0.1,1\n10,1,0.5,,0.1,1\n", "after the previous row's 20");
     refused("2.5,1,0.5,,0.1,1\n", "step '2.5'");

@@ -102,14 +102,16 @@ MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, 
             table.columns[i].push_back(value);
         }
         const double step = table.columns[0].back();
-        AG_CHECK(!fields[0].empty() && fields[0].find_first_not_of("0123456789") == std::string::npos &&
-                     fields[0].front() != '0' && std::isfinite(step) && step == std::floor(step) &&
-                     step >= 1.0 && step <= static_cast<double>(steps_done) &&
-                     step > static_cast<double>(last_step),
-                 IoError,
-                 "{} line {}: step '{}' is not a step of this run (whole, in digits without a leading 0, "
-                 "after the previous row's {}, at most the {} steps done)",
-                 where, number, shown(fields[0]), last_step, steps_done);
+        AG_CHECK(
+            !fields[0].empty() && fields[0].find_first_not_of("0123456789") == std::string::npos &&
+                fields[0].front() != '0' && std::isfinite(step) && step == std::floor(step) && step >= 1.0 &&
+                step <= static_cast<double>(steps_done) && step > static_cast<double>(last_step),
+            IoError,
+            "{} line {}: step '{}' is not a step of this run (whole, in digits without a leading 0, {}, at "
+            "most the {} steps done)",
+            where, number, shown(fields[0]),
+            last_step == 0 ? std::string("from 1") : fmt::format("after the previous row's {}", last_step),
+            steps_done);
         last_step = static_cast<std::int64_t>(step);
         // The run's clock: each row's seconds at least the previous row's, and none past the run's
         // (rows round to 1 ms).

@@ -27,6 +27,7 @@ public:
                                                                  .nhead = c.heads,
                                                                  .num_layers = c.layers,
                                                                  .dim_feedforward = c.ffn_dim,
+                                                                 .dropout = c.dropout,
                                                                  .positional = nn::Positional::Rotary},
                                         generator));
         for (std::int64_t i = 0; i < c.layers; ++i)

@@ -880,8 +880,9 @@ LoadedRun load_run_once(const std::filesystem::path& dir, bool for_training) {
     for (const auto& [name, saved] : run.model->state_dict()) {
         const auto it = state.find(name);
         AG_CHECK(it == state.end() || it->second.dtype() == saved.dtype(), IoError,
-                 "{}: tensor '{}' is {}, but train writes it as {} (the model's dtype)", shown_path(weights),
-                 data::escape_control(excerpt(name, 80)), it->second.dtype(), saved.dtype());
+                 "{}: tensor '{}' is {}, but train writes it as {} (the dtype of the model's tensor)",
+                 shown_path(weights), data::escape_control(excerpt(name, 80)), it->second.dtype(),
+                 saved.dtype());
     }
     try {
         run.model->load_state_dict(state);

@@ -170,7 +170,7 @@ void check_model_flags(const TrainArgs& a, const std::string& kind) {
         if (kind == "lm" && s.not_lm && a.was_given(std::string(s.flag)))
             throw UsageError(fmt::format(
                 "--{} does not apply to --model lm (causal scaled dot-product self-attention); it takes "
-                "--layers, --heads, --embed-dim, --ffn-dim",
+                "--layers, --heads, --embed-dim, --ffn-dim, --dropout",
                 s.flag));
     }
     for (const Setting& s : settings()) {
