@@ -150,7 +150,32 @@ bool is_invisible_kept(char32_t c) {
     return false;
 }
 
+// The spaces other than U+0020 (Unicode White_Space that is not a control character), and
+// U+2800 BRAILLE PATTERN BLANK, which looks like one: shown escaped, so that "a<U+00A0>b" does not
+// look like the two tokens "a b".
+bool is_blank(char32_t c) {
+    constexpr std::pair<char32_t, char32_t> ranges[] = {
+        {0x00A0, 0x00A0},  // NO-BREAK SPACE
+        {0x1680, 0x1680},  // OGHAM SPACE MARK
+        {0x2000, 0x200A},  // EN QUAD .. HAIR SPACE
+        {0x202F, 0x202F},  // NARROW NO-BREAK SPACE
+        {0x205F, 0x205F},  // MEDIUM MATHEMATICAL SPACE
+        {0x2800, 0x2800},  // BRAILLE PATTERN BLANK
+        {0x3000, 0x3000},  // IDEOGRAPHIC SPACE
+    };
+    for (const auto& [first, last] : ranges)
+        if (c >= first && c <= last) return true;
+    return false;
+}
+
 }  // namespace
+
+std::size_t space_length(std::string_view text, std::size_t i) {
+    if (i >= text.size()) return 0;
+    if (text[i] == ' ') return 1;
+    const auto [code, length] = decode_at(text, i);
+    return length > 1 && code != 0x2800 && is_blank(code) ? length : 0;
+}
 
 std::size_t control_length(std::string_view text, std::size_t i) {
     if (i >= text.size()) return 0;
@@ -164,7 +189,7 @@ std::size_t escaped_length(std::string_view text, std::size_t i) {
     if (const std::size_t control = control_length(text, i); control > 0) return control;
     if (i >= text.size()) return 0;
     const auto [code, length] = decode_at(text, i);
-    return length > 1 && is_invisible_kept(code) ? length : 0;
+    return length > 1 && (is_invisible_kept(code) || is_blank(code)) ? length : 0;
 }
 
 namespace {

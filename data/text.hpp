@@ -38,11 +38,18 @@ bool is_valid_utf8(std::string_view text);
 /// Persian and Indic words and join emoji) and the variation selectors U+FE00-U+FE0F (emoji
 /// presentation) and U+E0100-U+E01EF (Ideographic Variation Sequences).
 std::size_t control_length(std::string_view text, std::size_t i);
+/// Bytes of the space character at `text[i]`, 0 when none starts there (or i is past the end):
+/// U+0020 and the other Unicode White_Space characters that are not control characters (U+00A0,
+/// U+1680, U+2000-U+200A, U+202F, U+205F, U+3000), which a word never holds (Python's
+/// str.split() splits at each).
+std::size_t space_length(std::string_view text, std::size_t i);
 /// Bytes of the character at `text[i]` that escape_control escapes, 0 when it is shown as it is:
-/// control_length's characters, and the other Default_Ignorable_Code_Point characters (Unicode
+/// control_length's characters, the other Default_Ignorable_Code_Point characters (Unicode
 /// DerivedCoreProperties), which a token may hold: U+200C ZWNJ, U+200D ZWJ, the variation
 /// selectors U+FE00-U+FE0F and U+E0100-U+E01EF, and the reserved U+2065, U+E0080-U+E00FF and
-/// U+E01F0-U+E0FFF; so that two tokens that differ only by one of them never look the same.
+/// U+E01F0-U+E0FFF; and the spaces of space_length other than U+0020, with U+2800 BRAILLE
+/// PATTERN BLANK; so that two tokens that differ only by one of them never look the same (nor one
+/// token like two).
 std::size_t escaped_length(std::string_view text, std::size_t i);
 /// `text` made safe and unambiguous to show in a message or label: \t \n \r for those three,
 /// \xhh for any other C0 character, DEL or byte that is not part of well-formed UTF-8, \u00hh

@@ -21,8 +21,13 @@ std::string Vocabulary::token_problem(std::string_view token) {
     // A lone space or tab is character-level whitespace.
     if (const std::string control = first_control(token, one_char ? "\t" : ""); !control.empty())
         return "holds the control character " + control;
-    if (!one_char && token.find(' ') != std::string_view::npos)
-        return "holds a space (a word-level token never does)";
+    for (std::size_t i = 0; !one_char && i < token.size(); ++i) {
+        const std::size_t space = space_length(token, i);
+        if (space == 1) return "holds a space (a word-level token never does)";
+        if (space > 1)
+            return fmt::format("holds the space {} (a word-level token never does: write U+0020)",
+                               escape_control(token.substr(i, space)));
+    }
     return {};
 }
 

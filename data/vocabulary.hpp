@@ -47,7 +47,8 @@ public:
     /// token is not empty, is well-formed UTF-8 (is_valid_utf8), holds no control character (C0
     /// U+0000-U+001F, DEL U+007F, C1 U+0080-U+009F, U+2028 / U+2029 line and paragraph separators:
     /// a NUL, a newline, a terminal's CSI ...; see control_length) and, when longer than one character, no
-    /// space; a token of exactly one space or one tab is a character-level token and allowed. Such tokens
+    /// space (U+0020 or another Unicode space, such as U+00A0: space_length); a token of exactly
+    /// one space or one tab is a character-level token and allowed. Such tokens
     /// cannot come from a word split and would print or save ambiguously.
     static std::string token_problem(std::string_view token);
 

@@ -380,6 +380,9 @@ TEST_CASE("config.json values outside the range train writes are refused naming 
         {"config.json: train.steps must be >= 0 and at most 9223372036854775807, got 18446744073709551615"});
     check([](json& c) { c["model"]["rnn_layers"] = std::numeric_limits<std::uint64_t>::max(); },
           {"config.json: model.rnn_layers must be in [1, 8], got 18446744073709551615"});
+    check([](json& c) { c["model"]["window"] = 1e300; }, {"config.json: model.window", "got 1e+300"});
+    // A setting out of its own range is named, not a progress record checked against it.
+    check([](json& c) { c["train"]["batch"] = 0; }, {"config.json: train.batch must be in [1, 4096], got 0"});
     check([](json& c) { c["train"]["seed"] = json::parse("18446744073709551616"); },
           {"config.json: train.seed must be an integer in [0, 18446744073709551615], got "
            "18446744073709551616"});

@@ -42,7 +42,7 @@ TEST_CASE("text: control characters are C0, DEL and C1, found and escaped by one
     CHECK(control_length("a", 5) == 0);
     CHECK(escape_control("a\tb\nc\rd\x1b\x7f"s + '\0') == "a\\tb\\nc\\rd\\x1b\\x7f\\x00");
     CHECK(escape_control("x\xc2\x9b[31m y") == "x\\u009b[31m y");  // a C1 CSI cannot recolour a terminal
-    CHECK(escape_control("\u00e9\u20ac\U0001F600\u00a0") == "\u00e9\u20ac\U0001F600\u00a0");
+    CHECK(escape_control("\u00e9\u20ac\U0001F600") == "\u00e9\u20ac\U0001F600");
     CHECK(escape_control("a \xff b \xe2\x82") == "a \\xff b \\xe2\\x82");  // bytes outside UTF-8
     CHECK(escape_control("\xed\xa0\x80") == "\\xed\\xa0\\x80");            // a surrogate is not UTF-8
     CHECK(first_control("plain \u00e9").empty());
@@ -127,12 +127,30 @@ TEST_CASE("text: the joiners and variation selectors a token may hold are shown 
         CHECK(escaped_length(character.substr(0, character.size() - 1), 0) == 0);  // truncated
     }
     // Neighbours of the ranges are shown as they are.
-    for (const std::string visible : {"\u200a", "\u2010", "\ufdff", "\ufe10", "\U000e1000"}) {
+    for (const std::string visible : {"\u2011", "\u2010", "\ufdff", "\ufe10", "\U000e1000"}) {
         CAPTURE(visible.size());
         CHECK(escaped_length(visible, 0) == 0);
     }
     CHECK(escaped_length("\x01", 0) == 1);  // control characters too
     CHECK(escaped_length("ab", 5) == 0);    // past the end
+}
+
+TEST_CASE(
+    "text: spaces other than U+0020, and the braille blank, are shown escaped: one token never looks like "
+    "two") {
+    const std::vector<std::pair<std::string, std::string>> blanks = {
+        {"\u00a0", "\\u00a0"}, {"\u1680", "\\u1680"}, {"\u2000", "\\u2000"}, {"\u200a", "\\u200a"},
+        {"\u202f", "\\u202f"}, {"\u205f", "\\u205f"}, {"\u3000", "\\u3000"}, {"\u2800", "\\u2800"}};
+    for (const auto& [character, escaped] : blanks) {
+        CAPTURE(escaped);
+        CHECK(control_length("a" + character, 1) == 0);  // a one-character token may be one
+        CHECK(escape_control("a" + character + "b") == "a" + escaped + "b");
+        CHECK(space_length("a" + character + "b", 1) == (character == "\u2800" ? 0 : character.size()));
+    }
+    CHECK(space_length("a b", 1) == 1);
+    CHECK(escape_control("a b") == "a b");  // U+0020 as it is
+    CHECK(space_length("a\u00a9", 1) == 0);
+    CHECK(space_length("ab", 5) == 0);
 }
 
 TEST_CASE("text: the bidi marks and invisible format characters are escaped as control characters") {

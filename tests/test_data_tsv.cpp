@@ -187,3 +187,11 @@ TEST_CASE("tsv: a token holding U+2028 or U+2029 is refused with its line number
                          doctest::Contains("c.tsv:1: the target token '\\u2029' holds the control character"),
                          ValueError);
 }
+
+TEST_CASE("tsv: a word holding a no-break or other Unicode space is refused with its line number") {
+    CHECK_THROWS_WITH_AS(TsvDataset::parse("a b\tb a\na\u00a0b c\tc a\n", false, "nb.tsv"),
+                         doctest::Contains("nb.tsv:2: the source token 'a\\u00a0b' holds the space \\u00a0"),
+                         ValueError);
+    // At character level each is a token of its own.
+    CHECK(TsvDataset::parse("a\u00a0b\tb a\ncd\tdc\n", true, "c.tsv").examples().front().source.size() == 3);
+}

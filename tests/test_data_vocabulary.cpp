@@ -100,6 +100,13 @@ TEST_CASE("vocabulary: duplicate, empty, control-character and spaced tokens are
                          doctest::Contains("token 1 '\\u009b' holds the control character \\u009b"),
                          ValueError);
     CHECK(Vocabulary({"\xc2\xa0", "\xc2\xa9"}).size() == 6);  // U+00A0, U+00A9: not control characters
+    // Other Unicode spaces inside a word, which would show as two tokens.
+    CHECK_THROWS_WITH_AS(Vocabulary({"a\u00a0b"}),
+                         doctest::Contains("token 0 'a\\u00a0b' holds the space \\u00a0 (a word-level token "
+                                           "never does: write U+0020)"),
+                         ValueError);
+    CHECK_THROWS_WITH_AS(Vocabulary({"x\u3000"}), doctest::Contains("holds the space \\u3000"), ValueError);
+    CHECK(Vocabulary({"a\u2800b", "\u3000"}).size() == 6);  // the braille blank is no space; one space alone
     CHECK_THROWS_WITH_AS(Vocabulary({"new york"}), doctest::Contains("token 0 'new york' holds a space"),
                          ValueError);
     CHECK_THROWS_WITH_AS(Vocabulary({"a\tb"}), doctest::Contains("control character \\t"), ValueError);

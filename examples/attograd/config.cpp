@@ -183,6 +183,16 @@ std::string SettingNames::operator()(std::string_view field) const {
     return from_file(field) ? std::string(field) : "--" + flag_of_field(field);
 }
 
+void validate_settings(const RunConfig& config, const SettingNames& names) {
+    for (const Setting& s : settings()) {
+        if (!s.choices.empty()) check_choice(s.get(config).get<std::string>(), s.choices, names, s.key);
+        if (s.check) {
+            const std::string problem = s.check(config);
+            AG_CHECK(problem.empty(), ValueError, "{}{} {}", names.prefix(s.key), names(s.key), problem);
+        }
+    }
+}
+
 void validate(const RunConfig& config, const TaskInfo& task, const SettingNames& names) {
     const ModelConfig& m = config.model;
     const TrainConfig& t = config.train;
@@ -192,13 +202,7 @@ void validate(const RunConfig& config, const TaskInfo& task, const SettingNames&
     };
     const auto n = [&](std::string_view field) { return names(field); };
     // Each setting's own choices and range (settings.cpp), then the settings that must agree.
-    for (const Setting& s : settings()) {
-        if (!s.choices.empty()) check_choice(s.get(config).get<std::string>(), s.choices, names, s.key);
-        if (s.check) {
-            const std::string problem = s.check(config);
-            check(problem.empty(), s.key, problem);
-        }
-    }
+    validate_settings(config, names);
     check(m.embed_dim % m.heads == 0, "model.heads",
           fmt::format("{} does not divide {} {}", m.heads, n("model.embed_dim"), m.embed_dim));
     // The lengths come from the task or the TSV file, never from a flag.

@@ -188,9 +188,13 @@ private:
 /// The flag of config field `field`: "model.embed_dim" -> "embed-dim", "model.kind" -> "model".
 std::string flag_of_field(std::string_view field);
 
-/// Refuses options that do not combine, with a message naming them as `names` says
-/// (ValueError), e.g. an encoder model on a task whose outputs differ in length from its
-/// inputs, `--local p` without a window, hard attention with several heads, `--momentum` with
+/// Refuses (ValueError, naming them as `names` says) a setting outside its own choices or range
+/// (settings.cpp), e.g. `config.json: train.batch must be in [1, 4096], got 0`.
+void validate_settings(const RunConfig& config, const SettingNames& names);
+
+/// Refuses a setting outside its own range (validate_settings), then options that do not combine, with a
+/// message naming them as `names` says (ValueError), e.g. an encoder model on a task whose outputs differ in
+/// length from its inputs, `--local p` without a window, hard attention with several heads, `--momentum` with
 /// Adam; from config.json, `config.json: model.embed_dim must be in [1, 4096], got -5`.
 void validate(const RunConfig& config, const TaskInfo& task,
               const SettingNames& names = SettingNames::flags());

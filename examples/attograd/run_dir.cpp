@@ -578,6 +578,7 @@ void read_run_settings(const nlohmann::json& json, const std::filesystem::path& 
         throw IoError(fmt::format("{}: {}", shown_path(config_path), excerpt(e.what(), 200)));
     }
     check_run_file_names(json, run.config.task.name == "data", dir);  // before anything a save would replace
+    validate_settings(run.config, SettingNames::config_file());  // the ranges progress is checked against
     check_progress(run.counters, run.config);
     // The snapshot period starts at train.snapshot_every and doubles each time the snapshots are
     // thinned (a resume given --snapshot-every starts it again), so the two agree in every save.

@@ -175,9 +175,15 @@ void Setting::set(RunConfig& config, const nlohmann::json& value, std::string_vi
                 const bool huge = value.is_number_float() && std::isfinite(value.get<double>()) &&
                                   value.get<double>() == std::floor(value.get<double>()) &&
                                   std::fabs(value.get<double>()) >= 0x1p63;
+                // Digits up to 2^64 and a little past (an unsigned overflow shows as the integer
+                // typed), an exponent past them.
+                std::string shown = value.dump();
+                if (huge && std::fabs(value.get<double>()) < 1e20)
+                    shown = fmt::format("{:.0f}", value.get<double>());
+                if (huge && std::fabs(value.get<double>()) >= 1e20)
+                    shown = fmt::format("{:g}", value.get<double>());
                 AG_CHECK(!huge && (!value.is_number_integer() || detail::json_integer<T>(value)), ValueError,
-                         "{}: {} {}, got {}", where, key, integer_range(config),
-                         huge ? fmt::format("{:.0f}", value.get<double>()) : value.dump());
+                         "{}: {} {}, got {}", where, key, integer_range(config), shown);
             }
             *target = read_value<T>(value, where, key);
         },
