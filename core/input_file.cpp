@@ -69,20 +69,31 @@ bool InputFile::read_at(void* data, std::size_t bytes, std::uint64_t offset) con
     return true;
 }
 
-std::string InputFile::read_all(std::size_t max_bytes) const {
+void InputFile::read_pieces(const std::function<void(std::string_view)>& take,
+                            std::size_t piece_bytes) const {
     // Read until the end rather than trusting size(): the file may grow or shrink meanwhile.
-    std::string text;
-    char buffer[1 << 16];
+    std::string buffer(piece_bytes, '\0');
     for (std::uint64_t offset = 0;;) {
-        const ssize_t n = ::pread(fd_, buffer, sizeof buffer, static_cast<off_t>(offset));
+        const ssize_t n = ::pread(fd_, buffer.data(), buffer.size(), static_cast<off_t>(offset));
         if (n < 0 && errno == EINTR) continue;
         AG_CHECK(n >= 0, IoError, "{}: read failed: {}", where_, errno_text());
-        if (n == 0) return text;
-        AG_CHECK(text.size() + static_cast<std::size_t>(n) <= max_bytes, IoError, "{}: larger than {} bytes",
-                 where_, max_bytes);
-        text.append(buffer, static_cast<std::size_t>(n));
+        if (n == 0) return;
+        take(std::string_view(buffer.data(), static_cast<std::size_t>(n)));
         offset += static_cast<std::uint64_t>(n);
     }
+}
+
+std::string InputFile::read_all(std::size_t max_bytes) const {
+    std::string text;
+    text.reserve(static_cast<std::size_t>(std::min<std::uint64_t>(size_, max_bytes)));
+    read_pieces(
+        [&](std::string_view piece) {
+            AG_CHECK(text.size() + piece.size() <= max_bytes, IoError, "{}: larger than {} bytes", where_,
+                     max_bytes);
+            text.append(piece);
+        },
+        std::size_t{1} << 16);
+    return text;
 }
 
 void check_json_depth(std::string_view text, std::size_t max_depth, std::string_view where) {
@@ -116,18 +127,21 @@ std::string excerpt(std::string_view text, std::size_t max_chars) {
     return fmt::format("{}... ({} bytes)", text.substr(0, cut), text.size());
 }
 
-std::uint64_t fnv1a64(std::string_view bytes) {
-    std::uint64_t h = 0xcbf29ce484222325ULL;
+std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash) {
     for (const char c : bytes) {
-        h ^= static_cast<unsigned char>(c);
-        h *= 0x100000001b3ULL;
+        hash ^= static_cast<unsigned char>(c);
+        hash *= 0x100000001b3ULL;
     }
-    return h;
+    return hash;
 }
+
+std::uint64_t fnv1a64(std::string_view bytes) { return fnv1a64(bytes, 0xcbf29ce484222325ULL); }
 
 std::string file_checksum(const std::filesystem::path& path) {
     const InputFile file(path, path.string());
-    return fmt::format("{:016x}", fnv1a64(file.read_all()));
+    std::uint64_t hash = fnv1a64(std::string_view());
+    file.read_pieces([&](std::string_view piece) { hash = fnv1a64(piece, hash); });
+    return fmt::format("{:016x}", hash);
 }
 
 bool is_checksum_text(std::string_view text) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -29,6 +30,10 @@ public:
     /// Reads exactly `bytes` bytes at `offset`; false when the file ends first. Throws IoError
     /// when a read fails.
     bool read_at(void* data, std::size_t bytes, std::uint64_t offset) const;
+    /// Calls `take` with each piece of the file in order (at most `piece_bytes` each) up to its
+    /// end, which may be past size() if it grew. Throws IoError when a read fails.
+    void read_pieces(const std::function<void(std::string_view)>& take,
+                     std::size_t piece_bytes = std::size_t{1} << 20) const;
     /// The whole file. Throws IoError when it holds more than `max_bytes` bytes or cannot be read.
     std::string read_all(std::size_t max_bytes = static_cast<std::size_t>(-1)) const;
 
@@ -52,8 +57,12 @@ std::string excerpt(std::string_view text, std::size_t max_chars = 64);
 /// 0x100000001b3). Any change of a single byte changes it (each step is a bijection of the
 /// state); it guards against corruption, not against deliberate forgery.
 std::uint64_t fnv1a64(std::string_view bytes);
+/// fnv1a64 continued over `bytes` from the state `hash` (the hash of the bytes before them), so
+/// that a long stream is hashed in pieces: fnv1a64(a + b) == fnv1a64(b, fnv1a64(a)).
+std::uint64_t fnv1a64(std::string_view bytes, std::uint64_t hash);
 
-/// fnv1a64 of the file at `path` as 16 lowercase hex digits. Throws IoError as InputFile does.
+/// fnv1a64 of the file at `path` as 16 lowercase hex digits, read in pieces (a file of any size
+/// takes no more memory). Throws IoError as InputFile does, and when a read fails.
 std::string file_checksum(const std::filesystem::path& path);
 
 /// True when `text` is a checksum as file_checksum writes it: exactly 16 lowercase hex digits.

@@ -55,7 +55,7 @@ TEST_CASE("read_metrics_csv refuses rows the run cannot have written, naming the
     refused("10,1,0.5,,-0.1,1\n", "field 'lr' is -0.1");
     refused("10,1,0.5,,0.1,-1\n", "field 'seconds' is -1");
     refused("10,1,0.5,,0.1,inf\n", "field 'seconds' is not a decimal number: 'inf'");
-    refused("10,1,0.5,,0.1\n", "line 2: 5 fields, the header has 6");
+    refused("10,1,0.5,,0.1\n", "line 2: holds 5 comma-separated fields, the header 6");
     refused("10,0x1p3,0.5,,0.1,1\n", "field 'loss' is not a decimal number: '0x1p3'");
     refused("10,nan,0.5,,0.1,1\n", "field 'loss' is not a decimal number: 'nan'");
     refused("10,1,0.5,,0.1,5\n20,1,0.5,,0.1,4\n", "line 3: seconds 4 is less than the previous row's 5");

@@ -567,3 +567,14 @@ TEST_CASE("a run whose name is too long for its lock file's name is refused nami
                          IoError);
     CHECK_NOTHROW(train::RunLock{tmp.path() / std::string(NAME_MAX - 6, 'z')});
 }
+
+TEST_CASE("a run whose own path passes PATH_MAX is refused by its lock with that path's length") {
+    TempDir tmp;
+    // A folder that fits, and a run name in it that does not.
+    fs::path folder = tmp.path();
+    while (folder.native().size() + 201 < PATH_MAX - 100) folder /= std::string(200, 'd');
+    make_directories_protected(folder, "test");
+    const fs::path run = folder / std::string(PATH_MAX - folder.native().size() + 10, 'r');
+    const std::string message = fmt::format("its path is {} bytes", run.native().size());
+    CHECK_THROWS_WITH_AS(train::RunLock{run}, doctest::Contains(message.c_str()), IoError);
+}

@@ -510,6 +510,19 @@ TEST_CASE("fnv1a64 matches the published test values and changes with any flippe
     }
 }
 
+TEST_CASE("fnv1a64 continues over pieces, and file_checksum reads a file in pieces to the same sum") {
+    CHECK(fnv1a64("bar", fnv1a64("foo")) == fnv1a64("foobar"));
+    TempDir tmp;
+    // Past one piece (1 MiB) and not a multiple of it.
+    std::string bytes((std::size_t{5} << 19) + 3, '\0');
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 131 + (i >> 20));
+    const fs::path path = tmp.path / "big.bin";
+    std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    CHECK(file_checksum(path) == fmt::format("{:016x}", fnv1a64(bytes)));
+    std::ofstream(tmp.path / "empty.bin").close();
+    CHECK(file_checksum(tmp.path / "empty.bin") == "cbf29ce484222325");
+}
+
 TEST_CASE("AtomicFile writes through a symbolic link: the link stays, the file it points to is replaced") {
     const auto dir = std::filesystem::temp_directory_path() / "attograd_test_atomic_symlink";
     std::filesystem::remove_all(dir);

@@ -76,8 +76,9 @@ MetricsTable read_metrics_csv(const std::string& text, std::int64_t steps_done, 
         ++number;
         AG_CHECK(!line.empty(), IoError, "{} line {}: is empty (each row is one logged step)", where, number);
         const auto fields = split_csv_line(line);
-        AG_CHECK(fields.size() == table.header.size(), IoError, "{} line {}: {} fields, the header has {}",
-                 where, number, fields.size(), table.header.size());
+        AG_CHECK(fields.size() == table.header.size(), IoError,
+                 "{} line {}: holds {} comma-separated field{}, the header {}", where, number, fields.size(),
+                 fields.size() == 1 ? "" : "s", table.header.size());
         for (std::size_t i = 0; i < fields.size(); ++i) {
             double value = std::numeric_limits<double>::quiet_NaN();
             if (!fields[i].empty()) {

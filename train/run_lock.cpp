@@ -188,6 +188,12 @@ fs::path RunLock::lock_path(const fs::path& dir) {
 }
 
 RunLock::RunLock(const fs::path& dir) : dir_(dir), path_(lock_path(dir)) {
+    // The run's own length, links resolved, rather than that of a folder on the way to it.
+    const std::size_t run_bytes = run_directory_path(dir).native().size();
+    AG_CHECK(run_bytes < PATH_MAX && path_.native().size() < PATH_MAX, IoError,
+             "{}: its path{} is {} bytes, more than the {} the system takes", shown_path(dir),
+             run_bytes < PATH_MAX ? " with its lock file's name (.NAME.lock)" : "",
+             run_bytes < PATH_MAX ? path_.native().size() : run_bytes, PATH_MAX - 1);
     // Made race-free: a link planted in a missing folder's place meanwhile is never followed.
     made_ = make_directories_protected(path_.parent_path(), shown_path(dir));
     parent_fd_ = ::open(path_.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -242,11 +248,10 @@ void RunLock::acquire() {
                             shown_path(dir), shown_path(path_)));
         }
         if (fd_ < 0 && errno == ENAMETOOLONG && path_.filename().native().size() > NAME_MAX) {
-            throw IoError(
-                fmt::format("{}: its name is {} bytes, too long for its lock file's (.NAME.lock), past the "
-                            "{} a name may: "
-                            "rename the run to at most {} bytes",
-                            shown_path(dir), path_.filename().native().size() - 6, NAME_MAX, NAME_MAX - 6));
+            throw IoError(fmt::format(
+                "{}: its name is {} bytes, too long for the name of its lock file (.NAME.lock), past "
+                "the {} a name may: rename the run to at most {} bytes",
+                shown_path(dir), path_.filename().native().size() - 6, NAME_MAX, NAME_MAX - 6));
         }
         AG_CHECK(fd_ >= 0, IoError, "{}: cannot create the lock file {}: {}", shown_path(dir),
                  shown_path(path_), std::strerror(errno));

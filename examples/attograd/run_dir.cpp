@@ -710,9 +710,12 @@ void check_progress_against_metrics(const LoadedRun& run, const std::filesystem:
     // (An evaluation left pending by an interrupt keeps its step in the window: its row, written
     // with the evaluation, is still to come.)
     AG_CHECK(last + run.counters.window_steps == run.counters.steps_done, IoError,
-             "{}: progress.window_steps is {} and progress.steps_done {}, but the last row of metrics.csv is "
-             "step {} (the steps since it are the window): one of the two files was edited",
-             shown_path(dir / "config.json"), run.counters.window_steps, run.counters.steps_done, last);
+             "{}: progress.window_steps is {} and progress.steps_done {}, but {} (the steps since the last "
+             "row are the "
+             "window): one of the two files was edited",
+             shown_path(dir / "config.json"), run.counters.window_steps, run.counters.steps_done,
+             steps.empty() ? std::string("metrics.csv holds no row")
+                           : fmt::format("the last row of metrics.csv is step {}", last));
     for (const auto& [name, saved] :
          {std::pair{"heldout_token_accuracy", run.counters.heldout_token_accuracy},
           std::pair{"heldout_sequence_accuracy", run.counters.heldout_sequence_accuracy}}) {
