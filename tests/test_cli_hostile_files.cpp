@@ -107,12 +107,13 @@ TEST_CASE("eval, inspect and --resume refuse a config.json that the run's other 
         {"optimizer.safetensors", "SGD.load_state_dict"});
     // Model settings that keep every weight's shape: the snapshot of the saved model disagrees.
     check([](json& c) { c["model"]["uniform_attention"] = 0; },
-          {"attention_snapshots.safetensors", "not from one save"});
+          {"attention_snapshots.safetensors", "a model setting in config.json was edited since"});
     check([](json& c) { c["model"]["window"] = 1; },
-          {"attention_snapshots.safetensors", "not from one save"});
+          {"attention_snapshots.safetensors", "that of model.safetensors under config.json's model settings",
+           "a model setting in config.json was edited since"});
     // Counters its metrics.csv holds too: the steps since the last row, the last evaluation.
     check([](json& c) { c["progress"]["window_steps"] = 1; },
-          {"progress.window_steps is 1", "the last row of metrics.csv is step 2"});
+          {"progress.evaluation_pending is false, but step 2 is one the run evaluates at"});
     check([](json& c) { c["progress"]["heldout_token_accuracy"] = 0.5; },
           {"progress.heldout_token_accuracy is 0.5", "the last evaluation in metrics.csv"});
     // What the saved model predicts for the probes, recorded at each save (snapshots or not).
@@ -994,6 +995,38 @@ TEST_CASE("a model tensor in another dtype than train writes is refused, not con
         check_refused(run(command), {"model.safetensors: tensor '" + name +
                                      "' is float64, but train writes it as float32 (the dtype of the "
                                      "model's tensor)"});
+}
+
+TEST_CASE("a loss sum and a finished evaluation a run interrupted between two rows cannot hold are refused") {
+    TempDir tmp;
+    const fs::path dir = tmp / "run";
+    {
+        ScopedEnv hook("ATTOGRAD_TEST_SIGNAL_AT_STEP", "11");  // one step past the row of step 10
+        CHECK(run({"train", "--task", "reverse", "--steps", "40", "--eval-every", "100", "--out",
+                   dir.string(), "--quiet"})
+                  .code == 130);
+    }
+    const std::string saved = read_text(dir / "config.json");
+    REQUIRE(json::parse(saved)["progress"]["window_steps"] == 1);
+    const auto refused = [&](const std::function<void(json&)>& edit, const std::vector<std::string>& names) {
+        write_text(dir / "config.json", saved);
+        edit_config(dir, edit);
+        for (const auto& command : std::vector<std::vector<std::string>>{
+                 {"eval", "--run", dir},
+                 {"inspect", "--run", dir, "--format", "json", "--to", tmp / "out.json"},
+                 {"train", "--resume", dir, "--quiet"}}) {
+            INFO(command[0]);
+            check_refused(run(command), names);
+        }
+    };
+    // A loss sum past what finite float32 losses add up to.
+    refused([](json& c) { c["progress"]["window_loss_sum"] = 1e300; },
+            {"progress.window_loss_sum must be in [0, progress.window_steps = 1 x 3.40282e+38]"});
+    // Step 11 made a step the run evaluates at: its evaluation would be owed, not done.
+    refused([](json& c) { c["train"]["eval_every"] = 11; },
+            {"progress.evaluation_pending is false, but step 11 is one the run evaluates at"});
+    write_text(dir / "config.json", saved);
+    require_ok(run({"train", "--resume", dir, "--quiet"}));
 }
 
 TEST_CASE("a target reached needs the evaluation that reached it in metrics.csv") {

@@ -410,13 +410,29 @@ void check_progress(const RunProgress& p, const RunConfig& config) {
     check(p.window_steps >= 0 && p.window_steps <= p.steps_done, "window_steps",
           fmt::format("in [0, progress.steps_done = {}]", p.steps_done), p.window_steps);
     // Sums over window_steps steps of a loss (cross-entropy, >= 0) and of an accuracy in [0, 1].
-    check(std::isfinite(p.window_loss_sum) && p.window_loss_sum >= 0.0, "window_loss_sum", "finite and >= 0",
+    const double most_loss = count(p.window_steps) * static_cast<double>(std::numeric_limits<float>::max());
+    check(std::isfinite(p.window_loss_sum) && p.window_loss_sum >= 0.0 &&
+              (p.window_steps == 0 || p.window_loss_sum <= most_loss),
+          "window_loss_sum",
+          fmt::format("in [0, progress.window_steps = {} x {:g}] (each step's loss is a finite float32)",
+                      p.window_steps, std::numeric_limits<float>::max()),
           p.window_loss_sum);
     check(p.window_accuracy_sum >= 0.0 && p.window_accuracy_sum <= count(p.window_steps) * (1.0 + 1e-9),
           "window_accuracy_sum", fmt::format("in [0, progress.window_steps = {}]", p.window_steps),
           p.window_accuracy_sum);
     check(p.window_steps > 0 || (p.window_loss_sum == 0.0 && p.window_accuracy_sum == 0.0), "window_loss_sum",
           "0, and so must window_accuracy_sum, while progress.window_steps is 0", p.window_loss_sum);
+    // A step the run evaluates at (train.eval_every, and the last) logs its row with the
+    // evaluation: steps since the last row there mean the evaluation is still owed.
+    const auto& t = config.train;
+    const bool evaluates_at_last =
+        p.steps_done > 0 &&
+        ((t.eval_every > 0 && p.steps_done % t.eval_every == 0) || p.steps_done == t.steps);
+    AG_CHECK(p.evaluation_pending || !evaluates_at_last || p.window_steps == 0, ValueError,
+             "config.json: progress.evaluation_pending is false, but step {} is one the run evaluates at "
+             "(train.eval_every {}, train.steps {}) and {} steps since the last row of metrics.csv "
+             "(progress.window_steps) say its evaluation was not logged",
+             p.steps_done, t.eval_every, t.steps, p.window_steps);
     // The first step's loss, divergence's yardstick; 0 means "no step yet" (set at the next).
     check(std::isfinite(p.initial_loss) && p.initial_loss >= 0.0, "initial_loss",
           "finite and >= 0 (0: not measured yet)", p.initial_loss);
@@ -727,6 +743,8 @@ void check_progress_against_metrics(const LoadedRun& run, const std::filesystem:
                  "{}: progress.reached_target is true, but metrics.csv holds no held-out evaluation: one of "
                  "the two files was edited",
                  shown_path(dir / "config.json"));
+        // (Without an evaluation row the accuracies may be a --steps 0 run's evaluation of its
+        // seed, which logs no row.)
         if (evaluated == column->rend()) continue;
         AG_CHECK(std::abs(*evaluated - saved) <= 5.01e-7, IoError,
                  "{}: progress.{} is {}, but the last evaluation in metrics.csv gives {:.6f}: one of the two "

@@ -175,11 +175,13 @@ constexpr double kSnapshotWeightTolerance = 1e-3;
 /// Which model a snapshot was taken of, in check_against_model's messages.
 struct SnapshotModel {
     const char* taken;  ///< "taken at the run's last step"
-    const char* model;  ///< "the saved model's"
-    const char* why;    ///< "this file and model.safetensors are not from one save"
+    const char* model;  ///< "the model the run's seed made"
+    const char* why;    ///< "this file was edited, or config.json's seed or model settings"
 };
-constexpr SnapshotModel saved_model{"taken at the run's last step", "the saved model's",
-                                    "this file and model.safetensors are not from one save"};
+constexpr SnapshotModel saved_model{"taken at the run's last step",
+                                    "that of model.safetensors under config.json's model settings",
+                                    "a model setting in config.json was edited since, or this file and "
+                                    "model.safetensors are not from one save"};
 constexpr SnapshotModel seed_model{"taken before the first step", "the model the run's seed made",
                                    "this file was edited, or config.json's seed or model settings"};
 
