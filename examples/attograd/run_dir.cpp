@@ -425,10 +425,10 @@ void check_progress(const RunProgress& p, const RunConfig& config) {
     // A step the run evaluates at (train.eval_every, and the last) logs its row with the
     // evaluation: steps since the last row there mean the evaluation is still owed.
     const auto& t = config.train;
-    const bool evaluates_at_last =
+    const bool evaluates_at_step_done =
         p.steps_done > 0 &&
         ((t.eval_every > 0 && p.steps_done % t.eval_every == 0) || p.steps_done == t.steps);
-    AG_CHECK(p.evaluation_pending || !evaluates_at_last || p.window_steps == 0, ValueError,
+    AG_CHECK(p.evaluation_pending || !evaluates_at_step_done || p.window_steps == 0, ValueError,
              "config.json: progress.evaluation_pending is false, but step {} is one the run evaluates at "
              "(train.eval_every {}, train.steps {}) and {} steps since the last row of metrics.csv "
              "(progress.window_steps) say its evaluation was not logged",
@@ -727,8 +727,7 @@ void check_progress_against_metrics(const LoadedRun& run, const std::filesystem:
     // with the evaluation, is still to come.)
     AG_CHECK(last + run.counters.window_steps == run.counters.steps_done, IoError,
              "{}: progress.window_steps is {} and progress.steps_done {}, but {} (the steps since the last "
-             "row are the "
-             "window): one of the two files was edited",
+             "row are the window): one of the two files was edited",
              shown_path(dir / "config.json"), run.counters.window_steps, run.counters.steps_done,
              steps.empty() ? std::string("metrics.csv holds no row")
                            : fmt::format("the last row of metrics.csv is step {}", last));
