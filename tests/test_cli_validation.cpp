@@ -354,7 +354,7 @@ TEST_CASE("--to with a file or folder name past 255 bytes is refused before any 
     train(tmp / "run", {"--task", "reverse", "--steps", "2"});
     const std::string long_name(256, 'j');
     check_refused(run({"eval", "--run", tmp / "run", "--to", tmp / (long_name + ".json")}),
-                  {"--to", "is 261 bytes, past the 255 a file or folder name may"});
+                  {"--to", "is 261 bytes, past the 255 a file or folder name may have"});
     check_refused(
         run({"inspect", "--run", tmp / "run", "--format", "svg", "--to", fs::path(tmp / long_name) / "svg"}),
         {"--to", "is 256 bytes, past the 255"});

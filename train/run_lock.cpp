@@ -250,7 +250,7 @@ void RunLock::acquire() {
         if (fd_ < 0 && errno == ENAMETOOLONG && path_.filename().native().size() > NAME_MAX) {
             throw IoError(fmt::format(
                 "{}: its name is {} bytes, too long for the name of its lock file (.NAME.lock), past "
-                "the {} a name may: rename the run to at most {} bytes",
+                "the {} a name may have: rename the run to at most {} bytes",
                 shown_path(dir), path_.filename().native().size() - 6, NAME_MAX, NAME_MAX - 6));
         }
         AG_CHECK(fd_ >= 0, IoError, "{}: cannot create the lock file {}: {}", shown_path(dir),

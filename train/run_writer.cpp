@@ -263,7 +263,7 @@ void check_room_for_saves(const fs::path& dir) {
     const std::size_t name = full.filename().native().size(), staging = 1 + name + 9 + 7 + 1 + 20;
     AG_CHECK(staging <= NAME_MAX, IoError,
              "{}: {} is {} bytes, and the staging directory a save makes beside it (.NAME.staging-PID-N) "
-             "would take up to {}, past the {} a name may: choose a shorter name",
+             "would take up to {}, past the {} a name may have: choose a shorter name",
              shown_path(dir), whose, name, staging, NAME_MAX);
     // Both as the kernel resolves it and as given, which is how its files are opened.
     const std::size_t longest = std::max(full.native().size(), dir.native().size());

@@ -40,9 +40,9 @@ bool names_descriptor(fs::path path) {
 void check_name_lengths(const std::string& to) {
     for (const fs::path& part : fs::path(to)) {
         if (part.native().size() > NAME_MAX)
-            throw UsageError(fmt::format("--to {}: '{}' is {} bytes, past the {} a file or folder name may",
-                                         shown_path(to), data::escape_control(excerpt(part.string(), 40)),
-                                         part.native().size(), NAME_MAX));
+            throw UsageError(fmt::format(
+                "--to {}: '{}' is {} bytes, past the {} a file or folder name may have", shown_path(to),
+                data::escape_control(excerpt(part.string(), 40)), part.native().size(), NAME_MAX));
     }
 }
 
